@@ -1,0 +1,71 @@
+"""The canonical call: what every dialect parses into and every wire translates out of."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .messages import Message, Tool
+
+ReasoningEffort = Literal["none", "low", "medium", "high"]
+REASONING_DEPTHS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
+
+
+class ToolUse(BaseModel):
+    """Whether the model may call a tool, must call one, must call the named one, or must not."""
+
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["auto", "none", "any", "use"] = "auto"
+    name: str | None = None
+    """For `use`: the tool that must be called."""
+
+
+class Parameters(BaseModel):
+    """Sampling and ceilings (seed 000 `parameters`). Each reaches only offerings that honour it."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    max_tokens: int | None = Field(None, alias="maxTokens", ge=1)
+    temperature: float | None = None
+    top_p: float | None = Field(None, alias="topP")
+    reasoning_effort: ReasoningEffort | None = Field(None, alias="reasoningEffort")
+    tool_use: ToolUse | None = Field(None, alias="toolUse")
+    strict: bool | None = None
+    stop: list[str] | None = None
+    seed: int | None = None
+    frequency_penalty: float | None = Field(None, alias="frequencyPenalty")
+    presence_penalty: float | None = Field(None, alias="presencePenalty")
+    parallel_tool_calls: bool | None = Field(None, alias="parallelToolCalls")
+    top_k: int | None = Field(None, alias="topK")
+    service_tier: Literal["auto", "standard", "default", "flex", "priority", "scale"] | None = Field(
+        None, alias="serviceTier"
+    )
+    user: str | None = None
+    metadata: dict[str, str] | None = None
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(None, alias="topLogprobs")
+    caching: str | None = None
+    network_timeout: str | None = Field(None, alias="networkTimeout")
+
+    def given(self) -> dict[str, Any]:
+        """The parameters the caller set, by their native (camelCase) names."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+@dataclass(slots=True)
+class Call:
+    """One call as every wire sees it, whatever dialect it came in by.
+
+    `params` holds only what the offering honours: the router filters it per candidate
+    (`Parameters` names are the catalog's parameter names).
+    """
+
+    system: str
+    messages: list[Message]
+    params: Parameters = field(default_factory=Parameters)
+    tools: list[Tool] = field(default_factory=list)
+    response_schema: dict[str, Any] | None = None
+    stream: bool = False
+    """Whether the caller wants a stream (the wire may stream upstream either way)."""

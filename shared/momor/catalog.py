@@ -1,0 +1,180 @@
+"""The catalog: which models exist, who serves them, through which wire, at what price.
+
+A user-facing contract: a JSON document validated on load, with errors that name the bad field.
+`catalog.schema.json` beside this module is generated from these classes (`python -m
+momor.catalog --schema`) and a test keeps the two equal.
+
+Prices are US dollars per million tokens. Parameter names in `Provider.parameters` are the native
+dialect's names (seed 000 `parameters`: maxTokens, temperature, topP, ...).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import MomorError
+
+Tier = Literal["free", "low", "medium", "high", "xhigh", "tierless"]
+TIERS: tuple[str, ...] = ("free", "low", "medium", "high", "xhigh", "tierless")
+WIRES: tuple[str, ...] = ("openai_chat", "anthropic")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True)
+
+
+class Prices(_Strict):
+    """US dollars per million tokens."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_read: float | None = Field(None, alias="cacheRead", ge=0)
+    cache_write: float | None = Field(None, alias="cacheWrite", ge=0)
+
+
+class Offering(_Strict):
+    """One provider serving one model."""
+
+    provider: str
+    """A provider's name from `providers`."""
+    id: str
+    """The provider's own model id."""
+    prices: Prices
+
+
+class Capabilities(_Strict):
+    tools: bool = False
+    structured_output: Literal["none", "jsonObject", "jsonSchema"] = Field("none", alias="structuredOutput")
+    reasoning: list[str] = Field(default_factory=list)
+    """Reasoning depths the model takes (low, medium, high, ...); empty if it does not reason."""
+    max_output_tokens: int | None = Field(None, alias="maxOutputTokens", ge=1)
+    context_window: int | None = Field(None, alias="contextWindow", ge=1)
+    input: list[Literal["text", "image", "pdf", "audio"]] = Field(default_factory=lambda: ["text"])
+    prefill: bool = False
+    """Accepts a final assistant message to continue from (used by stream rollover)."""
+
+
+class Model(_Strict):
+    name: str
+    """The canonical name."""
+    publisher: str
+    """Who made it (the seeds' ownedBy)."""
+    tier: Tier | None = None
+    """A model with no tier is not yet classified and is never served."""
+    released: dt.date | None = None
+    deprecated: bool = False
+    capabilities: Capabilities = Field(default_factory=Capabilities)
+    offerings: list[Offering] = Field(min_length=1)
+
+
+class Provider(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*(@[a-z0-9][a-z0-9_.-]*)?$")
+    """A root such as `azure`, or `root@region` such as `azure@eu`."""
+    wire: str
+    """The wire protocol module: openai_chat or anthropic."""
+    base_url: str = Field(alias="baseUrl", pattern=r"^https?://")
+    parameters: list[str] = Field(default_factory=list)
+    """The native parameter names this provider honours; others are left off its requests."""
+    zdr: bool = False
+    """Momor's own keys for this provider are covered by a zero-data-retention agreement."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Static headers sent on every request (never secrets: keys come from the keys secret)."""
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Wire-specific settings (see each wire module's docstring)."""
+
+    @property
+    def root(self) -> str:
+        return self.name.split("@", 1)[0]
+
+    @model_validator(mode="after")
+    def _known_wire(self) -> Provider:
+        if self.wire not in WIRES:
+            raise ValueError(f"wire {self.wire!r} is not one of {', '.join(WIRES)}")
+        return self
+
+
+class Catalog(_Strict):
+    version: Literal[1] = 1
+    cutoff: dt.date | None = None
+    """tier/auto/* selectors leave out models released on or before this date (unless maxAge lets them in)."""
+    providers: list[Provider]
+    models: list[Model]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Catalog:
+        names = [p.name for p in self.providers]
+        if len(set(names)) != len(names):
+            raise ValueError("provider names must be unique")
+        models = [m.name for m in self.models]
+        if len(set(models)) != len(models):
+            raise ValueError("model names must be unique")
+        known = set(names)
+        for i, model in enumerate(self.models):
+            for j, offering in enumerate(model.offerings):
+                if offering.provider not in known:
+                    raise ValueError(
+                        f"models[{i}].offerings[{j}].provider: {offering.provider!r} is not in providers"
+                    )
+        return self
+
+    def provider(self, name: str) -> Provider:
+        return self._providers_by_name()[name]
+
+    def _providers_by_name(self) -> dict[str, Provider]:
+        cached = self.__dict__.get("_by_name")
+        if cached is None:
+            cached = {p.name: p for p in self.providers}
+            object.__setattr__(self, "_by_name", cached)  # frozen model: a private, derived cache
+        return cached
+
+    def knows_provider(self, name: str) -> bool:
+        """A root or name@region this catalog serves."""
+        return any(p.name == name or p.root == name for p in self.providers)
+
+
+class CatalogError(MomorError):
+    """The catalog document is invalid; detail names the field."""
+
+    status = 500
+
+
+def parse_catalog(raw: bytes | str | dict[str, Any]) -> Catalog:
+    try:
+        if isinstance(raw, dict):
+            return Catalog.model_validate(raw)
+        return Catalog.model_validate_json(raw)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"]) or "(document)"
+            problems.append(f"{where}: {err['msg']}")
+        raise CatalogError("Invalid catalog: " + "; ".join(problems)) from None
+
+
+def load_catalog_file(path: str | Path) -> Catalog:
+    return parse_catalog(Path(path).read_bytes())
+
+
+SCHEMA_PATH = Path(__file__).with_name("catalog.schema.json")
+
+
+def json_schema() -> dict[str, Any]:
+    schema = Catalog.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "Momor catalog"
+    return schema
+
+
+if __name__ == "__main__":  # pragma: no cover - a maintenance command
+    if sys.argv[1:] == ["--schema"]:
+        SCHEMA_PATH.write_text(json.dumps(json_schema(), indent=2) + "\n")
+    else:
+        for arg in sys.argv[1:]:
+            load_catalog_file(arg)
+            print(f"{arg}: valid")

@@ -1,0 +1,170 @@
+"""The canonical stream of events, and the parts manager that assembles them into a turn.
+
+Every wire module turns its provider's answer (buffered or streamed) into these events; every
+dialect writes them out. The buffered answer is built by `Assembler` from the same events a
+stream carries, so a streamed answer and a buffered one cannot disagree.
+
+A part is one output message (content, thinking or toolCall) at a vendor-neutral `index` chosen
+by the wire. Order of events for one part: `PartStart`, any number of `Delta`, `PartEnd`.
+Parts may interleave (parallel tool calls). `Usage` may come more than once (Anthropic sends input
+tokens at the start and output tokens at the end); later non-None values win. `Finish` comes last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .messages import ContentMessage, ThinkingMessage, ToolCallBody, ToolCallMessage
+
+PartKind = Literal["content", "thinking", "toolCall"]
+Stop = Literal["stop", "length", "tool_calls", "content_filter", "stop_sequence", "refusal", "other"]
+"""Why a turn ended, in Momor's words; each dialect maps it to its own (the raw reason is kept too)."""
+
+
+@dataclass(slots=True, frozen=True)
+class PartStart:
+    index: int
+    kind: PartKind
+    tool_id: str | None = None
+    """For toolCall: the provider's call id."""
+    tool_name: str | None = None
+    """For toolCall: the tool's name."""
+
+
+@dataclass(slots=True, frozen=True)
+class Delta:
+    index: int
+    text: str
+    """Text for content and thinking; a fragment of the JSON arguments for toolCall."""
+
+
+@dataclass(slots=True, frozen=True)
+class PartEnd:
+    index: int
+    data: dict[str, Any] | None = None
+    """Provider state for the finished part (a thinking signature, say), tagged with its wire."""
+
+
+@dataclass(slots=True)
+class Usage:
+    """Tokens as the provider reported them. input_tokens counts all input, cache reads and
+    writes included (as Chat Completions' prompt_tokens does), so cost is computed one way."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    thought_tokens: int | None = None
+    """Reasoning tokens counted apart from output (Gemini's thoughts)."""
+    reasoning_tokens: int | None = None
+    """The part of output_tokens spent reasoning (OpenAI's reasoning_tokens)."""
+
+    def merge(self, other: Usage) -> None:
+        for name in self.__slots__:
+            value = getattr(other, name)
+            if value is not None:
+                setattr(self, name, value)
+
+    def to_native(self, provider: str) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "provider": provider,
+            "inputTokens": self.input_tokens or 0,
+            "outputTokens": self.output_tokens or 0,
+            "cacheReadTokens": self.cache_read_tokens or 0,
+            "cacheWriteTokens": self.cache_write_tokens or 0,
+        }
+        if self.thought_tokens is not None:
+            out["thoughtTokens"] = self.thought_tokens
+        if self.reasoning_tokens is not None:
+            out["reasoningTokens"] = self.reasoning_tokens
+        return out
+
+
+@dataclass(slots=True, frozen=True)
+class UsageEvent:
+    usage: Usage
+
+
+@dataclass(slots=True, frozen=True)
+class Finish:
+    reason: str
+    """The provider's own reason, as it gave it."""
+    stop: Stop
+    """The same reason in Momor's words."""
+    fingerprint: str | None = None
+    """The provider's id for the backend that served the turn."""
+
+
+Event = PartStart | Delta | PartEnd | UsageEvent | Finish
+
+
+class StreamOrderError(RuntimeError):
+    """A wire emitted events in an impossible order: a bug in the wire module."""
+
+
+@dataclass(slots=True)
+class _Part:
+    kind: PartKind
+    chunks: list[str] = field(default_factory=list)
+    tool_id: str | None = None
+    tool_name: str | None = None
+    data: dict[str, Any] | None = None
+    done: bool = False
+
+
+@dataclass(slots=True)
+class Assembler:
+    """Keeps the parts of one turn as events arrive; `messages()` gives the finished turn."""
+
+    parts: dict[int, _Part] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
+    finish: Finish | None = None
+    output_started: bool = False
+    """True once anything the caller can see has been produced (text, reasoning or a tool call)."""
+
+    def add(self, event: Event) -> None:
+        match event:
+            case PartStart(index=i, kind=kind):
+                if i in self.parts:
+                    raise StreamOrderError(f"part {i} started twice")
+                self.parts[i] = _Part(kind, tool_id=event.tool_id, tool_name=event.tool_name)
+                if kind == "toolCall":
+                    self.output_started = True
+            case Delta(index=i, text=text):
+                self._open(i).chunks.append(text)
+                if text:
+                    self.output_started = True
+            case PartEnd(index=i, data=data):
+                part = self._open(i)
+                part.data = data
+                part.done = True
+            case UsageEvent(usage=usage):
+                self.usage.merge(usage)
+            case Finish():
+                self.finish = event
+
+    def _open(self, index: int) -> _Part:
+        part = self.parts.get(index)
+        if part is None or part.done:
+            raise StreamOrderError(f"part {index} is not open")
+        return part
+
+    def messages(self) -> list[ContentMessage | ThinkingMessage | ToolCallMessage]:
+        out: list[ContentMessage | ThinkingMessage | ToolCallMessage] = []
+        for index in sorted(self.parts):
+            part = self.parts[index]
+            text = "".join(part.chunks)
+            if part.kind == "content":
+                out.append(ContentMessage(value=text, data=part.data))
+            elif part.kind == "thinking":
+                out.append(ThinkingMessage(value=text, data=part.data))
+            else:
+                call = ToolCallBody(
+                    id=part.tool_id or f"call_{index}",
+                    name=part.tool_name or "",
+                    arguments=text or "{}",
+                    data=part.data,
+                )
+                out.append(ToolCallMessage(call=call))
+        return out

@@ -1,0 +1,87 @@
+"""What every wire module provides, and what the router hands it for one attempt.
+
+A wire module translates one protocol, both ways:
+- `build_request(call, target, stream)` -> `WireRequest`: the canonical call as that protocol's
+  HTTP request (path relative to the provider's base URL, headers, JSON body).
+- `parse_response(body, target)` -> events: a whole (buffered) answer as canonical events.
+- `stream_decoder(target)` -> `StreamDecoder`: turns each SSE event of a streamed answer into
+  canonical events; `close()` says whether the stream ended properly (a stream cut without its
+  terminating event is an error, never a finish).
+- `map_error(status, body, headers)` -> `ProviderError`: an HTTP failure in Momor's terms.
+
+The HTTP exchange itself (pooled client, timeouts, SSE framing, transport errors) is shared:
+see `transport.py`. Wire modules never do I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..call import Call
+from ..catalog import Model, Offering, Provider
+from ..errors import ProviderError
+from ..events import Event
+
+
+@dataclass(slots=True, frozen=True)
+class Target:
+    """One offering to call: the provider, its model id, and the key to use."""
+
+    provider: Provider
+    offering: Offering
+    model: Model
+    api_key: str
+    """Never logged, recorded or put in an error."""
+    key_extra: dict[str, Any] = field(default_factory=dict)
+    """Other values the provider needs beside the key (from a per-call or saved key object)."""
+
+    @property
+    def model_id(self) -> str:
+        return self.offering.id
+
+
+@dataclass(slots=True)
+class WireRequest:
+    path: str
+    """Relative to the provider's base URL, e.g. `/chat/completions`."""
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True, frozen=True)
+class SSEEvent:
+    """One server-sent event as decoded from the wire."""
+
+    event: str | None
+    data: str
+
+
+class StreamDecoder(Protocol):
+    def feed(self, sse: SSEEvent) -> Iterable[Event]:
+        """Canonical events for one SSE event. Raises ProviderError(kind="protocol") on a
+        malformed chunk, or ProviderError(kind="http"/...) on an in-stream error event."""
+        ...
+
+    def close(self) -> Iterable[Event]:
+        """The stream ended. Returns final events (a Finish if the protocol allows one to be
+        inferred), or raises ProviderError(kind="protocol") when the stream was cut short."""
+        ...
+
+    @property
+    def done(self) -> bool:
+        """The terminating event has been seen; anything after it is ignored."""
+        ...
+
+
+class Wire(Protocol):
+    name: str
+
+    def build_request(self, call: Call, target: Target, stream: bool) -> WireRequest: ...
+
+    def parse_response(self, body: bytes, target: Target) -> Iterable[Event]: ...
+
+    def stream_decoder(self, target: Target) -> StreamDecoder: ...
+
+    def map_error(self, status: int, body: bytes, headers: dict[str, str]) -> ProviderError: ...

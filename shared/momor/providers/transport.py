@@ -1,0 +1,135 @@
+"""The HTTP exchange with a provider, shared by every wire module.
+
+One pooled `httpx2.AsyncClient` per process (creating a client per request costs a TLS
+handshake and a connection pool each time). Transport failures become `ProviderError`s with a
+`kind` the attempt loop classifies; HTTP failures are mapped by the wire's own `map_error`.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx2
+
+from ..call import Call
+from ..errors import ProviderError
+from ..events import Event
+from .base import Target, Wire
+from .sse import SSEDecoder
+
+
+@dataclass(slots=True, frozen=True)
+class Timeouts:
+    connect: float = 10.0
+    first_byte: float = 60.0
+    """How long the provider may take to begin its answer (response headers)."""
+    idle: float = 60.0
+    """The longest silence between two reads of a stream or body."""
+
+    def shortened(self, limit: float | None) -> Timeouts:
+        """networkTimeout only ever shortens (seed 000)."""
+        if limit is None:
+            return self
+        return Timeouts(min(self.connect, limit), min(self.first_byte, limit), min(self.idle, limit))
+
+
+_client: httpx2.AsyncClient | None = None
+
+
+def shared_client() -> httpx2.AsyncClient:
+    global _client
+    if _client is None or _client.is_closed:
+        _client = httpx2.AsyncClient(
+            limits=httpx2.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=60),
+            follow_redirects=False,
+        )
+    return _client
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """Retry-After as seconds: a number of seconds or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _url(target: Target, path: str) -> str:
+    return target.provider.base_url.rstrip("/") + path
+
+
+async def exchange(
+    wire: Wire,
+    call: Call,
+    target: Target,
+    *,
+    stream: bool,
+    timeouts: Timeouts = Timeouts(),
+    client: httpx2.AsyncClient | None = None,
+) -> AsyncIterator[Event]:
+    """Call one offering and yield its answer as canonical events.
+
+    Raises ProviderError for every failure; `after_output` is left for the caller to set, since
+    only the caller knows what it has passed on.
+    """
+    client = client or shared_client()
+    request = wire.build_request(call, target, stream)
+    headers = {**target.provider.headers, **request.headers}
+    timeout = httpx2.Timeout(
+        connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle, pool=timeouts.connect
+    )
+    try:
+        async with client.stream(
+            "POST", _url(target, request.path), json=request.body, headers=headers, timeout=timeout
+        ) as response:
+            if response.status_code >= 400:
+                body = await response.aread()
+                raise wire.map_error(response.status_code, body, dict(response.headers))
+            if stream and response.headers.get("content-type", "").startswith("text/event-stream"):
+                async for event in _decode_stream(wire, target, response, timeouts.idle):
+                    yield event
+            else:
+                # A provider may answer a stream request with a whole JSON body; take it as such.
+                body = await response.aread()
+                for event in wire.parse_response(body, target):
+                    yield event
+    except ProviderError:
+        raise
+    except httpx2.ConnectTimeout as exc:
+        raise ProviderError("Timed out connecting to the provider.", kind="timeout") from exc
+    except httpx2.TimeoutException as exc:
+        raise ProviderError("The provider did not answer in time.", kind="timeout") from exc
+    except httpx2.ConnectError as exc:
+        raise ProviderError("Could not connect to the provider.", kind="connect") from exc
+    except (httpx2.RemoteProtocolError, httpx2.ReadError) as exc:
+        raise ProviderError("The provider closed the connection mid-answer.", kind="protocol") from exc
+    except httpx2.HTTPError as exc:
+        raise ProviderError(f"Transport failure: {type(exc).__name__}.", kind="connect") from exc
+
+
+async def _decode_stream(
+    wire: Wire, target: Target, response: httpx2.Response, idle: float
+) -> AsyncIterator[Event]:
+    decoder = wire.stream_decoder(target)
+    sse = SSEDecoder()
+    async for text in response.aiter_text():
+        for item in sse.decode(text):
+            for event in decoder.feed(item):
+                yield event
+            if decoder.done:
+                return
+    for item in sse.flush():
+        for event in decoder.feed(item):
+            yield event
+    for event in decoder.close():
+        yield event
