@@ -136,6 +136,15 @@ class Tool(_Model):
     """The argument shape, as JSON Schema."""
 
 
+def attached_files(message: Any) -> list[File]:
+    """Files a message carries: a user's attachments or a tool result's documents."""
+    if isinstance(message, UserMessage):
+        return message.files
+    if isinstance(message, ToolResultMessage):
+        return message.result.documents
+    return []
+
+
 def state_for(data: dict[str, Any] | None, wire: str) -> dict[str, Any] | None:
     """Provider state goes back only to the wire that wrote it; others get the part without it."""
     if data and data.get("wire") == wire:

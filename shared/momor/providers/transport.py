@@ -36,6 +36,8 @@ class Timeouts:
         return Timeouts(min(self.connect, limit), min(self.first_byte, limit), min(self.idle, limit))
 
 
+DEFAULT_TIMEOUTS = Timeouts()
+
 _client: httpx2.AsyncClient | None = None
 
 
@@ -74,7 +76,7 @@ async def exchange(
     target: Target,
     *,
     stream: bool,
-    timeouts: Timeouts = Timeouts(),
+    timeouts: Timeouts = DEFAULT_TIMEOUTS,
     client: httpx2.AsyncClient | None = None,
 ) -> AsyncIterator[Event]:
     """Call one offering and yield its answer as canonical events.

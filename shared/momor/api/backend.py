@@ -1,0 +1,62 @@
+"""The process's data: catalog, callers, provider keys, records. One instance per process.
+
+Every route reaches AWS (or the local emulators) only through here, so the flow stays testable and
+nothing is fetched per request that a cache can hold: the catalog is refreshed by ETag on a TTL,
+the keys secret is cached with a max age, callers are cached briefly after a lookup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import apikeys, aws, keys, records
+from ..catalog import Catalog
+from ..catalog_source import get_catalog_async
+from ..routing.attempts import KeyResolver, ResolvedKey
+from ..routing.plan import Candidate
+
+Caller = apikeys.Caller
+
+
+@dataclass(slots=True)
+class Backend:
+    async def catalog(self) -> Catalog:
+        return await get_catalog_async()
+
+    async def authenticate(self, token: str | None) -> Caller | None:
+        if not token:
+            return None
+        return await apikeys.authenticate_async(token)
+
+    async def key_resolver(self, call_keys: dict[str, Any], *, zdr: bool) -> KeyResolver:
+        # Warm the saved-keys cache off the event loop; lookups below are then memory reads.
+        await aws.in_thread(keys.saved_keys)
+        return _resolver(call_keys, zdr)
+
+    async def write_record(self, item: dict[str, Any]) -> None:
+        await aws.in_thread(records.put_record, item)
+
+    async def read_record(self, record_id: str, caller_id: str) -> dict[str, Any] | None:
+        return await aws.in_thread(records.get_record, record_id, caller_id)
+
+
+def _resolver(call_keys: dict[str, Any], zdr: bool) -> KeyResolver:
+    """Per-call keys override saved ones; under zdr only a covered saved key serves (seed 000:
+    saved keys marked zdr, or Momor's keys its own agreements cover; never a key sent with the call)."""
+
+    def resolve(candidate: Candidate) -> ResolvedKey | str:
+        name = candidate.provider.name
+        saved = keys.saved_key(name)
+        if zdr:
+            if saved is not None and (saved.zdr or candidate.provider.zdr):
+                return ResolvedKey(saved.key, "saved", dict(saved.extra))
+            return "zero data retention: no key for this provider is covered"
+        per_call = keys.call_key(call_keys, name)
+        if per_call is not None:
+            return ResolvedKey(per_call.key, "call", dict(per_call.extra))
+        if saved is not None:
+            return ResolvedKey(saved.key, "saved", dict(saved.extra))
+        return "no key for this provider"
+
+    return resolve

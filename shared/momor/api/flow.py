@@ -1,0 +1,150 @@
+"""The life of one routed call, the same for every dialect.
+
+    request id -> auth -> headers -> body -> dialect parse -> plan -> attempt loop
+      -> buffered answer, or a stream whose first bytes leave once a model has begun
+      -> the record, written once whatever happened (refusals and failures included)
+
+A dialect supplies a `Door`: how to read its request, and how to write answers, streams and
+errors in its own shape. Routing, failover and records are the same for all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from ..call import Call
+from ..errors import MomorError, ProviderError, RequestError
+from ..events import Assembler, Event
+from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
+from ..logs import logger
+from ..providers.transport import DEFAULT_TIMEOUTS
+from ..routing.attempts import Session
+from ..routing.plan import Candidate, Needs, check_provider_names, plan
+from ..routing.recorder import Recorder
+from ..routing.selectors import Prioritization, Selector
+from .backend import Backend, Caller
+
+REQUEST_ID_HEADER = "X-Momor-Request-Id"
+
+
+@dataclass(slots=True)
+class Routed:
+    """A dialect's request, read: what to call and how to route it."""
+
+    call: Call
+    selectors: list[Selector]
+    prio: Prioritization
+    keys: dict[str, Any]
+    needs: Needs
+    written_selectors: Any
+    network_timeout: float | None = None
+    prio_where: str = "prioritization"
+
+
+class Door(Protocol):
+    dialect: str
+
+    def token(self, request: Request) -> str | None: ...
+
+    def parse(self, body: dict[str, Any], request: Request) -> Routed: ...
+
+    def answer(self, request_id: str, candidate: Candidate, assembler: Assembler) -> Response: ...
+
+    def stream(
+        self, request_id: str, candidate: Candidate, events: AsyncIterator[Event]
+    ) -> AsyncIterator[bytes]:
+        """The stream's bytes; a ProviderError from `events` becomes the dialect's error frame."""
+        ...
+
+    def stream_headers(self, candidate: Candidate) -> dict[str, str]: ...
+
+    def error(self, request_id: str, exc: MomorError) -> Response: ...
+
+
+async def routed_call(request: Request, door: Door, backend: Backend, route: str) -> Response:
+    request_id = new_request_id()
+    recorder = Recorder(request_id, route, door.dialect)
+    try:
+        response = await _serve(request, door, backend, recorder)
+    except MomorError as exc:
+        recorder.status_code, recorder.error = exc.status, exc.detail
+        await _write(backend, recorder)
+        response = door.error(request_id, exc)
+    response.headers[REQUEST_ID_HEADER] = request_id
+    return response
+
+
+async def _serve(request: Request, door: Door, backend: Backend, recorder: Recorder) -> Response:
+    caller = await backend.authenticate(door.token(request))
+    if caller is None:
+        raise RequestError("A valid Momor API key is required.", status=401)
+    recorder.caller_id = caller.id
+    check_content_type(request)
+    check_accept(request)
+    body = parse_json_object(await read_body(request))
+    routed = door.parse(body, request)
+    recorder.selectors = routed.written_selectors
+    recorder.streaming = routed.call.stream
+    catalog = await backend.catalog()
+    check_provider_names(catalog, routed.prio, routed.prio_where)
+    candidates = plan(catalog, routed.selectors, routed.prio, routed.needs)
+    zdr = routed.prio.zdr or _caller_zdr(caller)
+    session = Session(
+        routed.call,
+        candidates,
+        recorder,
+        resolve_key=await backend.key_resolver(routed.keys, zdr=zdr),
+        timeouts=DEFAULT_TIMEOUTS.shortened(routed.network_timeout),
+    )
+    served = await session.open()
+    if not routed.call.stream:
+        async for _ in session.events():
+            pass
+        recorder.status_code = 200
+        recorder.finish_reason = session.assembler.finish.reason if session.assembler.finish else None
+        await _write(backend, recorder)
+        return door.answer(recorder.request_id, served, session.assembler)
+    return StreamingResponse(
+        _streamed(door, backend, recorder, session, served),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", **door.stream_headers(served)},
+    )
+
+
+async def _streamed(
+    door: Door, backend: Backend, recorder: Recorder, session: Session, served: Candidate
+) -> AsyncIterator[bytes]:
+    recorder.status_code = 200
+    try:
+        async for chunk in door.stream(recorder.request_id, served, session.events()):
+            yield chunk
+    except ProviderError as exc:  # a door that lets one through still leaves a record
+        recorder.error = exc.detail
+        raise
+    finally:
+        finish = session.assembler.finish
+        recorder.finish_reason = finish.reason if finish else None
+        if finish is None and recorder.error is None:
+            failed = next((a for a in reversed(recorder.attempts) if a.status == "failed"), None)
+            recorder.error = failed.error if failed else "The caller left before the answer was complete."
+        await _write(backend, recorder)
+
+
+def _caller_zdr(caller: Caller) -> bool:
+    return bool(getattr(caller, "zdr", False))
+
+
+async def _write(backend: Backend, recorder: Recorder) -> None:
+    """A record that cannot be written is logged loudly, never allowed to fail the answer."""
+    if recorder.written:
+        return
+    recorder.written = True
+    try:
+        await backend.write_record(recorder.as_item())
+    except Exception:
+        logger.exception("call record not written", extra={"request_id": recorder.request_id})

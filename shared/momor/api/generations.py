@@ -1,0 +1,35 @@
+"""GET /generations/{id}: a call's record, only to the API key that made the call."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from ..http import bearer_token, new_request_id
+from .backend import Backend
+from .flow import REQUEST_ID_HEADER
+from .models import PROBLEM, json_response
+
+
+def router(backend: Backend) -> APIRouter:
+    api = APIRouter()
+
+    async def get_generation(record_id: str, request: Request) -> Response:
+        request_id = new_request_id()
+        caller = await backend.authenticate(bearer_token(request))
+        if caller is None:
+            response = json_response({"status": 401, "detail": "A valid Momor API key is required."}, 401,
+                                     PROBLEM)
+        else:
+            record = await backend.read_record(record_id, caller.id)
+            # Someone else's record answers exactly as a missing one does: its existence is not told.
+            response = (
+                json_response(record)
+                if record is not None
+                else json_response({"status": 404, "detail": "No such generation."}, 404, PROBLEM)
+            )
+        response.headers[REQUEST_ID_HEADER] = request_id
+        return response
+
+    api.add_api_route("/generations/{record_id}", get_generation, methods=["GET"])
+    return api

@@ -1,0 +1,78 @@
+"""POST /models (and /models/chat, /models/two): the native dialect's route (seed 000)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from ..doors import native
+from ..errors import MomorError, ProviderError
+from ..events import Assembler, Event
+from ..http import bearer_token
+from ..routing.plan import Candidate
+from .backend import Backend
+from .flow import Routed, routed_call
+
+PROBLEM = "application/problem+json"
+
+
+def json_response(payload: Any, status: int = 200, media_type: str = "application/json") -> Response:
+    return Response(orjson.dumps(payload), status_code=status, media_type=media_type)
+
+
+class NativeDoor:
+    dialect = "native"
+
+    def token(self, request: Request) -> str | None:
+        return bearer_token(request)
+
+    def parse(self, body: dict[str, Any], request: Request) -> Routed:
+        req = native.parse(body)
+        timeout = req.call.params.network_timeout
+        return Routed(
+            call=req.call,
+            selectors=req.selectors,
+            prio=req.prio,
+            keys=req.keys,
+            needs=req.needs,
+            written_selectors=req.selectors_written,
+            network_timeout=native.network_timeout_seconds(timeout) if timeout else None,
+        )
+
+    def answer(self, request_id: str, candidate: Candidate, assembler: Assembler) -> Response:
+        return json_response(native.monolith(candidate, assembler))
+
+    def stream_headers(self, candidate: Candidate) -> dict[str, str]:
+        return {}
+
+    async def stream(
+        self, request_id: str, candidate: Candidate, events: AsyncIterator[Event]
+    ) -> AsyncIterator[bytes]:
+        writer = native.StreamWriter(request_id, candidate)
+        yield writer.start()
+        try:
+            async for event in events:
+                frame = writer.event(event)
+                if frame:
+                    yield frame
+        except ProviderError as exc:
+            yield writer.error(502, exc.detail)
+
+    def error(self, request_id: str, exc: MomorError) -> Response:
+        return json_response(native.problem(exc.status, exc.detail), exc.status, PROBLEM)
+
+
+def router(backend: Backend) -> APIRouter:
+    api = APIRouter()
+    door = NativeDoor()
+
+    async def create(request: Request) -> Response:
+        return await routed_call(request, door, backend, route=request.url.path)
+
+    for path in ("/models", "/models/chat", "/models/two"):
+        api.add_api_route(path, create, methods=["POST"], include_in_schema=True)
+    return api

@@ -1,0 +1,102 @@
+"""HTTP plumbing every door shares: request ids, header checks, a size-capped body read.
+
+Each check raises a RequestError; the door writes it in its own dialect's error shape.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import orjson
+from starlette.requests import Request
+
+from .errors import RequestError
+
+MIB = 1024 * 1024
+MAX_BODY_BYTES = 30 * MIB
+"""Seed 000: the body may be at most 30 MiB (a deployment can lower it)."""
+MAX_JSON_DEPTH = 64
+"""Deeper JSON is refused before it reaches a model: no legitimate call nests this deep."""
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex
+
+
+def bearer_token(request: Request) -> str | None:
+    auth = request.headers.get("authorization", "")
+    scheme, _, token = auth.partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return None
+
+
+def check_content_type(request: Request) -> None:
+    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        raise RequestError("Content-Type must be application/json.", status=415)
+
+
+def check_accept(request: Request, *, streaming_allowed: bool = True) -> None:
+    """406 unless Accept allows application/json or text/event-stream. It never changes which
+    one the caller gets (seed 000)."""
+    accept = request.headers.get("accept")
+    if not accept:
+        return
+    allowed = {"*/*", "application/*", "application/json"}
+    if streaming_allowed:
+        allowed |= {"text/*", "text/event-stream"}
+    for item in accept.split(","):
+        media, *params = (p.strip().lower() for p in item.split(";"))
+        if media in allowed and not any(p.replace(" ", "") in ("q=0", "q=0.0", "q=0.00") for p in params):
+            return
+    raise RequestError("Accept must allow application/json or text/event-stream.", status=406)
+
+
+async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The body, refused with 413 as soon as it passes the limit (never read whole first)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise RequestError(f"The body is larger than {limit // MIB} MiB.", status=413)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise RequestError(f"The body is larger than {limit // MIB} MiB.", status=413)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_json_object(body: bytes) -> dict[str, Any]:
+    if not body:
+        raise RequestError("The body is empty; send a JSON object.")
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise RequestError(f"The body is not valid JSON: {exc.msg}.") from None
+    if not isinstance(value, dict):
+        raise RequestError("The body must be a JSON object.")
+    if _too_deep(value):
+        raise RequestError(f"The body nests deeper than {MAX_JSON_DEPTH} levels.")
+    return value
+
+
+def _too_deep(value: Any) -> bool:
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values() if isinstance(v, dict | list))
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item if isinstance(v, dict | list))
+    return False
+
+
+def sse(event: str | None, data: bytes) -> bytes:
+    """One server-sent event frame."""
+    head = b"event: " + event.encode() + b"\n" if event else b""
+    return head + b"data: " + data + b"\n\n"

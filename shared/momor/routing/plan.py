@@ -1,0 +1,156 @@
+"""Candidate planning: selectors × catalog × prioritization -> the offerings to try, in order.
+
+The rules (seed 000):
+- A model with no tier is never served.
+- tier/auto/* (any selector that does not name one model) leave out deprecated models unless
+  prioritization.deprecated lets them in, and models released on or before the catalog's cutoff;
+  maxAge replaces the cutoff with "released no longer ago than this" (a model with no release
+  date has no known age, so maxAge leaves it out). A selector naming one model is served by it
+  whatever its age or deprecation.
+- order leads (in its order), then the cheapest offering (input + output price), then name for a
+  stable order. ignore takes providers out of the call.
+- Several selectors are tried in the order given; an offering already planned is not repeated.
+- Offerings that fit the call (tools, a response schema, attached media) come first; the others
+  stay behind them as backup (seed 001).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from ..catalog import Catalog, Model, Offering, Provider
+from ..errors import RoutingError
+from .selectors import Prioritization, Selector
+
+
+@dataclass(slots=True, frozen=True)
+class Candidate:
+    model: Model
+    offering: Offering
+    provider: Provider
+
+    @property
+    def label(self) -> str:
+        return f"{self.model.name}@{self.provider.name}"
+
+
+@dataclass(slots=True, frozen=True)
+class Needs:
+    """What the call asks of a model; candidates that lack it are tried last."""
+
+    tools: bool = False
+    json_schema: bool = False
+    media: frozenset[str] = frozenset()
+
+
+def check_provider_names(catalog: Catalog, prio: Prioritization, where: str) -> None:
+    for key, names in (("order", prio.order), ("ignore", prio.ignore)):
+        for name in names:
+            if not catalog.knows_provider(name):
+                raise RoutingError(
+                    f"{where}.{key}: {name!r} is not a provider this deployment serves",
+                    param=f"{where}.{key}",
+                )
+
+
+def _provider_matches(entry: str, provider: Provider, catalog: Catalog) -> bool:
+    """An exact name matches itself; a root with no entry of its own stands for its regions."""
+    if entry == provider.name:
+        return True
+    root_listed = any(p.name == entry for p in catalog.providers)
+    return not root_listed and "@" not in entry and provider.root == entry
+
+
+def _model_matches(selector: Selector, model: Model) -> bool:
+    if selector.name is not None and selector.name.lower() != model.name.lower():
+        return False
+    if selector.publisher is not None and selector.publisher.lower() != model.publisher.lower():
+        return False
+    return selector.tier is None or selector.tier == model.tier
+
+
+def _admitted(model: Model, catalog: Catalog, prio: Prioritization, today: dt.date) -> bool:
+    """The age and deprecation rules for selectors that do not name one model."""
+    if model.deprecated and not prio.deprecated:
+        return False
+    if prio.max_age is not None:
+        return model.released is not None and today - model.released <= prio.max_age
+    if catalog.cutoff is not None and model.released is not None:
+        return model.released > catalog.cutoff
+    return True
+
+
+def _fits(candidate: Candidate, needs: Needs) -> bool:
+    caps = candidate.model.capabilities
+    if needs.tools and not caps.tools:
+        return False
+    if needs.json_schema and caps.structured_output != "jsonSchema":
+        return False
+    return needs.media <= set(caps.input)
+
+
+def _price(offering: Offering) -> float:
+    return offering.prices.input + offering.prices.output
+
+
+def _selector_candidates(
+    selector: Selector, catalog: Catalog, prio: Prioritization, today: dt.date
+) -> list[Candidate]:
+    if selector.provider is not None and not catalog.knows_provider(selector.provider):
+        raise RoutingError(f"provider {selector.provider!r} is not a provider this deployment serves")
+    models = [m for m in catalog.models if m.tier is not None and _model_matches(selector, m)]
+    if selector.exact and not models:
+        known = any(m.name.lower() == (selector.name or "").lower() for m in catalog.models)
+        why = "is not classified yet and cannot be served" if known else "is not in the catalog"
+        raise RoutingError(f"model {selector.name!r} {why}")
+    if not selector.exact:
+        models = [m for m in models if _admitted(m, catalog, prio, today)]
+    out = []
+    for model in models:
+        for offering in model.offerings:
+            candidate = Candidate(model, offering, catalog.provider(offering.provider))
+            excluded = any(
+                _model_matches(e, model) and _offering_matches(e, candidate, catalog)
+                for e in selector.excluded
+            )
+            if _offering_matches(selector, candidate, catalog) and not excluded:
+                out.append(candidate)
+    return out
+
+
+def _offering_matches(selector: Selector, candidate: Candidate, catalog: Catalog) -> bool:
+    return selector.provider is None or _provider_matches(selector.provider, candidate.provider, catalog)
+
+
+def plan(
+    catalog: Catalog,
+    selectors: list[Selector],
+    prio: Prioritization,
+    needs: Needs | None = None,
+    *,
+    today: dt.date | None = None,
+) -> list[Candidate]:
+    """The candidates to try, in order. Raises RoutingError when nothing can serve the call."""
+    today = today or dt.datetime.now(dt.UTC).date()
+    needs = needs or Needs()
+    order = prio.order
+
+    def rank(c: Candidate) -> tuple[int, float, str, str]:
+        lead = next((i for i, e in enumerate(order) if _provider_matches(e, c.provider, catalog)), len(order))
+        return (lead, _price(c.offering), c.model.name, c.provider.name)
+
+    planned: list[Candidate] = []
+    seen: set[tuple[str, str]] = set()
+    for selector in selectors:
+        found = _selector_candidates(selector, catalog, prio, today)
+        found = [c for c in found if not any(_provider_matches(e, c.provider, catalog) for e in prio.ignore)]
+        for c in sorted(found, key=rank):
+            key = (c.model.name, c.provider.name)
+            if key not in seen:
+                seen.add(key)
+                planned.append(c)
+    if not planned:
+        raise RoutingError("No model in the catalog matches the selectors under this prioritization.")
+    # A stable partition: what fits the call first, the rest behind as backup.
+    return [c for c in planned if _fits(c, needs)] + [c for c in planned if not _fits(c, needs)]
