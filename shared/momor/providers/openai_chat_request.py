@@ -1,0 +1,320 @@
+"""The canonical call as a Chat Completions request (the request half of the `openai_chat` wire).
+
+Kept apart from `openai_chat.py` only for size; the provider options it reads are documented there.
+Formats follow the openai-python SDK's `types/chat/completion_create_params.py` and the message and
+content-part params beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, assert_never
+
+from ..call import REASONING_DEPTHS, Call, Parameters
+from ..errors import ProviderError
+from ..messages import (
+    ContentMessage,
+    File,
+    Message,
+    ThinkingMessage,
+    Tool,
+    ToolCallBody,
+    ToolCallMessage,
+    ToolResultBody,
+    ToolResultMessage,
+    UserMessage,
+    state_for,
+)
+from .base import Target, WireRequest
+
+WIRE_NAME = "openai_chat"
+
+# Fields of a tool call the protocol defines; anything else a server adds (Gemini's OpenAI-compatible
+# endpoint puts a thought signature in `extra_content`) is kept as state and replayed to this wire.
+TOOL_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
+
+# Parameters whose Momor name maps one-to-one onto the Chat Completions field of the same meaning.
+_SAME_NAME_PARAMETERS = (
+    "temperature",
+    "top_p",
+    "stop",
+    "frequency_penalty",
+    "presence_penalty",
+    "top_k",
+    "service_tier",
+    "user",
+    "metadata",
+    "logprobs",
+    "top_logprobs",
+)
+
+# input_audio takes base64 bytes in these two formats only.
+_AUDIO_FORMATS = {
+    "audio/wav": "wav",
+    "audio/wave": "wav",
+    "audio/x-wav": "wav",
+    "audio/vnd.wave": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
+
+
+def _unsupported(detail: str) -> ProviderError:
+    return ProviderError(f"{WIRE_NAME} offering cannot carry {detail}", kind="unsupported")
+
+
+def _option_str(options: dict[str, Any], name: str, default: str | None) -> str | None:
+    value = options.get(name)
+    return value if isinstance(value, str) and value else default
+
+
+def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
+    options = target.provider.options
+    body: dict[str, Any] = {"model": target.model_id, "messages": _map_messages(call, target)}
+    if call.tools:
+        body["tools"] = _map_tools(call.tools)
+        body.update(_map_tool_choice(call.params))
+    if call.response_schema is not None:
+        body["response_format"] = _map_response_format(call.response_schema, call.params)
+    body.update(_map_parameters(call.params, target))
+    if stream:
+        body["stream"] = True
+        if options.get("streamOptions", True) is not False:
+            # Usage comes only in a final chunk asked for here; without it the call cannot be priced.
+            body["stream_options"] = {"include_usage": True}
+    # A local server (Ollama, vLLM) may run without a key; an empty Bearer would be refused by some.
+    headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
+    return WireRequest(path="/chat/completions", body=body, headers=headers)
+
+
+def _map_messages(call: Call, target: Target) -> list[dict[str, Any]]:
+    conversation = _Conversation(target)
+    if call.system:
+        role = _option_str(target.provider.options, "systemRole", "system")
+        conversation.out.append({"role": role, "content": call.system})
+    for message in call.messages:
+        conversation.add(message)
+    return conversation.finish()
+
+
+@dataclass(slots=True)
+class _AssistantTurn:
+    """Consecutive content, thinking and toolCall messages: one assistant message on this wire."""
+
+    texts: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_message(self, reasoning_field: str | None) -> dict[str, Any] | None:
+        text = "\n\n".join(t for t in self.texts if t)
+        thinking = "\n\n".join(t for t in self.reasoning if t) if reasoning_field else ""
+        if not text and not thinking and not self.tool_calls:
+            return None  # only reasoning this provider cannot be given back
+        # content is null on a turn that only called tools, as the API writes it itself.
+        message: dict[str, Any] = {"role": "assistant", "content": text or (None if self.tool_calls else "")}
+        if thinking and reasoning_field:
+            message[reasoning_field] = thinking
+        if self.tool_calls:
+            message["tool_calls"] = self.tool_calls
+        return message
+
+
+class _Conversation:
+    """Walks the canonical messages once, keeping what must be grouped or deferred."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.out: list[dict[str, Any]] = []
+        self._assistant: _AssistantTurn | None = None
+        # Files returned by tools: a tool message carries only text, and every tool message must
+        # follow its assistant message directly, so they go in one user message after the run.
+        self._documents: list[dict[str, Any]] = []
+
+    def add(self, message: Message) -> None:
+        match message:
+            case ContentMessage() | ThinkingMessage() | ToolCallMessage():
+                self._flush_documents()
+                if self._assistant is None:
+                    self._assistant = _AssistantTurn()
+                _add_assistant_part(self._assistant, message)
+            case ToolResultMessage(result=result):
+                self._flush_assistant()
+                self.out.append(_map_tool_result(result))
+                self._documents.extend(_map_documents(result, self.target))
+            case UserMessage():
+                self._flush_assistant()
+                self._flush_documents()
+                self.out.append(_map_user(message, self.target))
+            case _:
+                assert_never(message)
+
+    def finish(self) -> list[dict[str, Any]]:
+        self._flush_assistant()
+        self._flush_documents()
+        return self.out
+
+    def _flush_assistant(self) -> None:
+        if self._assistant is not None:
+            field_name = _option_str(self.target.provider.options, "reasoningField", None)
+            message = self._assistant.to_message(field_name)
+            if message is not None:
+                self.out.append(message)
+            self._assistant = None
+
+    def _flush_documents(self) -> None:
+        if self._documents:
+            self.out.append({"role": "user", "content": self._documents})
+            self._documents = []
+
+
+def _add_assistant_part(turn: _AssistantTurn, message: ContentMessage | ThinkingMessage | ToolCallMessage) -> None:
+    match message:
+        case ContentMessage(value=value):
+            turn.texts.append(value)
+        case ThinkingMessage(value=value):
+            turn.reasoning.append(value)
+        case ToolCallMessage(call=call):
+            turn.tool_calls.append(_map_tool_call(call))
+        case _:
+            assert_never(message)
+
+
+def _map_tool_call(call: ToolCallBody) -> dict[str, Any]:
+    mapped: dict[str, Any] = {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+    state = state_for(call.data, WIRE_NAME)
+    extra = state.get("extra") if state else None
+    if isinstance(extra, dict):
+        mapped.update({k: v for k, v in extra.items() if k not in TOOL_CALL_FIELDS})
+    return mapped
+
+
+def _map_tool_result(result: ToolResultBody) -> dict[str, Any]:
+    content = result.content
+    if result.failure:
+        # The tool message has no error flag on this wire; say it in words the model reads.
+        content = f"The tool call failed: {content}" if content else "The tool call failed."
+    return {"role": "tool", "tool_call_id": result.id, "content": content}
+
+
+def _map_documents(result: ToolResultBody, target: Target) -> list[dict[str, Any]]:
+    if not result.documents:
+        return []
+    label = f"Files returned by the {result.name or 'tool'} call {result.id}:"
+    return [{"type": "text", "text": label}, *(_map_file(f, target) for f in result.documents)]
+
+
+def _map_user(message: UserMessage, target: Target) -> dict[str, Any]:
+    if not message.files:
+        return {"role": "user", "content": message.value}
+    parts: list[dict[str, Any]] = []
+    if message.value:
+        parts.append({"type": "text", "text": message.value})
+    parts.extend(_map_file(f, target) for f in message.files)
+    return {"role": "user", "content": parts}
+
+
+def _media_kind(content_type: str) -> str | None:
+    if content_type.startswith("image/"):
+        return "image"
+    if content_type == "application/pdf":
+        return "pdf"
+    if content_type.startswith("audio/"):
+        return "audio"
+    return None
+
+
+def _map_file(file: File, target: Target) -> dict[str, Any]:
+    content_type = file.content_type.split(";", 1)[0].strip().lower()
+    kind = _media_kind(content_type)
+    if kind is None or kind not in target.model.capabilities.input:
+        raise _unsupported(f"{file.name!r} ({content_type}): the model does not take it")
+    if kind == "image":
+        url = file.value if file.type == "url" else f"data:{content_type};base64,{file.value}"
+        return {"type": "image_url", "image_url": {"url": url}}
+    if file.type == "url":
+        # File and audio parts take inline bytes only; fetching the address is file processing's job.
+        raise _unsupported(f"{file.name!r} ({content_type}) by address, only as bytes")
+    if kind == "pdf":
+        data_url = f"data:application/pdf;base64,{file.value}"
+        return {"type": "file", "file": {"filename": file.name, "file_data": data_url}}
+    audio_format = _AUDIO_FORMATS.get(content_type)
+    if audio_format is None:
+        raise _unsupported(f"{file.name!r} ({content_type}): audio goes only as wav or mp3")
+    return {"type": "input_audio", "input_audio": {"data": file.value, "format": audio_format}}
+
+
+def _map_tools(tools: list[Tool]) -> list[dict[str, Any]]:
+    mapped = []
+    for tool in tools:
+        function: dict[str, Any] = {"name": tool.name, "parameters": tool.parameters}
+        if tool.description:
+            function["description"] = tool.description
+        mapped.append({"type": "function", "function": function})
+    return mapped
+
+
+def _map_tool_choice(params: Parameters) -> dict[str, Any]:
+    # Only sent with tools: OpenAI refuses tool_choice and parallel_tool_calls on a call without any.
+    body: dict[str, Any] = {}
+    if params.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = params.parallel_tool_calls
+    tool_use = params.tool_use
+    if tool_use is None:
+        return body
+    match tool_use.type:
+        case "auto" | "none":
+            body["tool_choice"] = tool_use.type
+        case "any":
+            body["tool_choice"] = "required"
+        case "use":
+            body["tool_choice"] = {"type": "function", "function": {"name": tool_use.name or ""}}
+        case _:
+            assert_never(tool_use.type)
+    return body
+
+
+def _map_response_format(schema: dict[str, Any], params: Parameters) -> dict[str, Any]:
+    json_schema = {"name": "response", "schema": schema, "strict": bool(params.strict)}
+    return {"type": "json_schema", "json_schema": json_schema}
+
+
+def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
+    """What is present goes; the router already left off what this provider does not honour."""
+    options = target.provider.options
+    body: dict[str, Any] = {}
+    for name in _SAME_NAME_PARAMETERS:
+        value = getattr(params, name)
+        if value is not None:
+            body[name] = value
+    if params.max_tokens is not None:
+        body[_option_str(options, "maxTokensField", "max_completion_tokens")] = params.max_tokens
+    if params.seed is not None:
+        body[_option_str(options, "seedField", "seed")] = params.seed
+    effort = _map_reasoning_effort(params.reasoning_effort, target.model.capabilities.reasoning)
+    if effort is not None:
+        body["reasoning_effort"] = effort
+    store = options.get("store")
+    if isinstance(store, bool):
+        body["store"] = store
+    return body
+
+
+def _map_reasoning_effort(effort: str | None, depths: list[str]) -> str | None:
+    """The depth asked for where the model takes it, else the nearest deeper one it takes."""
+    if effort is None or not depths:
+        return None
+    if effort in depths:
+        return effort
+    if effort == "none":
+        return None  # asking not to reason must never turn reasoning on
+    known = [d for d in REASONING_DEPTHS if d in depths and d != "none"]
+    rank = REASONING_DEPTHS.index(effort) if effort in REASONING_DEPTHS else 0
+    deeper = [d for d in known if REASONING_DEPTHS.index(d) > rank]
+    if deeper:
+        return deeper[0]
+    # Nothing deeper: the deepest the model takes is the closest to what was asked.
+    return known[-1] if known else None
