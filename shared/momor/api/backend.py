@@ -7,6 +7,7 @@ the keys secret is cached with a max age, callers are cached briefly after a loo
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,11 +35,11 @@ class Backend:
         await aws.in_thread(keys.saved_keys)
         return _resolver(call_keys, zdr)
 
-    async def write_record(self, item: dict[str, Any]) -> None:
-        await aws.in_thread(records.put_record, item)
+    async def write_record(self, record: records.CallRecord, secrets: Iterable[str]) -> None:
+        await records.put_record_async(record, secrets=secrets)
 
     async def read_record(self, record_id: str, caller_id: str) -> dict[str, Any] | None:
-        return await aws.in_thread(records.get_record, record_id, caller_id)
+        return await records.get_record_async(record_id, caller_id)
 
 
 def _resolver(call_keys: dict[str, Any], zdr: bool) -> KeyResolver:

@@ -145,6 +145,6 @@ async def _write(backend: Backend, recorder: Recorder) -> None:
         return
     recorder.written = True
     try:
-        await backend.write_record(recorder.as_item())
+        await backend.write_record(recorder.to_record(), recorder.secrets)
     except Exception:
         logger.exception("call record not written", extra={"request_id": recorder.request_id})

@@ -21,7 +21,7 @@ from ..providers import wire_for
 from ..providers.base import Target
 from ..providers.transport import DEFAULT_TIMEOUTS, Timeouts, exchange
 from .plan import Candidate
-from .recorder import AttemptRecord, Recorder
+from .recorder import AttemptTimer, Recorder
 
 # Parameter attribute name -> the native name the catalog lists in `parameters`.
 _NATIVE_NAMES = {name: (f.alias or name) for name, f in Parameters.model_fields.items()}
@@ -74,7 +74,7 @@ class Session:
         self.assembler = Assembler()
         self._held: list[Event] = []
         self._rest: AsyncIterator[Event] | None = None
-        self._attempt: AttemptRecord | None = None
+        self._attempt: AttemptTimer | None = None
 
     async def open(self) -> Candidate:
         """Try candidates until one has begun its answer. Raises NoCandidateServed."""
@@ -85,7 +85,7 @@ class Session:
                 self.recorder.skip(candidate, resolved)
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, resolved))
                 continue
-            attempt = self.recorder.begin(candidate, resolved.source)
+            attempt = self.recorder.begin(candidate, resolved.source, resolved.key)
             try:
                 await self._start(candidate, resolved)
             except ProviderError as exc:

@@ -1,81 +1,59 @@
-"""The call record: built as the call goes, written once when it ends, failed calls included.
+"""The call record, built as the call goes and written once when it ends, failed calls included.
 
-What it holds (read back by GET /generations/{id}): request id, caller, route and dialect, the
-selectors as written, each attempt (offering, key source, status, HTTP status, latency, error,
-usage, cost), what served, usage, cost, finish reason and the status the caller got. Never a
-key: errors are Momor's own short texts, and keys are not among the fields.
+`records.CallRecord` is the stored shape; this module fills it in: each attempt as it starts,
+fails or succeeds (timing, HTTP status, usage, cost), what served, and the status the caller got.
+The keys used are remembered only so `records` can blank them should one ever leak into a text.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import time
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from ..errors import ProviderError
 from ..events import Assembler, Usage
-from ..records import cost_usd
+from ..records import Attempt, CallRecord, Served, cost_usd
 from .plan import Candidate
-
-RecordSink = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-def _usage_dict(usage: Usage) -> dict[str, int]:
-    return {k: v for k, v in usage.to_native("").items() if k != "provider"}
 
 
 @dataclass(slots=True)
-class AttemptRecord:
+class AttemptTimer:
+    """One attempt in progress: the stored `Attempt` plus when it started."""
+
+    attempt: Attempt
     candidate: Candidate
-    key_source: str
     started: float = field(default_factory=time.perf_counter)
-    status: Literal["pending", "ok", "failed", "skipped"] = "pending"
-    http_status: int | None = None
-    latency_ms: float | None = None
-    error: str | None = None
-    usage: Usage | None = None
-    cost: float = 0.0
 
     def _end(self) -> None:
-        self.latency_ms = round((time.perf_counter() - self.started) * 1000, 2)
+        self.attempt.latency_ms = round((time.perf_counter() - self.started) * 1000, 2)
 
     def fail(self, exc: ProviderError, usage: Usage | None = None) -> None:
         self._end()
-        self.status = "failed"
-        self.http_status = exc.upstream_status
-        self.error = f"{exc.kind}: {exc.detail}"
+        self.attempt.status = "failed"
+        self.attempt.http_status = exc.upstream_status
+        self.attempt.error = f"{exc.kind}: {exc.detail}"
         if usage is not None and (usage.input_tokens or usage.output_tokens):
-            # Tokens a provider reported before failing were billed by it.
-            self.usage = usage
-            self.cost = cost_usd(usage, self.candidate.offering.prices)
+            # Tokens a provider reported before it failed were billed by it.
+            self.attempt.usage = usage
+            self.attempt.cost = cost_usd(usage, self.candidate.offering.prices)
 
     def succeed(self, assembler: Assembler) -> None:
         self._end()
-        self.status = "ok"
-        self.http_status = 200
-        self.usage = assembler.usage
-        self.cost = cost_usd(assembler.usage, self.candidate.offering.prices)
+        self.attempt.status = "ok"
+        self.attempt.http_status = 200
+        self.attempt.usage = assembler.usage
+        self.attempt.cost = cost_usd(assembler.usage, self.candidate.offering.prices)
 
-    def as_item(self) -> dict[str, Any]:
-        c = self.candidate
-        item: dict[str, Any] = {
-            "provider": c.provider.name,
-            "model": c.model.name,
-            "offering": c.offering.id,
-            "keySource": self.key_source,
-            "status": self.status,
-            "latencyMs": self.latency_ms,
-            "cost": self.cost,
-        }
-        if self.http_status is not None:
-            item["httpStatus"] = self.http_status
-        if self.error:
-            item["error"] = self.error
-        if self.usage is not None:
-            item["usage"] = _usage_dict(self.usage)
-        return item
+
+def _attempt(candidate: Candidate, key_source: Any, status: Any) -> Attempt:
+    return Attempt(
+        provider=candidate.provider.name,
+        model=candidate.model.name,
+        offering_id=candidate.offering.id,
+        key_source=key_source,
+        status=status,
+    )
 
 
 @dataclass(slots=True)
@@ -84,58 +62,48 @@ class Recorder:
     route: str
     dialect: str
     streaming: bool = False
-    caller_id: str | None = None
+    caller_id: str = ""
     selectors: Any = None
-    attempts: list[AttemptRecord] = field(default_factory=list)
-    status_code: int | None = None
+    timers: list[AttemptTimer] = field(default_factory=list)
+    status_code: int = 0
     error: str | None = None
     finish_reason: str | None = None
-    created: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds"))
-    started: float = field(default_factory=time.perf_counter)
+    secrets: set[str] = field(default_factory=set)
     written: bool = False
 
-    def skip(self, candidate: Candidate, reason: str) -> None:
-        attempt = AttemptRecord(candidate, "none", status="skipped", error=reason, latency_ms=0.0)
-        self.attempts.append(attempt)
-
-    def begin(self, candidate: Candidate, key_source: str) -> AttemptRecord:
-        attempt = AttemptRecord(candidate, key_source)
-        self.attempts.append(attempt)
-        return attempt
-
     @property
-    def served(self) -> AttemptRecord | None:
-        return next((a for a in self.attempts if a.status == "ok"), None)
+    def attempts(self) -> list[Attempt]:
+        return [t.attempt for t in self.timers]
 
-    def as_item(self) -> dict[str, Any]:
-        served = self.served
-        item: dict[str, Any] = {
-            "id": self.request_id,
-            "callerId": self.caller_id,
-            "created": self.created,
-            "route": self.route,
-            "dialect": self.dialect,
-            "streaming": self.streaming,
-            "selectors": self.selectors,
-            "attempts": [a.as_item() for a in self.attempts],
-            "served": None,
-            "usage": None,
-            "cost": round(sum(a.cost for a in self.attempts), 10),
-            "status": self.status_code,
-            "durationMs": round((time.perf_counter() - self.started) * 1000, 2),
-        }
+    def skip(self, candidate: Candidate, reason: str) -> None:
+        timer = AttemptTimer(_attempt(candidate, "none", "skipped"), candidate)
+        timer.attempt.error, timer.attempt.latency_ms = reason, 0.0
+        self.timers.append(timer)
+
+    def begin(self, candidate: Candidate, key_source: str, key: str) -> AttemptTimer:
+        self.secrets.add(key)
+        timer = AttemptTimer(_attempt(candidate, key_source, "failed"), candidate)
+        self.timers.append(timer)
+        return timer
+
+    def served(self) -> AttemptTimer | None:
+        return next((t for t in self.timers if t.attempt.status == "ok"), None)
+
+    def to_record(self) -> CallRecord:
+        served = self.served()
+        record = CallRecord(
+            id=self.request_id,
+            caller_id=self.caller_id,
+            dialect=self.dialect,
+            route=self.route,
+            selectors=self.selectors,
+            streaming=self.streaming,
+            status=self.status_code,
+            attempts=self.attempts,
+            finish_reason=self.finish_reason,
+        )
         if served is not None:
             m = served.candidate.model
-            item["served"] = {
-                "model": m.name,
-                "tier": m.tier,
-                "publisher": m.publisher,
-                "provider": served.candidate.provider.name,
-                "offering": served.candidate.offering.id,
-            }
-            item["usage"] = _usage_dict(served.usage) if served.usage else None
-        if self.finish_reason is not None:
-            item["finishReason"] = self.finish_reason
-        if self.error:
-            item["error"] = self.error
-        return item
+            record.served = Served(m.name, served.candidate.provider.name, m.tier, m.publisher)
+            record.usage = served.attempt.usage
+        return record

@@ -1,0 +1,110 @@
+"""Run Momor locally: every route in one process, with its AWS pieces and a fake provider beside it.
+
+    python -m infra.local --catalog infra/example-catalog.json --port 8080 --api-key dev-key
+
+- Unless AWS_ENDPOINT_URL (or the per-service AWS_ENDPOINT_URL_*) is set, starts DynamoDB Local and
+  moto_server itself (infra/emulators.py) and creates the tables, catalog bucket and keys secret.
+- Unless --no-fake-providers, starts the bundled fake provider (tests/fakes) on --fake-port, which
+  speaks the OpenAI and Anthropic wires; the example catalog points there, and its saved keys
+  (infra/example-keys.json) are fake. With real keys and a catalog of real base URLs, the same
+  command serves real providers.
+- Accepts the --api-key given (besides any key in the API-keys table).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE_KEYS = ROOT / "infra" / "example-keys.json"
+
+
+def _args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="Serve every Momor route locally.")
+    parser.add_argument("--catalog", default=str(ROOT / "infra" / "example-catalog.json"), help="catalog file")
+    parser.add_argument("--port", type=int, default=8080)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--api-key", default="dev-key", help="a Momor API key to accept")
+    parser.add_argument("--keys", default=str(EXAMPLE_KEYS), help="saved provider keys (JSON) for the secret")
+    parser.add_argument("--fake-port", type=int, default=8788, help="port of the bundled fake provider")
+    parser.add_argument("--no-fake-providers", action="store_true", help="do not start the fake provider")
+    return parser.parse_args(argv)
+
+
+def _endpoint_given() -> bool:
+    return any(k.startswith("AWS_ENDPOINT_URL") for k in os.environ)
+
+
+@contextlib.contextmanager
+def _aws(args: argparse.Namespace) -> Iterator[None]:
+    """Emulators (unless endpoints are given) with the tables, bucket and secret created."""
+    from infra.emulators import Emulators, Endpoints, provision
+
+    keys = json.loads(Path(args.keys).read_text())
+    if _endpoint_given():
+        base = os.environ.get("AWS_ENDPOINT_URL", "")
+        endpoints = Endpoints(
+            dynamodb=os.environ.get("AWS_ENDPOINT_URL_DYNAMODB", base),
+            moto=os.environ.get("AWS_ENDPOINT_URL_S3", base),
+        )
+        os.environ.update({k: v for k, v in provision(endpoints, keys=keys).items()})
+        yield
+        return
+    with Emulators() as endpoints:
+        os.environ.update(endpoints.env())
+        os.environ.update(provision(endpoints, keys=keys))
+        yield
+
+
+@contextlib.contextmanager
+def _fake_providers(port: int) -> Iterator[None]:
+    proc = subprocess.Popen([sys.executable, "-m", "tests.fakes", "--port", str(port)], cwd=ROOT)
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"the fake provider did not start on port {port}") from None
+                time.sleep(0.1)
+        yield
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _args(argv)
+    sys.path.insert(0, str(ROOT))
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_aws(args))
+        # The catalog is read from the file (re-read when it changes), not the bucket.
+        os.environ.pop("MOMOR_CATALOG_BUCKET", None)
+        os.environ.pop("MOMOR_CATALOG_KEY", None)
+        os.environ["MOMOR_CATALOG_FILE"] = str(Path(args.catalog).resolve())
+        if not args.no_fake_providers:
+            stack.enter_context(_fake_providers(args.fake_port))
+
+        import uvicorn
+
+        from momor import apikeys
+        from momor.api.app import all_routes
+
+        apikeys.accept_local_key(args.api_key, name="local")
+        print(f"Momor is serving on http://{args.host}:{args.port} (API key: {args.api_key})", flush=True)
+        uvicorn.run(all_routes(), host=args.host, port=args.port, log_level="info", lifespan="off")
+
+
+if __name__ == "__main__":
+    main()

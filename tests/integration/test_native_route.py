@@ -1,0 +1,257 @@
+"""POST /models end to end: Momor over HTTP, fake providers on their real wires, records in DynamoDB Local."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.fakes.script import fail, reply
+
+from .conftest import SAVED_KEYS
+
+pytestmark = pytest.mark.emulators
+
+WEATHER = {
+    "name": "get_weather",
+    "description": "The weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+def body(text="Hello there", model="gpt-5-mini", **extra):
+    return {"systemPrompt": "Be brief.", "messages": [{"type": "user", "value": text}], "model": model, **extra}
+
+
+def problem(response, status):
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert len(response.headers["x-momor-request-id"]) == 32
+    doc = response.json()
+    assert doc["status"] == status and doc["detail"]
+    return doc
+
+
+# --- answers ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("model", "provider"), [("gpt-5-mini", "openai"), ("claude-sonnet-4-5", "anthropic")])
+def test_buffered_answer_in_monolith_shape(momor, fake, model, provider):
+    response = momor.post("/models", body(model=model))
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["type"] == "monolith"
+    assert answer["model"]["name"] == model and answer["model"]["provider"] == provider
+    assert answer["messages"] == [{"type": "content", "value": "Echo: Hello there"}]
+    assert answer["usage"]["provider"] == provider and answer["usage"]["outputTokens"] > 0
+    assert answer["finishReason"] in ("stop", "end_turn")
+    sent = fake.requests(provider)[-1].json
+    assert sent["model"] == next(
+        o["id"] for m in momor.catalog["models"] if m["name"] == model for o in m["offerings"])
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert record["served"]["model"] == model and record["status"] == 200
+    assert [a["status"] for a in record["attempts"]] == ["ok"]
+    assert record["cost"] > 0
+
+
+@pytest.mark.parametrize("model", ["gpt-5-mini", "claude-sonnet-4-5"])
+def test_streamed_answer_frames(momor, fake, model):
+    fake.script("openai" if model == "gpt-5-mini" else "anthropic", reply(text="one two three", chunks=3))
+    response, frames = momor.stream("/models", body(model=model, streaming=True))
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    kinds = [event for event, _ in frames]
+    assert kinds[0] == "start" and kinds[-1] == "end"
+    deltas = [d["value"] for e, d in frames if e == "delta"]
+    assert len(deltas) == 3 and "".join(deltas) == "one two three"
+    messages = [d["message"] for e, d in frames if e == "message"]
+    assert messages == [{"type": "content", "value": "one two three"}]
+    assert frames[0][1]["model"]["name"] == model
+    assert frames[-1][1]["usage"]["outputTokens"] > 0
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert record["streaming"] is True and record["finishReason"]
+
+
+def _round_trip(momor, model, conversation):
+    """user asks -> toolCall -> toolResult -> content, returning the conversation so far."""
+    first = momor.post("/models", {"systemPrompt": "Use tools.", "messages": conversation, "model": model,
+                                   "tools": [WEATHER]})
+    assert first.status_code == 200, first.text
+    calls = [m for m in first.json()["messages"] if m["type"] == "toolCall"]
+    assert calls and calls[0]["call"]["name"] == "get_weather"
+    assert json.loads(calls[0]["call"]["arguments"])
+    conversation = conversation + first.json()["messages"]
+    conversation.append({"type": "toolResult", "result": {"id": calls[0]["call"]["id"], "name": "get_weather",
+                                                          "content": "Sunny, 21C"}})
+    second = momor.post("/models", {"systemPrompt": "Use tools.", "messages": conversation, "model": model,
+                                    "tools": [WEATHER]})
+    assert second.status_code == 200, second.text
+    assert second.json()["messages"][-1] == {"type": "content", "value": "Tool get_weather said: Sunny, 21C"}
+    return conversation + second.json()["messages"]
+
+
+def test_tool_round_trip_on_each_wire_and_continued_across_them(momor, fake):
+    start = [{"type": "user", "value": "call get_weather for Paris"}]
+    on_openai = _round_trip(momor, "gpt-5-mini", start)
+    # The same conversation, continued on the other wire: its tool call and result must translate.
+    continued = _round_trip(momor, "claude-sonnet-4-5",
+                            [*on_openai, {"type": "user", "value": "call get_weather for Rome"}])
+    sent = fake.requests("anthropic")[-1].json
+    kinds = [[b["type"] for b in m["content"]] if isinstance(m["content"], list) else ["text"]
+             for m in sent["messages"]]
+    assert ["tool_use"] in kinds and ["tool_result"] in kinds
+    assert continued[-1]["type"] == "content"
+
+
+def test_thinking_replayed_with_signature_across_turns(momor, fake):
+    conversation = [{"type": "user", "value": "call get_weather for Oslo"}]
+    params = {"reasoningEffort": "low", "maxTokens": 4000}
+    first = momor.post("/models", {"systemPrompt": "", "messages": conversation, "model": "claude-sonnet-4-5",
+                                   "tools": [WEATHER], "parameters": params})
+    assert first.status_code == 200, first.text
+    out = first.json()["messages"]
+    assert out[0]["type"] == "thinking" and out[0]["data"]["signature"]
+    call = next(m for m in out if m["type"] == "toolCall")
+    conversation += [*out, {"type": "toolResult", "result": {"id": call["call"]["id"], "content": "Cold"}}]
+    second = momor.post("/models", {"systemPrompt": "", "messages": conversation, "model": "claude-sonnet-4-5",
+                                    "tools": [WEATHER], "parameters": params})
+    # The strict fake refuses a dropped or altered thinking block: a 200 proves it went back intact.
+    assert second.status_code == 200, second.text
+    replayed = fake.requests("anthropic")[-1].json["messages"][1]["content"][0]
+    assert replayed["type"] == "thinking" and replayed["signature"] == out[0]["data"]["signature"]
+
+
+# --- failover and keys ------------------------------------------------------------------------------
+
+
+def test_503_before_output_fails_over_and_both_attempts_are_recorded(momor, fake):
+    fake.script("flaky", fail(503))
+    response = momor.post("/models", body(model="duo"))
+    assert response.status_code == 200, response.text
+    assert response.json()["model"]["provider"] == "backup"
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [(a["provider"], a["status"], a["httpStatus"]) for a in record["attempts"]] == [
+        ("flaky", "failed", 503), ("backup", "ok", 200)]
+    assert record["served"]["provider"] == "backup"
+    assert record["attempts"][0]["cost"] == 0
+
+
+def test_streamed_503_before_output_fails_over(momor, fake):
+    fake.script("flaky", fail(503))
+    _, frames = momor.stream("/models", body(model="duo", streaming=True))
+    assert frames[0][1]["model"]["provider"] == "backup"
+    assert frames[-1][0] == "end"
+
+
+def test_every_candidate_failing_is_a_problem_saying_why(momor, fake):
+    fake.script("flaky", fail(503))
+    fake.script("backup", fail(429, headers={"retry-after": "7"}))
+    response = momor.post("/models", body(model="duo"))
+    doc = problem(response, 502)
+    assert "flaky" in doc["detail"] and "backup" in doc["detail"] and "429" in doc["detail"]
+
+
+def test_failed_call_leaves_a_record(momor, fake):
+    fake.script("flaky", fail(500))
+    fake.script("backup", fail(500))
+    response = momor.post("/models", body(model="duo"))
+    assert response.status_code == 502
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert record["status"] == 502 and record["served"] is None
+    assert [a["status"] for a in record["attempts"]] == ["failed", "failed"]
+
+
+def test_per_call_key_overrides_the_saved_key_and_is_never_recorded(momor, fake):
+    per_call = "sk-per-call-secret-9999"
+    response = momor.post("/models", body(keys={"openai": per_call}))
+    assert response.status_code == 200
+    assert fake.requests("openai")[-1].headers["authorization"] == f"Bearer {per_call}"
+    record_text = json.dumps(momor.record(response.headers["x-momor-request-id"]))
+    assert per_call not in record_text and SAVED_KEYS["openai"] not in record_text
+    assert '"keySource": "call"' in record_text
+
+
+def test_saved_key_is_used_when_none_is_sent(momor, fake):
+    momor.post("/models", body())
+    assert fake.requests("openai")[-1].headers["authorization"] == f"Bearer {SAVED_KEYS['openai']}"
+
+
+def test_zdr_serves_only_on_covered_keys(momor, fake):
+    # anthropic's saved key is marked zdr; openai's is not, and per-call keys never count.
+    doc = problem(momor.post("/models", body(prioritization={"zdr": True})), 503)
+    assert "zero data retention" in doc["detail"]
+    ok = momor.post("/models", body(model="claude-sonnet-4-5", prioritization={"zdr": True},
+                                    keys={"anthropic": "sk-per-call"}))
+    assert ok.status_code == 200
+    assert fake.requests("anthropic")[-1].headers["x-api-key"] == SAVED_KEYS["anthropic"]["key"]
+
+
+def test_records_are_readable_only_by_the_key_that_made_the_call(momor):
+    from momor import apikeys
+
+    response = momor.post("/models", body())
+    request_id = response.headers["x-momor-request-id"]
+    other, _ = apikeys.create_api_key("someone else")
+    assert momor.get(f"/generations/{request_id}", api_key=other).status_code == 404
+    assert momor.get("/generations/does-not-exist").status_code == 404
+    assert momor.get(f"/generations/{request_id}", api_key="momor-wrong").status_code == 401
+
+
+# --- refusals ---------------------------------------------------------------------------------------
+
+
+def test_401_without_or_with_a_wrong_key(momor):
+    problem(momor.post("/models", body(), headers={"Content-Type": "application/json"}), 401)
+    problem(momor.post("/models", body(), headers={"Authorization": "Bearer nope",
+                                                    "Content-Type": "application/json"}), 401)
+
+
+def test_415_for_another_content_type(momor):
+    problem(momor.post("/models", content=b"hello", headers=momor.headers(**{"Content-Type": "text/plain"})), 415)
+
+
+def test_406_when_accept_allows_neither_json_nor_sse(momor):
+    problem(momor.post("/models", body(), headers=momor.headers(Accept="text/html")), 406)
+    assert momor.post("/models", body(), headers=momor.headers(Accept="text/event-stream")).status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("payload", "fragment"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b"[1, 2]", "JSON object"),
+        (json.dumps({"systemPrompt": "", "messages": []}).encode(), "at least one message"),
+        (json.dumps({"systemPrompt": "", "messages": [{"type": "user", "value": "x"}] * 257}).encode(),
+         "at most 256"),
+        (json.dumps({**body(), "models": ["gpt-5-mini"]}).encode(), "model or models"),
+        (json.dumps(body(prioritization={"order": ["nowhere"]})).encode(), "nowhere"),
+        (json.dumps({"messages": [{"type": "user", "value": "x"}]}).encode(), "systemPrompt"),
+        (json.dumps(body(messages=[{"type": "robot"}])).encode(), "messages"),
+        (json.dumps(body(model="no-such-model")).encode(), "no-such-model"),
+        (json.dumps(body(tools=[WEATHER, WEATHER])).encode(), "unique"),
+    ],
+)
+def test_400s_are_problem_documents(momor, payload, fragment):
+    doc = problem(momor.post("/models", content=payload), 400)
+    assert fragment in doc["detail"]
+
+
+def test_refusals_leave_a_record(momor):
+    response = momor.post("/models", content=b"{not json")
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert record["status"] == 400 and record["attempts"] == []
+
+
+def test_oversized_inline_file_is_413(momor):
+    import base64
+
+    big = base64.b64encode(b"x" * (10 * 1024 * 1024 + 1)).decode()
+    message = {"type": "user", "value": "see", "files": [
+        {"type": "bytes", "value": big, "name": "a.pdf", "contentType": "application/pdf"}]}
+    doc = problem(momor.post("/models", {"systemPrompt": "", "messages": [message]}), 413)
+    assert "10 MiB" in doc["detail"]
+
+
+def test_aliases_answer_the_same(momor):
+    for path in ("/models/chat", "/models/two"):
+        assert momor.post(path, body()).json()["messages"][0]["value"] == "Echo: Hello there"
