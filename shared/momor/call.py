@@ -69,3 +69,12 @@ class Call:
     response_schema: dict[str, Any] | None = None
     stream: bool = False
     """Whether the caller wants a stream (the wire may stream upstream either way)."""
+    raw: dict[str, Any] | None = None
+    """The caller's body as written, when the caller's dialect speaks a wire protocol."""
+    raw_wire: str | None = None
+    """The wire `raw` is written in ("openai_chat", "anthropic"). An offering on that same wire is
+    sent `raw` with only what the seeds say Momor changes, and answers in its own words (`Raw`
+    events); any other wire is sent the canonical translation."""
+
+    def passthrough(self, wire: str) -> bool:
+        return self.raw is not None and self.raw_wire == wire

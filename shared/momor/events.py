@@ -96,7 +96,20 @@ class Finish:
     """The provider's id for the backend that served the turn."""
 
 
-Event = PartStart | Delta | PartEnd | UsageEvent | Finish
+@dataclass(slots=True, frozen=True)
+class Raw:
+    """The provider's own words, for a caller who speaks the same protocol (DESIGN: "same
+    protocol, no translation"). Emitted by the transport only when `Call.raw_wire` names the
+    offering's wire: the whole body of a buffered answer, or each SSE event of a stream, just
+    before the canonical events decoded from it. Translating doors and the Assembler ignore it."""
+
+    data: str
+    """The JSON text: the whole body, or one SSE event's data (`[DONE]` included)."""
+    event: str | None = None
+    """The SSE event name, for protocols that name their events (Anthropic)."""
+
+
+Event = PartStart | Delta | PartEnd | UsageEvent | Finish | Raw
 
 
 class StreamOrderError(RuntimeError):

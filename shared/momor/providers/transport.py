@@ -16,8 +16,8 @@ import httpx2
 
 from ..call import Call
 from ..errors import ProviderError
-from ..events import Event
-from .base import Target, Wire
+from ..events import Event, Raw
+from .base import SSEEvent, StreamDecoder, Target, Wire
 from .sse import SSEDecoder
 
 
@@ -98,11 +98,13 @@ async def exchange(
                 body = await response.aread()
                 raise wire.map_error(response.status_code, body, dict(response.headers))
             if stream and response.headers.get("content-type", "").startswith("text/event-stream"):
-                async for event in _decode_stream(wire, target, response, timeouts.idle):
+                async for event in _decode_stream(wire, target, response, call.passthrough(wire.name)):
                     yield event
             else:
                 # A provider may answer a stream request with a whole JSON body; take it as such.
                 body = await response.aread()
+                if call.passthrough(wire.name):
+                    yield Raw(body.decode("utf-8", "replace"))
                 for event in wire.parse_response(body, target):
                     yield event
     except ProviderError:
@@ -120,18 +122,26 @@ async def exchange(
 
 
 async def _decode_stream(
-    wire: Wire, target: Target, response: httpx2.Response, idle: float
+    wire: Wire, target: Target, response: httpx2.Response, raw: bool
 ) -> AsyncIterator[Event]:
     decoder = wire.stream_decoder(target)
     sse = SSEDecoder()
     async for text in response.aiter_text():
         for item in sse.decode(text):
-            for event in decoder.feed(item):
+            for event in _feed(decoder, item, raw):
                 yield event
             if decoder.done:
                 return
     for item in sse.flush():
-        for event in decoder.feed(item):
+        for event in _feed(decoder, item, raw):
             yield event
     for event in decoder.close():
         yield event
+
+
+def _feed(decoder: StreamDecoder, item: SSEEvent, raw: bool) -> list[Event]:
+    # Decode first: a malformed chunk raises here and never reaches a passthrough caller.
+    events = list(decoder.feed(item))
+    if raw:
+        events.insert(0, Raw(item.data, item.event))
+    return events

@@ -9,6 +9,7 @@ stream's to end (seed 000 `streamFailureBehavior`; the doors write the error fra
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -103,7 +104,7 @@ class Session:
         call = self.call
         params = params_for(call.params, candidate)
         if params is not call.params:
-            call = Call(call.system, call.messages, params, call.tools, call.response_schema, call.stream)
+            call = dataclasses.replace(call, params=params)
         wire = wire_for(candidate.provider.wire)
         stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=self.timeouts)
         assembler = Assembler()

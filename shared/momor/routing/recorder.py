@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from ..errors import ProviderError
@@ -33,6 +34,7 @@ class AttemptTimer:
         self.attempt.status = "failed"
         self.attempt.http_status = exc.upstream_status
         self.attempt.error = f"{exc.kind}: {exc.detail}"
+        self.attempt.cost = Decimal(0)  # a failed attempt costs nothing unless the provider billed it
         if usage is not None and (usage.input_tokens or usage.output_tokens):
             # Tokens a provider reported before it failed were billed by it.
             self.attempt.usage = usage
@@ -77,7 +79,7 @@ class Recorder:
 
     def skip(self, candidate: Candidate, reason: str) -> None:
         timer = AttemptTimer(_attempt(candidate, "none", "skipped"), candidate)
-        timer.attempt.error, timer.attempt.latency_ms = reason, 0.0
+        timer.attempt.error, timer.attempt.latency_ms, timer.attempt.cost = reason, 0.0, Decimal(0)
         self.timers.append(timer)
 
     def begin(self, candidate: Candidate, key_source: str, key: str) -> AttemptTimer:
