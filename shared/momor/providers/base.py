@@ -36,6 +36,9 @@ class Target:
     """Never logged, recorded or put in an error."""
     key_extra: dict[str, Any] = field(default_factory=dict)
     """Other values the provider needs beside the key (from a per-call or saved key object)."""
+    key_source: str = "saved"
+    """"saved" (the deployment's own keys) or "call" (sent with the call): some rules differ,
+    e.g. OpenAI is sent store=false on the deployment's keys (seed 001)."""
 
     @property
     def model_id(self) -> str:

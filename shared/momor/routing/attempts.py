@@ -100,7 +100,7 @@ class Session:
         raise NoCandidateServed(summaries, status=_overall_status(summaries, self.recorder))
 
     async def _start(self, candidate: Candidate, key: ResolvedKey) -> None:
-        target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra)
+        target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source)
         call = self.call
         params = params_for(call.params, candidate)
         if params is not call.params:
