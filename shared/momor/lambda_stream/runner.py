@@ -1,0 +1,168 @@
+"""The process: find the code, import the app, start its lifespan once, then serve invocations.
+
+Order matters on Python 3.12+: the event loop is created and set before Mangum is built (Mangum and
+its LifespanCycle look the loop up with `asyncio.get_event_loop()`), and the lifespan starts before
+the invocation loop runs, because Mangum's LifespanCycle drives the loop with `run_until_complete`.
+The lifespan task then stays suspended in that same loop between invocations, like the app's pooled
+clients, and Lambda freezes them all together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import logging
+import os
+import signal
+import sys
+from typing import Any
+
+from mangum.adapter import Mangum
+from mangum.protocols.lifespan import LifespanCycle
+from mangum.types import ASGI
+
+from momor.lambda_stream.context import LambdaContext
+from momor.lambda_stream.cycle import StreamingHTTPCycle
+from momor.lambda_stream.runtime_api import Invocation, RuntimeAPI, RuntimeAPIError, error_payload
+
+logger = logging.getLogger("momor.lambda_stream")
+
+LAYER_ROOT = "/opt/python"
+
+
+class InitError(Exception):
+    """The function cannot start; `error_type` follows the stock runtime's names (Runtime.*)."""
+
+    def __init__(self, error_type: str, message: str) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+
+
+def prepare_sys_path() -> None:
+    """Put the task root and the layer directories on sys.path as the stock bootstrap.py does.
+
+    Assumption (from the python3.x runtime's /var/runtime/bootstrap.py, which the exec wrapper
+    skips): precedence is LAMBDA_TASK_ROOT, then /opt/python/lib/pythonX.Y/site-packages, then
+    /opt/python, each also processed as a site directory so .pth files work. This module itself must
+    already be importable, which is why lambda_bootstrap.sh also exports them on PYTHONPATH. Outside
+    Lambda (no LAMBDA_TASK_ROOT) sys.path is left alone.
+    """
+    import site
+
+    task_root = os.environ.get("LAMBDA_TASK_ROOT")
+    if not task_root:
+        return
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    wanted = [task_root, f"{LAYER_ROOT}/lib/python{version}/site-packages", LAYER_ROOT]
+    sys.path[:0] = [path for path in wanted if path not in sys.path]
+    for path in wanted:
+        if os.path.isdir(path):
+            site.addsitedir(path)
+
+
+def load_app(spec: str) -> ASGI:
+    """Import ``module:attr`` (``attr`` may be dotted) and return the ASGI app it names."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise InitError("Runtime.MalformedHandlerName", f"expected module:attr, got {spec!r}")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except SyntaxError as exc:
+        raise InitError("Runtime.UserCodeSyntaxError", f"syntax error in {module_name}: {exc}") from exc
+    except ImportError as exc:
+        raise InitError("Runtime.ImportModuleError", f"unable to import {module_name}: {exc}") from exc
+    try:
+        for part in attr.split("."):
+            target = getattr(target, part)
+    except AttributeError as exc:
+        raise InitError("Runtime.HandlerNotFound", f"{spec} not found: {exc}") from exc
+    return target
+
+
+def _set_trace_id(trace_id: str | None) -> None:
+    # X-Ray and Powertools read the trace of the current invocation from this variable.
+    if trace_id:
+        os.environ["_X_AMZN_TRACE_ID"] = trace_id
+    else:
+        os.environ.pop("_X_AMZN_TRACE_ID", None)
+
+
+async def handle(adapter: Mangum, api: RuntimeAPI, invocation: Invocation, state: dict[str, Any]) -> None:
+    """Run one invocation: event -> ASGI scope (Mangum's handlers) -> app -> streamed response."""
+    _set_trace_id(invocation.trace_id)
+    context = LambdaContext(invocation)
+    try:
+        event = json.loads(invocation.event)
+        handler = adapter.infer(event, context)
+        scope = handler.scope  # a property that rebuilds the scope on each access: read it once
+        body = handler.body
+    except Exception as exc:
+        # Not an HTTP event this bridge understands (or not JSON): nothing was sent yet.
+        logger.exception("cannot translate the event of request %s", invocation.request_id)
+        await api.post_invocation_error(invocation.request_id, error_payload(exc))
+        return
+    # Each request gets its own copy of the lifespan state, as Mangum and uvicorn give it.
+    scope["state"] = state.copy()
+    cycle = StreamingHTTPCycle(scope, body, handler, api, invocation.request_id)
+    await cycle.run(adapter.app)
+
+
+async def serve(adapter: Mangum, api: RuntimeAPI, state: dict[str, Any]) -> None:
+    """The invocation loop: one invocation at a time, for the life of the process."""
+    while True:
+        invocation = await api.next_invocation()
+        await handle(adapter, api, invocation, state)
+
+
+def _report_init_error(loop: asyncio.AbstractEventLoop, api: RuntimeAPI, exc: BaseException) -> int:
+    error_type = exc.error_type if isinstance(exc, InitError) else None
+    logger.error("init failed", exc_info=exc)
+    try:
+        loop.run_until_complete(api.post_init_error(error_payload(exc, error_type)))
+    except RuntimeAPIError:
+        logger.exception("could not report the init error")
+    return 1
+
+
+def _configure_logging() -> None:
+    # stdout and stderr are pipes to CloudWatch: line-buffer them so lines are not held back.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(line_buffering=True)
+    if not logging.getLogger().handlers:
+        level = os.environ.get("AWS_LAMBDA_LOG_LEVEL", "INFO").upper()
+        logging.basicConfig(level=level, format="[%(levelname)s]\t%(asctime)s\t%(name)s\t%(message)s")
+
+
+def main(argv: list[str]) -> int:
+    """``module:attr`` from argv (or MOMOR_ASGI_APP); returns only if init fails or SIGTERM arrives."""
+    _configure_logging()
+    prepare_sys_path()
+    spec = argv[0] if argv else os.environ.get("MOMOR_ASGI_APP", "")
+    api = RuntimeAPI.from_env()
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        app = load_app(spec)
+        adapter = Mangum(app, lifespan="off")  # lifespan is run here, once, not per invocation
+        lifespan = LifespanCycle(app, "auto")
+        lifespan.__enter__()  # raises LifespanFailure when startup fails
+    except Exception as exc:
+        return _report_init_error(loop, api, exc)
+
+    task = loop.create_task(serve(adapter, api, lifespan.lifespan_state))
+    # Lambda sends SIGTERM before shutting an environment down (when extensions are registered):
+    # stop taking invocations and give the app its lifespan shutdown.
+    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        loop.run_until_complete(task)  # serve() never returns: it ends by cancellation or by raising
+    except asyncio.CancelledError:
+        try:
+            lifespan.__exit__(None, None, None)
+        except Exception:
+            logger.exception("lifespan shutdown failed")
+    finally:
+        loop.close()
+    return 0
