@@ -1,0 +1,101 @@
+"""Fixtures every test folder may use: local AWS emulators and per-test AWS resources.
+
+`aws` starts moto_server and DynamoDB Local once per session (only if some test asks for it)
+and points boto3 at them; `momor_aws` gives one test its own tables, bucket and secret, with
+the MOMOR_* variables set and every cache in Momor emptied before and after.
+Nothing here talks to real AWS: credentials are dummies and every endpoint is 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from infra.emulators import EmulatorError, Emulators, Endpoints, provision
+from momor import apikeys, catalog_source, keys
+from momor.aws import reset_clients
+from momor.settings import ENV_VARS, reset_settings
+
+
+def reset_momor_caches() -> None:
+    """Forget settings and everything cached from them, as a fresh process would."""
+    reset_settings()
+    catalog_source.reset_catalog_source()
+    keys.reset_saved_keys()
+    apikeys.reset_cache()
+
+
+@pytest.fixture(scope="session")
+def aws() -> Iterator[Endpoints]:
+    """The emulators' endpoints, with boto3's env pointing at them for the whole session."""
+    emulators = Emulators()
+    try:
+        endpoints = emulators.start()
+    except EmulatorError as exc:
+        # Fail, never skip: a silently skipped AWS suite looks like a passing one.
+        pytest.fail(f"Local AWS emulators could not start: {exc}", pytrace=False)
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in endpoints.env().items():
+            mp.setenv(name, value)
+        mp.delenv("AWS_ENDPOINT_URL", raising=False)
+        mp.delenv("AWS_PROFILE", raising=False)
+        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")  # never wander off to an instance profile
+        reset_clients()  # clients made before now would point elsewhere
+        yield endpoints
+        reset_clients()
+    emulators.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class AwsResources:
+    endpoints: Endpoints
+    env: dict[str, str]
+    """The MOMOR_* variables naming this test's resources (already set)."""
+
+    @property
+    def records_table(self) -> str:
+        return self.env["MOMOR_RECORDS_TABLE"]
+
+    @property
+    def api_keys_table(self) -> str:
+        return self.env["MOMOR_API_KEYS_TABLE"]
+
+    @property
+    def bucket(self) -> str:
+        return self.env["MOMOR_CATALOG_BUCKET"]
+
+    @property
+    def catalog_key(self) -> str:
+        return self.env["MOMOR_CATALOG_KEY"]
+
+    @property
+    def keys_secret(self) -> str:
+        return self.env["MOMOR_KEYS_SECRET"]
+
+    def client(self, service: str) -> Any:
+        """A client of the test's own, so what the code under test does with its clients is not counted."""
+        return self.endpoints.client(service)
+
+
+@pytest.fixture
+def momor_aws(aws: Endpoints, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsResources]:
+    """Fresh, uniquely named tables, bucket and (empty) keys secret for one test."""
+    tag = uuid.uuid4().hex[:10]
+    env = provision(
+        aws,
+        records_table=f"records-{tag}",
+        api_keys_table=f"api-keys-{tag}",
+        catalog_bucket=f"catalog-{tag}",
+        keys_secret=f"momor/keys-{tag}",
+    )
+    for name in ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    reset_momor_caches()
+    yield AwsResources(aws, env)
+    reset_momor_caches()
