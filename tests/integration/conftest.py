@@ -10,6 +10,7 @@ in DynamoDB Local and its saved keys in (moto's) Secrets Manager.
 from __future__ import annotations
 
 import json
+import os
 import socket
 import threading
 import time
@@ -24,7 +25,13 @@ import uvicorn
 
 from momor import apikeys, keys
 from momor.api.app import all_routes
+from momor.routing.attempts import process_breakers
 from tests.fakes import FakeProviders
+
+# Retries back off for milliseconds here, not the production quarter-second: the policy is read
+# once per process, so this must be set before the first call.
+os.environ.setdefault("MOMOR_RETRY_BASE_MS", "5")
+os.environ.setdefault("MOMOR_RETRY_MAX_MS", "20")
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_CATALOG = ROOT / "infra" / "example-catalog.json"
@@ -166,8 +173,6 @@ class Momor:
         self.catalog_path.write_text(text)
         # mtime has a coarse clock on some filesystems: make sure the change is seen.
         stamp = time.time() + 1
-        import os
-
         os.utime(self.catalog_path, (stamp, stamp))
 
 
@@ -187,5 +192,6 @@ def momor(momor_aws: Any, fake: FakeProviders, momor_server: _Server, tmp_path: 
 
     reset_momor_caches()
     keys.reset_saved_keys()
+    process_breakers().reset()  # circuits opened by an earlier test must not steer this one
     plaintext, caller = apikeys.create_api_key("integration test")
     return Momor(momor_server.url, plaintext, caller.id, catalog, path)

@@ -124,41 +124,59 @@ def test_thinking_replayed_with_signature_across_turns(momor, fake):
 # --- failover and keys ------------------------------------------------------------------------------
 
 
-def test_503_before_output_fails_over_and_both_attempts_are_recorded(momor, fake):
+def test_a_passing_503_is_retried_on_the_same_offering(momor, fake):
     fake.script("flaky", fail(503))
+    response = momor.post("/models", body(model="duo"))
+    assert response.status_code == 200, response.text
+    assert response.json()["model"]["provider"] == "flaky"
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [(a["provider"], a["status"], a["httpStatus"]) for a in record["attempts"]] == [
+        ("flaky", "failed", 503), ("flaky", "ok", 200)]
+
+
+def test_503_before_output_fails_over_and_every_attempt_is_recorded(momor, fake):
+    fake.script("flaky", fail(503), fail(503), fail(503))
     response = momor.post("/models", body(model="duo"))
     assert response.status_code == 200, response.text
     assert response.json()["model"]["provider"] == "backup"
     record = momor.record(response.headers["x-momor-request-id"])
     assert [(a["provider"], a["status"], a["httpStatus"]) for a in record["attempts"]] == [
-        ("flaky", "failed", 503), ("backup", "ok", 200)]
+        ("flaky", "failed", 503), ("flaky", "failed", 503), ("flaky", "failed", 503), ("backup", "ok", 200)]
     assert record["served"]["provider"] == "backup"
     assert record["attempts"][0]["cost"] == 0
+    assert len(fake.requests("flaky")) == 3 and len(fake.requests("backup")) == 1
+
+
+def test_a_refused_request_fails_over_without_retrying(momor, fake):
+    fake.script("flaky", fail(400))
+    response = momor.post("/models", body(model="duo"))
+    assert response.json()["model"]["provider"] == "backup"
+    assert len(fake.requests("flaky")) == 1
 
 
 def test_streamed_503_before_output_fails_over(momor, fake):
-    fake.script("flaky", fail(503))
+    fake.script("flaky", fail(503), fail(503), fail(503))
     _, frames = momor.stream("/models", body(model="duo", streaming=True))
     assert frames[0][1]["model"]["provider"] == "backup"
     assert frames[-1][0] == "end"
 
 
 def test_every_candidate_failing_is_a_problem_saying_why(momor, fake):
-    fake.script("flaky", fail(503))
-    fake.script("backup", fail(429, headers={"retry-after": "7"}))
+    fake.script("flaky", fail(503), fail(503), fail(503))
+    fake.script("backup", fail(429, headers={"retry-after": "70"}))  # longer than Momor waits: fail over
     response = momor.post("/models", body(model="duo"))
     doc = problem(response, 502)
     assert "flaky" in doc["detail"] and "backup" in doc["detail"] and "429" in doc["detail"]
 
 
 def test_failed_call_leaves_a_record(momor, fake):
-    fake.script("flaky", fail(500))
-    fake.script("backup", fail(500))
+    fake.script("flaky", *[fail(500)] * 3)
+    fake.script("backup", *[fail(500)] * 3)
     response = momor.post("/models", body(model="duo"))
     assert response.status_code == 502
     record = momor.record(response.headers["x-momor-request-id"])
     assert record["status"] == 502 and record["served"] is None
-    assert [a["status"] for a in record["attempts"]] == ["failed", "failed"]
+    assert [a["status"] for a in record["attempts"]] == ["failed"] * 6
 
 
 def test_per_call_key_overrides_the_saved_key_and_is_never_recorded(momor, fake):

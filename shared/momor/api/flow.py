@@ -22,7 +22,6 @@ from ..errors import MomorError, ProviderError, RequestError
 from ..events import Assembler, Event
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..logs import logger
-from ..providers.transport import DEFAULT_TIMEOUTS
 from ..routing.attempts import Session
 from ..routing.plan import Candidate, Needs, check_provider_names, plan
 from ..routing.recorder import Recorder
@@ -99,7 +98,7 @@ async def _serve(request: Request, door: Door, backend: Backend, recorder: Recor
         candidates,
         recorder,
         resolve_key=await backend.key_resolver(routed.keys, zdr=zdr),
-        timeouts=DEFAULT_TIMEOUTS.shortened(routed.network_timeout),
+        network_timeout=routed.network_timeout,
     )
     served = await session.open()
     if not routed.call.stream:

@@ -9,6 +9,7 @@ stream's to end (seed 000 `streamFailureBehavior`; the doors write the error fra
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import AsyncIterator, Callable
@@ -20,8 +21,10 @@ from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..events import Assembler, Event, Finish
 from ..providers import wire_for
 from ..providers.base import Target
-from ..providers.transport import DEFAULT_TIMEOUTS, Timeouts, exchange
+from ..providers.transport import Timeouts, exchange
+from .breaker import Breakers
 from .plan import Candidate
+from .policy import Policy, classify, context_exceeded, counts_against_breaker, current_policy
 from .recorder import AttemptTimer, Recorder
 
 # Parameter attribute name -> the native name the catalog lists in `parameters`.
@@ -62,42 +65,102 @@ class Session:
         recorder: Recorder,
         *,
         resolve_key: KeyResolver,
-        timeouts: Timeouts = DEFAULT_TIMEOUTS,
+        network_timeout: float | None = None,
+        policy: Policy | None = None,
+        breakers: Breakers | None = None,
         exchange_fn: Exchange = exchange,
     ) -> None:
         self.call = call
         self.candidates = candidates
         self.recorder = recorder
         self.resolve_key = resolve_key
-        self.timeouts = timeouts
+        self.network_timeout = network_timeout
+        self.policy = policy or current_policy()
+        self.breakers = breakers or process_breakers()
         self.exchange_fn = exchange_fn
         self.served: Candidate | None = None
         self.assembler = Assembler()
         self._held: list[Event] = []
         self._rest: AsyncIterator[Event] | None = None
         self._attempt: AttemptTimer | None = None
+        self._deadline = time.monotonic() + self.policy.call_budget
 
     async def open(self) -> Candidate:
-        """Try candidates until one has begun its answer. Raises NoCandidateServed."""
+        """Try candidates until one has begun its answer. Raises NoCandidateServed, or the
+        provider's own error when it is final (a content-policy refusal)."""
         summaries: list[AttemptSummary] = []
-        for candidate in self.candidates:
-            resolved = self.resolve_key(candidate)
-            if isinstance(resolved, str):
-                self.recorder.skip(candidate, resolved)
-                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, resolved))
+        larger_than: int | None = None  # after "context length exceeded": a bigger window only
+        for candidate in self._breaker_order():
+            window = candidate.model.capabilities.context_window
+            if larger_than is not None and (window is None or window <= larger_than):
+                reason = "its context window is no larger than one already exceeded"
+                self.recorder.skip(candidate, reason)
+                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, reason))
                 continue
+            outcome = await self._try(candidate, summaries)
+            if outcome is None:
+                return candidate
+            if outcome == "context":
+                larger_than = window or 0
+        raise NoCandidateServed(summaries, status=_overall_status(self.recorder))
+
+    def _breaker_order(self) -> list[Candidate]:
+        """Offerings whose circuit is open go behind every other candidate."""
+        allowed = [c for c in self.candidates if self.breakers.allows(_circuit(c))]
+        return allowed + [c for c in self.candidates if not self.breakers.allows(_circuit(c))]
+
+    async def _try(self, candidate: Candidate, summaries: list[AttemptSummary]) -> str | None:
+        """Attempts at one offering, retries included. None when it serves; otherwise why not."""
+        resolved = self.resolve_key(candidate)
+        if isinstance(resolved, str):
+            self.recorder.skip(candidate, resolved)
+            summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, resolved))
+            return "skipped"
+        for retry in range(self.policy.retries + 1):
+            if time.monotonic() >= self._deadline:
+                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name,
+                                                "the call's time budget ran out"))
+                return "budget"
             attempt = self.recorder.begin(candidate, resolved.source, resolved.key)
+            self.breakers.begin(_circuit(candidate))
             try:
                 await self._start(candidate, resolved)
             except ProviderError as exc:
                 attempt.fail(exc)
-                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail))
-                if not exc.worth_failover:
+                if counts_against_breaker(exc):
+                    self.breakers.failure(_circuit(candidate))
+                decision = classify(exc)
+                if decision == "final":
+                    exc.status = exc.upstream_status or 400
                     raise
-                continue
+                delay = self._retry_delay(exc, retry) if decision == "retry" else None
+                if delay is not None:
+                    await asyncio.sleep(delay)
+                    continue
+                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, _why(exc)))
+                return "context" if context_exceeded(exc) else "failed"
+            self.breakers.success(_circuit(candidate))
             self.served, self._attempt = candidate, attempt
-            return candidate
-        raise NoCandidateServed(summaries, status=_overall_status(summaries, self.recorder))
+            return None
+        return "failed"  # unreachable: the last retry returns from the except branch
+
+    def _retry_delay(self, exc: ProviderError, retry: int) -> float | None:
+        """How long to wait before retrying the same offering, or None to fail over instead."""
+        if retry >= self.policy.retries:
+            return None
+        if exc.retry_after is not None and exc.retry_after > self.policy.max_retry_after:
+            return None
+        delay = self.policy.backoff(retry + 1, exc.retry_after)
+        if time.monotonic() + delay >= self._deadline:
+            return None
+        return delay
+
+    def _timeouts(self) -> Timeouts:
+        p = self.policy
+        remaining = max(0.001, self._deadline - time.monotonic())
+        # A buffered upstream answer's first byte is its last: it may take the whole budget left.
+        first = min(p.first_token_timeout, remaining) if self.call.stream else remaining
+        return Timeouts(p.connect_timeout, first, p.idle_timeout).shortened(self.network_timeout)
 
     async def _start(self, candidate: Candidate, key: ResolvedKey) -> None:
         target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source)
@@ -106,17 +169,24 @@ class Session:
         if params is not call.params:
             call = dataclasses.replace(call, params=params)
         wire = wire_for(candidate.provider.wire)
-        stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=self.timeouts)
+        timeouts = self._timeouts()
+        stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts)
         assembler = Assembler()
         held: list[Event] = []
         try:
-            async for event in stream:
-                held.append(event)
-                assembler.add(event)
-                # A stream is committed to at its first visible output; a buffered call only
-                # once the whole answer is in, since nothing has reached the caller before that.
-                if call.stream and assembler.output_started:
-                    break
+            # A stream is committed to at its first visible output, which must come within the
+            # first-token timeout; a buffered call only once the whole answer is in, since
+            # nothing has reached the caller before that.
+            async with asyncio.timeout(timeouts.first_byte if call.stream else None):
+                async for event in stream:
+                    held.append(event)
+                    assembler.add(event)
+                    if call.stream and assembler.output_started:
+                        break
+        except TimeoutError:
+            await _aclose(stream)
+            raise ProviderError("The provider showed no output within the first-token timeout.",
+                                kind="timeout") from None
         except BaseException:
             await _aclose(stream)
             raise
@@ -128,8 +198,9 @@ class Session:
     async def events(self) -> AsyncIterator[Event]:
         """The served candidate's events: those held back, then the rest as they arrive.
 
-        A failure after output raises ProviderError with after_output=True; the attempt and the
-        usage seen so far are on the record either way.
+        A failure after output (a cut, a stall past the idle timeout, a malformed chunk) raises
+        ProviderError with after_output=True; the attempt and the usage seen so far are on the
+        record either way.
         """
         assert self.served is not None and self._attempt is not None, "open() first"
         attempt = self._attempt
@@ -137,7 +208,7 @@ class Session:
             for event in self._held:
                 yield event
             if self._rest is not None and self.assembler.finish is None:
-                async for event in self._rest:
+                async for event in self._following(self._rest):
                     self.assembler.add(event)
                     yield event
                     if isinstance(event, Finish):
@@ -148,11 +219,45 @@ class Session:
         except ProviderError as exc:
             exc.after_output = True
             attempt.fail(exc, usage=self.assembler.usage)
+            if counts_against_breaker(exc):
+                self.breakers.failure(_circuit(self.served))
             raise
         finally:
             if self._rest is not None:
                 await _aclose(self._rest)
         attempt.succeed(self.assembler)
+
+    async def _following(self, stream: AsyncIterator[Event]) -> AsyncIterator[Event]:
+        """The stream's events, each within the idle timeout: a stalled stream is an error."""
+        idle = self._timeouts().idle
+        while True:
+            try:
+                async with asyncio.timeout(idle):
+                    event = await anext(stream)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise ProviderError(f"The provider's stream stalled for {idle:g} s.", kind="timeout") from None
+            yield event
+
+
+_breakers: Breakers | None = None
+
+
+def process_breakers() -> Breakers:
+    global _breakers
+    if _breakers is None:
+        policy = current_policy()
+        _breakers = Breakers(policy.breaker_failures, policy.breaker_cooldown)
+    return _breakers
+
+
+def _circuit(candidate: Candidate) -> str:
+    return f"{candidate.provider.name}/{candidate.offering.id}"
+
+
+def _why(exc: ProviderError) -> str:
+    return exc.detail
 
 
 async def _aclose(stream: AsyncIterator[Event]) -> None:
@@ -161,7 +266,7 @@ async def _aclose(stream: AsyncIterator[Event]) -> None:
         await aclose()
 
 
-def _overall_status(summaries: list[AttemptSummary], recorder: Recorder) -> int:
+def _overall_status(recorder: Recorder) -> int:
     """429 when every tried candidate was rate limited, 503 when none could even be tried."""
     tried = [a for a in recorder.attempts if a.status != "skipped"]
     if not tried:
@@ -170,6 +275,3 @@ def _overall_status(summaries: list[AttemptSummary], recorder: Recorder) -> int:
         return 429
     return 502
 
-
-def elapsed_ms(since: float) -> float:
-    return round((time.perf_counter() - since) * 1000, 2)

