@@ -109,7 +109,20 @@ class Raw:
     """The SSE event name, for protocols that name their events (Anthropic)."""
 
 
-Event = PartStart | Delta | PartEnd | UsageEvent | Finish | Raw
+@dataclass(slots=True, frozen=True)
+class Continued:
+    """Another offering takes over a stream that failed after output (streamFailureBehavior
+    rollover): what follows continues the same answer, from the text the caller already has."""
+
+    model: str
+    tier: str | None
+    publisher: str
+    provider: str
+    reason: str
+    """Why the previous offering stopped."""
+
+
+Event = PartStart | Delta | PartEnd | UsageEvent | Finish | Raw | Continued
 
 
 class StreamOrderError(RuntimeError):
@@ -135,6 +148,8 @@ class Assembler:
     finish: Finish | None = None
     output_started: bool = False
     """True once anything the caller can see has been produced (text, reasoning or a tool call)."""
+    raw: list[Raw] = field(default_factory=list)
+    """The provider's own words, for a buffered same-protocol answer (empty unless passthrough)."""
 
     def add(self, event: Event) -> None:
         match event:
@@ -156,6 +171,8 @@ class Assembler:
                 self.usage.merge(usage)
             case Finish():
                 self.finish = event
+            case Raw():
+                self.raw.append(event)
 
     def _open(self, index: int) -> _Part:
         part = self.parts.get(index)

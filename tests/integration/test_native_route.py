@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tests.fakes.script import fail, reply
+from tests.fakes.script import cut, fail, reply
 
 from .conftest import SAVED_KEYS
 
@@ -273,3 +273,47 @@ def test_oversized_inline_file_is_413(momor):
 def test_aliases_answer_the_same(momor):
     for path in ("/models/chat", "/models/two"):
         assert momor.post(path, body()).json()["messages"][0]["value"] == "Echo: Hello there"
+
+
+# --- streams that fail after output -----------------------------------------------------------------
+
+
+def test_a_stream_cut_after_output_ends_with_an_error_frame_by_default(momor, fake):
+    fake.script("flaky", cut(after=4))
+    response, frames = momor.stream("/models", body(model="duo", streaming=True))
+    assert response.status_code == 200
+    kinds = [e for e, _ in frames]
+    assert "delta" in kinds and kinds[-1] == "error" and "end" not in kinds
+    assert frames[-1][1]["status"] == 502
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert record["attempts"][0]["status"] == "failed" and record["served"] is None
+
+
+def test_rollover_lets_the_next_candidate_finish_the_answer(momor, fake):
+    fake.script("flaky", cut(after=4))
+    response, frames = momor.stream(
+        "/models", body(model="duo", streaming=True, streamFailureBehavior="rollover"))
+    kinds = [e for e, _ in frames]
+    assert "rollover" in kinds and kinds[-1] == "end", kinds
+    switched = dict(frames)["rollover"]
+    assert switched["model"]["provider"] == "backup" and switched["reason"]
+    before = "".join(d["value"] for e, d in frames[: kinds.index("rollover")] if e == "delta")
+    after = "".join(d["value"] for e, d in frames[kinds.index("rollover"):] if e == "delta")
+    assert before and after
+    # The continuing offering was sent what the caller already had, as a prefill to continue.
+    prefill = fake.requests("backup")[-1].json["messages"][-1]
+    assert prefill["role"] == "assistant"
+    sent_text = prefill["content"] if isinstance(prefill["content"], str) else prefill["content"][0]["text"]
+    assert sent_text == before.rstrip()
+    # One message, continued: the caller's conversation gets the whole text once.
+    messages = [d["message"] for e, d in frames if e == "message"]
+    assert messages == [{"type": "content", "value": before + after}]
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("flaky", "failed"), ("backup", "ok")]
+    assert record["served"]["provider"] == "backup"
+
+
+def test_rollover_without_a_candidate_that_takes_a_prefill_ends_with_an_error(momor, fake):
+    fake.script("openai", cut(after=4))
+    _, frames = momor.stream("/models", body(streaming=True, streamFailureBehavior="rollover"))
+    assert frames[-1][0] == "error"

@@ -10,7 +10,7 @@ errors in its own shape. Routing, failover and records are the same for all of t
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -43,6 +43,11 @@ class Routed:
     written_selectors: Any
     network_timeout: float | None = None
     prio_where: str = "prioritization"
+    rollover: bool = False
+    """streamFailureBehavior rollover: another candidate may finish a stream that failed."""
+    gate: Callable[[Candidate, list[Any]], str | None] | None = None
+    """Whether a candidate may be tried given the attempts so far (records.Attempt): None if it
+    may, else why not (it is then skipped). The Anthropic door's overflow header uses it."""
 
 
 class Door(Protocol):
@@ -97,8 +102,9 @@ async def _serve(request: Request, door: Door, backend: Backend, recorder: Recor
         routed.call,
         candidates,
         recorder,
-        resolve_key=await backend.key_resolver(routed.keys, zdr=zdr),
+        resolve_key=_gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder),
         network_timeout=routed.network_timeout,
+        rollover=routed.rollover,
     )
     served = await session.open()
     if not routed.call.stream:
@@ -132,6 +138,17 @@ async def _streamed(
             failed = next((a for a in reversed(recorder.attempts) if a.status == "failed"), None)
             recorder.error = failed.error if failed else "The caller left before the answer was complete."
         await _write(backend, recorder)
+
+
+def _gated(resolve: Any, gate: Callable[[Candidate, list[Any]], str | None] | None, recorder: Recorder) -> Any:
+    if gate is None:
+        return resolve
+
+    def resolve_gated(candidate: Candidate) -> Any:
+        refused = gate(candidate, recorder.attempts)
+        return refused if refused is not None else resolve(candidate)
+
+    return resolve_gated
 
 
 def _caller_zdr(caller: Caller) -> bool:

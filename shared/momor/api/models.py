@@ -41,6 +41,7 @@ class NativeDoor:
             needs=req.needs,
             written_selectors=req.selectors_written,
             network_timeout=native.network_timeout_seconds(timeout) if timeout else None,
+            rollover=req.stream_failure == "rollover",
         )
 
     def answer(self, request_id: str, candidate: Candidate, assembler: Assembler) -> Response:

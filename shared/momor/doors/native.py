@@ -9,6 +9,9 @@ Stream frame format (documented in the README; each frame is `event: <type>` + o
 - `message` {"type":"message","index","message":<the whole Message, data included>} when a
             message is complete: append these to the conversation to replay it.
 - `end`     {"type":"end","usage","finishReason","fingerprint"}: the last frame of a good answer.
+- `rollover` {"type":"rollover","model":{name,tier,publisher,provider},"reason"}: with
+            streamFailureBehavior rollover, the serving offering failed mid-answer and this one
+            continues it; the deltas that follow extend the same messages.
 - `error`   {"type":"error","status","detail"}: the stream failed; nothing follows.
 """
 
@@ -24,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..call import Call, Parameters
 from ..errors import RequestError
-from ..events import Assembler, Delta, Event, Finish, PartEnd, PartStart
+from ..events import Assembler, Continued, Delta, Event, Finish, PartEnd, PartStart
 from ..http import sse
 from ..messages import File, Message, Tool, ToolCallMessage, attached_files, dump_messages
 from ..routing.plan import Candidate, Needs
@@ -213,6 +216,8 @@ class StreamWriter:
         self.candidate = candidate
         self.state: Literal["new", "open", "closed"] = "new"
         self.assembler = Assembler()
+        self.provider = candidate.provider.name
+        """Who is serving now (a rollover changes it)."""
 
     def start(self) -> bytes:
         assert self.state == "new", "start() twice"
@@ -234,12 +239,17 @@ class StreamWriter:
             case PartEnd(index=i):
                 message = self._message(i)
                 return _frame("message", {"type": "message", "index": i, "message": message})
+            case Continued():
+                self.provider = event.provider
+                model = {"name": event.model, "tier": event.tier, "publisher": event.publisher,
+                         "provider": event.provider}
+                return _frame("rollover", {"type": "rollover", "model": model, "reason": event.reason})
             case Finish():
                 self.state = "closed"
                 finish = event
                 return _frame("end", {
                     "type": "end",
-                    "usage": self.assembler.usage.to_native(self.candidate.provider.name),
+                    "usage": self.assembler.usage.to_native(self.provider),
                     "finishReason": finish.reason,
                     "fingerprint": finish.fingerprint,
                 })

@@ -4,7 +4,8 @@ Before output begins a failed candidate hands the call to the next one. For a bu
 nothing reaches the caller until the whole answer is in, so any failure fails over. For a
 stream, events are held back until the first visible output (text, reasoning or a tool call);
 only then is the candidate committed to and its events passed on. A failure after that is the
-stream's to end (seed 000 `streamFailureBehavior`; the doors write the error frame).
+stream's to end (seed 000 `streamFailureBehavior`): the doors write the error frame, or with
+rollover the next candidate able to continue finishes the answer (see rollover.py).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from ..call import Call, Parameters
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
-from ..events import Assembler, Event, Finish
+from ..events import Assembler, Continued, Event, Finish
 from ..providers import wire_for
 from ..providers.base import Target
 from ..providers.transport import Timeouts, exchange
@@ -26,6 +27,7 @@ from .breaker import Breakers
 from .plan import Candidate
 from .policy import Policy, classify, context_exceeded, counts_against_breaker, current_policy
 from .recorder import AttemptTimer, Recorder
+from .rollover import Renumber, can_continue, prefill_call
 
 # Parameter attribute name -> the native name the catalog lists in `parameters`.
 _NATIVE_NAMES = {name: (f.alias or name) for name, f in Parameters.model_fields.items()}
@@ -69,6 +71,7 @@ class Session:
         policy: Policy | None = None,
         breakers: Breakers | None = None,
         exchange_fn: Exchange = exchange,
+        rollover: bool = False,
     ) -> None:
         self.call = call
         self.candidates = candidates
@@ -78,8 +81,12 @@ class Session:
         self.policy = policy or current_policy()
         self.breakers = breakers or process_breakers()
         self.exchange_fn = exchange_fn
+        self.rollover = rollover
         self.served: Candidate | None = None
         self.assembler = Assembler()
+        """The answer as the caller receives it (across a rollover, both offerings' parts)."""
+        self._segment = Assembler()
+        """What the offering now serving has produced."""
         self._held: list[Event] = []
         self._rest: AsyncIterator[Event] | None = None
         self._attempt: AttemptTimer | None = None
@@ -193,39 +200,75 @@ class Session:
         if assembler.finish is None and not call.stream:
             await _aclose(stream)
             raise ProviderError("The provider's answer ended without a finish.", kind="protocol")
-        self.assembler, self._held, self._rest = assembler, held, stream
+        self._segment, self._held, self._rest = assembler, held, stream
 
     async def events(self) -> AsyncIterator[Event]:
         """The served candidate's events: those held back, then the rest as they arrive.
 
         A failure after output (a cut, a stall past the idle timeout, a malformed chunk) raises
-        ProviderError with after_output=True; the attempt and the usage seen so far are on the
-        record either way.
+        ProviderError with after_output=True, unless rollover lets another candidate finish the
+        answer (a `Continued` event marks the switch). Every attempt, with the usage seen so
+        far, is on the record either way.
         """
-        assert self.served is not None and self._attempt is not None, "open() first"
-        attempt = self._attempt
+        assert self.served is not None, "open() first"
+        renumber: Renumber | None = None
+        while True:
+            try:
+                async for event in self._served_events():
+                    mapped = renumber(event) if renumber else event
+                    if mapped is not None:
+                        self.assembler.add(mapped)
+                        yield mapped
+                return
+            except ProviderError as exc:
+                exc.after_output = True
+                continued = await self._roll_over(exc) if self.rollover else None
+                if continued is None:
+                    raise
+                renumber = Renumber(self.assembler)
+                yield continued
+
+    async def _served_events(self) -> AsyncIterator[Event]:
+        """One offering's events to the end of its answer; its attempt ends ok or failed."""
+        attempt, segment = self._attempt, self._segment
+        assert attempt is not None and self.served is not None
         try:
             for event in self._held:
                 yield event
-            if self._rest is not None and self.assembler.finish is None:
+            if self._rest is not None and segment.finish is None:
                 async for event in self._following(self._rest):
-                    self.assembler.add(event)
+                    segment.add(event)
                     yield event
                     if isinstance(event, Finish):
                         break
-            if self.assembler.finish is None:
+            if segment.finish is None:
                 raise ProviderError("The provider's stream ended before the answer was complete.",
                                     kind="protocol")
         except ProviderError as exc:
-            exc.after_output = True
-            attempt.fail(exc, usage=self.assembler.usage)
+            attempt.fail(exc, usage=segment.usage)
             if counts_against_breaker(exc):
                 self.breakers.failure(_circuit(self.served))
             raise
         finally:
             if self._rest is not None:
                 await _aclose(self._rest)
-        attempt.succeed(self.assembler)
+                self._rest = None
+        attempt.succeed(segment)
+
+    async def _roll_over(self, exc: ProviderError) -> Continued | None:
+        """Hand the answer to the next candidate that can continue it, or None if none can."""
+        call = prefill_call(self.call, self.assembler)
+        failed = self.served
+        if call is None or failed is None:
+            return None
+        rest = self.candidates[self.candidates.index(failed) + 1:]
+        self.call = call
+        summaries: list[AttemptSummary] = []
+        for candidate in rest:
+            if can_continue(candidate) and await self._try(candidate, summaries) is None:
+                m = candidate.model
+                return Continued(m.name, m.tier, m.publisher, candidate.provider.name, exc.detail)
+        return None
 
     async def _following(self, stream: AsyncIterator[Event]) -> AsyncIterator[Event]:
         """The stream's events, each within the idle timeout: a stalled stream is an error."""
