@@ -146,12 +146,17 @@ class CallRecord:
         }
 
 
+def redact(text: str, secrets: Iterable[str]) -> str:
+    """`text` with every secret blanked, the longest first so a key containing another goes whole."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, _REDACTED)
+    return text
+
+
 def _clean(value: Any, secrets: tuple[str, ...]) -> Any:
     """Make a value DynamoDB can store (floats become Decimal) and blank every secret in it."""
     if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, _REDACTED)
-        return value
+        return redact(value, secrets)
     if isinstance(value, bool) or value is None or isinstance(value, int | Decimal):
         return value
     if isinstance(value, float):

@@ -17,11 +17,13 @@ from typing import Any, Protocol
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from .. import metrics
 from ..call import Call
 from ..errors import MomorError, ProviderError, RequestError
 from ..events import Assembler, Event
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..logs import logger
+from ..records import redact
 from ..routing.attempts import Session
 from ..routing.plan import Candidate, Needs, check_provider_names, plan
 from ..routing.recorder import Recorder
@@ -156,11 +158,29 @@ def _caller_zdr(caller: Caller) -> bool:
 
 
 async def _write(backend: Backend, recorder: Recorder) -> None:
-    """A record that cannot be written is logged loudly, never allowed to fail the answer."""
+    """The record, a log line and metrics, once per call. A record that cannot be written is
+    logged loudly, never allowed to fail the answer."""
     if recorder.written:
         return
     recorder.written = True
+    record = recorder.to_record()
+    served = record.served
+    logger.info(
+        "call",
+        extra={
+            "request_id": recorder.request_id,
+            "route": recorder.route,
+            "status": recorder.status_code,
+            "attempts": len(record.attempts),
+            "served": f"{served.model}@{served.provider}" if served else None,
+            "error": redact(recorder.error, recorder.secrets) if recorder.error else None,
+        },
+    )
     try:
-        await backend.write_record(recorder.to_record(), recorder.secrets)
+        await backend.write_record(record, recorder.secrets)
     except Exception:
         logger.exception("call record not written", extra={"request_id": recorder.request_id})
+    try:
+        metrics.emit(record)
+    except Exception:
+        logger.exception("call metrics not written", extra={"request_id": recorder.request_id})

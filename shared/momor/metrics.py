@@ -1,0 +1,51 @@
+"""Metrics per provider and model, as CloudWatch embedded metric format (Powertools Metrics).
+
+One EMF document per provider × model a call touched, written to stdout when the call's record
+is written: Attempts, Failures, LatencyMs (per attempt), and for the attempt that served
+InputTokens, OutputTokens and CostUSD. CloudWatch turns them into metrics in the namespace
+POWERTOOLS_METRICS_NAMESPACE (default "Momor"); nothing is sent anywhere from the process.
+
+Off unless running on Lambda or MOMOR_METRICS=1 (local servers and tests stay quiet);
+POWERTOOLS_METRICS_DISABLED=true turns it off everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+
+from .records import Attempt, CallRecord
+
+
+def enabled() -> bool:
+    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME") or os.environ.get("MOMOR_METRICS") == "1")
+
+
+def emit(record: CallRecord) -> None:
+    """Write the call's metrics; never raises (metrics must not fail a call)."""
+    if not enabled():
+        return
+    from aws_lambda_powertools.metrics import MetricUnit
+    from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
+
+    groups: dict[tuple[str, str], list[Attempt]] = defaultdict(list)
+    for attempt in record.attempts:
+        if attempt.status != "skipped":
+            groups[attempt.provider, attempt.model].append(attempt)
+    namespace = os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "Momor")
+    for (provider, model), attempts in groups.items():
+        # A provider instance of its own per group: dimensions apply to a whole EMF document.
+        emf = AmazonCloudWatchEMFProvider(namespace=namespace, service="momor")
+        emf.add_dimension("provider", provider)
+        emf.add_dimension("model", model)
+        emf.add_metric("Attempts", MetricUnit.Count, len(attempts))
+        emf.add_metric("Failures", MetricUnit.Count, sum(a.status == "failed" for a in attempts))
+        for attempt in attempts:
+            if attempt.latency_ms is not None:
+                emf.add_metric("LatencyMs", MetricUnit.Milliseconds, attempt.latency_ms)
+            if attempt.status == "ok" and attempt.usage is not None:
+                emf.add_metric("InputTokens", MetricUnit.Count, attempt.usage.input_tokens or 0)
+                emf.add_metric("OutputTokens", MetricUnit.Count, attempt.usage.output_tokens or 0)
+                emf.add_metric("CostUSD", MetricUnit.NoUnit, float(attempt.cost or 0))
+        emf.add_metadata("requestId", record.id)
+        emf.flush_metrics()

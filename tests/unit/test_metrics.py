@@ -1,0 +1,49 @@
+"""Metrics per provider and model, as the EMF documents CloudWatch reads from stdout."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+
+from momor import metrics
+from momor.events import Usage
+from momor.records import Attempt, CallRecord
+
+
+def _record():
+    return CallRecord(
+        id="rid", caller_id="c", dialect="native", route="/models", selectors="auto", streaming=False, status=200,
+        attempts=[
+            Attempt("flaky", "duo", "duo-f", "saved", "failed", 503, 12.5, "http: 503"),
+            Attempt("flaky", "duo", "duo-f", "saved", "failed", 503, 10.0, "http: 503"),
+            Attempt("backup", "duo", "duo-b", "saved", "ok", 200, 40.0, None, Usage(10, 5), Decimal("0.00004")),
+            Attempt("nokey", "duo", "duo-n", "none", "skipped"),
+        ],
+    )
+
+
+def _documents(capsys):
+    return [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+
+
+def test_one_document_per_provider_and_model(monkeypatch, capsys):
+    monkeypatch.setenv("MOMOR_METRICS", "1")
+    metrics.emit(_record())
+    docs = {(d["provider"], d["model"]): d for d in _documents(capsys)}
+    assert set(docs) == {("flaky", "duo"), ("backup", "duo")}  # a skipped candidate made no attempt
+    flaky, backup = docs["flaky", "duo"], docs["backup", "duo"]
+    # EMF writes every value as a list of samples.
+    assert flaky["Attempts"] == [2] and flaky["Failures"] == [2] and flaky["LatencyMs"] == [12.5, 10.0]
+    assert "InputTokens" not in flaky
+    assert backup["Attempts"] == [1] and backup["Failures"] == [0]
+    assert (backup["InputTokens"], backup["OutputTokens"], backup["CostUSD"]) == ([10], [5], [0.00004])
+    emf = backup["_aws"]["CloudWatchMetrics"][0]
+    assert emf["Namespace"] == "Momor" and emf["Dimensions"][0][:2] == ["provider", "model"]
+    assert backup["requestId"] == "rid"
+
+
+def test_quiet_off_lambda(monkeypatch, capsys):
+    monkeypatch.delenv("MOMOR_METRICS", raising=False)
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+    metrics.emit(_record())
+    assert _documents(capsys) == []
