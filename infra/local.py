@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_KEYS = ROOT / "infra" / "example-keys.json"
+DEFAULT_FAKE_PORT = 8788
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -35,7 +37,7 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--api-key", default="dev-key", help="a Momor API key to accept")
     parser.add_argument("--keys", default=str(EXAMPLE_KEYS), help="saved provider keys (JSON) for the secret")
-    parser.add_argument("--fake-port", type=int, default=8788, help="port of the bundled fake provider")
+    parser.add_argument("--fake-port", type=int, default=DEFAULT_FAKE_PORT, help="port of the bundled fake provider")
     parser.add_argument("--no-fake-providers", action="store_true", help="do not start the fake provider")
     return parser.parse_args(argv)
 
@@ -84,6 +86,19 @@ def _fake_providers(port: int) -> Iterator[None]:
         proc.wait(10)
 
 
+def _catalog_for(args: argparse.Namespace) -> str:
+    """The catalog file to serve. The example catalog points at the fake provider on its default
+    port; on another --fake-port, a copy pointing there is served instead."""
+    path = Path(args.catalog).resolve()
+    default = f"http://127.0.0.1:{DEFAULT_FAKE_PORT}/"
+    text = path.read_text()
+    if args.no_fake_providers or args.fake_port == DEFAULT_FAKE_PORT or default not in text:
+        return str(path)
+    moved = Path(tempfile.mkdtemp(prefix="momor-local-")) / path.name
+    moved.write_text(text.replace(default, f"http://127.0.0.1:{args.fake_port}/"))
+    return str(moved)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _args(argv)
     sys.path.insert(0, str(ROOT))
@@ -92,7 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         # The catalog is read from the file (re-read when it changes), not the bucket.
         os.environ.pop("MOMOR_CATALOG_BUCKET", None)
         os.environ.pop("MOMOR_CATALOG_KEY", None)
-        os.environ["MOMOR_CATALOG_FILE"] = str(Path(args.catalog).resolve())
+        os.environ["MOMOR_CATALOG_FILE"] = _catalog_for(args)
         if not args.no_fake_providers:
             stack.enter_context(_fake_providers(args.fake_port))
 
