@@ -38,6 +38,6 @@ def build_app(*factories: RouterFactory, backend: Backend | None = None, title: 
 
 def all_routes(backend: Backend | None = None) -> FastAPI:
     """Every route in one app: the local server's."""
-    from . import generations, models
+    from . import catalog, generations, messages, models
 
-    return build_app(models.router, generations.router, backend=backend)
+    return build_app(models.router, generations.router, messages.router, catalog.router, backend=backend)

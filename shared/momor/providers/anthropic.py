@@ -406,10 +406,106 @@ def _headers(target: Target) -> dict[str, str]:
     return headers
 
 
+# ---------------------------------------------------------------------------------------------
+# Passthrough: the caller wrote Anthropic's own request (the Anthropic dialect)
+
+_COUNT_FIELDS = frozenset({
+    "messages", "system", "tools", "tool_choice", "thinking", "mcp_servers", "output_config", "cache_control",
+    "context_management", "speed",
+})
+"""The fields count_tokens takes besides `model`; anything else it refuses."""
+
+
+def _replayable_thinking(block: Block) -> bool:
+    """Thinking only Anthropic can verify: a signature it wrote (Momor's own start `momor1.`)."""
+    if block.get("type") == "thinking":
+        signature = block.get("signature")
+        return isinstance(signature, str) and bool(signature) and not signature.startswith("momor1.")
+    return True
+
+
+def _passthrough_block(block: Any) -> Any:
+    if not isinstance(block, dict):
+        return block
+    if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+        return {**block, "id": sanitize_tool_id(block["id"])}
+    if block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+        return {**block, "tool_use_id": sanitize_tool_id(block["tool_use_id"])}
+    return block
+
+
+def _passthrough_messages(messages: Any) -> Any:
+    """The caller's turns, less reasoning Anthropic did not write (another provider's, replayed
+    from a translated answer) and with tool ids Anthropic accepts; anything else as written."""
+    if not isinstance(messages, list):
+        return messages
+    out = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            kept = [_passthrough_block(b) for b in content if not isinstance(b, dict) or _replayable_thinking(b)]
+            message = {**message, "content": kept}
+        out.append(message)
+    return out
+
+
+def _passthrough_thinking(body: dict[str, Any], cap: int) -> None:
+    """Keep a thinking budget below a clamped max_tokens, and leave thinking off where Anthropic
+    would refuse it (a tool turn whose reasoning was dropped above)."""
+    thinking = body.get("thinking")
+    if not isinstance(thinking, dict) or thinking.get("type") not in ("enabled", "adaptive"):
+        return
+    messages = body.get("messages")
+    turns = [
+        {"role": m.get("role"), "content": [b for b in m["content"] if isinstance(b, dict)]
+         if isinstance(m.get("content"), list) else []}
+        for m in (messages if isinstance(messages, list) else [])
+        if isinstance(m, dict)
+    ]
+    if _tool_turn_lacks_thinking(turns):
+        body.pop("thinking")
+        return
+    budget = thinking.get("budget_tokens")
+    if isinstance(budget, int) and budget >= cap:
+        body["thinking"] = {**thinking, "budget_tokens": max(_MIN_THINKING_BUDGET, cap - 1)}
+
+
+def passthrough_request(call: Call, target: Target, stream: bool) -> WireRequest:
+    """The caller's own body (`call.raw`), with the offering's model id, max_tokens clamped to the
+    model's output maximum, the service tier in Anthropic's words, and `stream` as Momor calls."""
+    assert call.raw is not None
+    body = dict(call.raw)
+    body["model"] = target.model_id
+    cap = target.model.capabilities.max_output_tokens
+    max_tokens = body.get("max_tokens")
+    if isinstance(max_tokens, int) and cap and max_tokens > cap:
+        body["max_tokens"] = max_tokens = cap
+    body["messages"] = _passthrough_messages(body.get("messages"))
+    if isinstance(max_tokens, int):
+        _passthrough_thinking(body, max_tokens)
+    if call.params.service_tier in _SERVICE_TIERS:
+        body["service_tier"] = _SERVICE_TIERS[call.params.service_tier]
+    if stream:
+        body["stream"] = True
+    else:
+        body.pop("stream", None)
+    return WireRequest(path="/v1/messages", body=body, headers=_headers(target))
+
+
+def count_tokens_request(raw: dict[str, Any], target: Target) -> WireRequest:
+    """POST /v1/messages/count_tokens for the caller's Anthropic body, on this offering."""
+    body = {k: v for k, v in raw.items() if k in _COUNT_FIELDS}
+    body["model"] = target.model_id
+    body["messages"] = _passthrough_messages(body.get("messages"))
+    return WireRequest(path="/v1/messages/count_tokens", body=body, headers=_headers(target))
+
+
 class AnthropicWire:
     name = WIRE_NAME
 
     def build_request(self, call: Call, target: Target, stream: bool) -> WireRequest:
+        if call.passthrough(WIRE_NAME):
+            return passthrough_request(call, target, stream)
         caps = target.model.capabilities
         body: dict[str, Any] = {
             "model": target.model_id,

@@ -1,0 +1,12 @@
+"""GET /models (also /v1/models): the catalog as a caller may use it.
+
+`handler` serves API Gateway invocations through Mangum.
+"""
+
+from mangum import Mangum
+
+from momor.api import catalog
+from momor.api.app import build_app
+
+app = build_app(catalog.router, title="Momor catalog route")
+handler = Mangum(app, lifespan="off")

@@ -1,0 +1,13 @@
+"""POST /messages and /messages/count_tokens (also under /v1): the Anthropic dialect's route (seed 004).
+
+`handler` serves buffered invocations (API Gateway -> Mangum); a streaming deployment runs the
+same `app` through momor.lambda_stream (see template.yaml).
+"""
+
+from mangum import Mangum
+
+from momor.api import messages
+from momor.api.app import build_app
+
+app = build_app(messages.router, title="Momor Anthropic route")
+handler = Mangum(app, lifespan="off")
