@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
@@ -139,7 +140,9 @@ async def _streamed(
         if finish is None and recorder.error is None:
             failed = next((a for a in reversed(recorder.attempts) if a.status == "failed"), None)
             recorder.error = failed.error if failed else "The caller left before the answer was complete."
-        await _write(backend, recorder)
+        # A caller that hangs up on the last byte cancels this task: the record is written anyway.
+        with anyio.CancelScope(shield=True):
+            await _write(backend, recorder)
 
 
 def _gated(resolve: Any, gate: Callable[[Candidate, list[Any]], str | None] | None, recorder: Recorder) -> Any:

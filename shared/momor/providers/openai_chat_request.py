@@ -69,6 +69,8 @@ def _option_str(options: dict[str, Any], name: str, default: str | None) -> str 
 
 
 def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
+    if call.passthrough(WIRE_NAME):
+        return build_passthrough_request(call, target, stream)
     options = target.provider.options
     body: dict[str, Any] = {"model": target.model_id, "messages": _map_messages(call, target)}
     if call.tools:
@@ -318,3 +320,100 @@ def _map_reasoning_effort(effort: str | None, depths: list[str]) -> str | None:
         return deeper[0]
     # Nothing deeper: the deepest the model takes is the closest to what was asked.
     return known[-1] if known else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Same protocol: the caller's own Chat Completions body, with only what seed 001 says Momor changes
+
+
+def build_passthrough_request(call: Call, target: Target, stream: bool) -> WireRequest:
+    """`call.raw` as written (routing fields already taken off), but for: the offering's model id;
+    one output ceiling under the provider's name; seed under the provider's name; a usage chunk
+    always asked for on a stream (no stream_options at all where the provider takes none); the
+    reasoning depth the model takes; store=false on the deployment's keys where the provider says
+    so; and reasoning sent back moved into the field the provider reads. `call.raw` is never
+    changed: a failed-over call sends it again to the next offering."""
+    assert call.raw is not None
+    options = target.provider.options
+    body = dict(call.raw)
+    body["model"] = target.model_id
+    _passthrough_ceiling(body, options)
+    if "seed" in body:
+        seed_field = _option_str(options, "seedField", "seed") or "seed"
+        body[seed_field] = body.pop("seed")
+    _passthrough_stream(body, options, stream)
+    effort = body.get("reasoning_effort")
+    if isinstance(effort, str):
+        depth = _passthrough_effort(effort, target.model.capabilities.reasoning)
+        if depth is None:
+            del body["reasoning_effort"]
+        else:
+            body["reasoning_effort"] = depth
+    if options.get("store") is False and target.key_source == "saved":
+        body["store"] = False  # on the deployment's own key the provider keeps nothing (seed 001)
+    if isinstance(body.get("messages"), list):
+        field_name = _option_str(options, "reasoningField", None)
+        body["messages"] = [_passthrough_message(m, field_name) for m in body["messages"]]
+    headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
+    return WireRequest(path="/chat/completions", body=body, headers=headers)
+
+
+def _passthrough_ceiling(body: dict[str, Any], options: dict[str, Any]) -> None:
+    """max_completion_tokens and max_tokens go as one ceiling; max_completion_tokens wins."""
+    newer = body.pop("max_completion_tokens", None)
+    older = body.pop("max_tokens", None)
+    ceiling = newer if newer is not None else older
+    if ceiling is not None:
+        body[_option_str(options, "maxTokensField", "max_completion_tokens") or "max_completion_tokens"] = ceiling
+
+
+def _passthrough_stream(body: dict[str, Any], options: dict[str, Any], stream: bool) -> None:
+    if not stream:
+        return
+    body["stream"] = True
+    if options.get("streamOptions", True) is False:
+        body.pop("stream_options", None)
+        return
+    written = body.get("stream_options")
+    stream_options = dict(written) if isinstance(written, dict) else {}
+    stream_options["include_usage"] = True  # the call cannot be priced without it
+    body["stream_options"] = stream_options
+
+
+def _passthrough_effort(effort: str, depths: list[str]) -> str | None:
+    """The depth sent where the model takes it, else the nearest deeper one it takes (the deepest
+    it takes when none is deeper); None for a model that takes none. An unknown word goes as written."""
+    if not depths:
+        return None
+    if effort in depths or effort not in REASONING_DEPTHS:
+        return effort
+    rank = REASONING_DEPTHS.index(effort)
+    known = sorted((d for d in depths if d in REASONING_DEPTHS), key=REASONING_DEPTHS.index)
+    deeper = [d for d in known if REASONING_DEPTHS.index(d) > rank]
+    if deeper:
+        return deeper[0]
+    return known[-1] if known else effort
+
+
+def _passthrough_message(message: Any, reasoning_field: str | None) -> Any:
+    """An assistant message's reasoning (`reasoning`, or the text of `reasoning_details`) moved into
+    the field this provider reads, or taken off where it reads none."""
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        return message
+    if "reasoning" not in message and "reasoning_details" not in message:
+        return message
+    message = dict(message)
+    text = message.pop("reasoning", None)
+    details = message.pop("reasoning_details", None)
+    if not isinstance(text, str) or not text:
+        text = _details_text(details)
+    if reasoning_field and text and message.get(reasoning_field) is None:
+        message[reasoning_field] = text
+    return message
+
+
+def _details_text(details: Any) -> str:
+    if not isinstance(details, list):
+        return ""
+    texts = [d.get("text") for d in details if isinstance(d, dict)]
+    return "".join(t for t in texts if isinstance(t, str))

@@ -1,0 +1,13 @@
+"""POST /v1/chat/completions and /models/completions: the OpenAI-compatible route (seed 001).
+
+`handler` serves buffered invocations (API Gateway -> Mangum); a streaming deployment runs the
+same `app` through momor.lambda_stream (see template.yaml).
+"""
+
+from mangum import Mangum
+
+from momor.api import chat_completions
+from momor.api.app import build_app
+
+app = build_app(chat_completions.router, title="Momor OpenAI-compatible route")
+handler = Mangum(app, lifespan="off")

@@ -1,0 +1,499 @@
+"""POST /v1/chat/completions end to end, driven by the official openai SDK (seed 001).
+
+Every pair: the SDK -> an openai_chat offering (same protocol: the provider's own words, with only
+what Momor rewrites) and the SDK -> the anthropic offering (translated both ways).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx2
+import openai
+import pytest
+from pydantic import BaseModel
+
+from tests.fakes.script import cut, fail, reply
+
+from .conftest import SAVED_KEYS
+
+pytestmark = pytest.mark.emulators
+
+GPT = "gpt-5-mini"
+CLAUDE = "claude-sonnet-4-5"
+GPT_ID = "gpt-5-mini-2025-08-07"
+RETRIED_503 = (fail(503), fail(503), fail(503))
+"""Enough 503s to use up the attempt loop's retries on one offering, so the call fails over."""
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The weather in a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    },
+}
+
+
+@pytest.fixture
+def client(momor):
+    with openai.OpenAI(base_url=momor.url + "/v1", api_key=momor.api_key, max_retries=0) as sdk:
+        yield sdk
+
+
+def user(text):
+    return {"role": "user", "content": text}
+
+
+def served_by(model):
+    return "openai" if model == GPT else "anthropic"
+
+
+def record_of(momor, request_id):
+    """The call's record; a stream's is written just after its last byte, so wait for it briefly."""
+    deadline = time.monotonic() + 5
+    while momor.get(f"/generations/{request_id}").status_code == 404 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    record = momor.record(request_id)
+    assert record["id"] == request_id and record["dialect"] == "openai"
+    return record
+
+
+# --- whole answers --------------------------------------------------------------------------------
+
+
+def test_create_passthrough_is_the_providers_own_answer_with_id_and_model_written_over(momor, fake, client):
+    raw = client.chat.completions.with_raw_response.create(
+        model=GPT, messages=[{"role": "system", "content": "Be brief."}, user("Hello there")],
+        max_tokens=50, max_completion_tokens=60, seed=3, logprobs=True, top_logprobs=2,
+        extra_body={"provider": {"order": ["openai"]}},
+    )
+    answer = raw.parse()
+    request_id = raw.headers["x-momor-request-id"]
+    assert answer.id == request_id
+    assert answer.model == "openai/gpt-5-mini"
+    assert answer.choices[0].message.content == "Echo: Hello there"
+    assert answer.system_fingerprint == "fp_fake0001"  # the provider's own fields come back
+    assert answer.service_tier == "default"
+    assert answer.usage.prompt_tokens > 0 and answer.usage.completion_tokens > 0
+    sent = fake.requests("openai")[-1].json
+    assert sent["model"] == GPT_ID
+    assert sent["max_completion_tokens"] == 60 and "max_tokens" not in sent
+    assert sent["seed"] == 3 and sent["logprobs"] is True and sent["top_logprobs"] == 2
+    assert "provider" not in sent and "models" not in sent
+    assert sent["messages"][0] == {"role": "system", "content": "Be brief."}
+    record = record_of(momor, request_id)
+    assert record["served"]["provider"] == "openai" and record["status"] == 200
+    assert record["usage"]["outputTokens"] > 0
+
+
+def test_create_translated_from_anthropic(momor, fake, client):
+    raw = client.chat.completions.with_raw_response.create(
+        model=CLAUDE, messages=[{"role": "developer", "content": "Be brief."}, user("Hello there")],
+        max_completion_tokens=300, stop="never", temperature=0.5,
+    )
+    answer = raw.parse()
+    assert answer.id == raw.headers["x-momor-request-id"]
+    assert answer.object == "chat.completion"
+    assert answer.model == "anthropic/claude-sonnet-4-5"
+    choice = answer.choices[0]
+    assert choice.message.role == "assistant" and choice.message.content == "Echo: Hello there"
+    assert choice.finish_reason == "stop"
+    usage = answer.usage
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens and usage.completion_tokens > 0
+    assert usage.prompt_tokens_details.cached_tokens == 0
+    sent = fake.requests("anthropic")[-1].json
+    assert sent["model"] == "claude-sonnet-4-5-20250929"
+    assert sent["max_tokens"] == 300 and sent["stop_sequences"] == ["never"] and sent["temperature"] == 0.5
+    assert sent["system"][0]["text"] == "Be brief." if isinstance(sent["system"], list) else sent["system"] == \
+        "Be brief."
+    assert record_of(momor, answer.id)["served"]["provider"] == "anthropic"
+
+
+def test_models_completions_path_answers_too(momor, fake):
+    response = momor.post("/models/completions", {"model": GPT, "messages": [user("hi")]})
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["message"]["content"] == "Echo: hi"
+
+
+@pytest.mark.parametrize(("model", "label", "field", "absent"), [
+    ("llama-3.3-70b", "deepinfra", "max_tokens", "max_completion_tokens"),
+    ("mistral-small", "mistral", "max_tokens", "max_completion_tokens"),
+    (GPT, "openai", "max_completion_tokens", "max_tokens"),
+])
+def test_one_ceiling_under_the_providers_name(momor, fake, client, model, label, field, absent):
+    client.chat.completions.create(model=model, messages=[user("hi")], max_tokens=40)
+    sent = fake.requests(label)[-1].json
+    assert sent[field] == 40 and absent not in sent
+
+
+def test_seed_goes_as_random_seed_to_mistral(momor, fake, client):
+    # The strict fake speaks OpenAI's own field list, so it refuses random_seed: what matters is what
+    # Momor sent.
+    with pytest.raises(openai.APIStatusError):
+        client.chat.completions.create(model="mistral-small", messages=[user("hi")], seed=11)
+    sent = fake.requests("mistral")[-1].json
+    assert sent["random_seed"] == 11 and "seed" not in sent
+
+
+def test_store_is_false_on_the_saved_key_only_where_the_provider_says_so(momor, fake, client):
+    catalog = momor.catalog
+    for provider in catalog["providers"]:
+        if provider["name"] == "openai":
+            provider.setdefault("options", {})["store"] = False
+    momor.write_catalog(catalog)
+    client.chat.completions.create(model=GPT, messages=[user("hi")], store=True)
+    assert fake.requests("openai")[-1].json["store"] is False
+    client.chat.completions.create(model="llama-3.3-70b", messages=[user("hi")], store=True)
+    assert fake.requests("deepinfra")[-1].json["store"] is True  # no store option: as written
+
+
+def test_reasoning_effort_goes_as_a_depth_the_model_takes(momor, fake, client):
+    client.chat.completions.create(model=GPT, messages=[user("hi")], reasoning_effort="none")
+    assert fake.requests("openai")[-1].json["reasoning_effort"] == "minimal"
+    client.chat.completions.create(model=GPT, messages=[user("hi")], reasoning_effort="high")
+    assert fake.requests("openai")[-1].json["reasoning_effort"] == "high"
+    client.chat.completions.create(model="llama-3.3-70b", messages=[user("hi")], reasoning_effort="low")
+    assert "reasoning_effort" not in fake.requests("deepinfra")[-1].json
+
+
+# --- streams ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", [GPT, CLAUDE])
+def test_stream_chunks_and_headers(momor, fake, client, model):
+    fake.script(served_by(model), reply(text="one two three", chunks=3))
+    with client.chat.completions.with_streaming_response.create(
+        model=model, messages=[user("count")], stream=True, max_tokens=100,
+    ) as response:
+        assert response.headers["x-momor-provider"] == served_by(model)
+        assert response.headers["x-momor-model"] == ("openai/gpt-5-mini" if model == GPT else
+                                                      "anthropic/claude-sonnet-4-5")
+        request_id = response.headers["x-momor-request-id"]
+        chunks = list(response.parse())
+    assert all(c.id == request_id and c.object == "chat.completion.chunk" for c in chunks)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "one two three"
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishes == ["stop"]
+    assert all(c.usage is None for c in chunks)  # not asked for: no usage chunk
+    assert all(c.choices for c in chunks)
+    if model == GPT:
+        sent = fake.requests("openai")[-1].json
+        assert sent["stream"] is True and sent["stream_options"] == {"include_usage": True}
+    record = record_of(momor, request_id)
+    assert record["streaming"] is True and record["usage"]["outputTokens"] > 0
+
+
+@pytest.mark.parametrize("model", [GPT, CLAUDE])
+def test_stream_usage_chunk_where_asked_and_done_at_the_end(momor, fake, model):
+    body = {"model": model, "messages": [user("hi")], "stream": True, "stream_options": {"include_usage": True}}
+    response, frames = momor.stream("/v1/chat/completions", body)
+    assert response.status_code == 200
+    assert frames[-1][1] == "[DONE]"
+    usage_chunk = frames[-2][1]
+    assert usage_chunk["choices"] == [] and usage_chunk["usage"]["completion_tokens"] > 0
+
+
+def test_stream_to_mistral_sends_no_stream_options(momor, fake, client):
+    chunks = list(client.chat.completions.create(model="mistral-small", messages=[user("hi")], stream=True,
+                                                 stream_options={"include_usage": True}))
+    sent = fake.requests("mistral")[-1].json
+    assert sent["stream"] is True and "stream_options" not in sent
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Echo: hi"
+
+
+@pytest.mark.parametrize("model", [GPT, CLAUDE])
+def test_stream_helper_final_completion(momor, fake, client, model):
+    with client.chat.completions.stream(model=model, messages=[user("hello stream")], max_tokens=100) as stream:
+        final = stream.get_final_completion()
+    assert final.choices[0].message.content == "Echo: hello stream"
+    assert final.choices[0].finish_reason == "stop"
+    assert final.model == ("openai/gpt-5-mini" if model == GPT else "anthropic/claude-sonnet-4-5")
+
+
+@pytest.mark.parametrize("model", [GPT, CLAUDE])
+def test_failure_after_output_ends_on_one_error_chunk_without_done(momor, fake, model):
+    label = served_by(model)
+    body = {"model": model, "messages": [user("say a few words please")], "stream": True}
+    fake.script(label, cut(after=4))
+    response, frames = momor.stream("/v1/chat/completions", body)
+    assert response.status_code == 200
+    datas = [d for _, d in frames]
+    assert "[DONE]" not in datas
+    last = datas[-1]
+    assert last["error"]["code"] == 502 and last["error"]["message"]
+    assert last["choices"] == [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}]
+    assert last["object"] == "chat.completion.chunk" and last["id"] == response.headers["x-momor-request-id"]
+    assert sum(1 for d in datas if "error" in d) == 1
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert record["attempts"][-1]["status"] == "failed"
+    assert len(fake.requests()) == 1  # never moved to another provider once output began
+
+
+def test_sdk_raises_the_error_chunk_as_an_api_error(momor, fake, client):
+    fake.script("openai", cut(after=4))
+    with pytest.raises(openai.APIError):
+        list(client.chat.completions.create(model=GPT, messages=[user("hi")], stream=True))
+
+
+def test_stream_failover_before_output(momor, fake, client):
+    fake.script("flaky", *RETRIED_503)
+    with client.chat.completions.with_streaming_response.create(
+        model="duo", messages=[user("hi")], stream=True, max_tokens=100,
+    ) as response:
+        assert response.headers["x-momor-provider"] == "backup"
+        chunks = list(response.parse())
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Echo: hi"
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("flaky", "failed")] * 3 + [("backup", "ok")]
+
+
+# --- tools -----------------------------------------------------------------------------------------
+
+
+def _assistant_dict(message):
+    """An assistant message as a caller writes it back (the SDK's pydantic object dumped)."""
+    out = {"role": "assistant", "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [{"id": t.id, "type": "function",
+                              "function": {"name": t.function.name, "arguments": t.function.arguments}}
+                             for t in message.tool_calls]
+    extra = message.model_extra or {}
+    for key in ("reasoning", "reasoning_details"):
+        if extra.get(key) is not None:
+            out[key] = extra[key]
+    return out
+
+
+def _tool_turns(client, model, messages, **kwargs):
+    first = client.chat.completions.create(model=model, messages=messages, tools=[WEATHER], **kwargs)
+    message = first.choices[0].message
+    assert first.choices[0].finish_reason == "tool_calls"
+    assert message.content is None
+    call = message.tool_calls[0]
+    assert call.function.name == "get_weather" and json.loads(call.function.arguments)
+    messages = [*messages, _assistant_dict(message),
+                {"role": "tool", "tool_call_id": call.id, "content": "Sunny, 21C"}]
+    second = client.chat.completions.create(model=model, messages=messages, tools=[WEATHER], **kwargs)
+    assert second.choices[0].message.content == "Tool get_weather said: Sunny, 21C"
+    return [*messages, _assistant_dict(second.choices[0].message)], first
+
+
+@pytest.mark.parametrize("model", [GPT, CLAUDE])
+def test_tools_over_several_turns(momor, fake, client, model):
+    conversation, _ = _tool_turns(client, model, [user("call get_weather for Paris")], max_tokens=500)
+    conversation, _ = _tool_turns(client, model, [*conversation, user("call get_weather for Rome")],
+                                  max_tokens=500)
+    assert len(conversation) == 8
+    if model == CLAUDE:
+        sent = fake.requests("anthropic")[-1].json
+        kinds = [b["type"] for m in sent["messages"] if isinstance(m["content"], list) for b in m["content"]]
+        assert kinds.count("tool_use") == 2 and kinds.count("tool_result") == 2
+    else:
+        sent = fake.requests("openai")[-1].json
+        assert sent["tools"] == [WEATHER]
+
+
+def test_tool_conversation_moves_from_openai_to_anthropic(momor, fake, client):
+    conversation, _ = _tool_turns(client, GPT, [user("call get_weather for Paris")])
+    _tool_turns(client, CLAUDE, [*conversation, user("call get_weather for Rome")], max_tokens=500)
+
+
+@pytest.mark.parametrize("model", [GPT, CLAUDE])
+def test_streamed_tool_call_indices(momor, fake, client, model):
+    fake.script(served_by(model), reply(tool_calls=[{"name": "get_weather", "arguments": {"city": "Oslo"}},
+                                                     {"name": "get_weather", "arguments": {"city": "Rome"}}]))
+    with client.chat.completions.stream(model=model, messages=[user("weather")], tools=[WEATHER],
+                                        max_tokens=500) as stream:
+        final = stream.get_final_completion()
+    calls = final.choices[0].message.tool_calls
+    assert [json.loads(c.function.arguments)["city"] for c in calls] == ["Oslo", "Rome"]
+    assert all(c.id for c in calls) and final.choices[0].finish_reason == "tool_calls"
+
+
+# --- structured output -----------------------------------------------------------------------------
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+@pytest.mark.parametrize("model", [GPT, CLAUDE])
+def test_structured_output_with_parse(momor, fake, client, model):
+    catalog = momor.catalog
+    for provider in catalog["providers"]:
+        if provider["name"] == "anthropic":
+            # Anthropic's own structured output (the fake answers an emulated `respond` tool generically).
+            provider.setdefault("options", {})["structuredOutputs"] = True
+    momor.write_catalog(catalog)
+    answer = client.chat.completions.parse(model=model, messages=[user("Paris")], response_format=City,
+                                           max_tokens=500)
+    parsed = answer.choices[0].message.parsed
+    assert isinstance(parsed, City) and parsed.name
+    if model == GPT:
+        sent = fake.requests("openai")[-1].json
+        assert sent["response_format"]["type"] == "json_schema" and sent["response_format"]["json_schema"]["strict"]
+    else:
+        sent = fake.requests("anthropic")[-1].json
+        assert sent["output_config"]["format"]["schema"]["required"] == ["name", "population"]
+
+
+# --- reasoning -------------------------------------------------------------------------------------
+
+
+def test_reasoning_replayed_over_several_turns_with_tools_on_anthropic(momor, fake, client):
+    messages = [user("call get_weather for Oslo")]
+    kwargs = {"reasoning_effort": "low", "max_completion_tokens": 4000}
+    first = client.chat.completions.create(model=CLAUDE, messages=messages, tools=[WEATHER], **kwargs)
+    message = first.choices[0].message
+    extra = message.model_extra
+    assert extra["reasoning"] == "Thinking about: call get_weather for Oslo"
+    detail = extra["reasoning_details"][0]
+    assert detail["type"] == "reasoning.text" and detail["text"] == extra["reasoning"]
+    assert detail["data"]["wire"] == "anthropic" and detail["data"]["signature"]
+    # The SDK's own message object, sent back as received.
+    messages += [message, {"role": "tool", "tool_call_id": message.tool_calls[0].id, "content": "Cold"}]
+    second = client.chat.completions.create(model=CLAUDE, messages=messages, tools=[WEATHER], **kwargs)
+    assert second.choices[0].message.content == "Tool get_weather said: Cold"
+    sent = fake.requests("anthropic")[-1].json
+    replayed = sent["messages"][1]["content"][0]
+    assert replayed == {"type": "thinking", "thinking": extra["reasoning"], "signature": detail["data"]["signature"]}
+    assert sent["thinking"]["type"] == "enabled"
+    # A third turn, streamed, replays both turns' reasoning.
+    messages += [second.choices[0].message, user("call get_weather for Bergen")]
+    with client.chat.completions.stream(model=CLAUDE, messages=messages, tools=[WEATHER], **kwargs) as stream:
+        final = stream.get_final_completion()
+    streamed = final.choices[0].message.model_extra
+    assert streamed["reasoning"] == "Thinking about: call get_weather for Bergen"
+    assert streamed["reasoning_details"][0]["data"]["signature"]
+    messages += [final.choices[0].message,
+                 {"role": "tool", "tool_call_id": final.choices[0].message.tool_calls[0].id, "content": "Rain"}]
+    fourth = client.chat.completions.create(model=CLAUDE, messages=messages, tools=[WEATHER], **kwargs)
+    assert fourth.choices[0].message.content == "Tool get_weather said: Rain"
+    thinking = [b for m in fake.requests("anthropic")[-1].json["messages"] if m["role"] == "assistant"
+                for b in m["content"] if b["type"] == "thinking"]
+    assert len(thinking) >= 2 and thinking[-1]["signature"] == streamed["reasoning_details"][0]["data"]["signature"]
+
+
+def test_an_altered_thinking_block_is_refused(momor, fake, client):
+    messages = [user("call get_weather for Oslo")]
+    kwargs = {"reasoning_effort": "low", "max_completion_tokens": 4000}
+    first = client.chat.completions.create(model=CLAUDE, messages=messages, tools=[WEATHER], **kwargs)
+    assistant = _assistant_dict(first.choices[0].message)
+    assistant["reasoning_details"][0]["text"] = "Something else"
+    messages += [assistant, {"role": "tool", "tool_call_id": assistant["tool_calls"][0]["id"], "content": "x"}]
+    with pytest.raises(openai.APIStatusError):
+        client.chat.completions.create(model=CLAUDE, messages=messages, tools=[WEATHER], **kwargs)
+
+
+def test_reasoning_from_an_openai_chat_provider_comes_back_as_reasoning_and_moves_on_replay(momor, fake, client):
+    catalog = momor.catalog
+    for provider in catalog["providers"]:
+        if provider["name"] == "openai":
+            provider.setdefault("options", {})["reasoningField"] = "reasoning_content"
+    momor.write_catalog(catalog)
+    first = client.chat.completions.create(model=GPT, messages=[user("think")], reasoning_effort="low")
+    extra = first.choices[0].message.model_extra
+    assert extra["reasoning"] == "Thinking about: think" and "reasoning_content" not in extra
+    messages = [user("think"), _assistant_dict(first.choices[0].message), user("again")]
+    client.chat.completions.create(model=GPT, messages=messages)
+    replayed = fake.requests("openai")[-1].json["messages"][1]
+    assert replayed["reasoning_content"] == "Thinking about: think"
+    assert "reasoning" not in replayed and "reasoning_details" not in replayed
+
+
+def test_streamed_reasoning_is_delta_reasoning(momor, fake):
+    body = {"model": GPT, "messages": [user("think")], "stream": True, "reasoning_effort": "low"}
+    _, frames = momor.stream("/v1/chat/completions", body)
+    deltas = [d["choices"][0]["delta"] for _, d in frames if d != "[DONE]" and d["choices"]]
+    assert "".join(d.get("reasoning", "") for d in deltas) == "Thinking about: think"
+    assert not any("reasoning_content" in d for d in deltas)
+
+
+# --- errors ----------------------------------------------------------------------------------------
+
+
+def test_401_is_authentication_error(momor):
+    bad = openai.OpenAI(base_url=momor.url + "/v1", api_key="momor-wrong", max_retries=0)
+    with pytest.raises(openai.AuthenticationError) as raised:
+        bad.chat.completions.create(model=GPT, messages=[user("hi")])
+    assert raised.value.status_code == 401
+    assert raised.value.body["type"] == "invalid_request_error" and raised.value.body["code"] == "invalid_api_key"
+
+
+@pytest.mark.parametrize(("kwargs", "fragment"), [
+    ({"model": "no-such-model"}, "no-such-model"),
+    ({"model": GPT, "extra_body": {"provider": {"order": ["nowhere"]}}}, "nowhere"),
+    ({"model": GPT, "extra_body": {"provider": {"zdr": "yes"}}}, "zdr"),
+    ({"model": GPT, "extra_body": {"stream": "yes"}}, "stream"),
+    ({"model": GPT, "extra_body": {"models": 5}}, "models"),
+])
+def test_routing_refusals_are_bad_request_invalid_value(momor, client, kwargs, fragment):
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.chat.completions.create(messages=[user("hi")], **kwargs)
+    body = raised.value.body
+    assert body["type"] == "invalid_request_error" and body["code"] == "invalid_value"
+    assert fragment in body["message"] and body["param"] is None
+    assert raised.value.response.headers["x-momor-request-id"]
+
+
+@pytest.mark.parametrize(("payload", "fragment"), [
+    (b"[1]", "JSON object"),
+    (b"{nope", "not valid JSON"),
+    (json.dumps({"messages": [user("hi")]}).encode(), "model"),
+])
+def test_unreadable_bodies_are_400_error_objects(momor, payload, fragment):
+    response = momor.post("/v1/chat/completions", content=payload)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_value" and fragment in error["message"]
+    assert set(error) == {"message", "type", "param", "code"}
+
+
+def test_models_routes_after_model(momor, fake, client):
+    answer = client.chat.completions.create(model=CLAUDE, messages=[user("hi")],
+                                            extra_body={"models": [GPT]}, max_tokens=100)
+    assert answer.model == "anthropic/claude-sonnet-4-5"
+    fake.script("anthropic", fail(500), fail(500), fail(500))
+    answer = client.chat.completions.create(model=[CLAUDE], messages=[user("hi")],  # type: ignore[arg-type]
+                                            extra_body={"models": [GPT]}, max_tokens=100)
+    assert answer.model == "openai/gpt-5-mini"
+
+
+def test_415_and_406_are_error_objects(momor):
+    response = momor.post("/v1/chat/completions", content=b"x",
+                          headers=momor.headers(**{"Content-Type": "text/plain"}))
+    assert response.status_code == 415 and response.json()["error"]["message"]
+    response = momor.post("/v1/chat/completions", {"model": GPT, "messages": [user("hi")]},
+                          headers=momor.headers(Accept="text/html"))
+    assert response.status_code == 406 and response.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_every_candidate_failing_raises_the_sdks_server_error_with_reasons(momor, fake, client):
+    fake.script("flaky", *RETRIED_503)
+    fake.script("backup", fail(500), fail(500), fail(500))
+    with pytest.raises(openai.InternalServerError) as raised:
+        client.chat.completions.create(model="duo", messages=[user("hi")], max_tokens=100)
+    assert raised.value.status_code == 502
+    message = raised.value.body["message"]
+    assert "flaky" in message and "backup" in message
+    record = record_of(momor, raised.value.response.headers["x-momor-request-id"])
+    assert record["status"] == 502 and [a["status"] for a in record["attempts"]] == ["failed"] * 6
+
+
+def test_every_candidate_rate_limited_raises_rate_limit_error(momor, fake, client):
+    fake.script("flaky", fail(429), fail(429), fail(429))
+    fake.script("backup", fail(429), fail(429), fail(429))
+    with pytest.raises(openai.RateLimitError) as raised:
+        client.chat.completions.create(model="duo", messages=[user("hi")], max_tokens=100)
+    assert raised.value.body["code"] == "rate_limit_exceeded"
+
+
+def test_no_saved_key_leaks_into_answers(momor, fake, client):
+    raw = httpx2.post(momor.url + "/v1/chat/completions", headers=momor.headers(),
+                      json={"model": "duo", "messages": [user("hi")], "max_tokens": 100}, timeout=30)
+    assert raw.status_code == 200
+    for secret in ("sk-saved-flaky-0006", "sk-saved-backup-0005", SAVED_KEYS["openai"]):
+        assert secret not in raw.text
