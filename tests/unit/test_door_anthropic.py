@@ -37,6 +37,7 @@ from momor.messages import (
 from momor.providers.anthropic import WIRE, count_tokens_request, passthrough_request
 from momor.providers.base import Target
 from momor.routing.plan import Candidate
+from momor.routing.request import Routed
 from momor.routing.selectors import Prioritization
 
 
@@ -56,7 +57,7 @@ def candidate(m: Model | None = None, p: Provider | None = None) -> Candidate:
     return Candidate(m, next(o for o in m.offerings if o.provider == p.name), p)
 
 
-def parse(**body: Any) -> door.AnthropicRequest:
+def parse(**body: Any) -> Routed:
     return door.parse({"model": "claude", "max_tokens": 100, "messages": [{"role": "user", "content": "hi"}], **body})
 
 

@@ -39,17 +39,9 @@ class OpenAIDoor:
 
     def parse(self, body: dict[str, Any], request: Request) -> Routed:
         req = openai.parse(body)
-        self.include_usage = req.include_usage
+        self.include_usage = openai.include_usage(body)
         self.raw_wire = req.call.raw_wire
-        return Routed(
-            call=req.call,
-            selectors=req.selectors,
-            prio=req.prio,
-            keys={},
-            needs=req.needs,
-            written_selectors=req.selectors_written,
-            prio_where="provider",
-        )
+        return req
 
     def _same_protocol(self, candidate: Candidate) -> bool:
         return self.raw_wire is not None and candidate.provider.wire == self.raw_wire

@@ -11,7 +11,6 @@ errors in its own shape. Routing, failover and records are the same for all of t
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
@@ -19,38 +18,18 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from .. import metrics
-from ..call import Call
 from ..errors import MomorError, ProviderError, RequestError
 from ..events import Assembler, Event
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..logs import logger
 from ..records import redact
 from ..routing.attempts import Session
-from ..routing.plan import Candidate, Needs, check_provider_names, plan
+from ..routing.plan import Candidate, check_provider_names, plan
 from ..routing.recorder import Recorder
-from ..routing.selectors import Prioritization, Selector
+from ..routing.request import Routed
 from .backend import Backend, Caller
 
 REQUEST_ID_HEADER = "X-Momor-Request-Id"
-
-
-@dataclass(slots=True)
-class Routed:
-    """A dialect's request, read: what to call and how to route it."""
-
-    call: Call
-    selectors: list[Selector]
-    prio: Prioritization
-    keys: dict[str, Any]
-    needs: Needs
-    written_selectors: Any
-    network_timeout: float | None = None
-    prio_where: str = "prioritization"
-    rollover: bool = False
-    """streamFailureBehavior rollover: another candidate may finish a stream that failed."""
-    gate: Callable[[Candidate, list[Any]], str | None] | None = None
-    """Whether a candidate may be tried given the attempts so far (records.Attempt): None if it
-    may, else why not (it is then skipped). The Anthropic door's overflow header uses it."""
 
 
 class Door(Protocol):

@@ -49,7 +49,6 @@ from .. import tokens
 from ..call import Parameters
 from ..catalog import Catalog
 from ..doors import anthropic, anthropic_answer
-from ..doors.anthropic import AnthropicRequest
 from ..errors import MomorError, ProviderError, RequestError
 from ..events import Assembler, Event, Raw
 from ..http import bearer_token, check_content_type, new_request_id, parse_json_object, read_body
@@ -153,7 +152,7 @@ class Overflow:
         return "overflow: the asked model's own capacity did not refuse the call"
 
 
-def asked_candidates(request: AnthropicRequest, catalog: Catalog | None) -> list[Candidate]:
+def asked_candidates(request: Routed, catalog: Catalog | None) -> list[Candidate]:
     """The candidates the selectors name, or [] when they cannot be planned (the flow plans
     again and refuses the call in its own words)."""
     if catalog is None:
@@ -224,16 +223,9 @@ class AnthropicDoor:
         asked = asked_candidates(req, self.catalog)
         req.call.params = clamp_max_tokens(req.call.params, asked)
         self.overflow = overflow_for(mode, asked, self.tier)
-        return Routed(
-            call=req.call,
-            selectors=req.selectors + self.overflow.selectors(),
-            prio=req.prio,
-            keys=req.keys,
-            needs=req.needs,
-            written_selectors=req.written_selectors,
-            prio_where="provider",
-            gate=self.overflow.gate if self.overflow.mode != "off" else None,
-        )
+        req.selectors = req.selectors + self.overflow.selectors()
+        req.gate = self.overflow.gate if self.overflow.mode != "off" else None
+        return req
 
     def _headers(self, request_id: str, candidate: Candidate, billed: str | None = None) -> dict[str, str]:
         honoured = "serviceTier" in candidate.provider.parameters
@@ -294,7 +286,7 @@ def anthropic_error(request_id: str, status: int, message: str) -> Response:
 # count_tokens
 
 
-async def _provider_count(backend: Backend, req: AnthropicRequest, candidates: list[Candidate],
+async def _provider_count(backend: Backend, req: Routed, candidates: list[Candidate],
                           zdr: bool) -> int | None:
     """The count from the first Anthropic-wire offering of the model that would serve."""
     if not candidates or req.call.raw is None:

@@ -31,18 +31,7 @@ class NativeDoor:
         return bearer_token(request)
 
     def parse(self, body: dict[str, Any], request: Request) -> Routed:
-        req = native.parse(body)
-        timeout = req.call.params.network_timeout
-        return Routed(
-            call=req.call,
-            selectors=req.selectors,
-            prio=req.prio,
-            keys=req.keys,
-            needs=req.needs,
-            written_selectors=req.selectors_written,
-            network_timeout=native.network_timeout_seconds(timeout) if timeout else None,
-            rollover=req.stream_failure == "rollover",
-        )
+        return native.parse(body)
 
     def answer(self, request_id: str, candidate: Candidate, assembler: Assembler) -> Response:
         return json_response(native.monolith(candidate, assembler))

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import base64
 import mimetypes
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -51,8 +50,8 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
-from ..routing.plan import Needs
-from ..routing.selectors import Prioritization, Selector, parse_prioritization, parse_selectors
+from ..routing.request import Routed
+from ..routing.selectors import Selector, parse_prioritization, parse_selectors
 from .native import needs_of
 
 WIRE = "anthropic"
@@ -66,16 +65,6 @@ _CHOICES = {"auto": "auto", "any": "any", "tool": "use", "none": "none"}
 _IMAGE_EXT = {"image/jpeg": "jpg", "image/png": "png", "image/gif": "gif", "image/webp": "webp"}
 
 Block = dict[str, Any]
-
-
-@dataclass(slots=True)
-class AnthropicRequest:
-    call: Call
-    selectors: list[Selector]
-    prio: Prioritization
-    keys: dict[str, Any]
-    needs: Needs
-    written_selectors: Any
 
 
 def _bad(detail: str, param: str | None = None, status: int = 400) -> RequestError:
@@ -421,7 +410,7 @@ def _selectors(body: dict[str, Any]) -> list[Selector]:
     return parse_selectors(model, body.get("models"))
 
 
-def parse(body: dict[str, Any], *, require_max_tokens: bool = True) -> AnthropicRequest:
+def parse(body: dict[str, Any], *, require_max_tokens: bool = True) -> Routed:
     """The request, read. `require_max_tokens=False` for count_tokens, which takes none."""
     max_tokens = _int(body, "max_tokens", minimum=1)
     if max_tokens is None and require_max_tokens:
@@ -446,4 +435,4 @@ def parse(body: dict[str, Any], *, require_max_tokens: bool = True) -> Anthropic
         raw_wire=WIRE,
     )
     written = body.get("model") if body.get("models") is None else body.get("models")
-    return AnthropicRequest(call, selectors, prio, keys, needs_of(call), written)
+    return Routed(call, selectors, prio, keys, needs_of(call), written, prio_where="provider")

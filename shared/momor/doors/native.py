@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
@@ -31,7 +30,8 @@ from ..events import Assembler, Continued, Delta, Event, Finish, PartEnd, PartSt
 from ..http import sse
 from ..messages import File, Message, Tool, ToolCallMessage, attached_files, dump_messages
 from ..routing.plan import Candidate, Needs
-from ..routing.selectors import Prioritization, Selector, parse_prioritization, parse_selectors
+from ..routing.request import Routed
+from ..routing.selectors import parse_prioritization, parse_selectors
 
 MIB = 1024 * 1024
 MAX_FILE_BYTES = 10 * MIB
@@ -75,17 +75,6 @@ class NativeBody(BaseModel):
         return tools
 
 
-@dataclass(slots=True)
-class NativeRequest:
-    call: Call
-    selectors: list[Selector]
-    prio: Prioritization
-    keys: dict[str, Any]
-    needs: Needs
-    stream_failure: str
-    selectors_written: Any
-
-
 _MESSAGE_TAGS = {"user", "content", "thinking", "toolCall", "toolResult"}
 
 
@@ -105,7 +94,7 @@ def _validation_detail(exc: ValidationError) -> tuple[str, str]:
     return f"{where}: {msg}", where
 
 
-def parse(raw: dict[str, Any]) -> NativeRequest:
+def parse(raw: dict[str, Any]) -> Routed:
     if "model" in raw and "models" in raw:
         raise RequestError("Send model or models, not both.", param="model")
     try:
@@ -114,8 +103,7 @@ def parse(raw: dict[str, Any]) -> NativeRequest:
         detail, where = _validation_detail(exc)
         raise RequestError(detail, param=where) from None
     _check_sizes(body)
-    if body.parameters.network_timeout is not None:
-        network_timeout_seconds(body.parameters.network_timeout)
+    timeout = body.parameters.network_timeout
     prio = parse_prioritization(body.prioritization)
     selectors = parse_selectors(body.model, body.models)
     call = Call(
@@ -126,14 +114,15 @@ def parse(raw: dict[str, Any]) -> NativeRequest:
         response_schema=body.response_schema,
         stream=body.streaming,
     )
-    return NativeRequest(
+    return Routed(
         call=call,
         selectors=selectors,
         prio=prio,
         keys=body.keys,
         needs=needs_of(call),
-        stream_failure=body.stream_failure_behavior,
-        selectors_written=raw.get("models", raw.get("model", "auto")),
+        written_selectors=raw.get("models", raw.get("model", "auto")),
+        network_timeout=network_timeout_seconds(timeout) if timeout is not None else None,
+        rollover=body.stream_failure_behavior == "rollover",
     )
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import binascii
 import mimetypes
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_to_bytes, urlparse
 
@@ -42,8 +41,8 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
-from ..routing.plan import Needs
-from ..routing.selectors import Prioritization, Selector, parse_prioritization, parse_selectors
+from ..routing.request import Routed
+from ..routing.selectors import parse_prioritization, parse_selectors
 from .native import needs_of
 
 RAW_WIRE = "openai_chat"
@@ -61,23 +60,12 @@ _PARAMETER_FIELDS = (
 )
 
 
-@dataclass(slots=True)
-class OpenAIRequest:
-    call: Call
-    selectors: list[Selector]
-    prio: Prioritization
-    needs: Needs
-    selectors_written: Any
-    include_usage: bool
-    """The caller asked for a usage chunk at the end of a stream."""
-
-
 def invalid(message: str, param: str | None = None) -> RoutingError:
     """A refusal written as OpenAI's invalid_value error (seed 001)."""
     return RoutingError(message, param=param)
 
 
-def parse(body: dict[str, Any]) -> OpenAIRequest:
+def parse(body: dict[str, Any]) -> Routed:
     """A Chat Completions body -> the canonical call and how to route it. Raises RequestError (400)."""
     if body.get("model") is None and body.get("models") is None:
         raise invalid("model is required unless models names one.", "model")
@@ -87,16 +75,13 @@ def parse(body: dict[str, Any]) -> OpenAIRequest:
     if not isinstance(stream, bool):
         raise invalid("stream must be true or false.", "stream")
     call = to_call(body, stream)
+    return Routed(call, selectors, prio, {}, needs_of(call), _written_selectors(body), prio_where="provider")
+
+
+def include_usage(body: dict[str, Any]) -> bool:
+    """The caller asked for a usage chunk at the end of a stream."""
     options = body.get("stream_options")
-    include_usage = isinstance(options, dict) and options.get("include_usage") is True
-    return OpenAIRequest(
-        call=call,
-        selectors=selectors,
-        prio=prio,
-        needs=needs_of(call),
-        selectors_written=_written_selectors(body),
-        include_usage=include_usage,
-    )
+    return isinstance(options, dict) and options.get("include_usage") is True
 
 
 def _written_selectors(body: dict[str, Any]) -> Any:

@@ -1,0 +1,35 @@
+"""A dialect's request, read: the canonical call and how to route it.
+
+Every door's `parse` gives one of these; the flow (api/flow.py) plans and serves it the same way
+whatever dialect it came in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..call import Call
+from .plan import Candidate, Needs
+from .selectors import Prioritization, Selector
+
+
+@dataclass(slots=True)
+class Routed:
+    call: Call
+    selectors: list[Selector]
+    prio: Prioritization
+    keys: dict[str, Any]
+    """Per-call provider keys as written (never recorded or logged)."""
+    needs: Needs
+    written_selectors: Any
+    """The selectors as the caller wrote them, for the record."""
+    network_timeout: float | None = None
+    prio_where: str = "prioritization"
+    """The field that holds prioritization in this dialect, for error messages."""
+    rollover: bool = False
+    """streamFailureBehavior rollover: another candidate may finish a stream that failed."""
+    gate: Callable[[Candidate, list[Any]], str | None] | None = None
+    """Whether a candidate may be tried given the attempts so far (records.Attempt): None if it
+    may, else why not (it is then skipped). The Anthropic door's overflow header uses it."""
