@@ -1,0 +1,258 @@
+"""The built functions, run under SAM CLI's Runtime Interface Emulator on this host (no Docker).
+
+What `sam build` made (function folder + both layers) runs under the stock Python runtime client,
+its environment the template's own plus local emulators: DynamoDB Local and moto_server (the
+session fixture `aws`), the catalog in the emulated bucket, saved keys in the emulated secret, and
+the fake providers. Events are SAM CLI's own samples (REST API and HTTP API shapes) edited per test.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from infra.emulators import Endpoints, provision
+from momor import apikeys
+from tests.fakes import FakeProviders
+from tests.fakes.script import reply
+
+from . import rie
+
+pytestmark = [pytest.mark.sam, pytest.mark.emulators]
+
+KINDS = ["rest", "http"]
+SAVED_KEYS = {"openai": "sk-saved-openai-rie", "anthropic": {"key": "sk-ant-saved-rie", "zdr": True}}
+
+
+@dataclass(frozen=True, slots=True)
+class Stack:
+    """The local stand-ins for what template.yaml deploys, and one valid Momor API key."""
+
+    endpoints: Endpoints
+    names: dict[str, str]
+    """MOMOR_* variables naming this module's tables, bucket and secret."""
+    fake: FakeProviders
+    api_key: str
+    caller_id: str
+
+    def env(self, logical_id: str) -> dict[str, str]:
+        return rie.function_env(logical_id) | self.endpoints.env() | self.names
+
+
+def _catalog(fake_url: str) -> dict[str, Any]:
+    catalog = json.loads((rie.ROOT / "infra" / "example-catalog.json").read_text())
+    for provider in catalog["providers"]:
+        provider["baseUrl"] = provider["baseUrl"].replace("http://127.0.0.1:8788", fake_url)
+    return catalog
+
+
+def _create_api_key(endpoints: Endpoints, table: str) -> tuple[str, str]:
+    """A key stored as apikeys.py reads it (hash only), written with the test's own client."""
+    plaintext = apikeys.KEY_PREFIX + uuid.uuid4().hex
+    digest = apikeys.key_hash(plaintext)
+    caller_id = digest[:16]
+    endpoints.client("dynamodb").put_item(
+        TableName=table,
+        Item={"keyHash": {"S": digest}, "id": {"S": caller_id}, "name": {"S": "rie test"},
+              "created": {"S": "2026-01-01T00:00:00+00:00"}, "disabled": {"BOOL": False}, "zdr": {"BOOL": False}},
+    )
+    return plaintext, caller_id
+
+
+@pytest.fixture(scope="module")
+def build() -> rie.Build:
+    try:
+        return rie.sam_build()
+    except rie.HarnessError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def stack(aws: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    tag = uuid.uuid4().hex[:10]
+    with FakeProviders() as fake:
+        catalog_file = tmp_path_factory.mktemp("rie") / "catalog.json"
+        catalog_file.write_text(json.dumps(_catalog(fake.url)))
+        names = provision(
+            aws,
+            records_table=f"rie-records-{tag}",
+            api_keys_table=f"rie-api-keys-{tag}",
+            catalog_bucket=f"rie-catalog-{tag}",
+            catalog_file=catalog_file,
+            keys_secret=f"momor/rie-keys-{tag}",
+            keys=SAVED_KEYS,
+        )
+        key, caller_id = _create_api_key(aws, names["MOMOR_API_KEYS_TABLE"])
+        yield Stack(aws, names, fake, key, caller_id)
+
+
+@pytest.fixture(scope="module")
+def models_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
+    with rie.LambdaFunction.from_build(build, "ModelsFunction", stack.env("ModelsFunction")) as fn:
+        yield fn
+
+
+@pytest.fixture(scope="module")
+def models_stream_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
+    """ModelsFunction as the exec wrapper starts it on Lambda: the streaming bridge, not awslambdaric."""
+    env = stack.env("ModelsFunction")
+    with rie.LambdaFunction.from_build(build, "ModelsFunction", env, streaming=True) as fn:
+        yield fn
+
+
+@pytest.fixture(scope="module")
+def generations_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
+    with rie.LambdaFunction.from_build(build, "GenerationsFunction", stack.env("GenerationsFunction")) as fn:
+        yield fn
+
+
+def native_body(text: str = "Hello there", model: str = "gpt-5-mini", **extra: Any) -> dict[str, Any]:
+    return {"systemPrompt": "Be brief.", "messages": [{"type": "user", "value": text}], "model": model, **extra}
+
+
+def assert_problem(answer: rie.Answer, status: int) -> dict[str, Any]:
+    assert answer.status == status, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json"), answer.headers
+    request_id = answer.headers["x-momor-request-id"]
+    assert len(request_id) == 32 and int(request_id, 16) >= 0
+    doc = answer.json()
+    assert doc["status"] == status and doc["detail"], doc
+    return doc
+
+
+# --- refusals: no provider is reached --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_models_without_a_key_is_401_problem(models_fn, stack, kind):
+    before = len(stack.fake.requests())
+    event = rie.api_event(kind, "POST", "/models", headers={"Content-Type": "application/json"},
+                          body=native_body())
+    answer = models_fn.invoke(event)
+    doc = assert_problem(answer, 401)
+    assert "key" in doc["detail"].lower()
+    assert len(stack.fake.requests()) == before
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_models_with_an_unknown_key_is_401(models_fn, kind):
+    event = rie.api_event(kind, "POST", "/models", body=native_body(),
+                          headers={"Content-Type": "application/json", "Authorization": "Bearer momor-nope"})
+    assert_problem(models_fn.invoke(event), 401)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_models_with_a_non_json_content_type_is_415(models_fn, stack, kind):
+    event = rie.api_event(kind, "POST", "/models", body="hello",
+                          headers={"Content-Type": "text/plain", "Authorization": f"Bearer {stack.api_key}"})
+    assert_problem(models_fn.invoke(event), 415)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_models_accepting_only_html_is_406(models_fn, stack, kind):
+    event = rie.api_event(kind, "POST", "/models", body=native_body(),
+                          headers={"Content-Type": "application/json", "Accept": "text/html",
+                                   "Authorization": f"Bearer {stack.api_key}"})
+    assert_problem(models_fn.invoke(event), 406)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_generations_without_a_key_is_401(generations_fn, kind):
+    event = rie.api_event(kind, "GET", "/generations/0123456789abcdef0123456789abcdef",
+                          resource="/generations/{id}", path_parameters={"id": "0123456789abcdef0123456789abcdef"})
+    answer = generations_fn.invoke(event)
+    assert answer.status == 401, answer.text
+    assert answer.headers["content-type"].startswith("application/problem+json")
+
+
+# --- a whole answer: key in DynamoDB, catalog from S3, saved key from Secrets Manager, fake provider --
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_models_full_answer_and_its_record(models_fn, generations_fn, stack, kind):
+    stack.fake.reset()
+    event = rie.api_event(kind, "POST", "/models", body=native_body(),
+                          headers={"Content-Type": "application/json", "Authorization": f"Bearer {stack.api_key}"})
+    answer = models_fn.invoke(event)
+    assert answer.status == 200, f"{answer.text}\n{models_fn.log()}"
+    assert answer.headers["content-type"].startswith("application/json")
+    body = answer.json()
+    assert body["type"] == "monolith"
+    assert body["model"]["name"] == "gpt-5-mini" and body["model"]["provider"] == "openai"
+    assert body["messages"] == [{"type": "content", "value": "Echo: Hello there"}]
+    assert body["usage"]["outputTokens"] > 0
+
+    sent = stack.fake.requests("openai")
+    assert len(sent) == 1
+    assert sent[0].json["model"] == "gpt-5-mini-2025-08-07"
+    assert sent[0].headers["authorization"] == f"Bearer {SAVED_KEYS['openai']}"  # from the secret
+
+    request_id = answer.headers["x-momor-request-id"]
+    read = rie.api_event(kind, "GET", f"/generations/{request_id}", resource="/generations/{id}",
+                         path_parameters={"id": request_id}, headers={"Authorization": f"Bearer {stack.api_key}"})
+    record = generations_fn.invoke(read)
+    assert record.status == 200, f"{record.text}\n{generations_fn.log()}"
+    doc = record.json()
+    assert doc["served"]["model"] == "gpt-5-mini" and doc["status"] == 200
+    assert [a["status"] for a in doc["attempts"]] == ["ok"]
+
+
+def test_a_record_is_only_for_the_key_that_made_it(generations_fn, stack):
+    other_key, _ = _create_api_key(stack.endpoints, stack.names["MOMOR_API_KEYS_TABLE"])
+    missing = uuid.uuid4().hex
+    event = rie.api_event("rest", "GET", f"/generations/{missing}", resource="/generations/{id}",
+                          path_parameters={"id": missing}, headers={"Authorization": f"Bearer {other_key}"})
+    answer = generations_fn.invoke(event)
+    assert answer.status == 404, answer.text
+
+
+# --- the streaming bridge (what AWS_LAMBDA_EXEC_WRAPPER starts), under the same emulator -------------
+
+
+def sse_frames(text: str) -> list[tuple[str, Any]]:
+    frames, event = [], ""
+    for line in text.splitlines():
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: "):
+            frames.append((event, json.loads(line[6:])))
+            event = ""
+    return frames
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bridge_without_a_key_is_401_problem(models_stream_fn, kind):
+    event = rie.api_event(kind, "POST", "/models", headers={"Content-Type": "application/json"},
+                          body=native_body())
+    assert_problem(models_stream_fn.invoke(event), 401)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_bridge_streams_an_sse_answer(models_stream_fn, stack, kind):
+    stack.fake.reset()
+    stack.fake.script("openai", reply(text="one two three", chunks=3))
+    event = rie.api_event(kind, "POST", "/models", body=native_body(streaming=True),
+                          headers={"Content-Type": "application/json", "Authorization": f"Bearer {stack.api_key}"})
+    answer = models_stream_fn.invoke(event)
+    assert answer.status == 200, f"{answer.text}\n{models_stream_fn.log()}"
+    assert answer.headers["content-type"].startswith("text/event-stream")
+    assert len(answer.headers["x-momor-request-id"]) == 32
+    frames = sse_frames(answer.text)
+    kinds = [name for name, _ in frames]
+    assert kinds[0] == "start" and kinds[-1] == "end", kinds
+    assert "".join(d["value"] for name, d in frames if name == "delta") == "one two three"
+    assert frames[-1][1]["usage"]["outputTokens"] > 0
+
+
+def test_bridge_buffered_answer(models_stream_fn, stack):
+    stack.fake.reset()
+    event = rie.api_event("rest", "POST", "/models", body=native_body(),
+                          headers={"Content-Type": "application/json", "Authorization": f"Bearer {stack.api_key}"})
+    answer = models_stream_fn.invoke(event)
+    assert answer.status == 200, answer.text
+    assert answer.json()["messages"] == [{"type": "content", "value": "Echo: Hello there"}]
