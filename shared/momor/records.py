@@ -29,11 +29,12 @@ from typing import Any, Literal
 from . import aws
 from .catalog import Prices
 from .events import Usage
+from .redact import redact
 from .settings import get_settings
 
 ERROR_TEXT_MAX = 300
 _MILLION = Decimal(1_000_000)
-_REDACTED = "[redacted]"
+
 
 
 def cost_usd(usage: Usage, prices: Prices) -> Decimal:
@@ -144,13 +145,6 @@ class CallRecord:
             "status": self.status,
             "expiresAt": int(self.created.timestamp()) + ttl_days * 86_400,
         }
-
-
-def redact(text: str, secrets: Iterable[str]) -> str:
-    """`text` with every secret blanked, the longest first so a key containing another goes whole."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, _REDACTED)
-    return text
 
 
 def _clean(value: Any, secrets: tuple[str, ...]) -> Any:

@@ -22,7 +22,7 @@ from ..errors import MomorError, ProviderError, RequestError
 from ..events import Assembler, Event
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..logs import logger
-from ..records import redact
+from ..redact import redact
 from ..routing.attempts import Session
 from ..routing.plan import Candidate, check_provider_names, plan
 from ..routing.recorder import Recorder

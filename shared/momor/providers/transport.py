@@ -17,6 +17,7 @@ import httpx2
 from ..call import Call
 from ..errors import ProviderError
 from ..events import Event, Raw
+from ..redact import redact, redact_value
 from .base import SSEEvent, StreamDecoder, Target, Wire
 from .sse import SSEDecoder
 
@@ -107,7 +108,12 @@ async def exchange(
                     yield Raw(body.decode("utf-8", "replace"))
                 for event in wire.parse_response(body, target):
                     yield event
-    except ProviderError:
+    except ProviderError as exc:
+        # A provider may repeat the key it was sent in its error text ("Incorrect API key
+        # provided: sk-..."): blank it here, before the text can reach a caller, record or log.
+        exc.detail = redact(exc.detail, (target.api_key,))
+        exc.args = (exc.detail,)
+        exc.body = None if exc.body is None else redact_value(exc.body, (target.api_key,))
         raise
     except httpx2.ConnectTimeout as exc:
         raise ProviderError("Timed out connecting to the provider.", kind="timeout") from exc
