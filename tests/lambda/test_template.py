@@ -33,6 +33,9 @@ ROUTES = [
     ("post", "/models/completions", "ChatCompletionsFunction", True),
     ("post", "/messages", "MessagesFunction", True),
     ("post", "/messages/count_tokens", "MessagesFunction", True),
+    ("post", "/v1/messages", "MessagesFunction", True),
+    ("post", "/v1/messages/count_tokens", "MessagesFunction", True),
+    ("get", "/v1/models", "CatalogFunction", False),
     ("get", "/generations/{id}", "GenerationsFunction", False),
     ("get", "/models", "CatalogFunction", False),
 ]
