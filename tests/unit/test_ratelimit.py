@@ -1,0 +1,276 @@
+"""ratelimit: window math, headers, the in-process counter, settings, and failing open."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from momor import aws, ratelimit
+from momor.ratelimit import RateLimited, RateState, Window, admit, seconds_to_reset, state_for, window_at
+from momor.settings import SettingsError, reset_settings
+
+
+@pytest.fixture(autouse=True)
+def _fresh(monkeypatch):
+    """No table (the in-process counter) and default limits, unless a test says otherwise."""
+    for name in ("MOMOR_API_KEYS_TABLE", ratelimit.LIMIT_ENV, ratelimit.WINDOW_ENV):
+        monkeypatch.delenv(name, raising=False)
+    reset_settings()
+    ratelimit.reset_local()
+    yield
+    ratelimit.reset_local()
+    reset_settings()
+
+
+class Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    made = Clock(1_700_000_040.0)  # a multiple of 60: a window starts here
+    monkeypatch.setattr(ratelimit, "_now", made)
+    return made
+
+
+# --- window math ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("now", "length", "start", "reset"),
+    [
+        (1_700_000_040.0, 60, 1_700_000_040, 60),  # at the very start: a whole window to go
+        (1_700_000_040.2, 60, 1_700_000_040, 60),  # 59.8 s rounds up: never tell a caller to come early
+        (1_700_000_099.0, 60, 1_700_000_040, 1),
+        (1_700_000_099.9, 60, 1_700_000_040, 1),  # never 0: the window has not ended yet
+        (1_700_000_100.0, 60, 1_700_000_100, 60),
+        (7.0, 1, 7, 1),
+        (3599.5, 3600, 0, 1),
+    ],
+)
+def test_window_and_reset(now, length, start, reset):
+    window = window_at(now, length)
+    assert window == Window(start, length)
+    assert window.start % length == 0 and window.start <= now < window.end
+    assert seconds_to_reset(now, window) == reset
+
+
+def test_state_after_a_count_and_after_a_refusal():
+    window = Window(600, 60)
+    assert state_for(10, 1, window, 630.0) == RateState(limit=10, remaining=9, reset=30, allowed=True)
+    assert state_for(10, 10, window, 630.0).remaining == 0
+    refused = state_for(10, None, window, 630.5)
+    assert refused == RateState(limit=10, remaining=0, reset=30, allowed=False, retry_after=30)
+
+
+# --- headers ----------------------------------------------------------------------------------------
+
+
+def test_headers_when_allowed():
+    state = RateState(limit=600, remaining=599, reset=42, allowed=True)
+    assert state.headers() == {"X-RateLimit-Limit": "600", "X-RateLimit-Remaining": "599", "X-RateLimit-Reset": "42"}
+
+
+def test_headers_when_refused_carry_retry_after():
+    state = RateState(limit=5, remaining=0, reset=17, allowed=False, retry_after=17)
+    assert state.headers() == {
+        "X-RateLimit-Limit": "5", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "17", "Retry-After": "17"}
+
+
+def test_no_limit_advertises_nothing():
+    assert ratelimit.unlimited().headers() == {}
+    assert ratelimit.unlimited().allowed
+
+
+def test_rate_limited_error_is_a_429_naming_the_wait():
+    error = RateLimited(RateState(limit=5, remaining=0, reset=17, allowed=False, retry_after=17))
+    assert error.status == 429 and "17 s" in error.detail and error.state.retry_after == 17
+
+
+# --- the in-process counter -------------------------------------------------------------------------
+
+
+async def test_local_counter_admits_the_limit_then_refuses(clock, monkeypatch):
+    monkeypatch.setenv(ratelimit.LIMIT_ENV, "3")
+    states = [await admit("caller-a") for _ in range(5)]
+    assert [s.allowed for s in states] == [True, True, True, False, False]
+    assert [s.remaining for s in states] == [2, 1, 0, 0, 0]
+    assert states[3].retry_after == states[3].reset == 60
+    assert all(s.limit == 3 for s in states)
+
+
+async def test_local_counter_is_per_caller(clock, monkeypatch):
+    monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+    assert (await admit("a")).allowed
+    assert not (await admit("a")).allowed
+    assert (await admit("b")).allowed
+
+
+async def test_a_new_window_starts_afresh_and_refusals_were_not_counted(clock, monkeypatch):
+    monkeypatch.setenv(ratelimit.LIMIT_ENV, "2")
+    for _ in range(10):  # 2 admitted, 8 refused
+        await admit("a")
+    clock.now += 59.9
+    refused = await admit("a")
+    assert not refused.allowed and refused.retry_after == 1
+    clock.now += 0.1  # the next window
+    fresh = [await admit("a") for _ in range(3)]
+    assert [s.allowed for s in fresh] == [True, True, False]
+    assert fresh[0].remaining == 1 and fresh[0].reset == 60
+
+
+async def test_window_length_from_env(clock, monkeypatch):
+    monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+    monkeypatch.setenv(ratelimit.WINDOW_ENV, "7")
+    clock.now = 700.0  # a multiple of 7
+    assert (await admit("a")).reset == 7
+    clock.now = 706.5
+    assert (await admit("a")).retry_after == 1
+    clock.now = 707.0
+    assert (await admit("a")).allowed
+
+
+async def test_defaults_are_600_per_60_seconds(clock):
+    state = await admit("a")
+    assert (state.limit, state.remaining, state.reset) == (600, 599, 60)
+
+
+async def test_zero_disables(clock, monkeypatch):
+    monkeypatch.setenv(ratelimit.LIMIT_ENV, "0")
+    states = [await admit("a") for _ in range(1000)]
+    assert all(s.allowed and s.headers() == {} for s in states)
+
+
+async def test_an_explicit_limit_wins_over_the_env(clock, monkeypatch):
+    monkeypatch.setenv(ratelimit.LIMIT_ENV, "100")
+    assert [(await admit("a", limit=1)).allowed for _ in range(2)] == [True, False]
+    assert (await admit("b", limit=0)).headers() == {}
+
+
+@pytest.mark.parametrize(("name", "value"), [(ratelimit.LIMIT_ENV, "lots"), (ratelimit.LIMIT_ENV, "-1"),
+                                              (ratelimit.WINDOW_ENV, "0"), (ratelimit.WINDOW_ENV, "1.5")])
+async def test_a_malformed_setting_names_its_variable(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    with pytest.raises(SettingsError, match=name):
+        await admit("a")
+
+
+def test_reset_local_forgets_counts(clock, monkeypatch):
+    import asyncio
+
+    monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+    assert asyncio.run(admit("a")).allowed
+    ratelimit.reset_local()
+    assert asyncio.run(admit("a")).allowed
+
+
+# --- failing open -----------------------------------------------------------------------------------
+
+
+class BrokenDynamo:
+    """A client whose every call fails (or hangs), as DynamoDB does during an outage."""
+
+    class exceptions:  # named as on a boto3 client, where the code looks for it
+        class ConditionalCheckFailedException(Exception):
+            pass
+
+    def __init__(self, hang: float = 0.0) -> None:
+        self.hang = hang
+        self.calls = 0
+
+    def _fail(self, **_: object) -> None:
+        self.calls += 1
+        if self.hang:
+            time.sleep(self.hang)
+        raise ConnectionError("Could not connect to the endpoint URL")
+
+    update_item = get_item = _fail
+
+
+@pytest.fixture
+def with_table(monkeypatch):
+    monkeypatch.setenv("MOMOR_API_KEYS_TABLE", "api-keys")
+    reset_settings()
+
+
+async def test_store_failure_fails_open_and_warns(clock, with_table, monkeypatch, caplog):
+    broken = BrokenDynamo()
+    monkeypatch.setattr(aws, "client", lambda service: broken)
+    monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+    states = [await admit("caller-a", key_hash="ab" * 32) for _ in range(3)]
+    assert all(s.allowed and s.failed_open for s in states)
+    assert states[0].limit == 1 and states[0].retry_after == 0
+    assert broken.calls >= 3
+    warnings = [r for r in caplog.records if r.levelname == "WARNING" and "rate limiter unavailable" in r.message]
+    assert len(warnings) == 3
+    assert warnings[0].caller_id == "caller-a" and "ConnectionError" in warnings[0].error
+
+
+async def test_a_store_that_does_not_answer_fails_open_in_time(clock, with_table, monkeypatch):
+    monkeypatch.setattr(aws, "client", lambda service: BrokenDynamo(hang=1.0))
+    monkeypatch.setattr(ratelimit, "DYNAMODB_TIMEOUT_S", 0.05)
+    started = time.monotonic()
+    state = await admit("a", limit=5)
+    assert state.allowed and state.failed_open
+    assert time.monotonic() - started < 0.9  # did not wait for the hung call
+
+
+async def test_fail_open_with_no_limit_stays_unlimited(clock, with_table, monkeypatch):
+    monkeypatch.setattr(aws, "client", lambda service: BrokenDynamo())
+    monkeypatch.setenv(ratelimit.LIMIT_ENV, "0")
+    assert (await admit("a")).headers() == {}
+
+
+class CountingDynamo:
+    """Enough of DynamoDB for the table path's bookkeeping: items in a dict, conditions honoured."""
+
+    class exceptions:
+        class ConditionalCheckFailedException(Exception):
+            pass
+
+    def __init__(self, limits: dict[str, str] | None = None) -> None:
+        self.items: dict[str, int] = {}
+        self.limits = limits or {}
+        self.reads = 0
+        self.updates: list[dict] = []
+
+    def get_item(self, TableName, Key, **_):  # boto3's argument names
+        self.reads += 1
+        value = self.limits.get(Key["keyHash"]["S"])
+        return {"Item": {"rateLimit": {"N": value}}} if value is not None else {}
+
+    def update_item(self, **kwargs):
+        self.updates.append(kwargs)
+        key = kwargs["Key"]["keyHash"]["S"]
+        limit = int(kwargs["ExpressionAttributeValues"][":limit"]["N"])
+        if self.items.get(key, 0) >= limit:
+            raise self.exceptions.ConditionalCheckFailedException()
+        self.items[key] = self.items.get(key, 0) + 1
+        return {"Attributes": {"count": {"N": str(self.items[key])}}}
+
+
+async def test_table_path_keys_items_by_caller_and_window_with_a_ttl(clock, with_table, monkeypatch):
+    fake = CountingDynamo()
+    monkeypatch.setattr(aws, "client", lambda service: fake)
+    await admit("caller-a", limit=3)
+    call = fake.updates[0]
+    assert call["TableName"] == "api-keys"
+    assert call["Key"] == {"keyHash": {"S": "rate#caller-a#1700000040"}}
+    assert int(call["ExpressionAttributeValues"][":expires"]["N"]) == 1_700_000_040 + 120
+    assert call["ExpressionAttributeNames"] == {"#count": "count", "#expires": "expiresAt"}
+
+
+async def test_a_callers_own_limit_is_read_once_and_cached(clock, with_table, monkeypatch):
+    fake = CountingDynamo(limits={"h1": "2", "h2": "oops", "h3": "0"})
+    monkeypatch.setattr(aws, "client", lambda service: fake)
+    assert [(await admit("c1", key_hash="h1")).allowed for _ in range(3)] == [True, True, False]
+    assert fake.reads == 1
+    assert (await admit("c2", key_hash="h2")).limit == 600  # unusable value: the default
+    assert (await admit("c3", key_hash="h3")).headers() == {}  # 0: this caller is not limited
+    assert (await admit("c4")).limit == 600  # no hash: nothing to read
+    assert fake.reads == 3
