@@ -1,0 +1,282 @@
+"""The benchmark: Momor's local server against the fake provider called directly (the floor) and
+LiteLLM's proxy (the peer), all in one session on this machine, every figure a ratio.
+
+    python -m infra.bench            # or infra/bench/run.sh, which also makes the LiteLLM venv
+    python -m infra.bench --quick    # fewer calls, for a smoke run
+
+Writes infra/bench/RESULTS.md, infra/bench/latency.png and infra/bench/results/results.json.
+Never part of the test suite: nothing here asserts a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from . import coldstart, load, payloads, report
+from .stack import (
+    API_KEY,
+    BENCH,
+    LITELLM_KEY,
+    LITELLM_VENV,
+    RESULTS,
+    UV_EXTRAS,
+    Stack,
+    model_name,
+    peak_rss_mb,
+    running,
+)
+
+PATHS = {"native": "/models", "openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+DIRECT_PATHS = {"openai": "/{shape}/openai/v1/chat/completions", "anthropic": "/{shape}/anthropic/v1/messages"}
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    dialect: str
+    """What the caller speaks: native, openai or anthropic."""
+    wire: str
+    """What the provider speaks: openai or anthropic."""
+    stream: bool
+    size: str = "small"
+    shape: str = "short"
+
+    @property
+    def name(self) -> str:
+        mode = "stream" if self.stream else "buffered"
+        shape = "" if self.shape == "short" else f", {self.shape} stream"
+        return f"{self.dialect}→{self.wire} {mode} {self.size}{shape}"
+
+
+def targets(stack: Stack, sc: Scenario) -> dict[str, load.Target]:
+    """Who answers this scenario: the fake directly, each Momor variant, LiteLLM when it speaks the dialect."""
+    model = model_name(sc.wire, sc.shape)
+    out = {
+        "direct": load.Target(
+            stack.fake_port,
+            DIRECT_PATHS[sc.wire].format(shape=sc.shape),
+            payloads.body(sc.wire, "bench-model", sc.stream, sc.size),
+            (("authorization", "Bearer sk-bench"),),
+        )
+    }
+    body = payloads.body(sc.dialect, model, sc.stream, sc.size)
+    for name, (port, _) in stack.servers.items():
+        if name == "litellm":
+            if sc.dialect == "native":
+                continue
+            out[name] = load.Target(port, PATHS[sc.dialect], body, (("authorization", f"Bearer {LITELLM_KEY}"),))
+        else:
+            out[name] = load.Target(port, PATHS[sc.dialect], body, (("authorization", f"Bearer {API_KEY}"),))
+    return out
+
+
+def ms(ns: float) -> float:
+    return ns / 1e6
+
+
+async def latency_rows(stack: Stack, scenarios: list[Scenario], n_small: int, n_large: int) -> list[dict]:
+    rows = []
+    for sc in scenarios:
+        n = n_small if sc.size == "small" else n_large
+        row: dict = {"scenario": sc.name, "stream": sc.stream, "size": sc.size, "n": n, "by": {}}
+        # Two interleaved halves per target, so drift over the run hits every target alike.
+        results: dict[str, list[load.Result]] = {}
+        tgts = targets(stack, sc)
+        for half in range(2):
+            for name, target in tgts.items():
+                got = await load.sequential(target, n // 2, warmup=10 if half == 0 else 3)
+                results.setdefault(name, []).extend(got)
+        for name, got in results.items():
+            total = [ms(r.total_ns) for r in got]
+            ttfb = [ms(r.ttfb_ns) for r in got]
+            row["by"][name] = {
+                "p50": load.percentile(total, 0.5),
+                "p99": load.percentile(total, 0.99),
+                "ttfb_p50": load.percentile(ttfb, 0.5),
+                "ttfb_p99": load.percentile(ttfb, 0.99),
+            }
+        rows.append(row)
+        print(f"  latency  {sc.name}: " + ", ".join(f"{k} {v['p50']:.2f}/{v['p99']:.2f} ms"
+                                                   for k, v in row["by"].items()), flush=True)
+    return rows
+
+
+async def throughput_rows(stack: Stack, scenarios: list[Scenario], concurrency: int, seconds: float) -> list[dict]:
+    rows = []
+    for sc in scenarios:
+        row: dict = {"scenario": sc.name, "concurrency": concurrency, "by": {}}
+        for name, target in targets(stack, sc).items():
+            rps, errors = await load.saturate(target, concurrency, seconds)
+            row["by"][name] = {"rps": rps, "errors": errors}
+        rows.append(row)
+        print(f"  throughput {sc.name}: " + ", ".join(f"{k} {v['rps']:.0f}/s" for k, v in row["by"].items()),
+              flush=True)
+    return rows
+
+
+async def long_stream_rows(stack: Stack, scenarios: list[Scenario], n: int) -> list[dict]:
+    rows = []
+    for sc in scenarios:
+        row: dict = {"scenario": sc.name, "by": {}}
+        for name, target in targets(stack, sc).items():
+            got = await load.sequential(target, n, warmup=3, track_deltas=True)
+            deltas = [len(r.deltas) for r in got]
+            row["by"][name] = {
+                "total_p50": statistics.median(ms(r.total_ns) for r in got),
+                "ttfb_p50": statistics.median(ms(r.ttfb_ns) for r in got),
+                "deltas": min(deltas),
+            }
+        rows.append(row)
+        print(f"  long stream {sc.name}: " + ", ".join(f"{k} {v['total_p50']:.1f} ms ({v['deltas']} tokens)"
+                                                       for k, v in row["by"].items()), flush=True)
+    return rows
+
+
+async def paced_rows(stack: Stack, scenarios: list[Scenario], n: int) -> list[dict]:
+    """A 20-token stream the fake paces at 5 ms: each token should reach the caller on its own, on time."""
+    rows = []
+    for sc in scenarios:
+        row: dict = {"scenario": sc.name, "by": {}}
+        for name, target in targets(stack, sc).items():
+            got = await load.sequential(target, n, warmup=2, track_deltas=True)
+            gaps = [ms(b - a) for r in got for a, b in zip(r.deltas, r.deltas[1:], strict=False)]
+            row["by"][name] = {
+                "tokens": min(len(r.deltas) for r in got),
+                "reads_with_many": sum(r.reads_with_many for r in got),
+                "gap_p50": load.percentile(gaps, 0.5),
+                "gap_max": max(gaps) if gaps else float("nan"),
+                "gap_min": min(gaps) if gaps else float("nan"),
+            }
+        rows.append(row)
+        print(f"  paced {sc.name}: " + ", ".join(
+            f"{k} gaps {v['gap_min']:.2f}..{v['gap_max']:.2f} ms, {v['reads_with_many']} merged reads"
+            for k, v in row["by"].items()), flush=True)
+    return rows
+
+
+async def ceiling(stack: Stack, concurrency: int, seconds: float) -> dict:
+    """What the load generator reaches against the fake alone: the most any figure here could show."""
+    out = {}
+    for stream in (False, True):
+        sc = Scenario("openai", "openai", stream)
+        rps, _ = await load.saturate(targets(stack, sc)["direct"], concurrency, seconds)
+        out["stream" if stream else "buffered"] = rps
+    print(f"  load generator ceiling (direct to the fake): {out}", flush=True)
+    return out
+
+
+def machine() -> dict:
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    deps = {}
+    for dist in ("fastapi", "starlette", "pydantic", "httpx2", "orjson", "uvicorn", "boto3", "mangum"):
+        try:
+            deps[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            deps[dist] = "-"
+    litellm = subprocess.run([str(LITELLM_VENV / "bin" / "python"), "-c",
+                              "import platform; from importlib.metadata import version as v; "
+                              "print(v('litellm'), v('uvloop'), platform.python_version())"],
+                             capture_output=True, text=True).stdout.split()
+    mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
+    return {
+        "cores": os.cpu_count(), "cpu": cpu, "memory_gib": round(mem_kb / 1024 / 1024, 1),
+        "python": platform.python_version(), "kernel": platform.release(), "deps": deps,
+        "litellm": litellm[0] if litellm else "-", "litellm_uvloop": litellm[1] if len(litellm) > 1 else "-",
+        "litellm_python": litellm[2] if len(litellm) > 2 else "-",
+        "dirty": bool(subprocess.run(["git", "status", "--porcelain", "--", ":/shared", ":/functions"],
+                                     capture_output=True, text=True, cwd=BENCH).stdout.strip()),
+        "momor_commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                                       cwd=BENCH).stdout.strip(),
+    }
+
+
+def ensure_uv_extras() -> bool:
+    """uvloop + httptools for the `momor-uv` variant, installed aside (never into .venv)."""
+    if (UV_EXTRAS / "uvloop").exists() and (UV_EXTRAS / "httptools").exists():
+        return True
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", str(UV_EXTRAS),
+                           "uvloop", "httptools"], capture_output=True, text=True)
+    if done.returncode:
+        print(f"  (uvloop/httptools not installable, skipping the momor-uv variant: {done.stderr[-300:]})")
+    return done.returncode == 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer calls: a smoke run")
+    parser.add_argument("--no-litellm", action="store_true")
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args(argv)
+    q = args.quick
+    started = time.monotonic()
+
+    variants: dict[str, dict] = {"momor": {"records": "dynamodb"}, "momor-norec": {"records": "off"}}
+    if ensure_uv_extras():
+        variants["momor-uv"] = {"records": "off", "uv": True}
+    with_litellm = not args.no_litellm and (LITELLM_VENV / "bin" / "litellm").exists()
+    if not with_litellm:
+        print("  LiteLLM is not installed (infra/bench/run.sh makes its venv): running without it")
+
+    S = Scenario
+    latency_scenarios = [
+        S("native", "openai", False), S("native", "openai", True),
+        S("native", "anthropic", False), S("native", "anthropic", True),
+        S("openai", "openai", False), S("openai", "openai", True),
+        S("anthropic", "anthropic", False), S("anthropic", "anthropic", True),
+        S("openai", "anthropic", False),
+        S("native", "openai", False, "large"), S("native", "openai", True, "large"),
+        S("openai", "openai", False, "large"), S("openai", "openai", True, "large"),
+        S("anthropic", "anthropic", False, "large"), S("anthropic", "anthropic", True, "large"),
+    ]
+    throughput_scenarios = [
+        S("native", "openai", False), S("openai", "openai", False), S("openai", "openai", True),
+        S("anthropic", "anthropic", False), S("anthropic", "anthropic", True),
+    ]
+    long_scenarios = [S(d, w, True, shape="long") for d, w in (("native", "openai"), ("openai", "openai"),
+                                                               ("anthropic", "anthropic"))]
+    paced_scenarios = [S(d, w, True, shape="paced") for d, w in (("native", "openai"), ("openai", "openai"),
+                                                                 ("anthropic", "anthropic"))]
+
+    out: dict = {"machine": machine(), "concurrency": args.concurrency}
+    with running(variants, with_litellm) as stack:
+        out["servers"] = {name: {"pid": proc.pid} for name, (_, proc) in stack.servers.items()}
+        print(f"stack up in {time.monotonic() - started:.0f} s: {', '.join(stack.servers)}", flush=True)
+
+        async def measure() -> None:
+            secs = 2.0 if q else 5.0
+            out["ceiling"] = await ceiling(stack, args.concurrency, secs)
+            out["latency"] = await latency_rows(stack, latency_scenarios, 60 if q else 400, 20 if q else 100)
+            out["throughput"] = await throughput_rows(stack, throughput_scenarios, args.concurrency, secs)
+            out["long"] = await long_stream_rows(stack, long_scenarios, 5 if q else 30)
+            out["paced"] = await paced_rows(stack, paced_scenarios, 3 if q else 10)
+
+        asyncio.run(measure())
+        out["rss_mb"] = {name: peak_rss_mb(proc.pid) for name, (_, proc) in stack.servers.items()}
+        print(f"  peak RSS (MB): {out['rss_mb']}", flush=True)
+        out["machine"]["loadavg"] = [round(x, 2) for x in os.getloadavg()]
+        out["coldstart"] = coldstart.measure(stack.env, runs=3 if q else 7)
+    out["elapsed_s"] = time.monotonic() - started
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "results.json").write_text(json.dumps(out, indent=1))
+    (BENCH / "RESULTS.md").write_text(report.markdown(out))
+    report.plot(RESULTS / "results.json", BENCH / "latency.png")
+    print(f"done in {out['elapsed_s']:.0f} s: infra/bench/RESULTS.md, infra/bench/latency.png", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,187 @@
+"""The processes a benchmark run needs, each started once and stopped at the end (only those it
+started): the fake provider, the AWS emulators, Momor's server in its variants, LiteLLM's proxy.
+
+Everything listens on 127.0.0.1; LiteLLM is told to use its bundled price map rather than fetch one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from infra.emulators import Emulators, free_port, provision
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "infra" / "bench"
+RESULTS = BENCH / "results"
+LITELLM_VENV = BENCH / ".venv-litellm"
+UV_EXTRAS = RESULTS / "uv-extras"
+"""uvloop + httptools, pip-installed with --target, put on PYTHONPATH for one Momor variant only."""
+API_KEY = "bench-key"
+LITELLM_KEY = "sk-bench-master"
+SHAPES = ("short", "long", "paced")
+WIRES = {"openai": ("openai_chat", "gpt", "openai/v1"), "anthropic": ("anthropic", "claude", "anthropic")}
+
+OPENAI_PARAMS = ["maxTokens", "temperature", "topP", "toolUse", "stop", "seed", "parallelToolCalls", "user"]
+ANTHROPIC_PARAMS = ["maxTokens", "temperature", "topP", "topK", "toolUse", "stop", "parallelToolCalls", "user"]
+
+
+def model_name(wire: str, shape: str) -> str:
+    return f"bench-{WIRES[wire][1]}-{shape}"
+
+
+def provider_name(wire: str, shape: str) -> str:
+    return f"bench-{wire}-{shape}"
+
+
+def catalog(fake_port: int) -> dict:
+    providers, models = [], []
+    for wire, (wire_name, _, suffix) in WIRES.items():
+        for shape in SHAPES:
+            providers.append({
+                "name": provider_name(wire, shape),
+                "wire": wire_name,
+                "baseUrl": f"http://127.0.0.1:{fake_port}/{shape}/{suffix}",
+                "parameters": OPENAI_PARAMS if wire == "openai" else ANTHROPIC_PARAMS,
+            })
+            models.append({
+                "name": model_name(wire, shape),
+                "publisher": "bench",
+                "tier": "medium",
+                "capabilities": {"tools": True, "maxOutputTokens": 64000, "contextWindow": 400000},
+                "offerings": [{"provider": provider_name(wire, shape), "id": "bench-model",
+                               "prices": {"input": 1.0, "output": 2.0}}],
+            })
+    return {"version": 1, "providers": providers, "models": models}
+
+
+def saved_keys() -> dict[str, str]:
+    return {provider_name(w, s): f"sk-bench-{w}" for w in WIRES for s in SHAPES}
+
+
+def litellm_config(fake_port: int) -> str:
+    """LiteLLM's proxy config (YAML) for the same models on the same fake; JSON is valid YAML."""
+    model_list = []
+    for wire, (_, _, suffix) in WIRES.items():
+        for shape in SHAPES:
+            model_list.append({
+                "model_name": model_name(wire, shape),
+                "litellm_params": {
+                    "model": f"{wire}/bench-model",
+                    "api_base": f"http://127.0.0.1:{fake_port}/{shape}/{suffix}",
+                    "api_key": f"sk-bench-{wire}",
+                },
+            })
+    return json.dumps({"model_list": model_list, "general_settings": {"master_key": LITELLM_KEY}}, indent=1)
+
+
+def wait_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before listening on {port}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} did not listen on {port} within {timeout:.0f} s")
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@dataclass
+class Stack:
+    fake_port: int = 0
+    env: dict[str, str] = field(default_factory=dict)
+    """The environment Momor's processes run with (emulators, MOMOR_*)."""
+    servers: dict[str, tuple[int, subprocess.Popen]] = field(default_factory=dict)
+    """name -> (port, process) of each router variant."""
+    procs: list[subprocess.Popen] = field(default_factory=list)
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str]) -> tuple[int, subprocess.Popen]:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        log = open(RESULTS / f"{name}.log", "wb")  # noqa: SIM115 - kept open for the process's life
+        proc = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self.procs.append(proc)
+        return proc.pid, proc
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self.procs.clear()
+
+
+def momor_env(endpoints_env: dict[str, str], catalog_file: Path) -> dict[str, str]:
+    env = {**os.environ, **endpoints_env}
+    env.pop("MOMOR_CATALOG_BUCKET", None)
+    env.pop("MOMOR_CATALOG_KEY", None)
+    env["MOMOR_CATALOG_FILE"] = str(catalog_file)
+    env["PYTHONPATH"] = str(ROOT)
+    return env
+
+
+@contextlib.contextmanager
+def running(variants: dict[str, dict], with_litellm: bool) -> Iterator[Stack]:
+    """Start the fake, the emulators and every router; yield the stack; stop them all.
+
+    variants: Momor variant name -> {"records": mode, "uv": bool, "pythonpath": [dirs first on the path]}.
+    """
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stack = Stack()
+    try:
+        stack.fake_port = free_port()
+        _, fake = stack.spawn("fake", [sys.executable, "-m", "infra.bench.fake", "--port", str(stack.fake_port)],
+                              {**os.environ, "PYTHONPATH": str(ROOT)})
+        wait_port(stack.fake_port, fake, "the fake provider")
+        catalog_file = RESULTS / "catalog.json"
+        catalog_file.write_text(json.dumps(catalog(stack.fake_port), indent=1))
+        with Emulators() as endpoints:
+            env = endpoints.env() | provision(endpoints, keys=saved_keys())
+            stack.env = momor_env(env, catalog_file)
+            for name, spec in variants.items():
+                port = free_port()
+                env_v = dict(stack.env)
+                # A variant may put a scratch copy of momor (a prototype) ahead of the installed one.
+                paths = [*spec.get("pythonpath", ()), str(ROOT)]
+                if spec.get("uv"):
+                    paths.append(str(UV_EXTRAS))
+                env_v["PYTHONPATH"] = os.pathsep.join(paths)
+                argv = [sys.executable, "-m", "infra.bench.momor_server", "--port", str(port),
+                        "--api-key", API_KEY, "--records", spec["records"]]
+                _, proc = stack.spawn(name, argv, env_v)
+                stack.servers[name] = (port, proc)
+            if with_litellm:
+                port = free_port()
+                config = RESULTS / "litellm.yaml"
+                config.write_text(litellm_config(stack.fake_port))
+                env_l = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MOMOR_"))}
+                env_l |= {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_TELEMETRY": "False",
+                          "LITELLM_LOG": "ERROR", "NO_DOCS": "True"}
+                argv = [str(LITELLM_VENV / "bin" / "litellm"), "--config", str(config), "--host", "127.0.0.1",
+                        "--port", str(port), "--num_workers", "1"]
+                _, proc = stack.spawn("litellm", argv, env_l)
+                stack.servers["litellm"] = (port, proc)
+            for name, (port, proc) in stack.servers.items():
+                wait_port(port, proc, name, timeout=180)
+            yield stack
+    finally:
+        stack.stop()
