@@ -211,11 +211,13 @@ def provision(
     variables naming them. Creating what already exists is not an error, so it can run twice."""
     ddb = endpoints.client("dynamodb")
     _create_table(ddb, records_table, "id")
-    if _ttl_off(ddb, records_table):
-        ddb.update_time_to_live(
-            TableName=records_table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"}
-        )
     _create_table(ddb, api_keys_table, "keyHash")
+    # Records expire, and so do the rate-limit windows kept in the API-keys table.
+    for table in (records_table, api_keys_table):
+        if _ttl_off(ddb, table):
+            ddb.update_time_to_live(
+                TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"}
+            )
 
     s3 = endpoints.client("s3")
     with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):

@@ -317,3 +317,27 @@ def test_rollover_without_a_candidate_that_takes_a_prefill_ends_with_an_error(mo
     fake.script("openai", cut(after=4))
     _, frames = momor.stream("/models", body(streaming=True, streamFailureBehavior="rollover"))
     assert frames[-1][0] == "error"
+
+
+# --- rate limits ------------------------------------------------------------------------------------
+
+
+def test_rate_limit_headers_on_every_answer_and_429_past_the_limit(momor, fake, monkeypatch):
+    monkeypatch.setenv("MOMOR_RATE_LIMIT", "3")
+    monkeypatch.setenv("MOMOR_RATE_WINDOW_S", "3600")  # one window for the whole test
+    ok = momor.post("/models", body())
+    refused = momor.post("/models", content=b"{not json")  # a refusal counts and is told too
+    assert (ok.status_code, refused.status_code) == (200, 400)
+    for response, remaining in ((ok, "2"), (refused, "1")):
+        assert response.headers["x-ratelimit-limit"] == "3"
+        assert response.headers["x-ratelimit-remaining"] == remaining
+        assert 0 < int(response.headers["x-ratelimit-reset"]) <= 3600
+    streamed, frames = momor.stream("/models", body(streaming=True))
+    assert frames[-1][0] == "end" and streamed.headers["x-ratelimit-remaining"] == "0"
+    over = momor.post("/models", body())
+    doc = problem(over, 429)
+    assert "Rate limit" in doc["detail"] and int(over.headers["retry-after"]) > 0
+    assert over.headers["x-ratelimit-remaining"] == "0"
+    assert len(fake.requests("openai")) == 2  # the refused call never reached a provider
+    record = momor.record(over.headers["x-momor-request-id"])
+    assert record["status"] == 429 and record["attempts"] == []

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import apikeys, aws, keys, records
+from .. import apikeys, aws, keys, ratelimit, records
 from ..catalog import Catalog
 from ..catalog_source import get_catalog_async
 from ..routing.attempts import KeyResolver, ResolvedKey
@@ -29,6 +29,10 @@ class Backend:
         if not token:
             return None
         return await apikeys.authenticate_async(token)
+
+    async def admit(self, caller: Caller, token: str) -> ratelimit.RateState:
+        """Count the call against the caller's rate limit (atomic in DynamoDB)."""
+        return await ratelimit.admit(caller.id, key_hash=apikeys.key_hash(token))
 
     async def key_resolver(self, call_keys: dict[str, Any], *, zdr: bool) -> KeyResolver:
         # Warm the saved-keys cache off the event loop; lookups below are then memory reads.

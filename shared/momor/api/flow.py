@@ -10,6 +10,7 @@ errors in its own shape. Routing, failover and records are the same for all of t
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
@@ -22,6 +23,7 @@ from ..errors import MomorError, ProviderError, RequestError
 from ..events import Assembler, Event
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..logs import logger
+from ..ratelimit import RateState
 from ..redact import redact
 from ..routing.attempts import Session
 from ..routing.plan import Candidate, check_provider_names, plan
@@ -52,24 +54,51 @@ class Door(Protocol):
     def error(self, request_id: str, exc: MomorError) -> Response: ...
 
 
+class _Admission:
+    """The rate-limit check, started as soon as the caller is known and awaited only before a
+    provider is called, so its DynamoDB round trip overlaps reading and planning the request."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Future[RateState] | None = None
+
+    def start(self, backend: Backend, caller: Caller, token: str) -> None:
+        self.task = asyncio.ensure_future(backend.admit(caller, token))
+
+    async def check(self) -> None:
+        state = await self.task if self.task else None
+        if state is not None and not state.allowed:
+            raise RequestError(f"Rate limit exceeded: {state.limit} requests a window; retry in "
+                               f"{state.retry_after} s.", status=429)
+
+    async def headers(self) -> dict[str, str]:
+        """X-RateLimit-* for every answer to a known caller, refusals included."""
+        return (await self.task).headers() if self.task else {}
+
+
 async def routed_call(request: Request, door: Door, backend: Backend, route: str) -> Response:
     request_id = new_request_id()
     recorder = Recorder(request_id, route, door.dialect)
+    admission = _Admission()
     try:
-        response = await _serve(request, door, backend, recorder)
+        response = await _serve(request, door, backend, recorder, admission)
     except MomorError as exc:
         recorder.status_code, recorder.error = exc.status, exc.detail
         await _write(backend, recorder)
         response = door.error(request_id, exc)
     response.headers[REQUEST_ID_HEADER] = request_id
+    response.headers.update(await admission.headers())
     return response
 
 
-async def _serve(request: Request, door: Door, backend: Backend, recorder: Recorder) -> Response:
-    caller = await backend.authenticate(door.token(request))
-    if caller is None:
+async def _serve(
+    request: Request, door: Door, backend: Backend, recorder: Recorder, admission: _Admission
+) -> Response:
+    token = door.token(request)
+    caller = await backend.authenticate(token)
+    if caller is None or token is None:
         raise RequestError("A valid Momor API key is required.", status=401)
     recorder.caller_id = caller.id
+    admission.start(backend, caller, token)
     check_content_type(request)
     check_accept(request)
     body = parse_json_object(await read_body(request))
@@ -80,6 +109,7 @@ async def _serve(request: Request, door: Door, backend: Backend, recorder: Recor
     check_provider_names(catalog, routed.prio, routed.prio_where)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs)
     zdr = routed.prio.zdr or _caller_zdr(caller)
+    await admission.check()
     session = Session(
         routed.call,
         candidates,
