@@ -9,6 +9,7 @@ in DynamoDB Local and its saved keys in (moto's) Secrets Manager.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import socket
@@ -23,7 +24,7 @@ import httpx2
 import pytest
 import uvicorn
 
-from momor import apikeys, keys
+from momor import apikeys, background, keys
 from momor.api.app import all_routes
 from momor.routing.attempts import process_breakers
 from tests.fakes import FakeProviders
@@ -80,14 +81,27 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+class _UvicornServer(uvicorn.Server):
+    loop: asyncio.AbstractEventLoop | None = None
+
+    async def serve(self, sockets: Any = None) -> None:
+        self.loop = asyncio.get_running_loop()  # where Momor's background record writes run
+        await super().serve(sockets)
+
+
 class _Server:
     """uvicorn in a thread: a real HTTP server on 127.0.0.1, so SDKs and SSE are exercised for real."""
 
     def __init__(self, app: Any) -> None:
         self.port = _free_port()
         config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
-        self.server = uvicorn.Server(config)
+        self.server = _UvicornServer(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def settle(self) -> None:
+        """Wait until every record write the server left for after its answers is done."""
+        assert self.server.loop is not None
+        asyncio.run_coroutine_threadsafe(background.drain(), self.server.loop).result(30)
 
     def __enter__(self) -> _Server:
         self.thread.start()
@@ -133,6 +147,12 @@ class Momor:
     caller_id: str
     catalog: dict[str, Any]
     catalog_path: Path
+    server: _Server
+
+    def settle(self) -> None:
+        """Records are written after the answer (momor/background.py): wait for them before
+        reading the records table directly (GET /generations waits by itself)."""
+        self.server.settle()
 
     def headers(self, **extra: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}", "Content-Type": "application/json", **extra}
@@ -178,7 +198,7 @@ class Momor:
 
 @pytest.fixture
 def momor(momor_aws: Any, fake: FakeProviders, momor_server: _Server, tmp_path: Path,
-          monkeypatch: pytest.MonkeyPatch) -> Momor:
+          monkeypatch: pytest.MonkeyPatch) -> Iterator[Momor]:
     catalog = catalog_for_tests(fake.url)
     path = tmp_path / "catalog.json"
     path.write_text(json.dumps(catalog))
@@ -194,4 +214,6 @@ def momor(momor_aws: Any, fake: FakeProviders, momor_server: _Server, tmp_path: 
     keys.reset_saved_keys()
     process_breakers().reset()  # circuits opened by an earlier test must not steer this one
     plaintext, caller = apikeys.create_api_key("integration test")
-    return Momor(momor_server.url, plaintext, caller.id, catalog, path)
+    yield Momor(momor_server.url, plaintext, caller.id, catalog, path, momor_server)
+    # A write left pending would run after this test's tables and env are gone.
+    momor_server.settle()

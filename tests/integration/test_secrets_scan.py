@@ -168,6 +168,7 @@ def run_representative_calls(momor: Any, fake: Any, capture: Capture) -> None:
     keep("refused: no Momor key", post("/models", native(keys={"openai": PER_CALL["openai"]}),
                                        headers={"Content-Type": "application/json"}))
     _other_dialects(momor, keep)
+    momor.settle()  # records are written after the answers: scan them once they are in
 
 
 def run_calls_with_echoing_providers(momor: Any, fake: Any, capture: Capture) -> None:
@@ -179,6 +180,7 @@ def run_calls_with_echoing_providers(momor: Any, fake: Any, capture: Capture) ->
         "type": "api_error", "message": f"internal error for key {SAVED_KEYS['backup']}"}})] * 3)
     failed = capture.keep("echoed keys", momor.post("/models", native(model="duo", keys={"flaky": PER_CALL["flaky"]})))
     assert failed.status_code == 502, failed.text
+    momor.settle()
 
 
 def _other_dialects(momor: Any, keep: Any) -> None:

@@ -18,7 +18,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .. import metrics
+from .. import background, metrics
 from ..errors import MomorError, ProviderError, RequestError
 from ..events import Assembler, Event
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
@@ -83,7 +83,7 @@ async def routed_call(request: Request, door: Door, backend: Backend, route: str
         response = await _serve(request, door, backend, recorder, admission)
     except MomorError as exc:
         recorder.status_code, recorder.error = exc.status, exc.detail
-        await _write(backend, recorder)
+        await _record(backend, recorder)
         response = door.error(request_id, exc)
     response.headers[REQUEST_ID_HEADER] = request_id
     response.headers.update(await admission.headers())
@@ -124,7 +124,7 @@ async def _serve(
             pass
         recorder.status_code = 200
         recorder.finish_reason = session.assembler.finish.reason if session.assembler.finish else None
-        await _write(backend, recorder)
+        await _record(backend, recorder)
         return door.answer(recorder.request_id, served, session.assembler)
     return StreamingResponse(
         _streamed(door, backend, recorder, session, served),
@@ -151,7 +151,7 @@ async def _streamed(
             recorder.error = failed.error if failed else "The caller left before the answer was complete."
         # A caller that hangs up on the last byte cancels this task: the record is written anyway.
         with anyio.CancelScope(shield=True):
-            await _write(backend, recorder)
+            await _record(backend, recorder)
 
 
 def _gated(resolve: Any, gate: Callable[[Candidate, list[Any]], str | None] | None, recorder: Recorder) -> Any:
@@ -169,12 +169,17 @@ def _caller_zdr(caller: Caller) -> bool:
     return bool(getattr(caller, "zdr", False))
 
 
-async def _write(backend: Backend, recorder: Recorder) -> None:
-    """The record, a log line and metrics, once per call. A record that cannot be written is
-    logged loudly, never allowed to fail the answer."""
+async def _record(backend: Backend, recorder: Recorder) -> None:
+    """The record, a log line and metrics, once per call: after the answer where that is safe
+    (background.py), since holding the answer for a DynamoDB write was most of Momor's cost."""
     if recorder.written:
         return
     recorder.written = True
+    await background.later(recorder.request_id, _write(backend, recorder))
+
+
+async def _write(backend: Backend, recorder: Recorder) -> None:
+    """A record that cannot be written is logged loudly, never allowed to fail the answer."""
     record = recorder.to_record()
     served = record.served
     logger.info(

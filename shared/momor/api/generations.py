@@ -5,6 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from .. import background
 from ..http import bearer_token, new_request_id
 from .backend import Backend
 from .flow import REQUEST_ID_HEADER
@@ -21,6 +22,7 @@ def router(backend: Backend) -> APIRouter:
             response = json_response({"status": 401, "detail": "A valid Momor API key is required."}, 401,
                                      PROBLEM)
         else:
+            await background.settle(record_id)  # a write still under way in this process
             record = await backend.read_record(record_id, caller.id)
             # Someone else's record answers exactly as a missing one does: its existence is not told.
             response = (

@@ -22,6 +22,7 @@ from mangum.adapter import Mangum
 from mangum.protocols.lifespan import LifespanCycle
 from mangum.types import ASGI
 
+from momor import background
 from momor.lambda_stream.context import LambdaContext
 from momor.lambda_stream.cycle import StreamingHTTPCycle
 from momor.lambda_stream.runtime_api import Invocation, RuntimeAPI, RuntimeAPIError, error_payload
@@ -113,6 +114,9 @@ async def serve(adapter: Mangum, api: RuntimeAPI, state: dict[str, Any]) -> None
     while True:
         invocation = await api.next_invocation()
         await handle(adapter, api, invocation, state)
+        # Work the app left to finish after its answer (call records) ends before the next
+        # event is asked for: the environment may be frozen once /next is called.
+        await background.drain()
 
 
 def _report_init_error(loop: asyncio.AbstractEventLoop, api: RuntimeAPI, exc: BaseException) -> int:
@@ -140,6 +144,7 @@ def main(argv: list[str]) -> int:
     """``module:attr`` from argv (or MOMOR_ASGI_APP); returns only if init fails or SIGTERM arrives."""
     _configure_logging()
     prepare_sys_path()
+    background.set_inline(False)  # this loop drains after each invocation (see serve)
     spec = argv[0] if argv else os.environ.get("MOMOR_ASGI_APP", "")
     api = RuntimeAPI.from_env()
     loop = asyncio.new_event_loop()
