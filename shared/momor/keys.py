@@ -188,6 +188,12 @@ def saved_key(provider_name: str) -> ProviderKey | None:
     return None
 
 
+async def saved_keys_async() -> dict[str, ProviderKey]:
+    """`saved_keys` from async code: from memory while fresh (no thread hop), else on a thread."""
+    keys = _fresh()
+    return keys if keys is not None else await aws.in_thread(saved_keys)
+
+
 async def saved_key_async(provider_name: str) -> ProviderKey | None:
     """`saved_key` from async code: answered from memory, or on a thread when the cache is stale."""
     if _fresh() is not None:

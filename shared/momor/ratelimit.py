@@ -16,6 +16,14 @@ a key's hash: those are 64 hex digits), attribute `count`, and `expiresAt` (epoc
 table's TTL so finished windows vanish on their own. Without a table (local development with
 --api-key only) an in-process counter with the same semantics stands in.
 
+Leases: asking DynamoDB on every call put its round trip on every call's path. So a process
+reserves a small batch of its caller's requests at once (a lease: 1/20 of the limit, at most 50,
+and 1 when the limit is under 40), in the same single conditional update, and admits the rest of
+the batch from memory. Counting stays exact (a lease is counted in the store before any of it is
+used, and never more than the limit); the price is that requests leased by one Lambda instance and
+unused when the window ends are not available to the others in that window. Near the limit, where
+a whole lease no longer fits, requests are counted one by one.
+
 Fail open: if DynamoDB errs or does not answer within DYNAMODB_TIMEOUT_S, the call is ADMITTED
 and a warning logged. A limiter outage must not take the router down; the price is that during an
 outage callers are not limited.
@@ -172,6 +180,10 @@ async def admit(caller_id: str, *, key_hash: str | None = None, limit: int | Non
         now = _now()
         window = window_at(now, length)
         return state_for(chosen, _local.count(caller_id, window, chosen), window, now)
+    now = _now()
+    leased = _leases.take(caller_id, window_at(now, length), now)
+    if leased is not None:
+        return leased
     try:
         return await asyncio.wait_for(
             aws.in_thread(_admit_in_table, table, caller_id, key_hash, limit, fallback, length),
@@ -206,15 +218,65 @@ def _admit_in_table(
         return unlimited()
     now = _now()
     window = window_at(now, length)
-    return state_for(chosen, _count_in_table(table, caller_id, window, chosen), window, now)
+    size = lease_size(chosen)
+    count = _count_in_table(table, caller_id, window, chosen, size) if size > 1 else None
+    if count is None:  # no room for a whole lease (or none wanted): this request alone
+        size, count = 1, _count_in_table(table, caller_id, window, chosen)
+    # Told as if only this request were counted: the rest of its lease is still to be handed out.
+    state = state_for(chosen, None if count is None else count - (size - 1), window, now)
+    if count is not None and size > 1:
+        _leases.grant(caller_id, window, chosen, size - 1, count)  # this request used one of them
+    return state
+
+
+LEASE_FRACTION = 20
+MAX_LEASE = 50
+
+
+def lease_size(limit: int) -> int:
+    """How many requests one store update reserves (see "Leases" in the module docstring)."""
+    return max(1, min(MAX_LEASE, limit // LEASE_FRACTION)) if limit >= 2 * LEASE_FRACTION else 1
+
+
+class _Leases:
+    """Requests this process reserved in the store and has not used yet, per caller and window."""
+
+    def __init__(self) -> None:
+        self._leases: dict[str, tuple[int, int, int, int]] = {}
+        """caller -> (window start, limit, requests left, the store's count after the lease)."""
+        self._lock = threading.Lock()
+
+    def grant(self, caller_id: str, window: Window, limit: int, left: int, count: int) -> None:
+        with self._lock:
+            if len(self._leases) >= _CACHE_MAX and caller_id not in self._leases:
+                self._leases.clear()  # bounded: a dropped lease only means asking the store sooner
+            self._leases[caller_id] = (window.start, limit, left, count)
+
+    def take(self, caller_id: str, window: Window, now: float) -> RateState | None:
+        with self._lock:
+            lease = self._leases.get(caller_id)
+            if lease is None or lease[0] != window.start or lease[2] <= 0:
+                return None
+            start, limit, left, count = lease
+            self._leases[caller_id] = (start, limit, left - 1, count)
+        # Remaining: what the store has not handed out, plus what this lease still holds.
+        remaining = max(limit - count, 0) + left - 1
+        return RateState(limit=limit, remaining=remaining, reset=seconds_to_reset(now, window), allowed=True)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._leases.clear()
+
+
+_leases = _Leases()
 
 
 def rate_key(caller_id: str, window: Window) -> str:
     return f"rate#{caller_id}#{window.start}"
 
 
-def _count_in_table(table: str, caller_id: str, window: Window, limit: int) -> int | None:
-    """Add one to the window's count unless it has reached `limit`: the new count, or None.
+def _count_in_table(table: str, caller_id: str, window: Window, limit: int, n: int = 1) -> int | None:
+    """Add `n` to the window's count unless that would pass `limit`: the new count, or None.
 
     One conditional UpdateItem does both the check and the increment, and DynamoDB applies each
     to an item atomically, so N concurrent callers see N distinct counts and at most `limit` of
@@ -229,12 +291,12 @@ def _count_in_table(table: str, caller_id: str, window: Window, limit: int) -> i
             TableName=table,
             Key={"keyHash": {"S": rate_key(caller_id, window)}},
             # `count` is a DynamoDB reserved word, hence the names.
-            UpdateExpression="ADD #count :one SET #expires = :expires",
-            ConditionExpression="attribute_not_exists(#count) OR #count < :limit",
+            UpdateExpression="ADD #count :n SET #expires = :expires",
+            ConditionExpression="attribute_not_exists(#count) OR #count <= :most",
             ExpressionAttributeNames={"#count": "count", "#expires": "expiresAt"},
             ExpressionAttributeValues={
-                ":one": {"N": "1"},
-                ":limit": {"N": str(limit)},
+                ":n": {"N": str(n)},
+                ":most": {"N": str(limit - n)},
                 # One window past its end: a Lambda whose clock runs a little slow still finds it.
                 ":expires": {"N": str(window.end + window.length)},
             },
@@ -329,3 +391,4 @@ def reset_local() -> None:
     """For tests: forget the in-process counters and the cached per-caller limits."""
     _local.clear()
     _limits.clear()
+    _leases.clear()

@@ -247,10 +247,11 @@ class CountingDynamo:
     def update_item(self, **kwargs):
         self.updates.append(kwargs)
         key = kwargs["Key"]["keyHash"]["S"]
-        limit = int(kwargs["ExpressionAttributeValues"][":limit"]["N"])
-        if self.items.get(key, 0) >= limit:
+        values = kwargs["ExpressionAttributeValues"]
+        most, n = int(values[":most"]["N"]), int(values[":n"]["N"])  # add n while count <= most
+        if self.items.get(key, 0) > most:
             raise self.exceptions.ConditionalCheckFailedException()
-        self.items[key] = self.items.get(key, 0) + 1
+        self.items[key] = self.items.get(key, 0) + n
         return {"Attributes": {"count": {"N": str(self.items[key])}}}
 
 
@@ -274,3 +275,46 @@ async def test_a_callers_own_limit_is_read_once_and_cached(clock, with_table, mo
     assert (await admit("c3", key_hash="h3")).headers() == {}  # 0: this caller is not limited
     assert (await admit("c4")).limit == 600  # no hash: nothing to read
     assert fake.reads == 3
+
+
+# --- leases -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("limit", "size"), [(1, 1), (39, 1), (40, 2), (100, 5), (600, 30), (5000, 50)])
+def test_lease_size(limit, size):
+    assert ratelimit.lease_size(limit) == size
+
+
+async def test_a_lease_admits_from_memory_and_counts_exactly(clock, with_table, monkeypatch):
+    fake = CountingDynamo()
+    monkeypatch.setattr(aws, "client", lambda service: fake)
+    states = [await admit("c1", limit=100) for _ in range(100)]
+    assert all(s.allowed for s in states)
+    assert [s.remaining for s in states] == list(range(99, -1, -1))  # told as if counted one by one
+    assert len(fake.updates) == 20  # one store update per lease of 5
+    refused = await admit("c1", limit=100)
+    assert not refused.allowed and refused.remaining == 0
+    assert fake.items == {"rate#c1#1700000040": 100}  # never more than the limit in the store
+
+
+async def test_near_the_limit_requests_are_counted_one_by_one(clock, with_table, monkeypatch):
+    fake = CountingDynamo()
+    fake.items["rate#c1#1700000040"] = 38  # others have used 38 of 40: a lease of 2 still fits once
+    monkeypatch.setattr(aws, "client", lambda service: fake)
+    assert (await admit("c1", limit=40)).remaining == 1
+    assert (await admit("c1", limit=40)).remaining == 0  # from the lease
+    assert not (await admit("c1", limit=40)).allowed
+    fake.items["rate#c1#1700000040"] = 39  # one left in the store: no whole lease fits
+    ratelimit.reset_local()
+    state = await admit("c1", limit=40)
+    assert state.allowed and state.remaining == 0 and fake.items["rate#c1#1700000040"] == 40
+    assert [int(u["ExpressionAttributeValues"][":n"]["N"]) for u in fake.updates][-2:] == [2, 1]
+
+
+async def test_a_lease_ends_with_its_window(clock, with_table, monkeypatch):
+    fake = CountingDynamo()
+    monkeypatch.setattr(aws, "client", lambda service: fake)
+    await admit("c1", limit=100)
+    clock.now += 60  # the next window: the old lease is not used there
+    await admit("c1", limit=100)
+    assert len(fake.updates) == 2 and fake.items["rate#c1#1700000100"] == 5

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import apikeys, aws, keys, ratelimit, records
+from .. import apikeys, keys, ratelimit, records
 from ..catalog import Catalog
 from ..catalog_source import get_catalog_async
 from ..routing.attempts import KeyResolver, ResolvedKey
@@ -35,8 +35,8 @@ class Backend:
         return await ratelimit.admit(caller.id, key_hash=apikeys.key_hash(token))
 
     async def key_resolver(self, call_keys: dict[str, Any], *, zdr: bool) -> KeyResolver:
-        # Warm the saved-keys cache off the event loop; lookups below are then memory reads.
-        await aws.in_thread(keys.saved_keys)
+        # Warm the saved-keys cache (off the event loop when stale); lookups below are memory reads.
+        await keys.saved_keys_async()
         return _resolver(call_keys, zdr)
 
     async def write_record(self, record: records.CallRecord, secrets: Iterable[str]) -> None:
