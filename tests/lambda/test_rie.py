@@ -256,3 +256,72 @@ def test_bridge_buffered_answer(models_stream_fn, stack):
     answer = models_stream_fn.invoke(event)
     assert answer.status == 200, answer.text
     assert answer.json()["messages"] == [{"type": "content", "value": "Echo: Hello there"}]
+
+
+# --- the other dialects' functions, each invoked once through the emulator ------------------------
+
+
+@pytest.fixture(scope="module")
+def chat_completions_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
+    env = stack.env("ChatCompletionsFunction")
+    with rie.LambdaFunction.from_build(build, "ChatCompletionsFunction", env) as fn:
+        yield fn
+
+
+@pytest.fixture(scope="module")
+def messages_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
+    with rie.LambdaFunction.from_build(build, "MessagesFunction", stack.env("MessagesFunction")) as fn:
+        yield fn
+
+
+@pytest.fixture(scope="module")
+def catalog_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
+    with rie.LambdaFunction.from_build(build, "CatalogFunction", stack.env("CatalogFunction")) as fn:
+        yield fn
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_chat_completions_function_answers_in_openai_shape(chat_completions_fn, stack, kind):
+    stack.fake.reset()
+    body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "Hello"}]}
+    event = rie.api_event(kind, "POST", "/v1/chat/completions", body=body,
+                          headers={"Content-Type": "application/json", "Authorization": f"Bearer {stack.api_key}"})
+    answer = chat_completions_fn.invoke(event)
+    assert answer.status == 200, f"{answer.text}\n{chat_completions_fn.log()}"
+    doc = answer.json()
+    assert doc["object"] == "chat.completion" and doc["id"] == answer.headers["x-momor-request-id"]
+    assert doc["choices"][0]["message"]["content"] == "Echo: Hello"
+    assert doc["model"] == "anthropic/claude-sonnet-4-5"
+    assert stack.fake.requests("anthropic")[-1].json["model"] == "claude-sonnet-4-5-20250929"
+    refused = chat_completions_fn.invoke(rie.api_event(kind, "POST", "/v1/chat/completions", body=body,
+                                                       headers={"Content-Type": "application/json"}))
+    assert refused.status == 401 and refused.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_messages_function_answers_in_anthropic_shape(messages_fn, stack, kind):
+    stack.fake.reset()
+    body = {"model": "gpt-5-mini", "max_tokens": 64, "messages": [{"role": "user", "content": "Hello"}]}
+    event = rie.api_event(kind, "POST", "/v1/messages", body=body,
+                          headers={"Content-Type": "application/json", "X-API-Key": stack.api_key})
+    answer = messages_fn.invoke(event)
+    assert answer.status == 200, f"{answer.text}\n{messages_fn.log()}"
+    doc = answer.json()
+    assert doc["type"] == "message" and doc["content"] == [{"type": "text", "text": "Echo: Hello"}]
+    assert doc["stop_reason"] == "end_turn"
+    assert stack.fake.requests("openai")[-1].json["model"] == "gpt-5-mini-2025-08-07"
+    missing = messages_fn.invoke(rie.api_event(kind, "POST", "/v1/messages", body={**body, "max_tokens": None},
+                                               headers={"Content-Type": "application/json",
+                                                        "X-API-Key": stack.api_key}))
+    assert missing.status == 400 and missing.json()["type"] == "error"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_catalog_function_lists_the_models(catalog_fn, stack, kind):
+    event = rie.api_event(kind, "GET", "/v1/models", headers={"Authorization": f"Bearer {stack.api_key}"})
+    answer = catalog_fn.invoke(event)
+    assert answer.status == 200, f"{answer.text}\n{catalog_fn.log()}"
+    ids = {m["id"] for m in answer.json()["data"]}
+    assert {"openai/gpt-5-mini", "anthropic/claude-sonnet-4-5"} <= ids
+    refused = catalog_fn.invoke(rie.api_event(kind, "GET", "/v1/models"))
+    assert refused.status == 401
