@@ -48,6 +48,9 @@ def reset_clients() -> None:
     """For tests: forget every client, so the next one reads the (changed) endpoint env vars."""
     with _lock:
         _clients.clear()
+    from . import dynamo  # the hot-path DynamoDB caller resolves its endpoint the same way
+
+    dynamo.reset()
 
 
 async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
-from . import aws
+from . import aws, dynamo
 from .catalog import Prices
 from .events import Usage
 from .redact import redact
@@ -195,7 +195,10 @@ def put_record(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
 
 
 async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
-    await aws.in_thread(put_record, record, secrets=tuple(secrets))
+    """`put_record` for the request path: the same item, sent through `dynamo.call` (no boto3
+    client, no thread hop: see dynamo.py for why). Raises dynamo.DynamoError."""
+    table = get_settings().need("records_table")
+    await dynamo.call("PutItem", {"TableName": table, "Item": to_item(record, secrets=secrets)})
 
 
 def get_record(record_id: str, caller_id: str) -> dict[str, Any] | None:

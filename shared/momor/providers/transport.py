@@ -7,8 +7,10 @@ handshake and a connection pool each time). Transport failures become `ProviderE
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import time
+import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -39,17 +41,23 @@ class Timeouts:
 
 DEFAULT_TIMEOUTS = Timeouts()
 
-_client: httpx2.AsyncClient | None = None
+_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx2.AsyncClient] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def shared_client() -> httpx2.AsyncClient:
-    global _client
-    if _client is None or _client.is_closed:
-        _client = httpx2.AsyncClient(
+    """The pooled client of the running event loop (pooled connections belong to one loop; a
+    process normally has one, tests and the local tools sometimes more)."""
+    loop = asyncio.get_running_loop()
+    client = _clients.get(loop)
+    if client is None or client.is_closed:
+        client = httpx2.AsyncClient(
             limits=httpx2.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=60),
             follow_redirects=False,
         )
-    return _client
+        _clients[loop] = client
+    return client
 
 
 def retry_after_seconds(value: str | None) -> float | None:
