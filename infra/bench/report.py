@@ -199,7 +199,8 @@ def markdown(out: dict) -> str:
            if m.get("loadavg") else "."),
         "",
         "Variants: **Momor** is the local server as shipped (uvicorn, asyncio loop, h11; one DynamoDB Local "
-        "put_item per call, awaited before a buffered answer leaves). **Momor, no record** serves the same app with "
+        "put_item per call, sent just after the answer; DynamoDB Local's JVM shares the same two cores, "
+        "which a deployment's DynamoDB does not). **Momor, no record** serves the same app with "
         "a Backend whose write_record does nothing (infra/bench/momor_server.py `--records off`): the router's own "
         "cost. **Momor, no record, uvloop+httptools** adds those two packages (installed aside, on PYTHONPATH).",
         "",
