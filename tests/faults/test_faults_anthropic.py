@@ -203,10 +203,6 @@ def test_silent_provider_streamed_fails_over_after_the_first_token_timeout(momor
     assert errors(record)[0].startswith("timeout:")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A buffered call ignores MOMOR_FIRST_TOKEN_TIMEOUT_S (Session._timeouts gives it the whole "
-    "remaining call budget, Session._start no asyncio timeout): a silent provider holds the call "
-    "until MOMOR_CALL_BUDGET_S runs out and no failover happens"))
 def test_silent_provider_buffered_fails_over_after_the_first_token_timeout(momor, fake, call, tune):
     tune(MOMOR_FIRST_TOKEN_TIMEOUT_S=SHORT, MOMOR_CALL_BUDGET_S=SHORT * 2)  # the budget keeps the bug short
     fake.script("backup", hang(HOLD))

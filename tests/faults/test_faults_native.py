@@ -202,12 +202,6 @@ def test_silent_provider_streamed_fails_over_after_the_first_token_timeout(momor
     assert errors(record)[0].startswith("timeout:")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A buffered call ignores MOMOR_FIRST_TOKEN_TIMEOUT_S: Session._timeouts gives a non-streamed "
-    "attempt the whole remaining call budget as its first-byte timeout and Session._start sets no "
-    "asyncio timeout for it, so a silent provider holds the call until MOMOR_CALL_BUDGET_S runs out "
-    "(300 s by default) and no time is left to fail over; the README says past the first-token "
-    "timeout the call fails over"))
 def test_silent_provider_buffered_fails_over_after_the_first_token_timeout(momor, fake, tune):
     # The budget only keeps this test short while the bug stands: 1.5 s is ample for backup.
     tune(MOMOR_FIRST_TOKEN_TIMEOUT_S=SHORT, MOMOR_CALL_BUDGET_S=SHORT * 2)
@@ -347,11 +341,6 @@ def test_stream_broken_before_any_output_fails_over(momor, fake, tune, step):
     assert attempts(record_of(momor, out.request_id)) == [("flaky", "failed", None), ("backup", "ok", 200)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A buffered answer that stalls mid-body is not bounded by MOMOR_IDLE_TIMEOUT_S: transport.exchange "
-    "sets httpx's read timeout to Timeouts.first_byte, which Session._timeouts makes the whole remaining "
-    "call budget for a buffered call, although Timeouts.idle is documented as the longest silence between "
-    "two reads of a stream or body; the call waits out the budget instead of failing over"))
 def test_buffered_answer_stalled_mid_body_fails_over_within_the_idle_timeout(momor, fake, tune):
     tune(MOMOR_IDLE_TIMEOUT_S=SHORT, MOMOR_CALL_BUDGET_S=SHORT * 2)  # the budget keeps the bug short
     fake.script("flaky", stall(seconds=HOLD))
@@ -452,11 +441,6 @@ def test_a_failed_probe_opens_the_breaker_again(momor, fake, tune, arrivals):
     assert arrivals.labels()[6:] == ["flaky", "backup", "backup"]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "A half-open probe that fails with an error that does not count against the breaker (a 401/403, "
-    "a 400 refusal, context length) calls neither Breakers.failure nor Breakers.success, so the "
-    "circuit keeps probing=True: Breakers.allows is False from then on and the offering is never "
-    "probed again, only tried after every other candidate, until one of those calls happens to succeed on it"))
 def test_a_probe_refused_for_its_key_does_not_stop_later_probes(momor, fake, tune, arrivals):
     tune(MOMOR_BREAKER_FAILURES=3, MOMOR_BREAKER_COOLDOWN_S=1)
     fake.script("flaky", *[fail(503)] * 3)

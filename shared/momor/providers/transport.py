@@ -111,7 +111,7 @@ async def exchange(
                     yield event
             else:
                 # A provider may answer a stream request with a whole JSON body; take it as such.
-                body = await response.aread()
+                body = await _read_body(response, timeouts.idle)
                 if call.passthrough(wire.name):
                     yield Raw(body.decode("utf-8", "replace"))
                 for event in wire.parse_response(body, target):
@@ -133,6 +133,21 @@ async def exchange(
         raise ProviderError("The provider closed the connection mid-answer.", kind="protocol") from exc
     except httpx2.HTTPError as exc:
         raise ProviderError(f"Transport failure: {type(exc).__name__}.", kind="connect") from exc
+
+
+async def _read_body(response: httpx2.Response, idle: float) -> bytes:
+    """The whole body, each read within the idle timeout: a body that stalls mid-way is an error."""
+    chunks: list[bytes] = []
+    reads = response.aiter_bytes()
+    while True:
+        try:
+            async with asyncio.timeout(idle):
+                chunk = await anext(reads)
+        except StopAsyncIteration:
+            return b"".join(chunks)
+        except TimeoutError:
+            raise ProviderError(f"The provider's answer stalled for {idle:g} s.", kind="timeout") from None
+        chunks.append(chunk)
 
 
 async def _decode_stream(

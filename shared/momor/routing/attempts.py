@@ -136,6 +136,8 @@ class Session:
                 attempt.fail(exc)
                 if counts_against_breaker(exc):
                     self.breakers.failure(_circuit(candidate))
+                else:  # it answered (a refusal of this request or key): the offering itself is up
+                    self.breakers.success(_circuit(candidate))
                 decision = classify(exc)
                 if decision == "final":
                     exc.status = exc.upstream_status or 400
@@ -165,8 +167,9 @@ class Session:
     def _timeouts(self) -> Timeouts:
         p = self.policy
         remaining = max(0.001, self._deadline - time.monotonic())
-        # A buffered upstream answer's first byte is its last: it may take the whole budget left.
-        first = min(p.first_token_timeout, remaining) if self.call.stream else remaining
+        # A buffered upstream answer's first token comes with its last: the first-token timeout
+        # bounds the whole answer's arrival there (raise it for long non-streamed generations).
+        first = min(p.first_token_timeout, remaining)
         return Timeouts(p.connect_timeout, first, p.idle_timeout).shortened(self.network_timeout)
 
     async def _start(self, candidate: Candidate, key: ResolvedKey) -> None:
@@ -184,7 +187,7 @@ class Session:
             # A stream is committed to at its first visible output, which must come within the
             # first-token timeout; a buffered call only once the whole answer is in, since
             # nothing has reached the caller before that.
-            async with asyncio.timeout(timeouts.first_byte if call.stream else None):
+            async with asyncio.timeout(timeouts.first_byte if call.stream else None):  # buffered: httpx bounds it
                 async for event in stream:
                     held.append(event)
                     assembler.add(event)

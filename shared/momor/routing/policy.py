@@ -46,8 +46,9 @@ class Policy:
     call_budget: float = 300.0
     """The whole call's time for planning, attempts and waits; past it no new attempt starts."""
     connect_timeout: float = 10.0
-    first_token_timeout: float = 60.0
-    """How long an offering may take to show its first output; past it, fail over."""
+    first_token_timeout: float = 120.0
+    """How long an offering may take to show its first output; past it, fail over. For a buffered
+    call, whose upstream answer comes whole, it bounds that answer's arrival."""
     idle_timeout: float = 60.0
     """The longest silence inside a stream before it counts as stalled."""
     breaker_failures: int = 5
