@@ -200,6 +200,11 @@ def test_models_full_answer_and_its_record(models_fn, generations_fn, stack, kin
     doc = record.json()
     assert doc["served"]["model"] == "gpt-5-mini" and doc["status"] == 200
     assert [a["status"] for a in doc["attempts"]] == ["ok"]
+    # The call's JSON log line carries API Gateway's request id as the correlation id.
+    call_lines = [json.loads(line) for line in models_fn.log(tail=200_000).splitlines()
+                  if line.startswith("{") and '"message":"call"' in line.replace(" ", "")]
+    mine = [line for line in call_lines if line.get("request_id") == request_id]
+    assert mine and mine[0]["correlation_id"] == event["requestContext"]["requestId"], call_lines[-3:]
 
 
 def test_a_record_is_only_for_the_key_that_made_it(generations_fn, stack):

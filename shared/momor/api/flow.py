@@ -78,6 +78,7 @@ class _Admission:
 async def routed_call(request: Request, door: Door, backend: Backend, route: str) -> Response:
     request_id = new_request_id()
     recorder = Recorder(request_id, route, door.dialect)
+    recorder.gateway_request_id = _gateway_request_id(request)
     admission = _Admission()
     try:
         response = await _serve(request, door, backend, recorder, admission)
@@ -165,6 +166,13 @@ def _gated(resolve: Any, gate: Callable[[Candidate, list[Any]], str | None] | No
     return resolve_gated
 
 
+def _gateway_request_id(request: Request) -> str | None:
+    """API Gateway's request id, from the event Mangum (or the streaming bridge) keeps in the scope."""
+    event = request.scope.get("aws.event")
+    context = event.get("requestContext") if isinstance(event, dict) else None
+    return context.get("requestId") if isinstance(context, dict) else None
+
+
 def _caller_zdr(caller: Caller) -> bool:
     return bool(getattr(caller, "zdr", False))
 
@@ -186,6 +194,7 @@ async def _write(backend: Backend, recorder: Recorder) -> None:
         "call",
         extra={
             "request_id": recorder.request_id,
+            "correlation_id": recorder.gateway_request_id,
             "route": recorder.route,
             "status": recorder.status_code,
             "attempts": len(record.attempts),

@@ -72,6 +72,8 @@ class Recorder:
     finish_reason: str | None = None
     secrets: set[str] = field(default_factory=set)
     written: bool = False
+    gateway_request_id: str | None = None
+    """API Gateway's id for the request (Lambda only): the correlation id in the logs."""
 
     @property
     def attempts(self) -> list[Attempt]:
