@@ -7,9 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# Python 3.13 (the Lambda runtime's) where there is one: MOMOR_PYTHON, pyenv's newest 3.13.x,
+# python3.13 on PATH; else python3 (3.11+ works; `sam build` then finds pyenv's 3.13 by itself).
 pick_python() {
-  for candidate in "${MOMOR_PYTHON:-}" "$(command -v pyenv >/dev/null && echo "$(pyenv root)/versions/3.13.0/bin/python3")" \
-                   python3.13 python3; do
+  local pyenv_313=""
+  if command -v pyenv >/dev/null 2>&1; then
+    pyenv_313=$(ls -d "$(pyenv root)"/versions/3.13*/bin/python3 2>/dev/null | sort -V | tail -n 1)
+  fi
+  for candidate in "${MOMOR_PYTHON:-}" "$pyenv_313" python3.13 python3; do
     if [ -n "$candidate" ] && command -v "$candidate" >/dev/null 2>&1; then
       command -v "$candidate"; return
     fi
