@@ -506,3 +506,17 @@ def test_overflow_step_off_when_the_asked_model_serves(momor, fake, client):
     _, headers = _raw_create(client, model="gpt-5-mini", max_tokens=16, messages=USER,
                              extra_headers={"x-momor-overflow": "any"})
     assert headers["x-momor-overflow-step"] == "off"
+
+
+def test_values_of_the_wrong_type_are_refused_not_crashed_on(momor):
+    """Found by fuzzing: a dict where a string belongs was looked up in a table (a 500)."""
+    import httpx2
+
+    headers = {"x-api-key": momor.api_key, "Content-Type": "application/json"}
+    base = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "Hi"}]}
+    refused = httpx2.post(momor.url + "/v1/messages", json={**base, "tool_choice": {"type": {"a": 1}}},
+                          headers=headers, timeout=30)
+    assert refused.status_code == 400 and refused.json()["error"]["type"] == "invalid_request_error"
+    odd_effort = {**base, "max_tokens": 4096, "thinking": {"type": "adaptive"}, "output_config": {"effort": ["x"]}}
+    answered = httpx2.post(momor.url + "/v1/messages", json=odd_effort, headers=headers, timeout=30)
+    assert answered.status_code < 500, answered.text

@@ -341,3 +341,27 @@ def test_rate_limit_headers_on_every_answer_and_429_past_the_limit(momor, fake, 
     assert len(fake.requests("openai")) == 2  # the refused call never reached a provider
     record = momor.record(over.headers["x-momor-request-id"])
     assert record["status"] == 429 and record["attempts"] == []
+
+
+# --- found by fuzzing -------------------------------------------------------------------------------
+
+
+def test_a_huge_selector_is_refused_and_still_recorded(momor):
+    response = momor.post("/models", body(model="m" * 300_000))
+    problem(response, 400)
+    record = momor.record(response.headers["x-momor-request-id"])  # DynamoDB items hold 400 KB at most
+    assert record["status"] == 400 and record["selectors"].endswith("... (cut)")
+    assert len(record["selectors"]) < 5000
+
+
+def test_an_unexpected_failure_answers_in_shape_with_a_record(momor, monkeypatch):
+    from momor.api import flow
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug with a secret-looking detail sk-never-shown")
+
+    monkeypatch.setattr(flow, "plan", broken)
+    response = momor.post("/models", body())
+    problem(response, 500)
+    assert "sk-never-shown" not in response.text and "Traceback" not in response.text
+    assert momor.record(response.headers["x-momor-request-id"])["status"] == 500

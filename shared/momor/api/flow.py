@@ -82,7 +82,8 @@ async def routed_call(request: Request, door: Door, backend: Backend, route: str
     admission = _Admission()
     try:
         response = await _serve(request, door, backend, recorder, admission)
-    except MomorError as exc:
+    except Exception as caught:
+        exc = caught if isinstance(caught, MomorError) else _unexpected(caught, request_id)
         recorder.status_code, recorder.error = exc.status, exc.detail
         await _record(backend, recorder)
         response = door.error(request_id, exc)
@@ -164,6 +165,13 @@ def _gated(resolve: Any, gate: Callable[[Candidate, list[Any]], str | None] | No
         return refused if refused is not None else resolve(candidate)
 
     return resolve_gated
+
+
+def _unexpected(exc: Exception, request_id: str) -> MomorError:
+    """A bug still answers in the caller's dialect, with its request id, a record and a log line
+    carrying the traceback (never in the answer)."""
+    logger.exception("unexpected failure", extra={"request_id": request_id})
+    return MomorError("Momor failed unexpectedly; the request id identifies this call in its logs.", status=500)
 
 
 def _gateway_request_id(request: Request) -> str | None:

@@ -333,7 +333,7 @@ def _tool_choice(raw: Any, tools: list[Tool]) -> tuple[ToolUse | None, bool | No
         return None, None
     choice = _obj(raw, "tool_choice")
     kind = choice.get("type")
-    if kind not in _CHOICES:
+    if not isinstance(kind, str) or kind not in _CHOICES:
         raise _bad("tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'", "tool_choice.type")
     name = None
     if kind == "tool":
@@ -353,7 +353,7 @@ def _reasoning(body: dict[str, Any], max_tokens: int | None) -> str | None:
     if kind == "adaptive":
         config = body.get("output_config")
         effort = config.get("effort") if isinstance(config, dict) else None
-        return _EFFORTS.get(effort or "medium", "medium")
+        return _EFFORTS.get(effort, "medium") if isinstance(effort, str) else "medium"
     if kind != "enabled":
         raise _bad("thinking.type: Input should be 'enabled', 'adaptive' or 'disabled'", "thinking.type")
     budget = _int(thinking, "budget_tokens", minimum=MIN_BUDGET)

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+import orjson
+
 from ..errors import ProviderError
 from ..events import Assembler, Usage
 from ..records import Attempt, CallRecord, Served, cost_usd
@@ -58,6 +60,18 @@ def _attempt(candidate: Candidate, key_source: Any, status: Any) -> Attempt:
     )
 
 
+SELECTORS_MAX = 4096
+"""Bytes of the caller's selectors kept on the record: a DynamoDB item holds at most 400 KB, and
+a body may hold 30 MiB of anything; past this the record keeps their start, as text."""
+
+
+def _bounded(selectors: Any) -> Any:
+    text = orjson.dumps(selectors, default=str)
+    if len(text) <= SELECTORS_MAX:
+        return selectors
+    return text[:SELECTORS_MAX].decode("utf-8", "ignore") + "... (cut)"
+
+
 @dataclass(slots=True)
 class Recorder:
     request_id: str
@@ -100,7 +114,7 @@ class Recorder:
             caller_id=self.caller_id,
             dialect=self.dialect,
             route=self.route,
-            selectors=self.selectors,
+            selectors=_bounded(self.selectors),
             streaming=self.streaming,
             status=self.status_code,
             attempts=self.attempts,
