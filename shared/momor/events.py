@@ -126,7 +126,7 @@ Event = PartStart | Delta | PartEnd | UsageEvent | Finish | Raw | Continued
 
 
 class StreamOrderError(RuntimeError):
-    """A wire emitted events in an impossible order: a bug in the wire module."""
+    """Events or frames in an impossible order: a bug in the wire or writer that produced them."""
 
 
 @dataclass(slots=True)

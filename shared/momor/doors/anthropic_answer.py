@@ -33,7 +33,19 @@ from typing import Any
 import orjson
 
 from ..errors import MomorError, ProviderError
-from ..events import Assembler, Delta, Event, Finish, PartEnd, PartKind, PartStart, Raw, Usage, UsageEvent
+from ..events import (
+    Assembler,
+    Delta,
+    Event,
+    Finish,
+    PartEnd,
+    PartKind,
+    PartStart,
+    Raw,
+    StreamOrderError,  # a frame asked for out of Anthropic's order: a bug in the writer's caller
+    Usage,
+    UsageEvent,
+)
 from ..http import sse
 from ..messages import ContentMessage, ThinkingMessage, ToolCallMessage
 from ..routing.plan import Candidate
@@ -191,10 +203,6 @@ class StreamState(enum.Enum):
     OPEN = "between or inside content blocks"
     DONE = "after message_stop"
     FAILED = "after an error"
-
-
-class StreamOrderError(RuntimeError):
-    """A frame was asked for out of Anthropic's order: a bug in the writer's caller."""
 
 
 @dataclass(slots=True)

@@ -146,7 +146,7 @@ class Session:
                 if delay is not None:
                     await asyncio.sleep(delay)
                     continue
-                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, _why(exc)))
+                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail))
                 return "context" if context_exceeded(exc) else "failed"
             self.breakers.success(_circuit(candidate))
             self.served, self._attempt = candidate, attempt
@@ -300,10 +300,6 @@ def process_breakers() -> Breakers:
 
 def _circuit(candidate: Candidate) -> str:
     return f"{candidate.provider.name}/{candidate.offering.id}"
-
-
-def _why(exc: ProviderError) -> str:
-    return exc.detail
 
 
 async def _aclose(stream: AsyncIterator[Event]) -> None:
