@@ -14,6 +14,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from ..catalog import Catalog
 from ..doors import openai, openai_answer
 from ..errors import MomorError, ProviderError
 from ..events import Assembler, Event, Raw
@@ -37,7 +38,7 @@ class OpenAIDoor:
     def token(self, request: Request) -> str | None:
         return bearer_token(request)
 
-    def parse(self, body: dict[str, Any], request: Request) -> Routed:
+    def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         req = openai.parse(body)
         self.include_usage = openai.include_usage(body)
         self.raw_wire = req.call.raw_wire

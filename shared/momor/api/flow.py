@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from .. import background, metrics
+from ..catalog import Catalog
 from ..errors import MomorError, ProviderError, RequestError
 from ..events import Assembler, Event
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
@@ -39,7 +40,10 @@ class Door(Protocol):
 
     def token(self, request: Request) -> str | None: ...
 
-    def parse(self, body: dict[str, Any], request: Request) -> Routed: ...
+    def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
+        """The dialect's request, read. The catalog is there for dialects whose reading depends on
+        it (the Anthropic door clamps max_tokens to the asked model and reads its affinity token)."""
+        ...
 
     def answer(self, request_id: str, candidate: Candidate, assembler: Assembler) -> Response: ...
 
@@ -104,10 +108,10 @@ async def _serve(
     check_content_type(request)
     check_accept(request)
     body = parse_json_object(await read_body(request))
-    routed = door.parse(body, request)
+    catalog = await backend.catalog()  # once per call, for the door and the plan alike
+    routed = door.parse(body, request, catalog)
     recorder.selectors = routed.written_selectors
     recorder.streaming = routed.call.stream
-    catalog = await backend.catalog()
     check_provider_names(catalog, routed.prio, routed.prio_where)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs)
     zdr = routed.prio.zdr or _caller_zdr(caller)

@@ -102,10 +102,10 @@ def read_cache_token(token: str | None) -> tuple[str, str] | None:
     return data["m"], data["p"]
 
 
-def with_affinity(prio: Prioritization, token: str | None, catalog: Catalog | None) -> Prioritization:
+def with_affinity(prio: Prioritization, token: str | None, catalog: Catalog) -> Prioritization:
     """The provider that served the conversation before leads, when the catalog still has it."""
     named = read_cache_token(token)
-    if named is None or catalog is None:
+    if named is None:
         return prio
     model, provider = named
     offered = any(m.name == model and any(o.provider == provider for o in m.offerings) for m in catalog.models)
@@ -152,11 +152,9 @@ class Overflow:
         return "overflow: the asked model's own capacity did not refuse the call"
 
 
-def asked_candidates(request: Routed, catalog: Catalog | None) -> list[Candidate]:
+def asked_candidates(request: Routed, catalog: Catalog) -> list[Candidate]:
     """The candidates the selectors name, or [] when they cannot be planned (the flow plans
     again and refuses the call in its own words)."""
-    if catalog is None:
-        return []
     try:
         return plan(catalog, request.selectors, request.prio, request.needs)
     except MomorError:
@@ -205,22 +203,21 @@ class AnthropicDoor:
 
     dialect = "anthropic"
 
-    def __init__(self, catalog: Catalog | None) -> None:
-        self.catalog = catalog
+    def __init__(self) -> None:
         self.tier: str | None = None
         self.overflow = Overflow()
 
     def token(self, request: Request) -> str | None:
         return api_key(request)
 
-    def parse(self, body: dict[str, Any], request: Request) -> Routed:
+    def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         self.tier = _header_choice(request, TIER_HEADER, TIERS)
         mode = _header_choice(request, OVERFLOW_HEADER, OVERFLOW) or "off"
         req = anthropic.parse(body)
         if self.tier is not None:
             req.call.params = req.call.params.model_copy(update={"service_tier": self.tier})
-        req.prio = with_affinity(req.prio, request.headers.get(CACHE_HEADER), self.catalog)
-        asked = asked_candidates(req, self.catalog)
+        req.prio = with_affinity(req.prio, request.headers.get(CACHE_HEADER), catalog)
+        asked = asked_candidates(req, catalog)
         req.call.params = clamp_max_tokens(req.call.params, asked)
         self.overflow = overflow_for(mode, asked, self.tier)
         req.selectors = req.selectors + self.overflow.selectors()
@@ -341,11 +338,7 @@ def router(backend: Backend) -> APIRouter:
     api = APIRouter()
 
     async def create(request: Request) -> Response:
-        try:
-            catalog: Catalog | None = await backend.catalog()
-        except Exception:  # the flow reads it again and answers the failure in Anthropic's shape
-            catalog = None
-        return await routed_call(request, AnthropicDoor(catalog), backend, route=request.url.path)
+        return await routed_call(request, AnthropicDoor(), backend, route=request.url.path)
 
     async def count(request: Request) -> Response:
         request_id = new_request_id()

@@ -9,6 +9,7 @@ import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from ..catalog import Catalog
 from ..doors import native
 from ..errors import MomorError, ProviderError
 from ..events import Assembler, Event
@@ -30,7 +31,7 @@ class NativeDoor:
     def token(self, request: Request) -> str | None:
         return bearer_token(request)
 
-    def parse(self, body: dict[str, Any], request: Request) -> Routed:
+    def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         return native.parse(body)
 
     def answer(self, request_id: str, candidate: Candidate, assembler: Assembler) -> Response:
