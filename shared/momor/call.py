@@ -13,6 +13,19 @@ ReasoningEffort = Literal["none", "low", "medium", "high"]
 REASONING_DEPTHS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 
+def nearest_depth(effort: str, depths: list[str]) -> str | None:
+    """`effort` where the model takes it, else the nearest deeper depth it takes, else the deepest
+    it takes (seed 001); None when it takes no depth Momor knows. An unknown `effort` ranks lowest."""
+    if effort in depths:
+        return effort
+    known = sorted((d for d in depths if d in REASONING_DEPTHS), key=REASONING_DEPTHS.index)
+    rank = REASONING_DEPTHS.index(effort) if effort in REASONING_DEPTHS else 0
+    deeper = [d for d in known if REASONING_DEPTHS.index(d) > rank]
+    if deeper:
+        return deeper[0]
+    return known[-1] if known else None
+
+
 class ToolUse(BaseModel):
     """Whether the model may call a tool, must call one, must call the named one, or must not."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from ..call import REASONING_DEPTHS, Call, Parameters
+from ..call import REASONING_DEPTHS, Call, Parameters, nearest_depth
 from ..errors import ProviderError
 from ..messages import (
     ContentMessage,
@@ -313,13 +313,8 @@ def _map_reasoning_effort(effort: str | None, depths: list[str]) -> str | None:
         return effort
     if effort == "none":
         return None  # asking not to reason must never turn reasoning on
-    known = [d for d in REASONING_DEPTHS if d in depths and d != "none"]
-    rank = REASONING_DEPTHS.index(effort) if effort in REASONING_DEPTHS else 0
-    deeper = [d for d in known if REASONING_DEPTHS.index(d) > rank]
-    if deeper:
-        return deeper[0]
-    # Nothing deeper: the deepest the model takes is the closest to what was asked.
-    return known[-1] if known else None
+    depth = nearest_depth(effort, depths)
+    return None if depth == "none" else depth  # "none" is not a depth to reason at
 
 
 # ---------------------------------------------------------------------------------------------
@@ -385,14 +380,9 @@ def _passthrough_effort(effort: str, depths: list[str]) -> str | None:
     it takes when none is deeper); None for a model that takes none. An unknown word goes as written."""
     if not depths:
         return None
-    if effort in depths or effort not in REASONING_DEPTHS:
+    if effort not in REASONING_DEPTHS:
         return effort
-    rank = REASONING_DEPTHS.index(effort)
-    known = sorted((d for d in depths if d in REASONING_DEPTHS), key=REASONING_DEPTHS.index)
-    deeper = [d for d in known if REASONING_DEPTHS.index(d) > rank]
-    if deeper:
-        return deeper[0]
-    return known[-1] if known else effort
+    return nearest_depth(effort, depths) or effort
 
 
 def _passthrough_message(message: Any, reasoning_field: str | None) -> Any:
