@@ -196,9 +196,8 @@ async def saved_keys_async() -> dict[str, ProviderKey]:
 
 async def saved_key_async(provider_name: str) -> ProviderKey | None:
     """`saved_key` from async code: answered from memory, or on a thread when the cache is stale."""
-    if _fresh() is not None:
-        return saved_key(provider_name)
-    return await aws.in_thread(saved_key, provider_name)
+    await saved_keys_async()  # fresh after this, so the lookup below is a memory read
+    return saved_key(provider_name)
 
 
 def reset_saved_keys() -> None:
