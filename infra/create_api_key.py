@@ -11,8 +11,8 @@ import argparse
 import os
 import sys
 
-from momor import apikeys
 from momor.settings import reset_settings
+from momor.store import apikeys
 
 
 def main(argv: list[str] | None = None) -> None:

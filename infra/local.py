@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> None:
 
         import uvicorn
 
-        from momor import apikeys
+        from momor.store import apikeys
         from momor.api.app import all_routes
 
         apikeys.accept_local_key(args.api_key, name="local")

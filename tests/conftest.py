@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from infra.emulators import EmulatorError, Emulators, Endpoints, provision
-from momor import apikeys, catalog_source, keys
-from momor.aws import reset_clients
 from momor.settings import ENV_VARS, reset_settings
+from momor.store import apikeys, catalog_source, keys
+from momor.store.aws import reset_clients
 
 
 def reset_momor_caches() -> None:

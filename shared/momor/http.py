@@ -10,6 +10,7 @@ from typing import Any
 
 import orjson
 from starlette.requests import Request
+from starlette.responses import Response
 
 from .errors import RequestError
 
@@ -100,3 +101,10 @@ def sse(event: str | None, data: bytes) -> bytes:
     """One server-sent event frame."""
     head = b"event: " + event.encode() + b"\n" if event else b""
     return head + b"data: " + data + b"\n\n"
+
+
+PROBLEM = "application/problem+json"
+
+
+def json_response(payload: Any, status: int = 200, media_type: str = "application/json") -> Response:
+    return Response(orjson.dumps(payload), status_code=status, media_type=media_type)

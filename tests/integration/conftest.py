@@ -24,9 +24,10 @@ import httpx2
 import pytest
 import uvicorn
 
-from momor import apikeys, background, keys
+from momor import background
 from momor.api.app import all_routes
 from momor.routing.attempts import process_breakers
+from momor.store import apikeys, keys
 from tests.fakes import FakeProviders
 
 # Retries back off for milliseconds here, not the production quarter-second: the policy is read

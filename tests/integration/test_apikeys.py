@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from infra import create_api_key as create_api_key_cli
-from momor import apikeys
-from momor.apikeys import Caller
 from momor.settings import reset_settings
+from momor.store import apikeys
+from momor.store.apikeys import Caller
 
 
 def scan(momor_aws: Any) -> list[dict[str, Any]]:

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from momor import catalog_source
 from momor.catalog import CatalogError
-from momor.catalog_source import CatalogUnavailable, FileCatalogSource, S3CatalogSource
 from momor.settings import SettingsError, get_settings, reset_settings
+from momor.store import catalog_source
+from momor.store.catalog_source import CatalogUnavailable, FileCatalogSource, S3CatalogSource
 
 CATALOG: dict[str, Any] = {
     "version": 1,
@@ -161,7 +161,7 @@ def test_s3_failed_refresh_keeps_serving_and_warns(
     else:
         put(s3, momor_aws, BAD_CATALOG)
     clock.now += 61
-    with caplog.at_level(logging.WARNING, logger="momor.catalog_source"):
+    with caplog.at_level(logging.WARNING, logger="momor.store.catalog_source"):
         served = source.get()
         source.get()  # within the new TTL: S3 is not asked again at once
 
@@ -217,7 +217,7 @@ def test_file_bad_edit_keeps_the_previous_catalog(tmp_path: Any, caplog: pytest.
     path.write_bytes(BAD_CATALOG)
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-    with caplog.at_level(logging.WARNING, logger="momor.catalog_source"):
+    with caplog.at_level(logging.WARNING, logger="momor.store.catalog_source"):
         assert source.get() is first
     assert any("prices.input" in r.getMessage() for r in caplog.records)
 

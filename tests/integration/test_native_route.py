@@ -205,7 +205,7 @@ def test_zdr_serves_only_on_covered_keys(momor, fake):
 
 
 def test_records_are_readable_only_by_the_key_that_made_the_call(momor):
-    from momor import apikeys
+    from momor.store import apikeys
 
     response = momor.post("/models", body())
     request_id = response.headers["x-momor-request-id"]

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from momor import apikeys, ratelimit
-from momor.ratelimit import admit
 from momor.settings import reset_settings
+from momor.store import apikeys, ratelimit
+from momor.store.ratelimit import admit
 
 pytestmark = pytest.mark.emulators
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from momor import records
 from momor.catalog import Prices
 from momor.events import Usage
-from momor.records import Attempt, CallRecord, Served, cost_usd
 from momor.settings import reset_settings
+from momor.store import records
+from momor.store.records import Attempt, CallRecord, Served, cost_usd
 
 CREATED = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.UTC)
 SECRET = "sk-live-abcdefghijklmnopqrstuvwxyz0123456789"

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from momor import keys
-from momor.apikeys import Caller
 from momor.errors import RequestError
-from momor.keys import KeysError, ProviderKey, call_key, saved_key
 from momor.settings import reset_settings
+from momor.store import keys
+from momor.store.apikeys import Caller
+from momor.store.keys import KeysError, ProviderKey, call_key, saved_key
 
 KEY = "sk-test-0123456789abcdefghijklmnopqrstuv"
 OTHER = "sk-other-zyxwvutsrqponmlkjihgfedcba9876"

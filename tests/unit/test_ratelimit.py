@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from momor import aws, ratelimit
-from momor.ratelimit import RateLimited, RateState, Window, admit, seconds_to_reset, state_for, window_at
 from momor.settings import SettingsError, reset_settings
+from momor.store import aws, ratelimit
+from momor.store.ratelimit import RateLimited, RateState, Window, admit, seconds_to_reset, state_for, window_at
 
 
 @pytest.fixture(autouse=True)

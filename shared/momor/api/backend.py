@@ -11,11 +11,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import apikeys, keys, ratelimit, records
 from ..catalog import Catalog
-from ..catalog_source import get_catalog_async
 from ..routing.attempts import KeyResolver, ResolvedKey
 from ..routing.plan import Candidate
+from ..store import apikeys, keys, ratelimit, records
+from ..store.catalog_source import get_catalog_async
 
 Caller = apikeys.Caller
 

@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
+from ..catalog import Prices
+from ..events import Usage
+from ..redact import redact
+from ..settings import get_settings
 from . import aws, dynamo
-from .catalog import Prices
-from .events import Usage
-from .redact import redact
-from .settings import get_settings
 
 ERROR_TEXT_MAX = 300
 _MILLION = Decimal(1_000_000)

@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import MomorError, RequestError
+from ..settings import get_settings
 from . import aws
-from .errors import MomorError, RequestError
-from .settings import get_settings
 
 KeySource = Literal["call", "saved"]
 

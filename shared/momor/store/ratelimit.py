@@ -39,10 +39,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import RequestError
+from ..logs import logger
+from ..settings import SettingsError, get_settings
 from . import aws
-from .errors import RequestError
-from .logs import logger
-from .settings import SettingsError, get_settings
 
 DEFAULT_LIMIT = 600
 DEFAULT_WINDOW_S = 60

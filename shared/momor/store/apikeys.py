@@ -24,8 +24,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ..settings import get_settings
 from . import aws
-from .settings import get_settings
 
 CACHE_SECONDS = 60.0
 _CACHE_MAX = 4096

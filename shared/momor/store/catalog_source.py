@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..catalog import Catalog, parse_catalog
+from ..errors import MomorError
+from ..settings import SettingsError, get_settings
 from . import aws
-from .catalog import Catalog, parse_catalog
-from .errors import MomorError
-from .settings import SettingsError, get_settings
 
 log = logging.getLogger(__name__)
 
