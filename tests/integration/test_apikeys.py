@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from infra import create_api_key as create_api_key_cli
-from momor.settings import reset_settings
+from momor.config import reset_config
 from momor.store import apikeys
 from momor.store.apikeys import Caller
 
@@ -111,17 +111,17 @@ def test_an_item_whose_hash_differs_is_refused(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setenv("MOMOR_API_KEYS_TABLE", "any")
     monkeypatch.setattr(apikeys.aws, "client", lambda service: LooseTable())
-    reset_settings()
+    reset_config()
     apikeys.reset_cache()
     try:
         assert apikeys.authenticate("momor-whatever") is None
     finally:
-        reset_settings()
+        reset_config()
 
 
 def test_local_keys_need_no_table(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MOMOR_API_KEYS_TABLE", raising=False)
-    reset_settings()
+    reset_config()
     apikeys.reset_cache()
     try:
         caller = apikeys.accept_local_key("dev-key", name="dev")
@@ -131,7 +131,7 @@ def test_local_keys_need_no_table(monkeypatch: pytest.MonkeyPatch) -> None:
         assert apikeys.authenticate("") is None
     finally:
         apikeys.reset_cache()
-        reset_settings()
+        reset_config()
 
 
 def test_cli_prints_the_key_once_and_stores_its_hash(momor_aws: Any, capsys: pytest.CaptureFixture[str]) -> None:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from momor.config import reset_config
 from momor.errors import RequestError
-from momor.settings import reset_settings
 from momor.store import keys
 from momor.store.apikeys import Caller
 from momor.store.keys import KeysError, ProviderKey, call_key, saved_key
@@ -177,7 +177,7 @@ def everything_about(exc: BaseException | None) -> str:
 @pytest.mark.emulators
 def test_a_missing_secret_is_a_keys_error(momor_aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MOMOR_KEYS_SECRET", "momor/no-such-secret")
-    reset_settings()
+    reset_config()
     with pytest.raises(KeysError, match="momor/no-such-secret") as info:
         saved_key("openai")
     assert info.value.status == 500

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from momor.settings import SettingsError, reset_settings
+from momor.config import ConfigError, reset_config
 from momor.store import aws, ratelimit
 from momor.store.ratelimit import RateLimited, RateState, Window, admit, seconds_to_reset, state_for, window_at
 
@@ -16,11 +16,11 @@ def _fresh(monkeypatch):
     """No table (the in-process counter) and default limits, unless a test says otherwise."""
     for name in ("MOMOR_API_KEYS_TABLE", ratelimit.LIMIT_ENV, ratelimit.WINDOW_ENV):
         monkeypatch.delenv(name, raising=False)
-    reset_settings()
+    reset_config()
     ratelimit.reset_local()
     yield
     ratelimit.reset_local()
-    reset_settings()
+    reset_config()
 
 
 class Clock:
@@ -97,6 +97,7 @@ def test_rate_limited_error_is_a_429_naming_the_wait():
 
 async def test_local_counter_admits_the_limit_then_refuses(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "3")
+    reset_config()
     states = [await admit("caller-a") for _ in range(5)]
     assert [s.allowed for s in states] == [True, True, True, False, False]
     assert [s.remaining for s in states] == [2, 1, 0, 0, 0]
@@ -106,6 +107,7 @@ async def test_local_counter_admits_the_limit_then_refuses(clock, monkeypatch):
 
 async def test_local_counter_is_per_caller(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+    reset_config()
     assert (await admit("a")).allowed
     assert not (await admit("a")).allowed
     assert (await admit("b")).allowed
@@ -113,6 +115,7 @@ async def test_local_counter_is_per_caller(clock, monkeypatch):
 
 async def test_a_new_window_starts_afresh_and_refusals_were_not_counted(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "2")
+    reset_config()
     for _ in range(10):  # 2 admitted, 8 refused
         await admit("a")
     clock.now += 59.9
@@ -126,7 +129,9 @@ async def test_a_new_window_starts_afresh_and_refusals_were_not_counted(clock, m
 
 async def test_window_length_from_env(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+    reset_config()
     monkeypatch.setenv(ratelimit.WINDOW_ENV, "7")
+    reset_config()
     clock.now = 700.0  # a multiple of 7
     assert (await admit("a")).reset == 7
     clock.now = 706.5
@@ -142,12 +147,14 @@ async def test_defaults_are_600_per_60_seconds(clock):
 
 async def test_zero_disables(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "0")
+    reset_config()
     states = [await admit("a") for _ in range(1000)]
     assert all(s.allowed and s.headers() == {} for s in states)
 
 
 async def test_an_explicit_limit_wins_over_the_env(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "100")
+    reset_config()
     assert [(await admit("a", limit=1)).allowed for _ in range(2)] == [True, False]
     assert (await admit("b", limit=0)).headers() == {}
 
@@ -156,7 +163,8 @@ async def test_an_explicit_limit_wins_over_the_env(clock, monkeypatch):
                                               (ratelimit.WINDOW_ENV, "0"), (ratelimit.WINDOW_ENV, "1.5")])
 async def test_a_malformed_setting_names_its_variable(monkeypatch, name, value):
     monkeypatch.setenv(name, value)
-    with pytest.raises(SettingsError, match=name):
+    reset_config()
+    with pytest.raises(ConfigError, match=name):
         await admit("a")
 
 
@@ -164,6 +172,8 @@ def test_reset_local_forgets_counts(clock, monkeypatch):
     import asyncio
 
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+
+    reset_config()
     assert asyncio.run(admit("a")).allowed
     ratelimit.reset_local()
     assert asyncio.run(admit("a")).allowed
@@ -195,13 +205,14 @@ class BrokenDynamo:
 @pytest.fixture
 def with_table(monkeypatch):
     monkeypatch.setenv("MOMOR_API_KEYS_TABLE", "api-keys")
-    reset_settings()
+    reset_config()
 
 
 async def test_store_failure_fails_open_and_warns(clock, with_table, monkeypatch, caplog):
     broken = BrokenDynamo()
     monkeypatch.setattr(aws, "client", lambda service: broken)
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+    reset_config()
     states = [await admit("caller-a", key_hash="ab" * 32) for _ in range(3)]
     assert all(s.allowed and s.failed_open for s in states)
     assert states[0].limit == 1 and states[0].retry_after == 0
@@ -223,6 +234,7 @@ async def test_a_store_that_does_not_answer_fails_open_in_time(clock, with_table
 async def test_fail_open_with_no_limit_stays_unlimited(clock, with_table, monkeypatch):
     monkeypatch.setattr(aws, "client", lambda service: BrokenDynamo())
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "0")
+    reset_config()
     assert (await admit("a")).headers() == {}
 
 

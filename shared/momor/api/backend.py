@@ -8,10 +8,11 @@ the keys secret is cached with a max age, callers are cached briefly after a loo
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..catalog import Catalog
+from ..config import Config, get_config
 from ..routing.attempts import KeyResolver, ResolvedKey
 from ..routing.plan import Candidate
 from ..store import apikeys, keys, ratelimit, records
@@ -22,6 +23,9 @@ Caller = apikeys.Caller
 
 @dataclass(slots=True)
 class Backend:
+    config: Config = field(default_factory=get_config)
+    """Read and validated when the app is built: a bad MOMOR_* value stops the start, naming it."""
+
     async def catalog(self) -> Catalog:
         return await get_catalog_async()
 

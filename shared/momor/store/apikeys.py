@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from ..settings import get_settings
+from ..config import get_config
 from . import aws
 
 CACHE_SECONDS = 60.0
@@ -70,7 +70,7 @@ def authenticate(presented_key: str | None) -> Caller | None:
     caller = _local_caller(digest) or _cached(digest)
     if caller is not None:
         return caller
-    table = get_settings().api_keys_table
+    table = get_config().api_keys_table
     if table is None:  # local development with --api-key only
         return None
     caller = _lookup(table, digest)
@@ -133,7 +133,7 @@ def _lookup(table: str, digest: str) -> Caller | None:
 
 def create_api_key(name: str, *, zdr: bool = False, owner: str | None = None) -> tuple[str, Caller]:
     """Make a key, store its hash, and return the plaintext (shown once, never stored) and caller."""
-    table = get_settings().need("api_keys_table")
+    table = get_config().need("api_keys_table")
     plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
     digest = key_hash(plaintext)
     caller = Caller(id=_caller_id(digest), name=name, zdr=zdr)
@@ -154,7 +154,7 @@ def create_api_key(name: str, *, zdr: bool = False, owner: str | None = None) ->
 def set_disabled(digest: str, disabled: bool = True) -> None:
     """Disable (or re-enable) a key by its hash (`key_hash`). Other warm processes notice within
     CACHE_SECONDS; this one at once."""
-    table = get_settings().need("api_keys_table")
+    table = get_config().need("api_keys_table")
     aws.client("dynamodb").update_item(
         TableName=table,
         Key={"keyHash": {"S": digest}},

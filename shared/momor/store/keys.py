@@ -26,8 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..config import get_config
 from ..errors import MomorError, RequestError
-from ..settings import get_settings
 from . import aws
 
 KeySource = Literal["call", "saved"]
@@ -119,7 +119,7 @@ _lock = threading.Lock()
 
 def _fresh() -> dict[str, ProviderKey] | None:
     cache = _cache
-    if cache is not None and time.monotonic() < cache.expires and cache.secret_id == get_settings().keys_secret:
+    if cache is not None and time.monotonic() < cache.expires and cache.secret_id == get_config().keys_secret:
         return cache.keys
     return None
 
@@ -133,10 +133,10 @@ def saved_keys() -> dict[str, ProviderKey]:
     with _lock:  # one thread fetches; the others wait and share its answer
         keys = _fresh()
         if keys is None:
-            settings = get_settings()
-            secret_id = settings.need("keys_secret")
+            config = get_config()
+            secret_id = config.need("keys_secret")
             keys = _parse_secret(secret_id, _fetch(secret_id))
-            _cache = _Cache(secret_id, keys, time.monotonic() + settings.keys_ttl)
+            _cache = _Cache(secret_id, keys, time.monotonic() + config.keys_ttl)
     return keys
 
 

@@ -33,19 +33,16 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import get_config
 from ..errors import RequestError
 from ..logs import logger
-from ..settings import SettingsError, get_settings
 from . import aws
 
-DEFAULT_LIMIT = 600
-DEFAULT_WINDOW_S = 60
 LIMIT_ENV = "MOMOR_RATE_LIMIT"
 WINDOW_ENV = "MOMOR_RATE_WINDOW_S"
 LIMIT_ATTRIBUTE = "rateLimit"
@@ -135,26 +132,13 @@ def unlimited() -> RateState:
     return RateState(limit=0, remaining=0, reset=0, allowed=True)
 
 
-def _env_int(name: str, default: int, *, minimum: int) -> int:
-    text = (os.environ.get(name) or "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise SettingsError(f"{name} must be an integer, not {text!r}") from None
-    if value < minimum:
-        raise SettingsError(f"{name} must be at least {minimum}")
-    return value
-
-
 def default_limit() -> int:
-    """MOMOR_RATE_LIMIT, read per call (it is a dictionary lookup) so a changed env needs no reset."""
-    return _env_int(LIMIT_ENV, DEFAULT_LIMIT, minimum=0)
+    """MOMOR_RATE_LIMIT (config.py)."""
+    return get_config().rate_limit
 
 
 def window_length() -> int:
-    return _env_int(WINDOW_ENV, DEFAULT_WINDOW_S, minimum=1)
+    return get_config().rate_window
 
 
 def _now() -> float:
@@ -172,7 +156,7 @@ async def admit(caller_id: str, *, key_hash: str | None = None, limit: int | Non
     """
     length = window_length()
     fallback = default_limit()
-    table = get_settings().api_keys_table
+    table = get_config().api_keys_table
     if table is None:
         chosen = fallback if limit is None else limit
         if chosen <= 0:

@@ -11,16 +11,13 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ...call import Call, Parameters
+from ...config import describe_bytes, get_config
 from ...errors import RequestError
 from ...messages import File, Message, Tool, attached_files
 from ...routing.plan import Needs
 from ...routing.request import Routed
 from ...routing.selectors import parse_prioritization, parse_selectors
 
-MIB = 1024 * 1024
-MAX_FILE_BYTES = 10 * MIB
-MAX_FILES_BYTES = 20 * MIB
-MAX_SCHEMA_BYTES = 256 * 1024
 MAX_MESSAGES = 256
 MAX_TOOLS = 128
 
@@ -138,27 +135,31 @@ def needs_of(call: Call) -> Needs:
                  media=frozenset(media - {"text"}))
 
 
-def _inline_size(file: File, where: str) -> int:
+def _inline_size(file: File, where: str, limit: int) -> int:
     try:
         size = len(base64.b64decode(file.value, validate=True))
     except (binascii.Error, ValueError):
         raise RequestError(f"{where}: the file {file.name!r} is not valid base64.", param=where) from None
-    if size > MAX_FILE_BYTES:
-        raise RequestError(f"{where}: the file {file.name!r} is larger than 10 MiB.", status=413, param=where)
+    if size > limit:
+        raise RequestError(f"{where}: the file {file.name!r} is larger than {describe_bytes(limit)}.", status=413,
+                           param=where)
     return size
 
 
 def _check_sizes(body: NativeBody) -> None:
+    """Seed 000's limits on inline files and schemas, or what the deployment lowered them to."""
+    config = get_config()
     total = 0
     for i, m in enumerate(body.messages):
         for j, f in enumerate(attached_files(m)):
             if f.type == "bytes":
-                total += _inline_size(f, f"messages[{i}].files[{j}]")
-    if total > MAX_FILES_BYTES:
-        raise RequestError("Inline files may be at most 20 MiB together.", status=413, param="messages")
+                total += _inline_size(f, f"messages[{i}].files[{j}]", config.max_file_bytes)
+    if total > config.max_files_bytes:
+        raise RequestError(f"Inline files may be at most {describe_bytes(config.max_files_bytes)} together.",
+                           status=413, param="messages")
     schemas = [t.parameters for t in body.tools]
     if body.response_schema is not None:
         schemas.append(body.response_schema)
-    if sum(len(orjson.dumps(s)) for s in schemas) > MAX_SCHEMA_BYTES:
-        raise RequestError("The tools' schemas and responseSchema may be at most 256 KiB together.",
-                           status=413, param="tools")
+    if sum(len(orjson.dumps(s)) for s in schemas) > config.max_schema_bytes:
+        raise RequestError(f"The tools' schemas and responseSchema may be at most "
+                           f"{describe_bytes(config.max_schema_bytes)} together.", status=413, param="tools")
