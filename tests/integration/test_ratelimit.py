@@ -109,7 +109,7 @@ def test_the_callers_own_rate_limit_wins_over_the_env_default(momor_aws, limiter
     assert other_state.limit == 50 and other_state.remaining == 49
     # The key still authenticates: the rate items and attribute live beside it without harm.
     apikeys.reset_cache()
-    assert apikeys.authenticate(own_key) == own
+    assert asyncio.run(apikeys.authenticate(own_key)) == own
 
 
 def test_a_missing_table_fails_open(momor_aws, limiter, monkeypatch, caplog):

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
 
 from momor.config import ConfigError, reset_config
-from momor.store import aws, ratelimit
-from momor.store.ratelimit import RateLimited, RateState, Window, admit, seconds_to_reset, state_for, window_at
+from momor.store import dynamo, ratelimit
+from momor.store.dynamo import DynamoError
+from momor.store.ratelimit import RateState, Window, admit, seconds_to_reset, state_for, window_at
 
 
 @pytest.fixture(autouse=True)
@@ -85,11 +87,6 @@ def test_headers_when_refused_carry_retry_after():
 def test_no_limit_advertises_nothing():
     assert ratelimit.unlimited().headers() == {}
     assert ratelimit.unlimited().allowed
-
-
-def test_rate_limited_error_is_a_429_naming_the_wait():
-    error = RateLimited(RateState(limit=5, remaining=0, reset=17, allowed=False, retry_after=17))
-    assert error.status == 429 and "17 s" in error.detail and error.state.retry_after == 17
 
 
 # --- the in-process counter -------------------------------------------------------------------------
@@ -195,8 +192,6 @@ class BrokenDynamo:
 
     def _fail(self, **_: object) -> None:
         self.calls += 1
-        if self.hang:
-            time.sleep(self.hang)
         raise ConnectionError("Could not connect to the endpoint URL")
 
     update_item = get_item = _fail
@@ -210,7 +205,7 @@ def with_table(monkeypatch):
 
 async def test_store_failure_fails_open_and_warns(clock, with_table, monkeypatch, caplog):
     broken = BrokenDynamo()
-    monkeypatch.setattr(aws, "client", lambda service: broken)
+    monkeypatch.setattr(dynamo, "call", as_dynamo(broken))
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
     reset_config()
     states = [await admit("caller-a", key_hash="ab" * 32) for _ in range(3)]
@@ -223,7 +218,7 @@ async def test_store_failure_fails_open_and_warns(clock, with_table, monkeypatch
 
 
 async def test_a_store_that_does_not_answer_fails_open_in_time(clock, with_table, monkeypatch):
-    monkeypatch.setattr(aws, "client", lambda service: BrokenDynamo(hang=1.0))
+    monkeypatch.setattr(dynamo, "call", as_dynamo(BrokenDynamo(hang=1.0)))
     monkeypatch.setattr(ratelimit, "DYNAMODB_TIMEOUT_S", 0.05)
     started = time.monotonic()
     state = await admit("a", limit=5)
@@ -232,10 +227,26 @@ async def test_a_store_that_does_not_answer_fails_open_in_time(clock, with_table
 
 
 async def test_fail_open_with_no_limit_stays_unlimited(clock, with_table, monkeypatch):
-    monkeypatch.setattr(aws, "client", lambda service: BrokenDynamo())
+    monkeypatch.setattr(dynamo, "call", as_dynamo(BrokenDynamo()))
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "0")
     reset_config()
     assert (await admit("a")).headers() == {}
+
+
+def as_dynamo(fake):
+    """`dynamo.call` (the lean JSON-protocol caller) over a fake with boto3's method names: the
+    protocol's payload keys are the same as boto3's arguments."""
+
+    async def call(operation, payload):
+        if getattr(fake, "hang", 0):
+            await asyncio.sleep(fake.hang)  # a store that does not answer
+        method = {"UpdateItem": "update_item", "GetItem": "get_item"}[operation]
+        try:
+            return getattr(fake, method)(**payload)
+        except CountingDynamo.exceptions.ConditionalCheckFailedException:
+            raise DynamoError("ConditionalCheckFailedException", "The conditional request failed", 400) from None
+
+    return call
 
 
 class CountingDynamo:
@@ -269,7 +280,7 @@ class CountingDynamo:
 
 async def test_table_path_keys_items_by_caller_and_window_with_a_ttl(clock, with_table, monkeypatch):
     fake = CountingDynamo()
-    monkeypatch.setattr(aws, "client", lambda service: fake)
+    monkeypatch.setattr(dynamo, "call", as_dynamo(fake))
     await admit("caller-a", limit=3)
     call = fake.updates[0]
     assert call["TableName"] == "api-keys"
@@ -280,7 +291,7 @@ async def test_table_path_keys_items_by_caller_and_window_with_a_ttl(clock, with
 
 async def test_a_callers_own_limit_is_read_once_and_cached(clock, with_table, monkeypatch):
     fake = CountingDynamo(limits={"h1": "2", "h2": "oops", "h3": "0"})
-    monkeypatch.setattr(aws, "client", lambda service: fake)
+    monkeypatch.setattr(dynamo, "call", as_dynamo(fake))
     assert [(await admit("c1", key_hash="h1")).allowed for _ in range(3)] == [True, True, False]
     assert fake.reads == 1
     assert (await admit("c2", key_hash="h2")).limit == 600  # unusable value: the default
@@ -299,7 +310,7 @@ def test_lease_size(limit, size):
 
 async def test_a_lease_admits_from_memory_and_counts_exactly(clock, with_table, monkeypatch):
     fake = CountingDynamo()
-    monkeypatch.setattr(aws, "client", lambda service: fake)
+    monkeypatch.setattr(dynamo, "call", as_dynamo(fake))
     states = [await admit("c1", limit=100) for _ in range(100)]
     assert all(s.allowed for s in states)
     assert [s.remaining for s in states] == list(range(99, -1, -1))  # told as if counted one by one
@@ -312,7 +323,7 @@ async def test_a_lease_admits_from_memory_and_counts_exactly(clock, with_table, 
 async def test_near_the_limit_requests_are_counted_one_by_one(clock, with_table, monkeypatch):
     fake = CountingDynamo()
     fake.items["rate#c1#1700000040"] = 38  # others have used 38 of 40: a lease of 2 still fits once
-    monkeypatch.setattr(aws, "client", lambda service: fake)
+    monkeypatch.setattr(dynamo, "call", as_dynamo(fake))
     assert (await admit("c1", limit=40)).remaining == 1
     assert (await admit("c1", limit=40)).remaining == 0  # from the lease
     assert not (await admit("c1", limit=40)).allowed
@@ -325,7 +336,7 @@ async def test_near_the_limit_requests_are_counted_one_by_one(clock, with_table,
 
 async def test_a_lease_ends_with_its_window(clock, with_table, monkeypatch):
     fake = CountingDynamo()
-    monkeypatch.setattr(aws, "client", lambda service: fake)
+    monkeypatch.setattr(dynamo, "call", as_dynamo(fake))
     await admit("c1", limit=100)
     clock.now += 60  # the next window: the old lease is not used there
     await admit("c1", limit=100)

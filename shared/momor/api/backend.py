@@ -32,7 +32,7 @@ class Backend:
     async def authenticate(self, token: str | None) -> Caller | None:
         if not token:
             return None
-        return await apikeys.authenticate_async(token)
+        return await apikeys.authenticate(token)
 
     async def admit(self, caller: Caller, token: str) -> ratelimit.RateState:
         """Count the call against the caller's rate limit (atomic in DynamoDB)."""
