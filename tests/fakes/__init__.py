@@ -1,5 +1,6 @@
-"""Fake model providers that speak the real wires (OpenAI Chat Completions, Anthropic Messages)
-byte for byte and refuse what the real APIs refuse, so a translation bug in Momor fails a test.
+"""Fake model providers that speak the real wires (OpenAI Chat Completions, in each compatible
+provider's dialect by label: dialects.py; Anthropic Messages; Puter's driver call) byte for byte and
+refuse what the real APIs refuse, so a translation bug in Momor fails a test.
 
     with FakeProviders() as fake:
         fake.script("openai", fail(429, headers={"retry-after": "1"}), reply("hi"))

@@ -46,6 +46,12 @@ SAVED_KEYS = {
     "mistral": "sk-saved-mistral-0004",
     "backup": "sk-saved-backup-0005",
     "flaky": "sk-saved-flaky-0006",
+    # Azure: the root's key serves azure@us; azure@eu has its own, naming its deployment (seed 000's key object).
+    "azure": {"key": "az-saved-us-0007", "resource": "momor-us"},
+    "azure@eu": {"key": "az-saved-eu-0008", "resource": "momor-eu", "deployment": "gpt41mini-eu"},
+    "nvidia": "nvapi-saved-0009",
+    "zen": "sk-saved-zen-0010",
+    "puter": "puter-saved-token-0011",
 }
 """Every provider of the test catalog has a saved key; tests scan outputs for these strings."""
 

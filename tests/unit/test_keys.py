@@ -181,3 +181,11 @@ def test_a_missing_secret_is_a_keys_error(momor_aws: Any, monkeypatch: pytest.Mo
     with pytest.raises(KeysError, match="momor/no-such-secret") as info:
         saved_key("openai")
     assert info.value.status == 500
+
+
+@pytest.mark.parametrize("key", ["\x80", "sk-é", "sk-\n1"])
+def test_a_call_key_that_cannot_go_in_a_header_is_refused(key: str) -> None:
+    for value in (key, {"key": key}):
+        with pytest.raises(RequestError) as refused:
+            call_key({"openai": value}, "openai")
+        assert "printable ASCII" in refused.value.detail and key not in refused.value.detail

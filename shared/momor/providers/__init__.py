@@ -15,6 +15,7 @@ from .base import Wire
 _MODULES = {
     "openai_chat": "momor.providers.openai_chat",
     "anthropic": "momor.providers.anthropic",
+    "puter": "momor.providers.puter",
 }
 _loaded: dict[str, Wire] = {}
 

@@ -22,6 +22,7 @@ from ..events import Event, Raw
 from ..net import shared_client
 from ..redact import redact, redact_value
 from .base import SSEEvent, StreamDecoder, Target, Wire
+from .ndjson import NDJSONDecoder
 from .sse import SSEDecoder
 
 
@@ -85,13 +86,14 @@ async def exchange(
     )
     with provider_errors(target):
         async with client.stream(
-            "POST", _url(target, request.path), json=request.body, headers=headers, timeout=timeout
+            "POST", request.url or _url(target, request.path), json=request.body, headers=headers, timeout=timeout
         ) as response:
             if response.status_code >= 400:
                 body = await response.aread()
                 raise wire.map_error(response.status_code, body, dict(response.headers))
-            if stream and response.headers.get("content-type", "").startswith("text/event-stream"):
-                async for event in _decode_stream(wire, target, response, call.passthrough(wire.name)):
+            framer = _framer(response.headers.get("content-type", "")) if stream else None
+            if framer is not None:
+                async for event in _decode_stream(wire, target, response, call.passthrough(wire.name), framer):
                     yield event
             else:
                 # A provider may answer a stream request with a whole JSON body; take it as such.
@@ -160,11 +162,20 @@ async def _read_body(response: httpx2.Response, idle: float) -> bytes:
         chunks.append(chunk)
 
 
+def _framer(content_type: str) -> SSEDecoder | NDJSONDecoder | None:
+    """How a streamed body is cut into events: SSE, or one JSON object a line (Puter); None for a
+    whole body."""
+    if content_type.startswith("text/event-stream"):
+        return SSEDecoder()
+    if content_type.startswith(("application/x-ndjson", "application/jsonl")):
+        return NDJSONDecoder()
+    return None
+
+
 async def _decode_stream(
-    wire: Wire, target: Target, response: httpx2.Response, raw: bool
+    wire: Wire, target: Target, response: httpx2.Response, raw: bool, sse: SSEDecoder | NDJSONDecoder
 ) -> AsyncIterator[Event]:
     decoder = wire.stream_decoder(target)
-    sse = SSEDecoder()
     async for text in response.aiter_text():
         for item in sse.decode(text):
             for event in _feed(decoder, item, raw):
