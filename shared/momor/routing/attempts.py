@@ -20,7 +20,7 @@ from typing import Any
 from ..call import Call, Parameters
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..events import Assembler, Continued, Event, Finish
-from ..providers import wire_for
+from ..providers import wire_for_call
 from ..providers.base import Target
 from ..providers.transport import Timeouts, exchange
 from .breaker import Breakers
@@ -178,7 +178,7 @@ class Session:
         params = params_for(call.params, candidate)
         if params is not call.params:
             call = dataclasses.replace(call, params=params)
-        wire = wire_for(candidate.provider.wire)
+        wire = wire_for_call(candidate.provider.wire, call)
         timeouts = self._timeouts()
         stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts)
         assembler = Assembler()
