@@ -1,6 +1,7 @@
-"""The fake providers' ASGI app: one server, any number of provider labels, two wires.
+"""The fake providers' ASGI app: one server, any number of provider labels, three wires.
 
     POST /{label}/v1/chat/completions          OpenAI Chat Completions
+    POST /{label}/v1/responses                 OpenAI Responses
     POST /{label}/v1/messages                  Anthropic Messages
     POST /{label}/v1/messages/count_tokens     Anthropic token counting
     GET  /healthz
@@ -20,7 +21,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs
 
-from . import anthropic, openai_chat
+from . import anthropic, openai_chat, openai_responses
 from .behaviour import decide
 from .errors import Invalid
 from .script import Cut, Fail, FakeState, Hang, Malformed, RecordedRequest, Reply, Stall, step_from_json, step_to_json
@@ -28,6 +29,7 @@ from .transport import Receive, Scope, Send, pause, read_body, send_json, send_j
 
 _ROUTES: dict[str, tuple[ModuleType, bool]] = {
     "v1/chat/completions": (openai_chat, False),
+    "v1/responses": (openai_responses, False),
     "v1/messages": (anthropic, False),
     "v1/messages/count_tokens": (anthropic, True),
 }
