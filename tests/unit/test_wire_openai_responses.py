@@ -27,7 +27,7 @@ from momor.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from momor.providers import wire_for, wire_for_call
+from momor.providers import speaks, wire_for, wire_for_call
 from momor.providers.base import SSEEvent, Target
 from momor.providers.openai_responses import WIRE
 from momor.providers.openai_responses_request import map_reasoning
@@ -92,6 +92,8 @@ def test_registered_and_chosen_per_call() -> None:
     assert wire_for_call(WIRE_NAME, openai_dialect) is wire_for("openai_chat")
     # Only a Responses provider also speaks Chat Completions; no other wire is switched.
     assert wire_for_call("anthropic", openai_dialect) is wire_for("anthropic")
+    assert speaks(WIRE_NAME, "openai_chat") and speaks(WIRE_NAME, WIRE_NAME) and speaks("anthropic", "anthropic")
+    assert not speaks(WIRE_NAME, "anthropic") and not speaks("openai_chat", WIRE_NAME)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -33,8 +33,14 @@ def wire_for(name: str) -> Wire:
     return wire
 
 
+def speaks(provider_wire: str, wire: str) -> bool:
+    """Whether a provider listed under `provider_wire` is called over `wire` for a call written in it
+    (a dialect's same-protocol check: the answer then comes back in the provider's own words)."""
+    return wire == provider_wire or wire in _ALSO_SPEAKS.get(provider_wire, ())
+
+
 def wire_for_call(provider_wire: str, call: Call) -> Wire:
     """The wire one call goes over to a provider whose catalog wire is `provider_wire`."""
-    if call.raw_wire is not None and call.raw_wire in _ALSO_SPEAKS.get(provider_wire, ()):
+    if call.raw_wire is not None and speaks(provider_wire, call.raw_wire):
         return wire_for(call.raw_wire)
     return wire_for(provider_wire)
