@@ -9,8 +9,9 @@ function call output with call_id ...", "Item with id 'rs_...' not found. Items 
 Reasoning: a request whose `reasoning.effort` is above `minimal` gets a reasoning item; its summary
 text only when `reasoning.summary` asks for one, and `encrypted_content` only when `include` asks for
 `reasoning.encrypted_content`. The encrypted content is signed by this process (like a provider's own
-key), so a replayed reasoning item whose content was altered, or that lacks it under `store: false`,
-is refused as the real API refuses it.
+key) and names the item that followed the reasoning, so a replayed reasoning item whose content was
+altered, that lacks it under `store: false`, or that does not come right before its following item
+(with that item's id) is refused as the real API refuses it.
 
 Scripted finishes in this wire's words: `max_output_tokens` and `content_filter` end the response
 `incomplete`; `refusal` answers with a refusal part; `failed` ends it `failed` (a stream's
@@ -297,7 +298,8 @@ def _validate_input(body: dict[str, Any]) -> None:
         if kind == "message":
             _validate_message(item, where)
         elif kind == "reasoning":
-            _validate_reasoning(item, where, body.get("store") is False)
+            following = items[i + 1] if i + 1 < len(items) and isinstance(items[i + 1], dict) else None
+            _validate_reasoning(item, where, body.get("store") is False, following)
         elif kind == "function_call":
             for key in ("call_id", "name", "arguments"):
                 _string(item, key, where)
@@ -351,7 +353,9 @@ def _validate_part(part: Any, allowed: tuple[str, ...], where: str) -> None:
         raise _missing(f"{where}.filename")
 
 
-def _validate_reasoning(item: dict[str, Any], where: str, store_false: bool) -> None:
+def _validate_reasoning(item: dict[str, Any], where: str, store_false: bool, following: Any) -> None:
+    """As the API does: the item must come with its encrypted content when nothing is stored, and
+    the item that followed it in the answer must come right after it, with its id."""
     item_id = _string(item, "id", where)
     summary = item.get("summary")
     if not isinstance(summary, list):
@@ -367,9 +371,13 @@ def _validate_reasoning(item: dict[str, Any], where: str, store_false: bool) -> 
                           "false. Try again with `store` set to true, or remove this item from your input.",
                           "input")
         return
-    if not isinstance(encrypted, str) or not encrypted_ok(encrypted, item_id):
+    payload = decrypt(encrypted, item_id) if isinstance(encrypted, str) else None
+    if payload is None:
         raise Invalid(f"The encrypted content for item {item_id} could not be verified.", "input",
                       "invalid_encrypted_content")
+    if payload.get("next") is not None and (following or {}).get("id") != payload["next"]:
+        raise Invalid(f"Item '{item_id}' of type 'reasoning' was provided without its required following item.",
+                      "input")
 
 
 def _validate_output(output: Any, where: str) -> None:
@@ -383,18 +391,23 @@ def _validate_output(output: Any, where: str) -> None:
 
 # --- encrypted reasoning -------------------------------------------------------------------------
 
-def encrypted_content(item_id: str, text: str) -> str:
-    payload = base64.b64encode(dumps({"id": item_id, "text": text}).encode()).decode()
-    return f"gAAAAB{payload}.{sign(item_id + text)}"
+def encrypted_content(item_id: str, text: str, following: str | None = None) -> str:
+    """The reasoning's state, signed: its id, its text and the id of the item that followed it."""
+    payload = base64.b64encode(dumps({"id": item_id, "text": text, "next": following}).encode()).decode()
+    return f"gAAAAB{payload}.{sign(dumps([item_id, text, following]))}"
 
 
-def encrypted_ok(value: str, item_id: str) -> bool:
+def decrypt(value: str, item_id: str) -> dict[str, Any] | None:
+    """The payload of encrypted content this process wrote for `item_id`, or None."""
     body, _, signature = value.removeprefix("gAAAAB").partition(".")
     try:
         payload = json.loads(base64.b64decode(body))
     except ValueError:
-        return False
-    return payload.get("id") == item_id and signature_ok(item_id + payload.get("text", ""), signature)
+        return None
+    if not isinstance(payload, dict) or payload.get("id") != item_id:
+        return None
+    signed = dumps([item_id, payload.get("text", ""), payload.get("next")])
+    return payload if signature_ok(signed, signature) else None
 
 
 # --- the answer ----------------------------------------------------------------------------------
@@ -454,7 +467,8 @@ def _items(answer: Answer, body: dict[str, Any], ids: dict[str, str]) -> list[di
             "id": ids["rs"], "type": "reasoning",
             "summary": [{"type": "summary_text", "text": t} for t in _summaries(answer, body)]}
         if "reasoning.encrypted_content" in (body.get("include") or []):
-            reasoning["encrypted_content"] = encrypted_content(ids["rs"], answer.thinking)
+            following = ids["msg"] if answer.text or not answer.tool_calls else ids[answer.tool_calls[0].id]
+            reasoning["encrypted_content"] = encrypted_content(ids["rs"], answer.thinking, following)
         items.append(reasoning)
     if answer.text or not answer.tool_calls:
         part: dict[str, Any] = {"type": "output_text", "annotations": [], "logprobs": [], "text": answer.text}

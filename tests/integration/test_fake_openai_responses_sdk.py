@@ -119,6 +119,18 @@ def test_reasoning_and_tool_round_trip_replayed(client: openai.OpenAI) -> None:
     assert second.output_text == "Tool lookup said: 42"
 
 
+def test_reasoning_refused_without_its_following_item(client: openai.OpenAI) -> None:
+    first = client.responses.create(model="m", input="call lookup please", tools=[LOOKUP], **REASONING)
+    reasoning, call = (item.model_dump(exclude_none=True) for item in first.output)
+    output = {"type": "function_call_output", "call_id": call["call_id"], "output": "42"}
+    without_id = {k: v for k, v in call.items() if k != "id"}
+    for history in ([reasoning, without_id, output], [reasoning, output]):
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.responses.create(model="m", input=[{"role": "user", "content": "q"}, *history], tools=[LOOKUP],
+                                    **REASONING)
+        assert refused.value.message.endswith("was provided without its required following item.")
+
+
 def test_incomplete_refusal_and_failed(client: openai.OpenAI, fake: FakeProviders) -> None:
     fake.script("openai", reply("cut here", finish="max_output_tokens"), reply("No.", finish="refusal"),
                 reply("x", finish="failed"))

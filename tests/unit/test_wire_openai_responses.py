@@ -262,6 +262,32 @@ def test_unreplayable_reasoning_takes_the_following_ids_with_it() -> None:
     assert stored[1] == {"type": "reasoning", "id": "rs_1", "summary": []} and stored[2]["id"] == "fc_1"
 
 
+def test_the_item_after_a_reasoning_item_takes_the_id_it_names() -> None:
+    """Through a dialect that keeps no state on text or tool calls (Anthropic's), the reasoning's `next`
+    gives the following item back its id; only to an item of that type, right after it."""
+    summary = [{"type": "summary_text", "text": "s"}]
+    to_call = _state(id="rs_1", summary=summary, encrypted_content="e1", next={"type": "function_call", "id": "fc_1"})
+    to_text = _state(id="rs_2", summary=summary, encrypted_content="e2", next={"type": "message", "id": "msg_2"})
+    messages = [
+        UserMessage(value="Q"),
+        ThinkingMessage(value="s", data=to_call),
+        ToolCallMessage(call=ToolCallBody(id="call_1", name="w")),
+        ToolCallMessage(call=ToolCallBody(id="call_2", name="w")),
+        ToolResultMessage(result=ToolResultBody(id="call_1", content="a")),
+        ToolResultMessage(result=ToolResultBody(id="call_2", content="b")),
+        ThinkingMessage(value="s", data=to_text),
+        ContentMessage(value="Done."),
+    ]
+    items = build(call_of(*messages))["input"]
+    assert [i.get("id") for i in items] == [None, "rs_1", "fc_1", None, None, None, "rs_2", "msg_2"]
+    assert items[-1] == {"type": "message", "role": "assistant", "id": "msg_2", "status": "completed",
+                         "content": [{"type": "output_text", "text": "Done.", "annotations": []}]}
+    # A following item of another type is not given the id.
+    mismatched = [UserMessage(value="Q"), ThinkingMessage(value="s", data=to_text),
+                  ToolCallMessage(call=ToolCallBody(id="call_1", name="w"))]
+    assert "id" not in build(call_of(*mismatched))["input"][-1]
+
+
 def test_tool_result_documents_go_in_its_output() -> None:
     result = ToolResultBody(id="c1", name="chart", content="Here",
                             documents=[File(type="bytes", value="iVBO", name="c.png", contentType="image/png")])
@@ -272,13 +298,15 @@ def test_tool_result_documents_go_in_its_output() -> None:
         {"type": "input_image", "image_url": "data:image/png;base64,iVBO", "detail": "auto"}]}
 
 
-def test_built_requests_pass_the_strict_fake() -> None:
+@pytest.mark.parametrize("call_state", [_state(id="fc_1"), None], ids=["own-id", "id-from-reasoning"])
+def test_built_requests_pass_the_strict_fake(call_state: dict[str, Any] | None) -> None:
     """The whole request, replay included, is one the fake (as strict as the API) accepts."""
     summary = [{"type": "summary_text", "text": "s"}]
+    encrypted = fake.encrypted_content("rs_1", "s", "fc_1")
     messages = [UserMessage(value="Q"),
-                ThinkingMessage(value="s", data=_state(id="rs_1", summary=summary,
-                                                       encrypted_content=fake.encrypted_content("rs_1", "s"))),
-                ToolCallMessage(call=ToolCallBody(id="c1", name="w", data=_state(id="fc_1"))),
+                ThinkingMessage(value="s", data=_state(id="rs_1", summary=summary, encrypted_content=encrypted,
+                                                       next={"type": "function_call", "id": "fc_1"})),
+                ToolCallMessage(call=ToolCallBody(id="c1", name="w", data=call_state)),
                 ToolResultMessage(result=ToolResultBody(id="c1", content="ok"))]
     call = call_of(*messages, tools=[Tool(name="w", parameters={"type": "object", "properties": {"a": {}}})],
                    params=Parameters(maxTokens=100, toolUse=ToolUse(type="auto"), reasoningEffort="low"),
@@ -307,7 +335,8 @@ def test_whole_answer_parts_state_usage_and_finish() -> None:
     thinking, call = assembler.messages()
     reasoning = body["output"][0]
     assert thinking == ThinkingMessage(value="First.\n\nSecond.", data=_state(
-        id=reasoning["id"], summary=reasoning["summary"], encrypted_content=reasoning["encrypted_content"]))
+        id=reasoning["id"], summary=reasoning["summary"], encrypted_content=reasoning["encrypted_content"],
+        next={"type": "function_call", "id": body["output"][1]["id"]}))
     assert call == ToolCallMessage(call=ToolCallBody(id="call_9", name="w", arguments='{"a": 1}',
                                                      data=_state(id=body["output"][1]["id"])))
     usage = assembler.usage
@@ -373,7 +402,8 @@ def test_stream_part_state_comes_from_the_finished_item() -> None:
     done = [json.loads(e.data)["item"] for e in sse_events(rendered) if e.event == "response.output_item.done"]
     thinking, call = assemble(decode_stream(rendered)).messages()
     assert thinking.data == _state(id=done[0]["id"], summary=done[0]["summary"],
-                                   encrypted_content=done[0]["encrypted_content"])
+                                   encrypted_content=done[0]["encrypted_content"],
+                                   next={"type": "function_call", "id": done[1]["id"]})
     assert call.call.data == _state(id=done[1]["id"])
 
 

@@ -21,7 +21,8 @@ Request (`openai_responses_request.py`):
 
 Answer: each output item is one canonical part, at its `output_index`:
 - `reasoning` -> thinking, its summary texts joined by a blank line, with
-  `data {"wire": "openai_responses", "id", "summary", "encrypted_content"}`: exactly the item to replay;
+  `data {"wire": "openai_responses", "id", "summary", "encrypted_content", "next"}`: exactly the item to
+  replay, and `next` ({type, id}) the item that followed it, which the API wants right after it, id and all;
 - `message` -> content (refusal text included), with `data {"wire", "id"}`;
 - `function_call` -> toolCall (`call_id`, name, arguments), with `data {"wire", "id"}`.
 A stream ends properly only with `response.completed` or `response.incomplete`; `response.failed`,
@@ -92,8 +93,11 @@ def _item_text(item: dict[str, Any]) -> str:
     return arguments if isinstance(arguments, str) else ""
 
 
-def _item_state(item: dict[str, Any]) -> dict[str, Any] | None:
-    """What replays the item: its id, and for reasoning its summary and encrypted content."""
+def _item_state(item: dict[str, Any], following: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """What replays the item: its id, and for reasoning its summary, encrypted content and the item
+    that followed it (`next`). The API refuses a reasoning item replayed without that item, id and all,
+    right after it; a dialect that cannot carry state on text or tool calls (Anthropic's) loses their
+    ids, so the reasoning keeps the id for them."""
     item_id = item.get("id")
     if not isinstance(item_id, str):
         return None
@@ -102,6 +106,8 @@ def _item_state(item: dict[str, Any]) -> dict[str, Any] | None:
         state["summary"] = [s for s in item.get("summary") or [] if isinstance(s, dict)]
         if isinstance(item.get("encrypted_content"), str):
             state["encrypted_content"] = item["encrypted_content"]
+        if following is not None and isinstance(following.get("id"), str) and following.get("type") in _KINDS:
+            state["next"] = {"type": following["type"], "id": following["id"]}
     return state
 
 
@@ -179,7 +185,9 @@ def parse_response(body: bytes, target: Target) -> list[Event]:
             continue  # built-in tool calls and the like: Momor never asks for them
         called = called or item["type"] == "function_call"
         refused = refused or _refused(item)
-        events += [_start(index, item), Delta(index, _item_text(item)), PartEnd(index, data=_item_state(item))]
+        following = output[index + 1] if index + 1 < len(output) and isinstance(output[index + 1], dict) else None
+        state = _item_state(item, following)
+        events += [_start(index, item), Delta(index, _item_text(item)), PartEnd(index, data=state)]
     return events + _ending(data, called, refused)
 
 
@@ -199,8 +207,9 @@ class ResponsesStreamDecoder:
 
     Parts open at `response.output_item.added` and close at `response.output_item.done` (whose item
     carries the replay state); text arrives in between as output_text, refusal, reasoning summary
-    and function-call argument deltas. Events Momor does not use (created, in_progress, the
-    `.done` events that repeat a whole text, built-in tools) are read and passed over.
+    and function-call argument deltas. A reasoning part closes only when the next item is added (or
+    the response ends), so its state can name the item that followed it. Events Momor does not use
+    (created, in_progress, the `.done` events that repeat a whole text, built-in tools) are passed over.
     """
 
     def __init__(self) -> None:
@@ -209,6 +218,8 @@ class ResponsesStreamDecoder:
         self._seen: set[int] = set()
         self._called = False
         self._refused = False
+        self._reasoning_done: tuple[int, dict[str, Any]] | None = None
+        """A finished reasoning item whose PartEnd waits for the item after it."""
 
     @property
     def done(self) -> bool:
@@ -258,11 +269,18 @@ class ResponsesStreamDecoder:
         if index in self._seen:
             raise _protocol_error(f"output item {index} was added twice")
         self._seen.add(index)
+        events = self._end_reasoning(item)
         if item.get("type") not in _KINDS:
-            return []
+            return events
         self._open[index] = _Open(_KINDS[item["type"]], item.get("id"))
         self._called = self._called or item["type"] == "function_call"
-        return [_start(index, item)]
+        return [*events, _start(index, item)]
+
+    def _end_reasoning(self, following: dict[str, Any] | None) -> list[Event]:
+        if self._reasoning_done is None:
+            return []
+        (index, item), self._reasoning_done = self._reasoning_done, None
+        return [PartEnd(index, data=_item_state(item, following))]
 
     def _item_done(self, event: dict[str, Any]) -> list[Event]:
         index, item = self._index(event), event.get("item")
@@ -274,6 +292,9 @@ class ResponsesStreamDecoder:
                 return []
             raise _protocol_error(f"output item {index} finished without being added")
         self._refused = self._refused or _refused(item)
+        if item.get("type") == "reasoning":
+            self._reasoning_done = (index, item)
+            return []
         return [PartEnd(index, data=_item_state(item))]
 
     def _text_delta(self, event: dict[str, Any], kind: PartKind) -> list[Event]:
@@ -297,8 +318,9 @@ class ResponsesStreamDecoder:
             raise _failed(response.get("error"))
         if self._open:
             raise _protocol_error(f"the response ended with output item {min(self._open)} unfinished")
+        events = self._end_reasoning(None)
         self._done = True
-        return _ending(response, self._called, self._refused)
+        return events + _ending(response, self._called, self._refused)
 
 
 _HANDLERS = {

@@ -85,11 +85,14 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
 class _Input:
     """Walks the canonical messages once into input items.
 
-    Output items the API wrote go back with their ids, since a reasoning item is paired with the
-    item that followed it. A reasoning item that cannot be replayed (another wire's, or one that
-    OpenAI did not store and whose encrypted content is missing) is left out, and with it the ids of
-    the items after it until the next user message: an item that names a reasoning item it does not
-    come with is refused.
+    Output items the API wrote go back with their ids, since the API pairs a reasoning item with the
+    item that followed it: it refuses a reasoning item whose following item is not right after it
+    with its id, and an item whose reasoning item is missing. So:
+    - the item after a replayed reasoning item takes the id the reasoning's state names (`next`) when
+      it carries none of its own (a dialect such as Anthropic's keeps no state on text or tool calls);
+    - a reasoning item that cannot be replayed (one OpenAI did not store and whose encrypted content
+      is missing) is left out, and so are the ids of the items after it until the next user message.
+    Another wire's reasoning is left out too; the items around it never had OpenAI ids.
     """
 
     def __init__(self, target: Target, store_false: bool) -> None:
@@ -97,11 +100,13 @@ class _Input:
         self.store_false = store_false
         self.items: list[dict[str, Any]] = []
         self._ids_ok = True
+        self._next: dict[str, Any] | None = None
+        """The `next` of the reasoning item just replayed: the type and id of the item it wants after it."""
 
     def add(self, message: Message) -> None:
         match message:
             case UserMessage():
-                self._ids_ok = True
+                self._ids_ok, self._next = True, None
                 self.items.append(_map_user(message, self.target))
             case ContentMessage():
                 self._add_content(message)
@@ -110,33 +115,47 @@ class _Input:
             case ToolCallMessage(call=call):
                 item: dict[str, Any] = {"type": "function_call", "call_id": call.id, "name": call.name,
                                         "arguments": call.arguments}
-                self._with_id(item, state_for(call.data, WIRE_NAME))
+                item_id = self._item_id("function_call", state_for(call.data, WIRE_NAME))
+                if item_id is not None:
+                    item["id"] = item_id
                 self.items.append(item)
             case ToolResultMessage(result=result):
+                self._next = None
                 self.items.append(_map_tool_result(result, self.target))
             case _:
                 assert_never(message)
 
+    def _item_id(self, kind: str, state: dict[str, Any] | None) -> str | None:
+        """The id an output item goes back with, if any (see the class docstring)."""
+        wanted, self._next = self._next, None
+        if not self._ids_ok:
+            return None
+        own = state.get("id") if state else None
+        if isinstance(own, str):
+            return own
+        if wanted is not None and wanted.get("type") == kind and isinstance(wanted.get("id"), str):
+            return wanted["id"]
+        return None
+
     def _add_content(self, message: ContentMessage) -> None:
-        state = state_for(message.data, WIRE_NAME)
-        if not message.value and not (state and state.get("id")):
-            return  # an empty turn says nothing; the API refuses empty assistant text without an id
-        if state and state.get("id") and self._ids_ok:
+        item_id = self._item_id("message", state_for(message.data, WIRE_NAME))
+        if item_id is not None:
             part = {"type": "output_text", "text": message.value, "annotations": []}
-            self.items.append({"type": "message", "role": "assistant", "id": state["id"], "status": "completed",
+            self.items.append({"type": "message", "role": "assistant", "id": item_id, "status": "completed",
                                "content": [part]})
-            return
-        self.items.append({"role": "assistant", "content": message.value})
+        elif message.value:  # an empty turn says nothing
+            self.items.append({"role": "assistant", "content": message.value})
 
     def _add_reasoning(self, message: ThinkingMessage) -> None:
+        self._next = None
         state = state_for(message.data, WIRE_NAME)
         reasoning_id = state.get("id") if state else None
         encrypted = state.get("encrypted_content") if state else None
-        if not isinstance(reasoning_id, str) or (self.store_false and not isinstance(encrypted, str)):
-            # Another provider's reasoning, or one OpenAI cannot look up: it cannot be given back.
-            self._ids_ok = self._ids_ok and not isinstance(reasoning_id, str)
+        if state is None or not isinstance(reasoning_id, str):
+            return  # another provider's reasoning: this API cannot take it back
+        if self.store_false and not isinstance(encrypted, str):
+            self._ids_ok = False  # OpenAI kept nothing and cannot look it up: it cannot be given back
             return
-        assert state is not None
         summary = state.get("summary")
         if not isinstance(summary, list):
             summary = [{"type": "summary_text", "text": message.value}] if message.value else []
@@ -144,10 +163,8 @@ class _Input:
         if isinstance(encrypted, str):
             item["encrypted_content"] = encrypted
         self.items.append(item)
-
-    def _with_id(self, item: dict[str, Any], state: dict[str, Any] | None) -> None:
-        if state and isinstance(state.get("id"), str) and self._ids_ok:
-            item["id"] = state["id"]
+        wanted = state.get("next")
+        self._next = wanted if isinstance(wanted, dict) else None
 
 
 def _map_messages(messages: list[Message], target: Target, store_false: bool) -> list[dict[str, Any]]:
