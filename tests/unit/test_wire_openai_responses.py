@@ -440,6 +440,11 @@ def test_response_failed_and_error_events_raise_classified_errors() -> None:
 
     decoder = WIRE.stream_decoder(make_target())
     with pytest.raises(ProviderError) as caught:
+        decoder.feed(_event("error", error={"type": "server_error", "code": "server_error", "message": "Boom"}))
+    assert caught.value.upstream_status == 500 and "Boom" in caught.value.detail
+
+    decoder = WIRE.stream_decoder(make_target())
+    with pytest.raises(ProviderError) as caught:
         decoder.feed(_event("response.failed", response={"status": "failed", "error": {
             "code": "context_length_exceeded", "message": "Your input exceeds the context window of this model."}}))
     assert context_exceeded(caught.value)

@@ -233,7 +233,8 @@ class ResponsesStreamDecoder:
             raise _protocol_error("a stream event is not a typed JSON object")
         kind = event["type"]
         if kind == "error":
-            raise _failed(event)
+            # The SDK types put code and message on the event; some servers nest them in `error`.
+            raise _failed(event["error"] if isinstance(event.get("error"), dict) else event)
         if kind in ("response.completed", "response.incomplete", "response.failed"):
             return self._end(event)
         handler = _HANDLERS.get(kind)
