@@ -161,7 +161,7 @@ def test_openai_dialect_goes_to_chat_completions_with_the_callers_body(responses
     assert fake.requests("openai")[-1].path == "/openai/v1/chat/completions"
 
 
-def test_a_429_is_retried_and_a_failed_stream_fails_over(responses, fake):
+def test_a_429_and_a_failed_stream_are_retried_on_the_same_offering(responses, fake):
     fake.script("openai", fail(429, headers={"retry-after-ms": "5"}))
     messages, _ = _native(responses, [{"type": "user", "value": "hello"}], tools=[])
     assert messages[-1]["value"] == "Echo: hello"

@@ -14,7 +14,9 @@ Request (`openai_responses_request.py`):
   encrypted state that replays it when OpenAI keeps nothing. No effort (or `none`) sends `none`, else
   `minimal`, else the model's lowest depth, whichever the model takes first.
 - on the deployment's own keys `store: false` (OpenAI keeps nothing), unless the provider's
-  option `store` is true; on a caller's own key the API's default.
+  option `store` is true; on a caller's own key the API's default. The provider's options are also
+  what `openai_chat` reads for its OpenAI-dialect calls, so list OpenAI with `"options": {"store": false}`
+  and the Chat Completions route keeps nothing on the deployment's keys either.
 - `responseSchema` is `text.format` (json_schema, strict as `strict` asks); tools are function tools
   with `strict: false` (the API's default is strict, which refuses most schemas).
 - stop, seed, frequency/presence penalties and top_k are left off: the API has none of them.
