@@ -3,6 +3,7 @@
     POST /{label}/v1/chat/completions          OpenAI Chat Completions (a label's dialect may answer
                                                elsewhere: Azure's deployment and v1 routes, dialects.py)
     POST /{label}/drivers/call                 Puter's AI chat driver (NDJSON streams)
+    POST /{label}/v1/responses                 OpenAI Responses
     POST /{label}/v1/messages                  Anthropic Messages
     POST /{label}/v1/messages/count_tokens     Anthropic token counting
     GET  /healthz
@@ -23,7 +24,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs
 
-from . import anthropic, openai_chat, puter
+from . import anthropic, openai_chat, openai_responses, puter
 from .behaviour import decide
 from .dialects import OPENAI, Dialect, dialect_for
 from .errors import Invalid
@@ -31,6 +32,7 @@ from .script import Cut, Fail, FakeState, Hang, Malformed, RecordedRequest, Repl
 from .transport import Receive, Scope, Send, pause, read_body, send_json, send_json_misbehaving, send_sse
 
 _ROUTES: dict[str, tuple[ModuleType, bool]] = {
+    "v1/responses": (openai_responses, False),
     "v1/messages": (anthropic, False),
     "v1/messages/count_tokens": (anthropic, True),
     "drivers/call": (puter, False),

@@ -22,7 +22,7 @@ from ..call import Call, Parameters
 from ..config import derived
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..events import Assembler, Continued, Event, Finish
-from ..providers import wire_for
+from ..providers import wire_for_call
 from ..providers.base import Target
 from ..providers.transport import Timeouts, exchange
 from .breaker import Breakers
@@ -180,7 +180,7 @@ class Session:
         params = params_for(call.params, candidate)
         if params is not call.params:
             call = dataclasses.replace(call, params=params)
-        wire = wire_for(candidate.provider.wire)
+        wire = wire_for_call(candidate.provider.wire, call)
         timeouts = self._timeouts()
         stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts)
         assembler = Assembler()

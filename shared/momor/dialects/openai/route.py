@@ -22,6 +22,7 @@ from ...errors import MomorError, ProviderError
 from ...events import Assembler, Event, Raw
 from ...http import bearer_token, json_response
 from ...logs import logger
+from ...providers import speaks
 from ...routing.plan import Candidate
 from . import parse as openai
 from . import write as openai_answer
@@ -78,7 +79,7 @@ class OpenAIDoor:
 
 
 def _same_protocol(routed: Routed, candidate: Candidate) -> bool:
-    return routed.call.raw_wire is not None and candidate.provider.wire == routed.call.raw_wire
+    return routed.call.raw_wire is not None and speaks(candidate.provider.wire, routed.call.raw_wire)
 
 
 async def _passthrough(
