@@ -9,6 +9,8 @@
     MOMOR_RECORDS_TABLE      the DynamoDB table of call records
     MOMOR_RECORD_TTL_DAYS    days a call record is kept before DynamoDB's TTL removes it (90)
     MOMOR_API_KEYS_TABLE     the DynamoDB table of Momor API key hashes
+    MOMOR_MEMORY_TABLE       the DynamoDB table of the router's conversation memory
+    MOMOR_MEMORY_TTL_DAYS    days a memory thread is kept after its last turn (30)
 
 Endpoints are not settings: boto3 itself honours AWS_ENDPOINT_URL and the per-service
 AWS_ENDPOINT_URL_S3 / _DYNAMODB / _SECRETS_MANAGER, which is how local emulators are reached.
@@ -43,6 +45,8 @@ _ENV = {
     "records_table": "MOMOR_RECORDS_TABLE",
     "record_ttl_days": "MOMOR_RECORD_TTL_DAYS",
     "api_keys_table": "MOMOR_API_KEYS_TABLE",
+    "memory_table": "MOMOR_MEMORY_TABLE",
+    "memory_ttl_days": "MOMOR_MEMORY_TTL_DAYS",
 }
 
 
@@ -57,13 +61,16 @@ class Settings:
     records_table: str | None = None
     record_ttl_days: int = 90
     api_keys_table: str | None = None
+    memory_table: str | None = None
+    memory_ttl_days: int = 30
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         raw = {name: (env.get(var) or "").strip() or None for name, var in _ENV.items()}
         values: dict[str, object] = {k: v for k, v in raw.items() if v is not None}
-        for name, kind in (("catalog_ttl", float), ("keys_ttl", int), ("record_ttl_days", int)):
+        for name, kind in (("catalog_ttl", float), ("keys_ttl", int), ("record_ttl_days", int),
+                           ("memory_ttl_days", int)):
             if name in values:
                 values[name] = _number(name, str(values[name]), kind)
         settings = cls(**values)  # type: ignore[arg-type]
