@@ -15,7 +15,7 @@ import openai
 import pytest
 
 from momor.store import apikeys, keys
-from tests.fakes.script import fail, reply
+from tests.fakes.script import cut, fail, reply
 
 from .conftest import SAVED_KEYS
 
@@ -204,6 +204,17 @@ def test_a_failed_call_keeps_nothing(router, fake):
     with sdk(router) as client:
         with pytest.raises(openai.APIStatusError):
             client.chat.completions.create(model="zen-small", messages=[user("Lost words.")])
+        client.chat.completions.create(model="zen-small", messages=[user("Next.")])
+    assert sent_messages(fake, "zen") == [user("Next.")]
+
+
+def test_a_stream_cut_after_output_keeps_nothing(router, fake):
+    fake.script("zen", cut(after=2))
+    response, frames = router.stream("/router/v1/chat/completions",
+                                     {"model": "zen-small", "messages": [user("Half a story.")], "stream": True})
+    assert response.status_code == 200
+    assert frames[-1][1]["choices"][0]["finish_reason"] == "error"  # the stream failed after output
+    with sdk(router) as client:
         client.chat.completions.create(model="zen-small", messages=[user("Next.")])
     assert sent_messages(fake, "zen") == [user("Next.")]
 
