@@ -45,7 +45,8 @@ def router_catalog(momor, fake_url):
     catalog["models"] += [
         {**_model("classifier-mini", "low", [("zen", 0.0)]),
          "offerings": [{"provider": "zen", "id": CLASSIFIER_ID, "prices": {"input": 0.0, "output": 0.0}}]},
-        _model("zen-small", "low", [("zen", 0.0)]),
+        {**_model("zen-small", "low", [("zen", 0.0)]),
+         "capabilities": {"maxOutputTokens": 32000, "reasoning": ["low", "medium", "high", "max"]}},
         _model("zen-medium", "medium", [("zen", 0.0), ("puter", 0.5)], max_output=1000),
         _model("nv-medium", "medium", [("nvidia", 0.0)]),
         _model("nv-large", "high", [("nvidia", 0.0), ("puter", 0.2)]),
@@ -350,3 +351,14 @@ def test_default_max_tokens_whole_streamed_capped_and_the_clients_own(router, fa
         assert fake.requests("zen")[-1].json["max_completion_tokens"] == 1000
         client.chat.completions.create(model="zen-small", messages=[user("d")], max_tokens=7)
         assert fake.requests("zen")[-1].json["max_completion_tokens"] == 7
+
+
+@pytest.mark.parametrize(("model", "extra", "effort"), [
+    ("zen-small:max", {}, "max"), ("zen-small:low", {}, "low"),
+    ("zen-small:max", {"reasoning_effort": "medium"}, "medium"),  # the caller's own value wins
+])
+def test_a_zen_variant_is_a_reasoning_depth(router, fake, model, extra, effort):
+    with sdk(router) as client:
+        client.chat.completions.create(model=model, messages=[user("Think.")], extra_body=extra)
+    sent = fake.requests("zen")[-1].json
+    assert sent["model"] == "zen-small-zen" and sent["reasoning_effort"] == effort

@@ -134,6 +134,15 @@ def labels(found):
     return [f"{c.model.name}@{c.provider.name}" for c in found]
 
 
+def test_a_variant_is_one_of_the_models_reasoning_depths():
+    listed = parse_catalog({**CATALOG.model_dump(by_alias=True, mode="json"), "models": [
+        {**_model("ds", "low", ("zen", 0.0)), "capabilities": {"reasoning": ["low", "medium", "high", "max"]}}]})
+    assert families.read("ds:MAX", None, listed) == families.Ask(
+        "model", selectors=(families.Selector(name="ds", written="ds:MAX"),), variant="max")
+    assert families.read("ds:xhigh", None, listed).kind == "auto"  # not a variant it lists
+    assert families.read("ghost:low", None, listed).kind == "auto"
+
+
 def test_auto_serves_the_tier_family_by_family_then_the_rest():
     found = families.candidates(families.Ask("auto"), "medium", CATALOG, Prioritization(), Needs())
     assert labels(found) == ["zm@zen", "nm@nvidia", "zm@puter", "cheap-elsewhere@openai",

@@ -13,6 +13,9 @@ each a set of provider names or roots. What a caller's `model` asks for:
                                          (nvidia falls back to puter; zen and puter stand alone)
     a model in the catalog               that model: its offerings in family order, then the rest
                                          by price
+    "<model>:<variant>"                  that model at a reasoning depth it lists (Zen's variants:
+                                         low/medium/high/max, or none/high), sent as its
+                                         reasoning_effort unless the caller sent one
     any other selector seed 001 knows    planned as seed 001 plans it (publisher/name, objects,
                                          lists, `models`)
 
@@ -44,6 +47,8 @@ class Ask:
     """For kind "tier": the tier asked."""
     selectors: tuple[Selector, ...] = ()
     """For kind "model" and "selectors"."""
+    variant: str | None = None
+    """For kind "model": the reasoning depth named after a colon (a Zen variant)."""
 
     @property
     def classified(self) -> bool:
@@ -64,12 +69,23 @@ def read(model: Any, models: Any, catalog: Catalog) -> Ask:
             return Ask("tier", tier=word[5:])
         if any(m.name.lower() == word for m in catalog.models):
             return Ask("model", selectors=(Selector(name=model.strip(), written=model),))
+        variant = _variant(model.strip(), catalog)
+        if variant is not None:
+            return variant
     try:
         selectors = parse_selectors(model, models)
         plan(catalog, selectors, Prioritization())
     except RoutingError:
         return Ask("auto")
     return Ask("selectors", selectors=tuple(selectors))
+
+
+def _variant(model: str, catalog: Catalog) -> Ask | None:
+    name, colon, depth = model.rpartition(":")
+    found = next((m for m in catalog.models if m.name.lower() == name.lower()), None) if colon else None
+    if found is None or depth.lower() not in found.capabilities.reasoning:
+        return None
+    return Ask("model", selectors=(Selector(name=found.name, written=model),), variant=depth.lower())
 
 
 def _family_index(candidate: Candidate, families: list[RouterFamily], catalog: Catalog) -> int:

@@ -10,6 +10,8 @@ streams: this door is the OpenAI door) plus what seed 003 adds, so an OpenAI SDK
 - `prompt`: a user message when `messages` is missing or empty.
 - `model` omitted, unknown, `auto` or `router`: classified (routing/classify.py) and served by
   the provider families in order (routing/families.py); the tier chosen is `X-Momor-Tier`.
+- `<model>:<variant>` (a Zen variant such as `deepseek-v4-flash-free:max`): that model with the
+  variant as its `reasoning_effort`.
 - `max_tokens` left out: 2048 for a whole answer, 4096 for a stream, never above the serving
   model's `maxOutputTokens`.
 
@@ -122,6 +124,9 @@ class RouterDoor(OpenAIDoor):
         route = families.read(body.get("model"), body.get("models"), catalog)
         rest = {k: v for k, v in body.items() if k not in ROUTER_FIELDS}
         rest["messages"] = messages
+        if route.variant is not None:
+            rest["model"] = route.selectors[0].name
+            rest.setdefault("reasoning_effort", route.variant)  # a Zen variant is a reasoning depth
         if route.kind in ("auto", "family", "tier"):
             # Planned again once the tier is known (router_operation); every model meanwhile.
             rest.pop("models", None)
