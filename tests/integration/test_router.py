@@ -362,3 +362,37 @@ def test_a_zen_variant_is_a_reasoning_depth(router, fake, model, extra, effort):
         client.chat.completions.create(model=model, messages=[user("Think.")], extra_body=extra)
     sent = fake.requests("zen")[-1].json
     assert sent["model"] == "zen-small-zen" and sent["reasoning_effort"] == effort
+
+
+def test_a_thread_survives_across_instances(router, fake):
+    """Two Momor processes' worth of state (a second app and server, nothing shared in memory):
+    the turn kept by one is what the other injects."""
+    from momor.api.app import all_routes
+
+    from .conftest import _Server
+
+    with sdk(router) as client:
+        client.chat.completions.create(model="zen-small", messages=[user("Kept by the first.")],
+                                       extra_body={"chat_id": "travels"})
+    with _Server(all_routes()) as other:
+        with openai.OpenAI(base_url=other.url + "/router/v1", api_key=router.api_key, max_retries=0) as client:
+            client.chat.completions.create(model="zen-small", messages=[user("Read by the second.")],
+                                           extra_body={"chat_id": "travels"})
+        other.settle()
+    assert sent_messages(fake, "zen") == [
+        user("Kept by the first."), {"role": "assistant", "content": "Echo: Kept by the first."},
+        user("Read by the second."),
+    ]
+
+
+async def test_concurrent_turns_on_one_thread_are_both_kept(router):
+    """Optimistic concurrency: two writers that read the same version both land, in some order."""
+    from momor.store import memory as store
+
+    stale = await store.load(router.caller_id, "busy")
+    await store.append(router.caller_id, "busy", [user("first")], stale)
+    await store.append(router.caller_id, "busy", [user("second")], stale)  # read before the first write
+    thread = await store.load(router.caller_id, "busy")
+    assert thread.turns == [user("first"), user("second")] and thread.version == 2
+    await store.clear(router.caller_id, "busy")
+    assert (await store.load(router.caller_id, "busy")).turns == []
