@@ -43,7 +43,7 @@ def router_catalog(momor, fake_url):
         catalog["providers"].append({"name": name, "wire": "openai_chat", "baseUrl": f"{fake_url}/{name}/v1",
                                      "parameters": ALL_PARAMS})
     catalog["models"] += [
-        {**_model("classifier-mini", "low", [("zen", 0.0)]),
+        {**_model("classifier-mini", "free", [("zen", 0.0)]),
          "offerings": [{"provider": "zen", "id": CLASSIFIER_ID, "prices": {"input": 0.0, "output": 0.0}}]},
         {**_model("zen-small", "low", [("zen", 0.0)]),
          "capabilities": {"maxOutputTokens": 32000, "reasoning": ["low", "medium", "high", "max"]}},
@@ -396,3 +396,17 @@ async def test_concurrent_turns_on_one_thread_are_both_kept(router):
     assert thread.turns == [user("first"), user("second")] and thread.version == 2
     await store.clear(router.caller_id, "busy")
     assert (await store.load(router.caller_id, "busy")).turns == []
+
+
+def test_a_classified_stream_names_its_tier_and_thread(router, fake):
+    fake.script("zen", reply("low"), model=CLASSIFIER_ID)
+    with sdk(router) as client:
+        with client.chat.completions.with_streaming_response.create(
+            model="auto", messages=[user("Say hi.")], stream=True,
+        ) as response:
+            assert response.headers["x-momor-tier"] == "low"
+            assert response.headers["x-momor-chat-id"] == f"chat_default_{router.caller_id}"
+            assert response.headers["x-momor-provider"] == "zen"
+            chunks = list(response.parse())
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Echo: Say hi."
+    assert chunks[-1].model == "momor/zen-small"
