@@ -49,7 +49,7 @@ def router_catalog(momor, fake_url):
          "capabilities": {"maxOutputTokens": 32000, "reasoning": ["low", "medium", "high", "max"]}},
         _model("zen-medium", "medium", [("zen", 0.0), ("puter", 0.5)], max_output=1000),
         _model("nv-medium", "medium", [("nvidia", 0.0)]),
-        _model("nv-large", "high", [("nvidia", 0.0), ("puter", 0.2)]),
+        _model("nv-large", "high", [("nvidia", 0.3), ("puter", 0.2)]),
         _model("puter-large", "high", [("puter", 0.1)]),
     ]
     catalog["router"] = {
@@ -262,7 +262,7 @@ def test_auto_routing_classifies_then_serves_the_tier_in_family_order(router, fa
         raw = client.chat.completions.with_raw_response.create(
             model=openai.omit if model is None else model, messages=[user("Prove the four colour theorem.")])
     assert raw.headers["x-momor-tier"] == "high"
-    # zen has no high model: nvidia's comes first, though puter serves the same model cheaper.
+    # zen has no high model: nvidia's comes first, though puter serves it (and puter-large) cheaper.
     assert served(router, raw) == "nvidia/nv-large"
     classifier = [r.json for r in fake.requests("zen") if r.json["model"] == CLASSIFIER_ID][-1]
     assert classifier["max_completion_tokens"] == 16 and classifier["temperature"] == 0
@@ -334,7 +334,7 @@ def test_forced_nvidia_falls_back_to_puter_and_puter_to_nothing_else(router, fak
 
 
 def test_an_exact_model_is_served_by_its_offerings_in_family_order(router, fake):
-    # nv-large: nvidia (family 2) before puter (family 3), though puter's is no cheaper.
+    # nv-large: nvidia (family 2) before puter (family 3), though puter's is cheaper.
     with sdk(router) as client:
         raw = client.chat.completions.with_raw_response.create(model="nv-large", messages=[user("Hi")])
     assert served(router, raw) == "nvidia/nv-large" and "x-momor-tier" not in raw.headers

@@ -123,7 +123,7 @@ CATALOG = parse_catalog({
 
 
 @pytest.mark.parametrize(("model", "kind"), [
-    (None, "auto"), ("auto", "auto"), ("Router", "auto"), ("nonsense", "auto"), ("nonsense/x", "auto"),
+    (None, "auto"), ("auto", "auto"), ("", "auto"), ("Router", "auto"), ("nonsense", "auto"), ("nonsense/x", "auto"),
     ("zen", "family"), ("nvidia-auto", "family"), ("nm", "model"), ("tier/high", "tier"), ("p/nm", "selectors"),
 ])
 def test_what_model_asks_for(model, kind):

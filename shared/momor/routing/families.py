@@ -32,7 +32,7 @@ from ..errors import RoutingError
 from .plan import Candidate, Needs, _fits, _provider_matches, plan
 from .selectors import Prioritization, Selector, parse_selectors
 
-AUTO_WORDS = ("auto", "router")
+AUTO_WORDS = ("auto", "router", "")
 
 Kind = Literal["auto", "tier", "family", "model", "selectors"]
 
