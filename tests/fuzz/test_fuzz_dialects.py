@@ -162,6 +162,25 @@ def test_openai_random_headers(client, momor, data):
     check_openai(post(client, OPENAI_PATH, body=body, headers=headers))
 
 
+# --- the router alias (seed 003): the same dialect plus memory and routing fields -------------------
+
+ROUTER_PATH = "/router/v1/chat/completions"
+ROUTER_PATHS: list[tuple[Any, ...]] = [
+    *OPENAI_PATHS,
+    *[(f,) for f in ("chat_id", "conversation_id", "thread_id", "memory_id", "new_chat", "context", "prompt")],
+]
+ROUTER_WORDS = [*OPENAI_WORDS, "zen", "nvidia-auto", "puter", "router", "gpt-5-mini:high", "full", "auto",
+                "chat_default_", "x" * 129]
+
+
+@needs_openai
+@FUZZ_SETTINGS
+@given(body=mutated(openai_base, ROUTER_PATHS, ROUTER_WORDS))
+def test_router_near_valid_bodies(client, momor, body):
+    _show("body", body)
+    check_openai(post(client, ROUTER_PATH, body=body, headers=momor.headers()))
+
+
 # --- Anthropic Messages -----------------------------------------------------------------------------
 
 ANTHROPIC_PATH = "/messages"
