@@ -400,13 +400,33 @@ async def test_concurrent_turns_on_one_thread_are_both_kept(router):
 
 def test_a_classified_stream_names_its_tier_and_thread(router, fake):
     fake.script("zen", reply("low"), model=CLASSIFIER_ID)
-    with sdk(router) as client:
-        with client.chat.completions.with_streaming_response.create(
-            model="auto", messages=[user("Say hi.")], stream=True,
-        ) as response:
-            assert response.headers["x-momor-tier"] == "low"
-            assert response.headers["x-momor-chat-id"] == f"chat_default_{router.caller_id}"
-            assert response.headers["x-momor-provider"] == "zen"
-            chunks = list(response.parse())
+    with sdk(router) as client, client.chat.completions.with_streaming_response.create(
+        model="auto", messages=[user("Say hi.")], stream=True,
+    ) as response:
+        assert response.headers["x-momor-tier"] == "low"
+        assert response.headers["x-momor-chat-id"] == f"chat_default_{router.caller_id}"
+        assert response.headers["x-momor-provider"] == "zen"
+        chunks = list(response.parse())
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "Echo: Say hi."
     assert chunks[-1].model == "momor/zen-small"
+
+
+def test_compact_and_full_memory_bounds_and_only_conversation_is_stored(router, fake, momor_aws):
+    with sdk(router) as client:
+        for i in range(6):  # six exchanges: twelve messages
+            client.chat.completions.create(
+                model="zen-small", extra_body={"chat_id": "long"},
+                messages=[{"role": "system", "content": "rules"}, user(f"q{i}")])
+        client.chat.completions.create(model="zen-small", messages=[user("compact?")], extra_body={"chat_id": "long"})
+        compact = sent_messages(fake, "zen")
+        client.chat.completions.create(model="zen-small", messages=[user("full?")],
+                                       extra_body={"chat_id": "long", "context": "full"})
+        full = sent_messages(fake, "zen")
+    # Compact: the last 8 messages (4 exchanges) before the new turn; full: everything (14 so far).
+    assert compact[:-1] == [m for i in range(2, 6) for m in (user(f"q{i}"), {"role": "assistant",
+                                                                            "content": f"Echo: q{i}"})]
+    assert [m["content"] for m in full[:-1]][:2] == ["q0", "Echo: q0"] and len(full) == 15
+    item = momor_aws.client("dynamodb").get_item(
+        TableName=momor_aws.memory_table, Key={"threadKey": {"S": f"{router.caller_id}#long"}}, ConsistentRead=True)
+    stored = json.loads(item["Item"]["turns"]["S"])
+    assert {m["role"] for m in stored} == {"user", "assistant"} and len(stored) == 16  # no system message kept
