@@ -31,6 +31,8 @@ ROUTES = [
     ("post", "/models/two", "ModelsFunction", True),
     ("post", "/v1/chat/completions", "ChatCompletionsFunction", True),
     ("post", "/models/completions", "ChatCompletionsFunction", True),
+    ("post", "/router/v1/chat/completions", "ChatCompletionsFunction", True),
+    ("post", "/router/chat/completions", "ChatCompletionsFunction", True),
     ("post", "/messages", "MessagesFunction", True),
     ("post", "/messages/count_tokens", "MessagesFunction", True),
     ("post", "/v1/messages", "MessagesFunction", True),
@@ -201,7 +203,7 @@ def test_powertools_and_settings_env(function):
     all_vars = {**T["Globals"]["Function"]["Environment"]["Variables"],
                 **props(function).get("Environment", {}).get("Variables", {})}
     momor_vars = {name for name in all_vars if name.startswith("MOMOR_")} - {"MOMOR_ASGI_APP"}
-    assert momor_vars <= set(ENV_VARS), "a MOMOR_ variable momor.settings does not read"
+    assert momor_vars <= set(ENV_VARS), "a MOMOR_ variable momor.config does not read"
     assert all_vars["MOMOR_RECORDS_TABLE"] == {"Ref": "RecordsTable"}
     assert all_vars["MOMOR_API_KEYS_TABLE"] == {"Ref": "ApiKeysTable"}
     assert all_vars["MOMOR_CATALOG_BUCKET"] == {"Ref": "CatalogBucket"}
@@ -241,7 +243,10 @@ def test_tables():
     assert records["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
     keys = props("ApiKeysTable")
     assert keys["KeySchema"] == [{"AttributeName": "keyHash", "KeyType": "HASH"}]
-    for table in ("RecordsTable", "ApiKeysTable"):
+    memory = props("MemoryTable")
+    assert memory["KeySchema"] == [{"AttributeName": "threadKey", "KeyType": "HASH"}]
+    assert memory["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
+    for table in ("RecordsTable", "ApiKeysTable", "MemoryTable"):
         p = props(table)
         assert p["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
         assert p["BillingMode"] == "PAY_PER_REQUEST"
@@ -261,11 +266,16 @@ def test_bucket_and_secret():
 CATALOG_OBJECT = "arn:${AWS::Partition}:s3:::${CatalogBucket}/${CatalogKey}"
 API_KEYS = {"Fn::GetAtt": ["ApiKeysTable", "Arn"]}
 RECORDS = {"Fn::GetAtt": ["RecordsTable", "Arn"]}
+MEMORY = {"Fn::GetAtt": ["MemoryTable", "Arn"]}
 SECRET = {"AWSSecretsManagerGetSecretValuePolicy": {"SecretArn": {"Ref": "ProviderKeysSecret"}}}
 
 GRANTS: dict[str, set[tuple[str, str]]] = {
     **{f: {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys"), ("dynamodb:PutItem", "records")}
        for f in STREAMING},
+    # The router alias keeps its threads (momor/store/memory.py: GetItem, PutItem, DeleteItem).
+    "ChatCompletionsFunction": {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys"),
+                                ("dynamodb:PutItem", "records"), ("dynamodb:GetItem", "memory"),
+                                ("dynamodb:PutItem", "memory"), ("dynamodb:DeleteItem", "memory")},
     "GenerationsFunction": {("dynamodb:GetItem", "api-keys"), ("dynamodb:GetItem", "records")},
     "CatalogFunction": {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys")},
 }
@@ -276,6 +286,8 @@ def _target(resource: Any) -> str:
         return "api-keys"
     if resource == RECORDS:
         return "records"
+    if resource == MEMORY:
+        return "memory"
     if isinstance(resource, dict) and "Fn::Sub" in resource and sub_text(resource) == CATALOG_OBJECT:
         return "catalog"
     raise AssertionError(f"unexpected resource {resource!r}")

@@ -41,7 +41,8 @@ def all_routes(backend: Backend | None = None) -> FastAPI:
     from ..dialects.anthropic import route as anthropic
     from ..dialects.native import route as native
     from ..dialects.openai import route as openai
+    from ..dialects.openai import router_route
     from . import generations, model_list
 
-    return build_app(native.router, openai.router, generations.router, anthropic.router, model_list.router,
-                     backend=backend)
+    return build_app(native.router, openai.router, router_route.router, generations.router, anthropic.router,
+                     model_list.router, backend=backend)

@@ -95,6 +95,9 @@ class Prepared:
     routed: Routed
     candidates: list[Candidate]
     resolve_key: KeyResolver
+    after_answer: Callable[[Assembler], Awaitable[None]] | None = None
+    """Run once a complete answer is in, before its last byte leaves (the router's memory keeps the
+    answer here, so the caller's next turn finds it); a failed answer never reaches it."""
 
 
 Operation = Callable[[Prepared], Awaitable[Response]]
@@ -156,10 +159,11 @@ async def generate(p: Prepared) -> Response:
         resolve_key=p.resolve_key,
         network_timeout=routed.network_timeout,
         rollover=routed.rollover,
+        adjust=routed.adjust,
     )
     served = await session.open()
     if not routed.call.stream:
-        async for _ in session.events():
+        async for _ in _answered(p, session):
             pass
         recorder.status_code = 200
         recorder.finish_reason = session.assembler.finish.reason if session.assembler.finish else None
@@ -176,7 +180,7 @@ async def _streamed(p: Prepared, session: Session, served: Candidate) -> AsyncIt
     recorder = p.recorder
     recorder.status_code = 200
     try:
-        async for chunk in p.door.stream(recorder.request_id, p.routed, served, session.events()):
+        async for chunk in p.door.stream(recorder.request_id, p.routed, served, _answered(p, session)):
             yield chunk
     except ProviderError as exc:  # a door that lets one through still leaves a record
         recorder.error = exc.detail
@@ -190,6 +194,14 @@ async def _streamed(p: Prepared, session: Session, served: Candidate) -> AsyncIt
         # A caller that hangs up on the last byte cancels this task: the record is written anyway.
         with anyio.CancelScope(shield=True):
             await _record(p.backend, recorder)
+
+
+async def _answered(p: Prepared, session: Session) -> AsyncIterator[Event]:
+    """The session's events; once they are all in (a complete answer), `after_answer` runs."""
+    async for event in session.events():
+        yield event
+    if p.after_answer is not None:
+        await p.after_answer(session.assembler)
 
 
 def _gated(resolve: Any, gate: Callable[[Candidate, list[Any]], str | None] | None, recorder: Recorder) -> Any:

@@ -93,6 +93,10 @@ class Recorder:
     written: bool = False
     gateway_request_id: str | None = None
     """API Gateway's id for the request (Lambda only): the correlation id in the logs."""
+    router: dict[str, Any] | None = None
+    """The router alias's own steps, for the record (records.CallRecord.router)."""
+    classifier: list[AttemptTimer] = field(default_factory=list)
+    """The classifier's attempts (they never serve the call, so they are kept apart)."""
 
     @property
     def attempts(self) -> list[Attempt]:
@@ -124,6 +128,8 @@ class Recorder:
             status=self.status_code,
             attempts=self.attempts,
             finish_reason=self.finish_reason,
+            router=self.router,
+            classifier_attempts=[t.attempt for t in self.classifier],
         )
         if served is not None:
             m = served.candidate.model

@@ -11,6 +11,9 @@ The item (attribute names as the GET route answers them):
     served        {model, provider, tier, publisher} or null
     usage, cost   cost in USD from the catalog's prices (a DynamoDB number, written as Decimal)
     finishReason, status (the HTTP status the caller got)
+    router        the router alias only (seed 003): {tier, tierSource: classifier | default |
+                  asked, tierNote, classifier: [attempts, as above], memory: {mode, turns}};
+                  the classifier's cost is in `cost`
     expiresAt     epoch seconds; the table's TTL attribute (MOMOR_RECORD_TTL_DAYS)
 
 A record never holds a secret: keys are not among its fields, error text is cut short, and any
@@ -120,12 +123,16 @@ class CallRecord:
     """Left out, the attempts' costs summed: what the whole call cost."""
     finish_reason: str | None = None
     created: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    router: dict[str, Any] | None = None
+    """The router's own steps (tier, memory); `classifier_attempts` are written inside it."""
+    classifier_attempts: list[Attempt] = field(default_factory=list)
 
     def to_dict(self, ttl_days: int) -> dict[str, Any]:
         cost = self.cost
         if cost is None:
-            cost = sum((a.cost for a in self.attempts if a.cost is not None), Decimal(0))
-        return {
+            every = [*self.attempts, *self.classifier_attempts]
+            cost = sum((a.cost for a in every if a.cost is not None), Decimal(0))
+        document = {
             "id": self.id,
             "callerId": self.caller_id,
             "created": self.created.isoformat(timespec="milliseconds"),
@@ -145,6 +152,9 @@ class CallRecord:
             "status": self.status,
             "expiresAt": int(self.created.timestamp()) + ttl_days * 86_400,
         }
+        if self.router is not None:
+            document["router"] = {**self.router, "classifier": [a.to_dict() for a in self.classifier_attempts]}
+        return document
 
 
 def _clean(value: Any, secrets: tuple[str, ...]) -> Any:
