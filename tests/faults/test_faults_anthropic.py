@@ -337,7 +337,9 @@ def test_breaker_opens_after_failures_and_a_probe_after_the_cooldown_closes_it(m
     assert call(False).served() == (DUO, "flaky")
     out = call(False)
     assert out.served() == (DUO, "flaky") and arrivals.labels() == ["backup"] * 3 + ["flaky"] * 2
-    assert attempts(record_of(momor, out.request_id)) == [("flaky", "ok", 200)]
+    record = record_of(momor, out.request_id)  # the record says why backup was not asked first
+    assert attempts(record) == [("backup", "skipped", None), ("flaky", "ok", 200)]
+    assert errors(record)[0] == "circuit open: tried after the other candidates"
     time.sleep(1.2)
     assert call(False).served() == (DUO, "backup")
     assert call(False).served() == (DUO, "backup")

@@ -401,7 +401,9 @@ def test_breaker_opens_after_failures_and_a_probe_after_the_cooldown_closes_it(m
     out = Outcome(momor, ask(streamed))  # open: flaky goes behind backup, which serves
     assert out.served_by()["provider"] == "backup"
     assert arrivals.labels()[4:] == ["backup"]
-    assert attempts(record_of(momor, out.request_id)) == [("backup", "ok", 200)]
+    record = record_of(momor, out.request_id)  # the record says why flaky was not asked first
+    assert attempts(record) == [("flaky", "skipped", None), ("backup", "ok", 200)]
+    assert errors(record)[0] == "circuit open: tried after the other candidates"
 
     time.sleep(1.2)  # past the cool-down: one call probes flaky, which has recovered
     assert Outcome(momor, ask(streamed)).served_by()["provider"] == "flaky"

@@ -356,7 +356,9 @@ def test_streamed_breaker_opens_after_failures_and_a_probe_after_the_cooldown_cl
     assert call(streamed).provider() == "backup"
     out = call(streamed)
     assert out.provider() == "backup" and arrivals.labels() == ["flaky"] * 3 + ["backup"] * 2
-    assert attempts(record_of(momor, out.request_id)) == [("backup", "ok", 200)]
+    record = record_of(momor, out.request_id)  # the record says why flaky was not asked first
+    assert attempts(record) == [("flaky", "skipped", None), ("backup", "ok", 200)]
+    assert errors(record)[0] == "circuit open: tried after the other candidates"
     time.sleep(1.2)
     assert call(streamed).provider() == "flaky"
     assert call(streamed).provider() == "flaky"
