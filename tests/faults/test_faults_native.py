@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Any
 
+import httpx2
 import pytest
 
 from tests.fakes.script import cut, fail, hang, malformed, stall
@@ -202,6 +203,50 @@ def test_silent_provider_streamed_fails_over_after_the_first_token_timeout(momor
     assert errors(record)[0].startswith("timeout:")
 
 
+@LEADS
+def test_a_provider_that_never_begins_its_answer_fails_over_after_the_response_timeout(momor, fake, tune, lead):
+    """No response headers: the response timeout, not the (long) first-token one (issue 10, item 28)."""
+    tune(MOMOR_RESPONSE_TIMEOUT_S=SHORT, MOMOR_FIRST_TOKEN_TIMEOUT_S=HOLD * 2)
+    fake.script(lead, hang(HOLD))
+    out = Outcome(momor, ask(True, lead))
+    assert out.served_by()["provider"] == OTHER[lead] and out.text() == ANSWER
+    assert SHORT <= out.seconds < SHORT + SLACK
+    record = record_of(momor, out.request_id)
+    assert attempts(record) == [(lead, "failed", None), (OTHER[lead], "ok", 200)]
+    assert errors(record)[0].startswith("timeout: The provider did not begin its answer")
+
+
+@LEADS
+def test_a_model_thinking_after_its_headers_is_not_cut_by_the_response_timeout(momor, fake, tune, lead):
+    """Headers at once, then a long silence before the first event (a reasoning model thinking):
+    bounded by the first-token timeout only."""
+    tune(MOMOR_RESPONSE_TIMEOUT_S=SHORT, MOMOR_FIRST_TOKEN_TIMEOUT_S=HOLD)
+    fake.script(lead, stall(after=0, seconds=SHORT * 2))
+    out = Outcome(momor, ask(True, lead))
+    assert out.served_by()["provider"] == lead and out.text() == ANSWER
+    assert out.seconds >= SHORT * 2
+    assert attempts(record_of(momor, out.request_id)) == [(lead, "ok", 200)]
+
+
+def test_a_caller_who_hangs_up_mid_stream_is_recorded_as_cancelled_with_what_it_received(momor, fake):
+    """Issue 10, item 16: the attempt is 'cancelled' (not failed without status or usage), with the
+    usage of what was sent, and the record is written at once (not when the generator is collected)."""
+    fake.script("flaky", stall(after=4, seconds=2))
+    with httpx2.stream("POST", momor.url + "/models", json=ask(True, "flaky"), headers=momor.headers(),
+                       timeout=30) as response:
+        request_id = response.headers["x-momor-request-id"]
+        for line in response.iter_lines():
+            if line.startswith("event: delta"):
+                break  # the caller has some of the answer, and hangs up
+    record = record_of(momor, request_id)
+    assert record["outcome"] == "cancelled" and record["status"] == 200
+    [attempt] = record["attempts"]
+    assert attempt["status"] == "cancelled" and attempt["delivered"] is True
+    assert attempt["usage"]["outputTokens"] > 0 and attempt["usage"]["estimated"] is True
+    assert attempt["cost"] > 0 and attempt["latencyMs"] is not None
+    assert record["served"]["provider"] == "flaky"
+
+
 def test_silent_provider_buffered_fails_over_after_the_first_token_timeout(momor, fake, tune):
     # The budget only keeps this test short while the bug stands: 1.5 s is ample for backup.
     tune(MOMOR_FIRST_TOKEN_TIMEOUT_S=SHORT, MOMOR_CALL_BUDGET_S=SHORT * 2)
@@ -266,7 +311,10 @@ def test_stream_cut_after_output_ends_on_an_error_frame_by_default(momor, fake, 
     assert len(fake.requests(lead)) == 1 and fake.requests(OTHER[lead]) == []  # stop: nobody else asked
     record = record_of(momor, out.request_id)
     assert attempts(record) == [(lead, "failed", None)]
-    assert record["finishReason"] is None and record["served"] is None
+    # What was delivered, who delivered it and why it ended (issue 10, item 30).
+    assert record["finishReason"] is None and record["served"]["provider"] == lead
+    assert record["outcome"] == "failed" and "closed the connection" in record["error"]
+    assert record["attempts"][0]["delivered"] is True and record["status"] == 200
 
 
 @LEADS
@@ -374,7 +422,15 @@ def test_rollover_lets_backup_finish_what_flaky_began(momor, fake, tune, step):
     record = record_of(momor, out.request_id)
     assert attempts(record) == [("flaky", "failed", None), ("backup", "ok", 200)]
     assert record["served"]["provider"] == "backup" and record["finishReason"]
-    assert out.frames[-1][1]["usage"]["provider"] == "backup"
+    assert record["outcome"] == "complete"
+    assert [a["delivered"] for a in record["attempts"]] == [True, True]
+    end_usage = out.frames[-1][1]["usage"]
+    assert end_usage["provider"] == "backup"
+    # The end frame reports the whole answer's usage: each delivering attempt's, summed.
+    by_attempt = [a["usage"] for a in record["attempts"]]
+    assert all(u is not None for u in by_attempt)
+    assert end_usage["outputTokens"] == sum(u["outputTokens"] for u in by_attempt)
+    assert record["usage"]["outputTokens"] == end_usage["outputTokens"]
 
 
 def test_rollover_with_no_offering_able_to_finish_ends_on_an_error_frame(momor, fake):

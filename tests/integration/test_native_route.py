@@ -286,7 +286,9 @@ def test_a_stream_cut_after_output_ends_with_an_error_frame_by_default(momor, fa
     assert "delta" in kinds and kinds[-1] == "error" and "end" not in kinds
     assert frames[-1][1]["status"] == 502
     record = momor.record(response.headers["x-momor-request-id"])
-    assert record["attempts"][0]["status"] == "failed" and record["served"] is None
+    assert record["attempts"][0]["status"] == "failed" and record["attempts"][0]["delivered"] is True
+    assert record["served"]["provider"] == "flaky"  # who delivered what the caller got
+    assert record["outcome"] == "failed" and "closed the connection" in record["error"]
 
 
 def test_rollover_lets_the_next_candidate_finish_the_answer(momor, fake):

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,8 +77,8 @@ class Answer:
     """What `Session.open` returns: the offering that serves, and its answer."""
 
     served: Candidate
-    events: AsyncIterator[Event]
-    """Its events, held ones first, then the rest as they arrive (once; see Session.events)."""
+    events: AsyncGenerator[Event, None]
+    """Its events, held ones first, then the rest as they arrive (read once; `close` ends it)."""
     assembler: Assembler
     """The answer as the caller receives it (filled as `events` is read; across a rollover, every
     offering's parts). A stream keeps no Raw events here, and its text only for a rollover."""
@@ -90,11 +90,12 @@ class Answer:
         finds its generator): an answer read to its end is untouched; one the caller stopped
         reading is recorded as cancelled, with what its offering produced."""
         await self.events.aclose()  # a stream stopped mid-way records its own cancellation
-        if self._recorder.outcome is None:  # never read at all: nothing reached the caller
-            self._serving.attempt.cancel(self._serving.produced)
+        if self._recorder.outcome is None:  # never read at all (or left during a rollover)
+            if not self._serving.attempt.ended:
+                self._serving.attempt.cancel(self._serving.produced)
             if self._serving.rest is not None:
                 await _aclose(self._serving.rest)
-            self._recorder.end("cancelled", "The caller left before the answer began.")
+            self._recorder.end("cancelled", "The caller left before the answer was complete.")
 
 
 class Session:

@@ -34,6 +34,10 @@ class AttemptTimer:
     """The call as this offering was sent it (a rollover's prefill included), for estimates."""
     started: float = field(default_factory=time.perf_counter)
 
+    @property
+    def ended(self) -> bool:
+        return self.attempt.latency_ms is not None
+
     def _end(self) -> None:
         self.attempt.latency_ms = round((time.perf_counter() - self.started) * 1000, 2)
 
