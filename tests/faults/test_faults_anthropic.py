@@ -203,6 +203,16 @@ def test_silent_provider_streamed_fails_over_after_the_first_token_timeout(momor
     assert errors(record)[0].startswith("timeout:")
 
 
+@LEADS
+def test_a_provider_that_never_begins_its_answer_fails_over_after_the_response_timeout(momor, fake, call, tune, lead):
+    tune(MOMOR_RESPONSE_TIMEOUT_S=SHORT, MOMOR_FIRST_TOKEN_TIMEOUT_S=HOLD * 2)
+    fake.script(lead, hang(HOLD))
+    out = call(True, lead)
+    assert out.served() == (DUO, OTHER[lead]) and out.text() == ANSWER
+    assert SHORT <= out.seconds < SHORT + SLACK
+    assert errors(record_of(momor, out.request_id))[0].startswith("timeout: The provider did not begin")
+
+
 def test_silent_provider_buffered_fails_over_after_the_first_token_timeout(momor, fake, call, tune):
     tune(MOMOR_FIRST_TOKEN_TIMEOUT_S=SHORT, MOMOR_CALL_BUDGET_S=SHORT * 2)  # the budget keeps the bug short
     fake.script("backup", hang(HOLD))
@@ -268,6 +278,9 @@ def test_stream_cut_after_output_is_an_error_event_and_nothing_after(momor, fake
     assert fake.requests(OTHER[lead]) == []
     record = record_of(momor, out.request_id)
     assert attempts(record) == [(lead, "failed", None)] and record["finishReason"] is None
+    # What was delivered, who delivered it and why it ended (issue 10, item 30).
+    assert record["served"]["provider"] == lead and record["attempts"][0]["delivered"] is True
+    assert record["outcome"] == "failed" and "closed the connection" in record["error"]
 
 
 def test_the_sdk_raises_on_the_error_event(momor, fake, client):
