@@ -36,12 +36,14 @@ from .support import (
     attempts,
     errors,
     no_garbage,
+    provider_entry,
     record_of,
     refuse_connections,
     retried_then_served,
     sse,
     stopwatch,
     with_context_windows,
+    write_variant,
 )
 
 pytestmark = pytest.mark.emulators
@@ -226,6 +228,19 @@ def test_a_model_thinking_after_its_headers_is_not_cut_by_the_response_timeout(m
     assert out.served_by()["provider"] == lead and out.text() == ANSWER
     assert out.seconds >= SHORT * 2
     assert attempts(record_of(momor, out.request_id)) == [(lead, "ok", 200)]
+
+
+def test_a_stream_whose_provider_sends_no_usage_is_recorded_with_an_estimate_never_zero(momor, fake):
+    """An OpenAI-wire provider that is sent no stream_options (as Mistral is) sends no usage chunk:
+    the record estimates the usage and says so (issue 10, item 15)."""
+    write_variant(momor, lambda c: provider_entry(c, "flaky").setdefault("options", {}).update(streamOptions=False))
+    out = Outcome(momor, ask(True, "flaky"))
+    assert out.served_by()["provider"] == "flaky" and out.text() == ANSWER
+    assert "stream_options" not in fake.requests("flaky")[-1].json
+    record = record_of(momor, out.request_id)
+    usage = record["attempts"][0]["usage"]
+    assert usage["estimated"] is True and usage["inputTokens"] > 0 and usage["outputTokens"] > 0
+    assert record["usage"]["estimated"] is True and record["cost"] > 0
 
 
 def test_a_caller_who_hangs_up_mid_stream_is_recorded_as_cancelled_with_what_it_received(momor, fake):
