@@ -403,3 +403,27 @@ def test_a_failed_attempt_costs_the_tokens_its_provider_reported(momor, fake, ca
     out.error_event()
     (failed,) = record_of(momor, out.request_id)["attempts"]
     assert failed["usage"]["inputTokens"] > 0 and failed["cost"] > 0
+
+
+# --- overflow and the circuit breaker ---------------------------------------------------------------
+
+
+def test_an_open_circuit_on_the_asked_model_is_a_capacity_refusal_for_overflow(momor, fake, client, tune):
+    """Issue 10, item 29: once the asked offering's circuit opens, the breaker moves it behind the
+    overflow candidates; overflow must then serve (it used to skip them all: a 502)."""
+    tune(MOMOR_BREAKER_FAILURES=1, MOMOR_BREAKER_COOLDOWN_S=600, MOMOR_RETRIES=0)
+    fake.script("anthropic", fail(529), fail(529))
+    overflow = {"x-momor-overflow": "any"}
+    first = client.messages.with_raw_response.create(model="claude-sonnet-4-5", max_tokens=16,
+                                                     messages=[{"role": "user", "content": TEXT}],
+                                                     extra_headers=overflow)
+    assert first.headers["x-momor-overflow-step"] == "any"  # a 529: overflow served, the circuit opened
+    asked = len(fake.requests("anthropic"))
+    second = client.messages.with_raw_response.create(model="claude-sonnet-4-5", max_tokens=16,
+                                                      messages=[{"role": "user", "content": TEXT}],
+                                                      extra_headers=overflow)
+    assert second.status_code == 200 and second.headers["x-momor-overflow-step"] == "any"
+    assert len(fake.requests("anthropic")) == asked  # the sick offering was not asked again
+    record = record_of(momor, second.headers["x-momor-request-id"])
+    assert (record["attempts"][0]["provider"], record["attempts"][0]["status"]) == ("anthropic", "skipped")
+    assert errors(record)[0] == "circuit open: tried after the other candidates"
