@@ -116,9 +116,11 @@ async def test_a_probe_that_raises_something_else_releases_the_circuit():
     breakers.failure("a/r-a")
     now[0] = 11  # half-open: the next call probes a
     script = Script(a=[RuntimeError("a bug in a wire")])
+    s = session(script, breakers=breakers)
     with pytest.raises(RuntimeError):
-        await session(script, breakers=breakers).open()
+        await s.open()
     assert breakers.allows("a/r-a")  # not "probing" for ever
+    assert s.recorder.attempts[0].error == "momor: RuntimeError" and s.recorder.attempts[0].latency_ms is not None
     script.steps["a"] = [ANSWER]
     assert (await session(script, breakers=breakers).open()).served.provider.name == "a"
     assert breakers.state("a/r-a") == "closed"
@@ -225,6 +227,18 @@ async def test_a_caller_who_leaves_before_reading_is_recorded_as_cancelled():
     [attempt] = s.recorder.attempts
     assert attempt.status == "cancelled" and not attempt.delivered
     assert s.recorder.outcome == "cancelled" and s.recorder.to_record().served is None
+
+
+async def test_a_bug_mid_stream_is_recorded_as_momors_failure_not_a_cancellation():
+    script = Script(a=[[PartStart(0, "content"), Delta(0, "some"), StreamOrderError("part 0 is not open")]])
+    s = session(script)
+    answer = await s.open()
+    with pytest.raises(StreamOrderError):
+        await drain(answer)
+    await answer.close()
+    [attempt] = s.recorder.attempts
+    assert attempt.status == "failed" and attempt.error == "momor: StreamOrderError" and attempt.delivered
+    assert s.recorder.outcome == "failed" and "StreamOrderError" in s.recorder.error
 
 
 async def test_a_cancelled_task_mid_stream_is_recorded_as_cancelled():

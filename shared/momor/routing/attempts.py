@@ -194,10 +194,10 @@ class Session:
                     continue
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail))
                 return "context" if context_exceeded(exc) else "failed"
-            except BaseException:
+            except BaseException as exc:
                 # No verdict on the offering (the caller hung up, or Momor failed): the attempt says
                 # so, and a probe it was must not hold the circuit half-open for ever.
-                attempt.cancel()
+                _unfinished(attempt, exc)
                 self.breakers.release(circuit)
                 raise
             self.breakers.success(circuit)
@@ -293,6 +293,9 @@ class Session:
             except (asyncio.CancelledError, GeneratorExit):
                 self.recorder.end("cancelled", "The caller left before the answer was complete.")
                 raise
+            except Exception as exc:
+                self.recorder.end("failed", f"Momor failed unexpectedly ({type(exc).__name__}).")
+                raise
 
     async def _served_events(self, serving: _Serving) -> AsyncIterator[Event]:
         """One offering's events to the end of its answer; its attempt ends ok, failed or
@@ -318,8 +321,8 @@ class Session:
             if counts_against_breaker(exc):
                 self.breakers.failure(circuit)
             raise
-        except BaseException:
-            attempt.cancel(produced)
+        except BaseException as exc:
+            _unfinished(attempt, exc, produced)
             raise
         finally:
             if serving.rest is not None:
@@ -386,6 +389,14 @@ async def _aclose(stream: AsyncIterator[Event]) -> None:
     aclose = getattr(stream, "aclose", None)
     if aclose is not None:
         await aclose()
+
+
+def _unfinished(attempt: AttemptTimer, exc: BaseException, produced: Assembler | None = None) -> None:
+    """An attempt ended by something other than the provider: the caller leaving, or a bug."""
+    if isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
+        attempt.cancel(produced)
+    else:
+        attempt.broke(exc, produced)
 
 
 def _overall_status(recorder: Recorder) -> int:

@@ -49,6 +49,14 @@ class AttemptTimer:
         self.attempt.error = f"{exc.kind}: {exc.detail}"
         self._bill(produced)
 
+    def broke(self, exc: BaseException, produced: Assembler | None = None) -> None:
+        """Momor itself failed during this attempt (a bug): failed, saying so, with no verdict on
+        the offering."""
+        self._end()
+        self.attempt.status = "failed"
+        self.attempt.error = f"momor: {type(exc).__name__}"
+        self._bill(produced)
+
     def cancel(self, produced: Assembler | None = None) -> None:
         """The caller hung up while this attempt was under way: it ends with what was received,
         which the provider billed."""
