@@ -432,6 +432,9 @@ def test_rollover_lets_backup_finish_what_flaky_began(momor, fake, tune, step):
     assert prefill["role"] == "assistant"
     sent = prefill["content"] if isinstance(prefill["content"], str) else prefill["content"][0]["text"]
     assert sent == had.rstrip()  # exactly what the caller had, trimmed as Anthropic requires
+    # The backup continues the trimmed prefill (its text starts with the white space the caller
+    # already has): the joined answer is what one provider would have sent (issue 10, item 27).
+    assert had != had.rstrip() and out.text() == ANSWER
     assert out.seconds < SHORT + SLACK
     no_garbage(out.stream.text if out.stream else "")
     record = record_of(momor, out.request_id)
