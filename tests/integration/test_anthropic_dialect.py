@@ -406,6 +406,7 @@ def test_count_tokens_on_the_anthropic_offering(momor, fake, client):
     assert record["status"] == 200 and record["route"].endswith("/count_tokens")
     assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("anthropic", "ok")]
     assert record["outcome"] == "complete" and record["error"] is None
+    assert record["served"]["provider"] == "anthropic"
 
 
 def test_count_tokens_estimated_elsewhere(momor, fake, client):

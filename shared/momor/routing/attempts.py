@@ -6,6 +6,11 @@ stream, events are held back until the first visible output (text, reasoning or 
 only then is the candidate committed to and its events passed on. A failure after that is the
 stream's to end (seed 000 `streamFailureBehavior`): the doors write the error frame, or with
 rollover the next candidate able to continue finishes the answer (see rollover.py).
+
+`Session.open()` returns an `Answer`: what served, its events and the answer as the caller
+receives it. Reading the events to the end records the call complete; a failure records it
+failed; a caller who stops reading (the events closed, the task cancelled) records it cancelled,
+with what each attempt produced, at once. `Answer.close()` ends an answer wherever it stands.
 """
 
 from __future__ import annotations

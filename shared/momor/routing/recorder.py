@@ -79,6 +79,7 @@ class AttemptTimer:
         """An answer that is not billed (token counting)."""
         self._end()
         self.attempt.status, self.attempt.http_status, self.attempt.cost = "ok", 200, Decimal(0)
+        self.attempt.delivered = True  # its answer (the count) is what the caller gets
 
     def succeed(self, assembler: Assembler) -> None:
         self._end()
