@@ -204,7 +204,10 @@ class _RecordedStream(StreamingResponse):
 async def _stream_ended(p: Prepared, answer: Answer) -> None:
     """The stream's record: how it ended (the session recorded complete, failed or cancelled, and
     what each attempt produced), who delivered it and with what finish."""
-    await answer.close()
+    try:
+        await answer.close()
+    except Exception:  # closing the provider's stream must never cost the record
+        logger.exception("closing the stream failed", extra={"request_id": p.recorder.request_id})
     finish = answer.assembler.finish
     p.recorder.finish_reason = finish.reason if finish else None
     await _record(p.backend, p.recorder)
