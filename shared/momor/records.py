@@ -11,6 +11,8 @@ The item (attribute names as the GET route answers them):
     served        {model, provider, tier, publisher} or null
     usage, cost   cost in USD from the catalog's prices (a DynamoDB number, written as Decimal)
     finishReason, status (the HTTP status the caller got)
+    latencyMs, firstByteMs   the whole call, and until its answer could begin (a model had begun)
+    day           the UTC date of `created`: the partition of the records' `byDay` index (usage.py)
     expiresAt     epoch seconds; the table's TTL attribute (MOMOR_RECORD_TTL_DAYS)
 
 A record never holds a secret: keys are not among its fields, error text is cut short, and any
@@ -120,11 +122,11 @@ class CallRecord:
     """Left out, the attempts' costs summed: what the whole call cost."""
     finish_reason: str | None = None
     created: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    latency_ms: float | None = None
+    first_byte_ms: float | None = None
 
     def to_dict(self, ttl_days: int) -> dict[str, Any]:
-        cost = self.cost
-        if cost is None:
-            cost = sum((a.cost for a in self.attempts if a.cost is not None), Decimal(0))
+        cost = total_cost(self)
         return {
             "id": self.id,
             "callerId": self.caller_id,
@@ -143,8 +145,18 @@ class CallRecord:
             "cost": cost,
             "finishReason": self.finish_reason,
             "status": self.status,
+            "latencyMs": self.latency_ms,
+            "firstByteMs": self.first_byte_ms,
+            "day": self.created.date().isoformat(),
             "expiresAt": int(self.created.timestamp()) + ttl_days * 86_400,
         }
+
+
+def total_cost(record: CallRecord) -> Decimal:
+    """What the whole call cost: its own `cost`, else its attempts' costs summed."""
+    if record.cost is not None:
+        return record.cost
+    return sum((a.cost for a in record.attempts if a.cost is not None), Decimal(0))
 
 
 def _clean(value: Any, secrets: tuple[str, ...]) -> Any:
@@ -183,6 +195,10 @@ def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | 
     # Longest first, so a key that contains another is blanked whole.
     blank = tuple(sorted((s for s in secrets if s), key=len, reverse=True))
     document = _clean(record.to_dict(ttl_days), blank)
+    if not document.get("callerId"):
+        # A refusal before the caller was known: an index key may not be an empty string, and
+        # leaving it out keeps the call out of every caller's usage (the byCaller index is sparse).
+        document.pop("callerId", None)
     serializer = TypeSerializer()
     return {name: serializer.serialize(value) for name, value in document.items()}
 

@@ -38,7 +38,7 @@ def build_app(*factories: RouterFactory, backend: Backend | None = None, title: 
 
 def all_routes(backend: Backend | None = None) -> FastAPI:
     """Every route in one app: the local server's."""
-    from . import catalog, chat_completions, generations, messages, models
+    from . import catalog, chat_completions, generations, messages, models, usage
 
     return build_app(models.router, chat_completions.router, generations.router, messages.router, catalog.router,
-                     backend=backend)
+                     usage.router, backend=backend)

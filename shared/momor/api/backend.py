@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .. import apikeys, keys, ratelimit, records
+from .. import apikeys, budgets, keys, ratelimit, records
 from ..catalog import Catalog
 from ..catalog_source import get_catalog_async
 from ..routing.attempts import KeyResolver, ResolvedKey
@@ -33,6 +33,13 @@ class Backend:
     async def admit(self, caller: Caller, token: str) -> ratelimit.RateState:
         """Count the call against the caller's rate limit (atomic in DynamoDB)."""
         return await ratelimit.admit(caller.id, key_hash=apikeys.key_hash(token))
+
+    async def admit_budget(self, caller: Caller) -> budgets.BudgetState | None:
+        """Admit the call against the key's spend limits, if it has any (budgets.py)."""
+        return await budgets.admit(caller) if budgets.has_budget(caller) else None
+
+    async def add_spend(self, spend: budgets.Spend, record: records.CallRecord) -> None:
+        await budgets.add_spend(spend, records.total_cost(record))
 
     async def key_resolver(self, call_keys: dict[str, Any], *, zdr: bool) -> KeyResolver:
         # Warm the saved-keys cache (off the event loop when stale); lookups below are memory reads.

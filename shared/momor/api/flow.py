@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from .. import background, metrics
+from ..budgets import BudgetState
 from ..catalog import Catalog
 from ..errors import MomorError, ProviderError, RequestError
 from ..events import Assembler, Event
@@ -59,24 +60,32 @@ class Door(Protocol):
 
 
 class _Admission:
-    """The rate-limit check, started as soon as the caller is known and awaited only before a
-    provider is called, so its DynamoDB round trip overlaps reading and planning the request."""
+    """The rate-limit and budget checks, started as soon as the caller is known and awaited only
+    before a provider is called, so their DynamoDB round trips overlap reading and planning."""
 
     def __init__(self) -> None:
         self.task: asyncio.Future[RateState] | None = None
+        self.budget: asyncio.Future[BudgetState | None] | None = None
 
     def start(self, backend: Backend, caller: Caller, token: str) -> None:
         self.task = asyncio.ensure_future(backend.admit(caller, token))
+        self.budget = asyncio.ensure_future(backend.admit_budget(caller))
 
-    async def check(self) -> None:
+    async def check(self, recorder: Recorder) -> None:
         state = await self.task if self.task else None
         if state is not None and not state.allowed:
             raise RequestError(f"Rate limit exceeded: {state.limit} requests a window; retry in "
                                f"{state.retry_after} s.", status=429)
+        budget = await self.budget if self.budget else None
+        if budget is not None and not budget.allowed:
+            raise budget.refusal()  # 402, before any provider is called
+        recorder.spend = budget.spend if budget is not None else None
 
     async def headers(self) -> dict[str, str]:
-        """X-RateLimit-* for every answer to a known caller, refusals included."""
-        return (await self.task).headers() if self.task else {}
+        """X-RateLimit-* and X-Momor-Budget-Remaining for every answer to a known caller."""
+        headers = (await self.task).headers() if self.task else {}
+        budget = await self.budget if self.budget else None
+        return headers | budget.headers() if budget is not None else headers
 
 
 async def routed_call(request: Request, door: Door, backend: Backend, route: str) -> Response:
@@ -115,7 +124,7 @@ async def _serve(
     check_provider_names(catalog, routed.prio, routed.prio_where)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs)
     zdr = routed.prio.zdr or _caller_zdr(caller)
-    await admission.check()
+    await admission.check(recorder)
     session = Session(
         routed.call,
         candidates,
@@ -125,6 +134,7 @@ async def _serve(
         rollover=routed.rollover,
     )
     served = await session.open()
+    recorder.mark_first_byte()
     if not routed.call.stream:
         async for _ in session.events():
             pass
@@ -195,6 +205,7 @@ async def _record(backend: Backend, recorder: Recorder) -> None:
     if recorder.written:
         return
     recorder.written = True
+    recorder.mark_end()
     await background.later(recorder.request_id, _write(backend, recorder))
 
 
@@ -218,6 +229,11 @@ async def _write(backend: Backend, recorder: Recorder) -> None:
         await backend.write_record(record, recorder.secrets)
     except Exception:
         logger.exception("call record not written", extra={"request_id": recorder.request_id})
+    if recorder.spend is not None:
+        try:
+            await backend.add_spend(recorder.spend, record)
+        except Exception:
+            logger.exception("call cost not added to the key's budget", extra={"request_id": recorder.request_id})
     try:
         metrics.emit(record)
     except Exception:

@@ -88,6 +88,20 @@ class Recorder:
     written: bool = False
     gateway_request_id: str | None = None
     """API Gateway's id for the request (Lambda only): the correlation id in the logs."""
+    started: float = field(default_factory=time.perf_counter)
+    first_byte_ms: float | None = None
+    """Set when a model has begun and the answer may start (flow.py): the call's first byte."""
+    spend: Any = None
+    """budgets.Spend the call's cost is added to once written, when the key has a budget."""
+
+    latency_ms: float | None = None
+    """Set when the call ends (`mark_end`), before its record is written after the answer."""
+
+    def mark_first_byte(self) -> None:
+        self.first_byte_ms = round((time.perf_counter() - self.started) * 1000, 2)
+
+    def mark_end(self) -> None:
+        self.latency_ms = round((time.perf_counter() - self.started) * 1000, 2)
 
     @property
     def attempts(self) -> list[Attempt]:
@@ -119,6 +133,8 @@ class Recorder:
             status=self.status_code,
             attempts=self.attempts,
             finish_reason=self.finish_reason,
+            latency_ms=self.latency_ms,
+            first_byte_ms=self.first_byte_ms,
         )
         if served is not None:
             m = served.candidate.model
