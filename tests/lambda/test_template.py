@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from momor import usage
 from momor.settings import ENV_VARS
 
 from . import rie
@@ -38,6 +39,9 @@ ROUTES = [
     ("get", "/v1/models", "CatalogFunction", False),
     ("get", "/generations/{id}", "GenerationsFunction", False),
     ("get", "/models", "CatalogFunction", False),
+    ("get", "/usage", "UsageFunction", False),
+    ("get", "/console", "UsageFunction", False),
+    ("get", "/console/{name}", "UsageFunction", False),
 ]
 FOLDERS = {
     "ModelsFunction": "models",
@@ -45,6 +49,7 @@ FOLDERS = {
     "MessagesFunction": "messages",
     "GenerationsFunction": "generations",
     "CatalogFunction": "catalog",
+    "UsageFunction": "usage",
 }
 STREAMING = sorted({f for _, _, f, s in ROUTES if s})
 BUFFERED = sorted({f for _, _, f, s in ROUTES if not s})
@@ -97,6 +102,9 @@ def test_sam_build_makes_every_function_and_both_layers():
     momor = build.artifact("MomorLayer") / "python" / "momor"
     assert (momor / "__init__.py").is_file() and (momor / "lambda_stream" / "__main__.py").is_file()
     assert (momor / "catalog.schema.json").is_file()  # package data travels too
+    # The console's static files, the chart library vendored from npm (infra/setup.sh) included.
+    for asset in ("index.html", "console.js", "console.css", "chart.umd.min.js"):
+        assert (momor / "console" / asset).is_file(), asset
     wrapper = momor / "lambda_bootstrap.sh"
     assert wrapper.is_file() and os.access(wrapper, os.X_OK), "the exec wrapper must stay executable"
     deps = build.artifact("DependenciesLayer") / "python"
@@ -239,6 +247,10 @@ def test_buffered_functions_run_the_stock_runtime(function):
 def test_tables():
     records = props("RecordsTable")
     assert records["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
+    # The usage indexes are the ones infra/emulators.py creates locally (momor.usage), field for field.
+    attributes, indexes = usage.index_definitions()
+    assert records["AttributeDefinitions"] == [{"AttributeName": "id", "AttributeType": "S"}, *attributes]
+    assert records["GlobalSecondaryIndexes"] == indexes
     assert records["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
     keys = props("ApiKeysTable")
     assert keys["KeySchema"] == [{"AttributeName": "keyHash", "KeyType": "HASH"}]
@@ -265,10 +277,13 @@ RECORDS = {"Fn::GetAtt": ["RecordsTable", "Arn"]}
 SECRET = {"AWSSecretsManagerGetSecretValuePolicy": {"SecretArn": {"Ref": "ProviderKeysSecret"}}}
 
 GRANTS: dict[str, set[tuple[str, str]]] = {
-    **{f: {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys"), ("dynamodb:PutItem", "records")}
+    # UpdateItem on the API-keys table: rate-limit windows (ratelimit.py) and spend (budgets.py).
+    **{f: {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys"), ("dynamodb:UpdateItem", "api-keys"),
+           ("dynamodb:PutItem", "records")}
        for f in STREAMING},
     "GenerationsFunction": {("dynamodb:GetItem", "api-keys"), ("dynamodb:GetItem", "records")},
     "CatalogFunction": {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys")},
+    "UsageFunction": {("dynamodb:GetItem", "api-keys"), ("dynamodb:Query", "record-indexes")},
 }
 
 
@@ -279,6 +294,8 @@ def _target(resource: Any) -> str:
         return "records"
     if isinstance(resource, dict) and "Fn::Sub" in resource and sub_text(resource) == CATALOG_OBJECT:
         return "catalog"
+    if isinstance(resource, dict) and "Fn::Sub" in resource and sub_text(resource) == "${RecordsTable.Arn}/index/*":
+        return "record-indexes"
     raise AssertionError(f"unexpected resource {resource!r}")
 
 
