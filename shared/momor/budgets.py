@@ -117,7 +117,7 @@ class BudgetState:
 
     def refusal(self) -> RequestError:
         """402, naming the limit that is spent and when it resets."""
-        if self.daily is not None and self.spent_day >= self.daily:
+        if self.daily is not None and (self.spent_day >= self.daily or self.daily <= 0):
             name, limit, spent, resets = "daily", self.daily, self.spent_day, self.period.day_resets
         else:
             name, limit, spent = "monthly", self.monthly or Decimal(0), self.spent_month
@@ -187,13 +187,18 @@ async def admit(caller: Caller) -> BudgetState | None:
     }
     allowed = True
     try:
-        try:
-            answer = await asyncio.wait_for(dynamo.call("UpdateItem", payload), DYNAMODB_TIMEOUT_S)
-            item = answer.get("Attributes", {})
-        except dynamo.DynamoError as exc:
-            if exc.code != "ConditionalCheckFailedException":
-                raise
+        if any(limit is not None and limit <= 0 for limit in (caller.budget_daily, caller.budget_monthly)):
+            # Nothing may be spent. (The condition below would admit a first call: a spend item
+            # that does not exist yet passes `attribute_not_exists`.)
             allowed, item = False, await _read(spend)
+        else:
+            try:
+                answer = await asyncio.wait_for(dynamo.call("UpdateItem", payload), DYNAMODB_TIMEOUT_S)
+                item = answer.get("Attributes", {})
+            except dynamo.DynamoError as exc:
+                if exc.code != "ConditionalCheckFailedException":
+                    raise
+                allowed, item = False, await _read(spend)
     except Exception as exc:  # the store failed: admit uncounted (module docstring)
         logger.warning("budget store unavailable; admitting the call uncounted",
                        extra={"caller_id": caller.id, "error": f"{type(exc).__name__}: {exc}"[:300]})
