@@ -34,7 +34,7 @@
   function when(iso) {
     const d = new Date(iso);
     return d.toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
-      second: "2-digit" });
+      second: "2-digit", hour12: false });
   }
   const dayLabel = (day) => new Date(day + "T00:00:00Z").toLocaleDateString(undefined,
     { month: "short", day: "numeric", timeZone: "UTC" });
@@ -201,7 +201,7 @@
           { type: "bar", label: "Failed", data: u.days.map((d) => d.failed), backgroundColor: "#fca5a5",
             borderRadius: 4, maxBarThickness: 40, yAxisID: "y" },
           { type: "line", label: "Failure rate", data: u.days.map((d) => 100 * d.failureRate),
-            borderColor: "#e5484d", backgroundColor: "#e5484d", tension: 0.3, pointRadius: 3, yAxisID: "rate" },
+            borderColor: "#e5484d", backgroundColor: "#e5484d", tension: 0, pointRadius: 3, yAxisID: "rate" },
         ],
       },
       options: {
