@@ -26,7 +26,10 @@ def usd(value: float) -> str:
         return "$0"
     if value >= 1:
         return f"${value:,.2f}"
-    return f"${value:.4f}" if value >= 0.01 else f"${value:.6f}"
+    if value >= 0.01:
+        fixed = f"{value:.4f}"
+        return "$" + (fixed[:-2] + fixed[-2:].rstrip("0") if fixed.endswith("0") else fixed)
+    return f"${value:.6f}"
 
 
 def make_calls(momor, fake) -> tuple[list[str], str]:
@@ -177,3 +180,21 @@ def test_the_key_stays_in_the_tab_and_a_wrong_key_is_refused(momor, browser):
     browser.find_element(By.ID, "signout").click()
     assert browser.execute_script("return sessionStorage.getItem('momor.apiKey')") is None
     assert browser.find_element(By.ID, "signin").is_displayed()
+
+
+def test_the_console_shows_spend_against_the_limits(momor, browser, artifacts):
+    from momor import apikeys, budgets
+
+    key, _ = apikeys.create_api_key("budgeted team")
+    budgets.set_limits(apikeys.key_hash(key), daily=Decimal("0.5"), monthly=Decimal("20"))
+    answer = momor.post("/models", {"systemPrompt": "", "messages": [{"type": "user", "value": "Hi"}],
+                                    "model": "gpt-5-mini"},
+                        headers={**momor.headers(), "Authorization": f"Bearer {key}"})
+    assert answer.status_code == 200
+    spent = Decimal(str(momor.get(f"/generations/{answer.headers['x-momor-request-id']}", api_key=key).json()["cost"]))
+    viewport(browser, *DESKTOP)
+    sign_in(browser, momor.url, key)
+    assert browser.find_element(By.ID, "budget").is_displayed()
+    assert f"{usd(float(spent))} of $0.50" in text(browser, "budget-day")
+    assert f"{usd(float(spent))} of $20.00" in text(browser, "budget-month")
+    browser.save_screenshot(str(artifacts / "console-budget.png"))

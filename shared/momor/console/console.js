@@ -11,12 +11,12 @@
   const state = { usage: null, group: "model", charts: {} };
 
   // ---------------------------------------------------------------------------------- formatting
-  // Cost: whole cents from $1, four decimals from a cent, six below (calls often cost fractions).
+  // Cost: whole cents from $1, two to four decimals from a cent, six below (calls often cost fractions).
   function usd(v) {
     v = Number(v) || 0;
     if (v === 0) return "$0";
     if (v >= 1) return "$" + v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
-    if (v >= 0.01) return "$" + v.toFixed(4);
+    if (v >= 0.01) return "$" + v.toFixed(4).replace(/0{1,2}$/, "");  // $0.50, $0.125, $0.0123
     return "$" + v.toFixed(6);
   }
   // Axis ticks: enough decimals to tell neighbouring ticks apart, however small the amounts.
