@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import anthropic
+import httpx2
 import openai
 import pytest
 
@@ -154,3 +155,30 @@ def test_the_race_overspends_by_at_most_the_calls_in_flight(momor_aws):
     assert spent == sum(admitted) * cost  # no add was lost
     assert limit <= spent < limit + threads * cost
     assert not asyncio.run(budgets.admit(caller)).allowed  # and it stays refused
+
+
+def test_the_cli_sets_and_changes_limits_and_the_admin_flag(momor_aws, capsys):
+    from infra import create_api_key as cli
+
+    cli.main(["spenders", "--daily-usd", "2.5", "--admin"])
+    key = capsys.readouterr().out.strip()
+    caller = apikeys.authenticate(key)
+    assert (caller.budget_daily, caller.budget_monthly, caller.admin) == (Decimal("2.5"), None, True)
+
+    cli.main(["--update", caller.id, "--daily-usd", "none", "--monthly-usd", "40", "--no-admin"])
+    apikeys.reset_cache()
+    caller = apikeys.authenticate(key)
+    assert (caller.budget_daily, caller.budget_monthly, caller.admin) == (None, Decimal("40"), False)
+    with pytest.raises(SystemExit):
+        cli.main(["--update", "no-such-id", "--daily-usd", "1"])
+    with pytest.raises(SystemExit):
+        cli.main(["spenders", "--daily-usd", "-1"])
+
+
+def test_streamed_answers_carry_the_remaining_budget(momor):
+    key = key_with(daily="10")
+    with httpx2.stream("POST", momor.url + "/models", json={**NATIVE, "streaming": True}, timeout=30,
+                       headers={**momor.headers(), "Authorization": f"Bearer {key}"}) as streamed:
+        assert streamed.status_code == 200 and streamed.headers["content-type"].startswith("text/event-stream")
+        assert streamed.headers[budgets.REMAINING_HEADER] == "10.000000"
+        assert "event: end" in streamed.read().decode()
