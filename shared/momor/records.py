@@ -3,7 +3,7 @@
 The item (attribute names as the GET route answers them):
 
     id            the request id (X-Momor-Request-Id); the table's partition key
-    callerId      `apikeys.Caller.id`, never the API key
+    callerId      `apikeys.Caller.id`, never the API key; callerName, the key's name
     created       ISO 8601, UTC
     dialect, route, selectors (as the caller wrote them), streaming
     attempts      [{provider, model, offeringId, keySource: call|saved|none,
@@ -124,12 +124,15 @@ class CallRecord:
     created: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     latency_ms: float | None = None
     first_byte_ms: float | None = None
+    caller_name: str | None = None
+    """The API key's name (not secret), so usage can show whose calls these are."""
 
     def to_dict(self, ttl_days: int) -> dict[str, Any]:
         cost = total_cost(self)
         return {
             "id": self.id,
             "callerId": self.caller_id,
+            "callerName": self.caller_name,
             "created": self.created.isoformat(timespec="milliseconds"),
             "dialect": self.dialect,
             "route": self.route,

@@ -36,7 +36,7 @@ from .settings import get_settings
 BY_CALLER = "byCaller"
 BY_DAY = "byDay"
 PROJECTED = ["id", "created", "route", "dialect", "status", "streaming", "served", "usage", "cost", "attempts",
-             "finishReason", "latencyMs", "firstByteMs"]
+             "finishReason", "latencyMs", "firstByteMs", "callerName"]
 """Non-key attributes both indexes carry (template.yaml and infra/emulators.py create them so)."""
 GROUPS = ("model", "provider", "route", "key")
 DEFAULT_DAYS = 7
@@ -225,8 +225,9 @@ class Stats:
         }
 
 
-def _ranked(stats: dict[str, Stats]) -> list[dict[str, Any]]:
-    rows = [{"name": name, **s.to_json()} for name, s in stats.items()]
+def _ranked(stats: dict[str, Stats], labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    rows = [{"name": name, **({"label": labels[name]} if labels and name in labels else {}), **s.to_json()}
+            for name, s in stats.items()]
     return sorted(rows, key=lambda r: (-r["costUsd"], -r["calls"], r["name"]))
 
 
@@ -243,6 +244,7 @@ def summarize(records: Iterable[dict[str, Any]], span: Range, group: str) -> dic
     series: dict[str, dict[str, Stats]] = defaultdict(lambda: defaultdict(Stats))
     breakdown: dict[str, dict[str, Stats]] = {g: defaultdict(Stats) for g in GROUPS}
     latest: list[dict[str, Any]] = []
+    key_names: dict[str, str] = {}
     for record in records:
         day = str(record.get("created", ""))[:10]
         totals.add(record)
@@ -250,6 +252,8 @@ def summarize(records: Iterable[dict[str, Any]], span: Range, group: str) -> dic
         series[day][group_of(record, group)].add(record)
         for name, stats in breakdown.items():
             stats[group_of(record, name)].add(record)
+        if record.get("callerId") and record.get("callerName"):
+            key_names.setdefault(str(record["callerId"]), str(record["callerName"]))  # newest name wins
         if len(latest) < LATEST:
             latest.append(latest_call(record))
     return {
@@ -263,7 +267,7 @@ def summarize(records: Iterable[dict[str, Any]], span: Range, group: str) -> dic
             for day in sorted(series)
             for name, stats in sorted(series[day].items())
         ],
-        "groups": {name: _ranked(stats) for name, stats in breakdown.items()},
+        "groups": {name: _ranked(stats, key_names if name == "key" else None) for name, stats in breakdown.items()},
         "latest": latest,
     }
 

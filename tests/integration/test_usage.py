@@ -109,6 +109,9 @@ def test_a_key_never_sees_another_keys_calls_and_an_admin_sees_all(momor):
     assert {g["name"]: g["calls"] for g in everything["groups"]["key"]} == {
         momor.caller_id: 2, apikeys.authenticate(other).id: 1}
     assert admin_caller.id not in {g["name"] for g in everything["groups"]["key"]}
+    # Keys are told apart by id and shown by the name their records carry.
+    assert {g["name"]: g["label"] for g in everything["groups"]["key"]} == {
+        momor.caller_id: "integration test", apikeys.authenticate(other).id: "another team"}
 
 
 def test_the_range_is_honoured(momor):

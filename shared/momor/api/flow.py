@@ -113,6 +113,7 @@ async def _serve(
     if caller is None or token is None:
         raise RequestError("A valid Momor API key is required.", status=401)
     recorder.caller_id = caller.id
+    recorder.caller_name = caller.name
     admission.start(backend, caller, token)
     check_content_type(request)
     check_accept(request)

@@ -257,7 +257,7 @@
   function renderTop() {
     const u = state.usage;
     const rows = (u.groups[state.group] || []).map((g) => {
-      let name = g.name;
+      let name = g.label || g.name;
       if (state.group === "key" && g.name === u.caller.id) name = (u.caller.name || g.name) + " (this key)";
       return el("tr", { "data-name": g.name },
         el("td", { class: "name" }, name),
@@ -307,7 +307,7 @@
       ["Status", call.status + (call.finishReason ? " · " + call.finishReason : "")],
       ["Streaming", call.streaming ? "yes" : "no"], ["First byte", ms(call.firstByteMs)], ["Whole call", ms(call.latencyMs)],
       ["Tokens", int(usage.inputTokens) + " in · " + int(usage.outputTokens) + " out"], ["Cost", usd(call.cost)]];
-    if (call.callerId) facts.splice(2, 0, ["Key", call.callerId]);
+    if (call.callerId) facts.splice(2, 0, ["Key", call.callerName ? call.callerName + " · " + call.callerId : call.callerId]);
     $("drawer-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
     const steps = (call.attempts || []).map((a, i) => {
       const verdict = a.status === "ok" ? "served" : a.status === "skipped" ? "skipped" : "failed";

@@ -79,6 +79,7 @@ class Recorder:
     dialect: str
     streaming: bool = False
     caller_id: str = ""
+    caller_name: str = ""
     selectors: Any = None
     timers: list[AttemptTimer] = field(default_factory=list)
     status_code: int = 0
@@ -126,6 +127,7 @@ class Recorder:
         record = CallRecord(
             id=self.request_id,
             caller_id=self.caller_id,
+            caller_name=self.caller_name or None,
             dialect=self.dialect,
             route=self.route,
             selectors=_bounded(self.selectors),
