@@ -4,6 +4,9 @@
     byDay      partition `day` (UTC date), sort `created`: every key's calls, a day at a time (admin)
 
 Both project only what usage needs (no selectors), so reading a call costs a fraction of its item.
+byDay puts a whole day's calls under one partition key: DynamoDB spreads a hot partition's writes
+by sort key, and an index that falls behind throttles the table's writes, so a deployment making
+more than about a thousand calls a second would shard the day (`day#n`) and query each shard.
 The cost of a request is bounded: a range is at most MAX_RANGE_DAYS, and at most MAX_RECORDS (env
 MOMOR_USAGE_MAX_RECORDS) records are read, newest first; past that the answer says `truncated` and
 covers the newest calls only. Refusals made before the caller was known carry no `callerId` and
