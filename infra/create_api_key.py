@@ -20,8 +20,8 @@ import sys
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from momor import apikeys, aws, budgets
-from momor.settings import get_settings, reset_settings
+from momor.config import get_config, reset_config
+from momor.store import apikeys, aws, budgets
 
 
 def _usd(text: str) -> Decimal | None:
@@ -41,7 +41,7 @@ def find_key_hash(caller_id: str) -> str:
     an administrator's occasional command, never done on a request's path."""
     ddb = aws.client("dynamodb")
     request: dict[str, Any] = {
-        "TableName": get_settings().need("api_keys_table"),
+        "TableName": get_config().need("api_keys_table"),
         "FilterExpression": "#id = :id AND attribute_exists(#created)",
         "ExpressionAttributeNames": {"#id": "id", "#created": "created"},
         "ExpressionAttributeValues": {":id": {"S": caller_id}},
@@ -72,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("give either NAME (create a key) or --update CALLER_ID")
     if args.table:
         os.environ["MOMOR_API_KEYS_TABLE"] = args.table
-        reset_settings()
+        reset_config()
     if args.update:
         budgets.set_limits(find_key_hash(args.update), daily=args.daily_usd, monthly=args.monthly_usd,
                            admin=args.admin)

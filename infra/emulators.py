@@ -246,7 +246,7 @@ def _create_table(ddb: Any, name: str, partition_key: str, *, indexes: bool = Fa
     extra: dict[str, Any] = {}
     attributes = [{"AttributeName": partition_key, "AttributeType": "S"}]
     if indexes:
-        from momor.usage import index_definitions
+        from momor.store.usage import index_definitions
 
         more, extra["GlobalSecondaryIndexes"] = index_definitions()
         attributes += more

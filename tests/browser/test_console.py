@@ -183,7 +183,7 @@ def test_the_key_stays_in_the_tab_and_a_wrong_key_is_refused(momor, browser):
 
 
 def test_the_console_shows_spend_against_the_limits(momor, browser, artifacts):
-    from momor import apikeys, budgets
+    from momor.store import apikeys, budgets
 
     key, _ = apikeys.create_api_key("budgeted team")
     budgets.set_limits(apikeys.key_hash(key), daily=Decimal("0.5"), monthly=Decimal("20"))

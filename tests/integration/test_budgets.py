@@ -15,8 +15,8 @@ import httpx2
 import openai
 import pytest
 
-from momor import apikeys, budgets
-from momor.apikeys import Caller
+from momor.store import apikeys, budgets
+from momor.store.apikeys import Caller
 
 pytestmark = pytest.mark.emulators
 
@@ -54,7 +54,7 @@ def test_spend_is_counted_reported_and_refused_past_the_daily_limit(momor, momor
     # Reported before this call's own cost, to the millionth of a dollar.
     assert first.headers[budgets.REMAINING_HEADER] == format(limit.quantize(Decimal("0.000001"), "ROUND_DOWN"), "f")
     momor.settle()  # the cost lands just after the answer (module docstring)
-    caller_id = apikeys.authenticate(key).id
+    caller_id = asyncio.run(apikeys.authenticate(key)).id
     item, period = spend_item(momor_aws, caller_id)
     record = momor.get(f"/generations/{first.headers['x-momor-request-id']}", api_key=key).json()
     assert Decimal(item["month"]["N"]) == Decimal(item[period.day_attribute]["N"]) == Decimal(str(record["cost"]))
@@ -113,7 +113,7 @@ def test_concurrent_calls_over_http_add_every_cost(momor, momor_aws):
     assert all(a.status_code == 200 for a in answers)
     momor.settle()
     records = [momor.get(f"/generations/{a.headers['x-momor-request-id']}", api_key=key).json() for a in answers]
-    item, _ = spend_item(momor_aws, apikeys.authenticate(key).id)
+    item, _ = spend_item(momor_aws, asyncio.run(apikeys.authenticate(key)).id)
     assert Decimal(item["month"]["N"]) == sum(Decimal(str(r["cost"])) for r in records)
 
 
@@ -162,12 +162,12 @@ def test_the_cli_sets_and_changes_limits_and_the_admin_flag(momor_aws, capsys):
 
     cli.main(["spenders", "--daily-usd", "2.5", "--admin"])
     key = capsys.readouterr().out.strip()
-    caller = apikeys.authenticate(key)
+    caller = asyncio.run(apikeys.authenticate(key))
     assert (caller.budget_daily, caller.budget_monthly, caller.admin) == (Decimal("2.5"), None, True)
 
     cli.main(["--update", caller.id, "--daily-usd", "none", "--monthly-usd", "40", "--no-admin"])
     apikeys.reset_cache()
-    caller = apikeys.authenticate(key)
+    caller = asyncio.run(apikeys.authenticate(key))
     assert (caller.budget_daily, caller.budget_monthly, caller.admin) == (None, Decimal("40"), False)
     with pytest.raises(SystemExit):
         cli.main(["--update", "no-such-id", "--daily-usd", "1"])

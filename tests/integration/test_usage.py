@@ -4,13 +4,15 @@ the bounded, index-only read."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from decimal import Decimal
 from urllib.parse import urlencode
 
 import pytest
 
-from momor import apikeys, budgets, dynamo
+from momor.config import reset_config
+from momor.store import apikeys, budgets, dynamo
 from tests.fakes.script import fail
 
 pytestmark = pytest.mark.emulators
@@ -107,11 +109,11 @@ def test_a_key_never_sees_another_keys_calls_and_an_admin_sees_all(momor):
     assert everything["scope"] == "all"
     assert {c["id"] for c in everything["latest"]} == mine | theirs
     assert {g["name"]: g["calls"] for g in everything["groups"]["key"]} == {
-        momor.caller_id: 2, apikeys.authenticate(other).id: 1}
+        momor.caller_id: 2, asyncio.run(apikeys.authenticate(other)).id: 1}
     assert admin_caller.id not in {g["name"] for g in everything["groups"]["key"]}
     # Keys are told apart by id and shown by the name their records carry.
     assert {g["name"]: g["label"] for g in everything["groups"]["key"]} == {
-        momor.caller_id: "integration test", apikeys.authenticate(other).id: "another team"}
+        momor.caller_id: "integration test", asyncio.run(apikeys.authenticate(other)).id: "another team"}
 
 
 def test_the_range_is_honoured(momor):
@@ -153,6 +155,7 @@ def test_usage_reads_only_the_indexes_and_a_bounded_number_of_records(momor, mon
 
     monkeypatch.setattr(dynamo, "call", watched)
     monkeypatch.setenv("MOMOR_USAGE_MAX_RECORDS", "2")
+    reset_config()  # read once per process; the next test's fixtures reset it again
     got = usage(momor)
     assert got["truncated"] and got["records"] == 2 and got["totals"]["calls"] == 2
     assert made and all(op == "Query" and index == "byCaller" and limit <= 3 for op, index, limit in made)

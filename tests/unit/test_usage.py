@@ -8,8 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from momor import budgets, usage
 from momor.errors import RequestError
+from momor.store import budgets, usage
 
 NOW = dt.datetime(2026, 11, 30, 15, 0, tzinfo=dt.UTC)
 

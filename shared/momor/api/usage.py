@@ -18,13 +18,12 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from .. import background, budgets, usage
-from ..aws import in_thread
+from .. import background
 from ..errors import RequestError
-from ..http import bearer_token, new_request_id
+from ..http import PROBLEM, bearer_token, json_response, new_request_id
+from ..store import budgets, usage
 from .backend import Backend, Caller
 from .flow import REQUEST_ID_HEADER
-from .models import PROBLEM, json_response
 
 CONSOLE = Path(__file__).resolve().parents[1] / "console"
 _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
@@ -90,7 +89,7 @@ async def _usage(request: Request, caller: Caller) -> dict[str, Any]:
     await background.drain()  # this process's own record writes still under way (local server)
     records, truncated = await usage.query(span, None if caller.admin else caller.id)
     answer = usage.summarize(records, span, group)
-    budget = await in_thread(budgets.current, caller)
+    budget = await budgets.current(caller)
     return {
         "scope": "all" if caller.admin else "own",
         "caller": {"id": caller.id, "name": caller.name, "admin": caller.admin},
