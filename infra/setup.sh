@@ -50,3 +50,12 @@ if [ "$(cat infra/node_modules/.momor-installed 2>/dev/null)" != "$want" ]; then
   npm ci --prefix infra --no-audit --no-fund --loglevel=error
   echo "$want" > infra/node_modules/.momor-installed
 fi
+
+# The console's chart library, vendored from npm into the static files the layer ships
+# (shared/momor/console/, gitignored): `sam build` then packs it with the rest of the package.
+cp infra/node_modules/chart.js/dist/chart.umd.min.js shared/momor/console/chart.umd.min.js
+
+# Headless Chromium and its WebDriver, for the console's browser test (tests/browser).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >/dev/null
+fi

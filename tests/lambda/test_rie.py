@@ -354,3 +354,30 @@ def test_catalog_function_lists_the_models(catalog_fn, stack, kind):
     assert {"openai/gpt-5-mini", "anthropic/claude-sonnet-4-5"} <= ids
     refused = catalog_fn.invoke(rie.api_event(kind, "GET", "/v1/models"))
     assert refused.status == 401
+
+
+@pytest.fixture(scope="module")
+def usage_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
+    with rie.LambdaFunction.from_build(build, "UsageFunction", stack.env("UsageFunction")) as fn:
+        yield fn
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_usage_function_sums_the_calls_and_serves_the_console(usage_fn, models_fn, stack, kind):
+    headers = {"Authorization": f"Bearer {stack.api_key}"}
+    made = models_fn.invoke(rie.api_event(kind, "POST", "/models", body=native_body(),
+                                          headers={"Content-Type": "application/json", **headers}))
+    assert made.status == 200, made.text
+    answer = usage_fn.invoke(rie.api_event(kind, "GET", "/usage", headers=headers))
+    assert answer.status == 200, f"{answer.text}\n{usage_fn.log()}"
+    doc = answer.json()
+    assert doc["scope"] == "own" and doc["caller"]["id"] == stack.caller_id
+    assert made.headers["x-momor-request-id"] in {c["id"] for c in doc["latest"]}
+    assert doc["totals"]["calls"] == len(doc["latest"]) >= 1
+    page = usage_fn.invoke(rie.api_event(kind, "GET", "/console"))
+    assert page.status == 200 and page.headers["content-type"].startswith("text/html")
+    assert "console/console.js" in page.text
+    library = usage_fn.invoke(rie.api_event(kind, "GET", "/console/chart.umd.min.js", resource="/console/{name}",
+                                            path_parameters={"name": "chart.umd.min.js"}))
+    assert library.status == 200 and library.headers["content-type"].startswith("text/javascript")
+    assert usage_fn.invoke(rie.api_event(kind, "GET", "/usage")).status == 401

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from momor.config import ENV_VARS
+from momor.store import usage
 
 from . import rie
 
@@ -40,6 +41,9 @@ ROUTES = [
     ("get", "/v1/models", "CatalogFunction", False),
     ("get", "/generations/{id}", "GenerationsFunction", False),
     ("get", "/models", "CatalogFunction", False),
+    ("get", "/usage", "UsageFunction", False),
+    ("get", "/console", "UsageFunction", False),
+    ("get", "/console/{name}", "UsageFunction", False),
 ]
 FOLDERS = {
     "ModelsFunction": "models",
@@ -47,6 +51,7 @@ FOLDERS = {
     "MessagesFunction": "messages",
     "GenerationsFunction": "generations",
     "CatalogFunction": "catalog",
+    "UsageFunction": "usage",
 }
 STREAMING = sorted({f for _, _, f, s in ROUTES if s})
 BUFFERED = sorted({f for _, _, f, s in ROUTES if not s})
@@ -99,6 +104,9 @@ def test_sam_build_makes_every_function_and_both_layers():
     momor = build.artifact("MomorLayer") / "python" / "momor"
     assert (momor / "__init__.py").is_file() and (momor / "lambda_stream" / "__main__.py").is_file()
     assert (momor / "catalog.schema.json").is_file()  # package data travels too
+    # The console's static files, the chart library vendored from npm (infra/setup.sh) included.
+    for asset in ("index.html", "console.js", "console.css", "chart.umd.min.js"):
+        assert (momor / "console" / asset).is_file(), asset
     wrapper = momor / "lambda_bootstrap.sh"
     assert wrapper.is_file() and os.access(wrapper, os.X_OK), "the exec wrapper must stay executable"
     deps = build.artifact("DependenciesLayer") / "python"
@@ -240,6 +248,10 @@ def test_buffered_functions_run_the_stock_runtime(function):
 def test_tables():
     records = props("RecordsTable")
     assert records["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
+    # The usage indexes are the ones infra/emulators.py creates locally (momor.usage), field for field.
+    attributes, indexes = usage.index_definitions()
+    assert records["AttributeDefinitions"] == [{"AttributeName": "id", "AttributeType": "S"}, *attributes]
+    assert records["GlobalSecondaryIndexes"] == indexes
     assert records["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
     keys = props("ApiKeysTable")
     assert keys["KeySchema"] == [{"AttributeName": "keyHash", "KeyType": "HASH"}]
@@ -270,7 +282,9 @@ MEMORY = {"Fn::GetAtt": ["MemoryTable", "Arn"]}
 SECRET = {"AWSSecretsManagerGetSecretValuePolicy": {"SecretArn": {"Ref": "ProviderKeysSecret"}}}
 
 GRANTS: dict[str, set[tuple[str, str]]] = {
-    **{f: {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys"), ("dynamodb:PutItem", "records")}
+    # UpdateItem on the API-keys table: rate-limit windows (ratelimit.py) and spend (budgets.py).
+    **{f: {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys"), ("dynamodb:UpdateItem", "api-keys"),
+           ("dynamodb:PutItem", "records")}
        for f in STREAMING},
     # The router alias keeps its threads (momor/store/memory.py: GetItem, PutItem, DeleteItem).
     "ChatCompletionsFunction": {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys"),
@@ -278,6 +292,7 @@ GRANTS: dict[str, set[tuple[str, str]]] = {
                                 ("dynamodb:PutItem", "memory"), ("dynamodb:DeleteItem", "memory")},
     "GenerationsFunction": {("dynamodb:GetItem", "api-keys"), ("dynamodb:GetItem", "records")},
     "CatalogFunction": {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys")},
+    "UsageFunction": {("dynamodb:GetItem", "api-keys"), ("dynamodb:Query", "record-indexes")},
 }
 
 
@@ -290,6 +305,8 @@ def _target(resource: Any) -> str:
         return "memory"
     if isinstance(resource, dict) and "Fn::Sub" in resource and sub_text(resource) == CATALOG_OBJECT:
         return "catalog"
+    if isinstance(resource, dict) and "Fn::Sub" in resource and sub_text(resource) == "${RecordsTable.Arn}/index/*":
+        return "record-indexes"
     raise AssertionError(f"unexpected resource {resource!r}")
 
 

@@ -35,6 +35,7 @@ from ..routing.attempts import Answer, KeyResolver, Session
 from ..routing.plan import Candidate, check_provider_names, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
+from ..store.budgets import BudgetState
 from ..store.ratelimit import RateState
 from .backend import Backend, Caller
 
@@ -65,24 +66,32 @@ class Door(Protocol):
 
 
 class _Admission:
-    """The rate-limit check, started as soon as the caller is known and awaited only before a
-    provider is called, so its DynamoDB round trip overlaps reading and planning the request."""
+    """The rate-limit and budget checks, started as soon as the caller is known and awaited only
+    before a provider is called, so their DynamoDB round trips overlap reading and planning."""
 
     def __init__(self) -> None:
         self.task: asyncio.Future[RateState] | None = None
+        self.budget: asyncio.Future[BudgetState | None] | None = None
 
     def start(self, backend: Backend, caller: Caller, token: str) -> None:
         self.task = asyncio.ensure_future(backend.admit(caller, token))
+        self.budget = asyncio.ensure_future(backend.admit_budget(caller))
 
-    async def check(self) -> None:
+    async def check(self, recorder: Recorder) -> None:
         state = await self.task if self.task else None
         if state is not None and not state.allowed:
             raise RequestError(f"Rate limit exceeded: {state.limit} requests a window; retry in "
                                f"{state.retry_after} s.", status=429)
+        budget = await self.budget if self.budget else None
+        if budget is not None and not budget.allowed:
+            raise budget.refusal()  # 402, before any provider is called
+        recorder.spend = budget.spend if budget is not None else None
 
     async def headers(self) -> dict[str, str]:
-        """X-RateLimit-* for every answer to a known caller, refusals included."""
-        return (await self.task).headers() if self.task else {}
+        """X-RateLimit-* and X-Momor-Budget-Remaining for every answer to a known caller."""
+        headers = (await self.task).headers() if self.task else {}
+        budget = await self.budget if self.budget else None
+        return headers | budget.headers() if budget is not None else headers
 
 
 @dataclass(slots=True)
@@ -139,6 +148,7 @@ async def _prepare(
     if caller is None or token is None:
         raise RequestError("A valid Momor API key is required.", status=401)
     recorder.caller_id = caller.id
+    recorder.caller_name = caller.name
     admission.start(backend, caller, token)
     check_content_type(request)
     check_accept(request)
@@ -150,7 +160,7 @@ async def _prepare(
     check_provider_names(catalog, routed.prio, routed.prio_where)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs)
     zdr = routed.prio.zdr or _caller_zdr(caller)
-    await admission.check()
+    await admission.check(recorder)
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
     return Prepared(door, backend, recorder, routed, candidates, resolve)
 
@@ -169,6 +179,7 @@ async def generate(p: Prepared) -> Response:
         adjust=routed.adjust,
     )
     answer = await session.open()
+    recorder.mark_first_byte()
     recorder.status_code = 200
     if not routed.call.stream:
         async for _ in _answered(p, answer):
@@ -261,6 +272,7 @@ async def _record(backend: Backend, recorder: Recorder) -> None:
     if recorder.written:
         return
     recorder.written = True
+    recorder.mark_end()
     await background.later(recorder.request_id, _write(backend, recorder))
 
 
@@ -284,6 +296,11 @@ async def _write(backend: Backend, recorder: Recorder) -> None:
         await backend.write_record(record, recorder.secrets)
     except Exception:
         logger.exception("call record not written", extra={"request_id": recorder.request_id})
+    if recorder.spend is not None:
+        try:
+            await backend.add_spend(recorder.spend, record)
+        except Exception:
+            logger.exception("call cost not added to the key's budget", extra={"request_id": recorder.request_id})
     try:
         metrics.emit(record)
     except Exception:
