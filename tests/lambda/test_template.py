@@ -10,13 +10,14 @@ import importlib
 import os
 import re
 import tomllib
+from dataclasses import fields
 from typing import Any
 
 import pytest
 
-from momor.settings import ENV_VARS
+from momor.settings import ENV_VARS, Settings
 
-from . import rie
+from . import aws_usage, rie
 
 ROOT = rie.ROOT
 T = rie.load_template()
@@ -257,42 +258,111 @@ def test_bucket_and_secret():
     assert props("ProviderKeysSecret")["SecretString"] == "{}"  # parses as "no saved keys"
 
 
-# --- least privilege ---------------------------------------------------------------------------------
+# --- least privilege, derived from the code ---------------------------------------------------------
+#
+# aws_usage reads every S3, DynamoDB and Secrets Manager call in the package and what each Lambda's
+# entry modules can reach; the template must grant each function exactly what its reachable calls
+# need, on the resource their settings name, and a call that only ever touches keys with a literal
+# head (the rate-limit windows, `rate#...`) must be granted only on those keys.
 
-CATALOG_OBJECT = "arn:${AWS::Partition}:s3:::${CatalogBucket}/${CatalogKey}"
-API_KEYS = {"Fn::GetAtt": ["ApiKeysTable", "Arn"]}
-RECORDS = {"Fn::GetAtt": ["RecordsTable", "Arn"]}
-SECRET = {"AWSSecretsManagerGetSecretValuePolicy": {"SecretArn": {"Ref": "ProviderKeysSecret"}}}
-
-GRANTS: dict[str, set[tuple[str, str]]] = {
-    **{f: {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys"), ("dynamodb:PutItem", "records")}
-       for f in STREAMING},
-    "GenerationsFunction": {("dynamodb:GetItem", "api-keys"), ("dynamodb:GetItem", "records")},
-    "CatalogFunction": {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys")},
-}
+SETTING_ENV = dict(zip([f.name for f in fields(Settings)], ENV_VARS, strict=True))
+SITES = aws_usage.call_sites(SETTING_ENV)
+LEADING_KEYS = "dynamodb:LeadingKeys"
 
 
-def _target(resource: Any) -> str:
-    if resource == API_KEYS:
-        return "api-keys"
-    if resource == RECORDS:
-        return "records"
-    if isinstance(resource, dict) and "Fn::Sub" in resource and sub_text(resource) == CATALOG_OBJECT:
-        return "catalog"
-    raise AssertionError(f"unexpected resource {resource!r}")
+def entry_modules(function: str) -> list[str]:
+    entries = [f"functions.{FOLDERS[function]}.app"]
+    if function in STREAMING:  # what lambda_bootstrap.sh starts
+        entries.append("momor.lambda_stream.__main__")
+    return entries
+
+
+def needs(function: str) -> list[aws_usage.Site]:
+    reached = aws_usage.reachable(entry_modules(function))
+    return [site for site in SITES if site.function in reached]
+
+
+def resource_of(site: aws_usage.Site) -> Any:
+    """The template's resource for a call: the ARN of what its settings' env vars name."""
+    env = T["Globals"]["Function"]["Environment"]["Variables"]
+    refs = {name: env[SETTING_ENV[name]]["Ref"] for name in site.settings}
+    assert refs, f"{site}: cannot tell which resource it touches (its module reads no settings field)"
+    if site.service == "dynamodb":
+        assert len(refs) == 1, f"{site}: its module reads several tables ({sorted(refs)}); say which"
+        return {"Fn::GetAtt": [refs.popitem()[1], "Arn"]}
+    if site.service == "s3":
+        bucket = next(r for n, r in refs.items() if n.endswith("_bucket"))
+        key = next(r for n, r in refs.items() if n.endswith("_key"))
+        return {"Fn::Sub": f"arn:${{AWS::Partition}}:s3:::${{{bucket}}}/${{{key}}}"}
+    assert len(refs) == 1, site
+    return {"Ref": refs.popitem()[1]}
+
+
+def _as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
+
+
+def key_patterns(statement: dict[str, Any]) -> list[str] | None:
+    """The LeadingKeys patterns a statement is restricted to, or None when it is not restricted."""
+    condition = statement.get("Condition")
+    if condition is None:
+        return None
+    assert list(condition) == ["ForAllValues:StringLike"], f"unexpected condition {condition}"
+    assert list(condition["ForAllValues:StringLike"]) == [LEADING_KEYS], condition
+    return _as_list(condition["ForAllValues:StringLike"][LEADING_KEYS])
+
+
+def allows(statement: dict[str, Any], site: aws_usage.Site) -> bool:
+    if site.action not in _as_list(statement["Action"]) or resource_of(site) not in _as_list(statement["Resource"]):
+        return False
+    patterns = key_patterns(statement)
+    if patterns is None:
+        return True
+    # `rate#*` covers every key a call can touch only if each key starts with the pattern's head.
+    return site.key_prefix is not None and any(
+        p.endswith("*") and "*" not in p[:-1] and "?" not in p and site.key_prefix.startswith(p[:-1])
+        for p in patterns
+    )
+
+
+def test_the_code_scan_finds_every_kind_of_call():
+    """The derivation itself: boto3 calls and the signed-HTTP DynamoDB path are both seen."""
+    found = {(site.action, site.function.rsplit(":", 1)[-1]) for site in SITES}
+    assert ("dynamodb:PutItem", "put_record_async") in found  # dynamo.call("PutItem", ...)
+    assert ("dynamodb:UpdateItem", "_count_in_table") in found  # a boto3 client held in a local
+    assert {site.service for site in SITES} == {"s3", "dynamodb", "secretsmanager"}
+    assert all(site.settings for site in SITES), [str(s) for s in SITES if not s.settings]
+    assert any(site.key_prefix == "rate#" for site in SITES)
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
-def test_least_privilege(function):
-    granted = set()
+def test_every_aws_call_a_function_can_make_is_granted(function):
+    granted = statements(function)
+    assert not templates(function), "grant with explicit statements, which this test can read"
+    missing = [str(site) for site in needs(function) if not any(allows(s, site) for s in granted)]
+    assert not missing, f"{function} is not granted: {missing}"
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_nothing_is_granted_that_no_reachable_call_needs(function):
+    sites = needs(function)
     for statement in statements(function):
         assert statement["Effect"] == "Allow"
-        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
-        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
-        for action in actions:
+        for action in _as_list(statement["Action"]):
             assert "*" not in action, action
-            for resource in resources:
-                granted.add((action, _target(resource)))
-    assert granted == GRANTS[function]
-    expected_templates = {**SECRET} if function in STREAMING else {}
-    assert templates(function) == expected_templates
+            for resource in _as_list(statement["Resource"]):
+                used = [s for s in sites if s.action == action and resource_of(s) == resource]
+                assert used, f"{function}: {action} on {resource} is granted but no call it can make needs it"
+                assert any(allows(statement, s) for s in used), f"{function}: {statement} allows none of {used}"
+                if all(s.key_prefix for s in used):  # every call touches only keys with a known head
+                    heads = sorted({f"{s.key_prefix}*" for s in used})
+                    assert key_patterns(statement) == heads, (
+                        f"{function}: {action} on {resource} must be restricted to {LEADING_KEYS} {heads}"
+                    )
+
+
+def test_rate_limit_windows_are_counted_by_every_function_that_admits():
+    """The issue's case, stated plainly: the limiter's UpdateItem reaches the streaming functions."""
+    for function in STREAMING:
+        assert any(s.action == "dynamodb:UpdateItem" and s.key_prefix == "rate#" for s in needs(function))
+    assert not any(s.action == "dynamodb:UpdateItem" for f in BUFFERED for s in needs(f))
