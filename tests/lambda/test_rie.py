@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from infra.emulators import Endpoints, provision
-from momor import apikeys
+from momor import apikeys, invocation
 from tests.fakes import FakeProviders
-from tests.fakes.script import reply
+from tests.fakes.script import reply, stall
 
 from . import rie
 
@@ -330,3 +330,43 @@ def test_catalog_function_lists_the_models(catalog_fn, stack, kind):
     assert {"openai/gpt-5-mini", "anthropic/claude-sonnet-4-5"} <= ids
     refused = catalog_fn.invoke(rie.api_event(kind, "GET", "/v1/models"))
     assert refused.status == 401
+
+
+# --- the invocation's deadline bounds the call (momor.invocation) ------------------------------------
+
+SHORT_TIMEOUT = int(invocation.MARGIN_S) + 6
+"""A function timeout a few seconds past the margin: the call must end on its own before Lambda's."""
+
+
+@pytest.fixture(scope="module")
+def models_stream_short_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
+    env = stack.env("ModelsFunction") | {"MOMOR_IDLE_TIMEOUT_S": "600"}  # only the deadline can end it
+    with rie.LambdaFunction.from_build(build, "ModelsFunction", env, streaming=True, timeout=SHORT_TIMEOUT) as fn:
+        yield fn
+
+
+def test_a_stream_longer_than_the_invocation_ends_with_an_error_frame_and_a_record(
+    models_stream_short_fn, generations_fn, stack
+):
+    """Before: Lambda (here the emulator) killed the invocation mid-stream: no error frame, no record."""
+    stack.fake.reset()
+    stack.fake.script("openai", reply(text="one two three four", chunks=4))  # warm the function first
+    warm = rie.api_event("rest", "POST", "/models", body=native_body(streaming=True),
+                         headers={"Content-Type": "application/json", "Authorization": f"Bearer {stack.api_key}"})
+    assert models_stream_short_fn.invoke(warm).status == 200
+    stack.fake.script("openai", stall(after=3, seconds=10 * SHORT_TIMEOUT))
+    answer = models_stream_short_fn.invoke(warm, timeout=4 * SHORT_TIMEOUT)
+    assert answer.status == 200, f"{answer.text}\n{models_stream_short_fn.log()}"
+    frames = sse_frames(answer.text)
+    kinds = [name for name, _ in frames]
+    assert kinds[0] == "start" and "delta" in kinds, kinds
+    assert kinds[-1] == "error", f"{kinds}\n{models_stream_short_fn.log()}"
+    assert "ran out of time" in frames[-1][1]["detail"]
+
+    request_id = answer.headers["x-momor-request-id"]
+    read = rie.api_event("rest", "GET", f"/generations/{request_id}", resource="/generations/{id}",
+                         path_parameters={"id": request_id}, headers={"Authorization": f"Bearer {stack.api_key}"})
+    record = generations_fn.invoke(read)
+    assert record.status == 200, f"{record.text}\n{models_stream_short_fn.log()}"
+    doc = record.json()
+    assert doc["attempts"][-1]["status"] == "failed" and "ran out of time" in doc["attempts"][-1]["error"]

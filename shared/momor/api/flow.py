@@ -18,7 +18,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .. import background, metrics
+from .. import background, invocation, metrics
 from ..catalog import Catalog
 from ..errors import MomorError, ProviderError, RequestError
 from ..events import Assembler, Event
@@ -123,6 +123,7 @@ async def _serve(
         resolve_key=_gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder),
         network_timeout=routed.network_timeout,
         rollover=routed.rollover,
+        deadline=invocation.deadline(request.scope),
     )
     served = await session.open()
     if not routed.call.stream:

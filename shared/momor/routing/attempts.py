@@ -72,6 +72,7 @@ class Session:
         breakers: Breakers | None = None,
         exchange_fn: Exchange = exchange,
         rollover: bool = False,
+        deadline: float | None = None,
     ) -> None:
         self.call = call
         self.candidates = candidates
@@ -90,7 +91,10 @@ class Session:
         self._held: list[Event] = []
         self._rest: AsyncIterator[Event] | None = None
         self._attempt: AttemptTimer | None = None
-        self._deadline = time.monotonic() + self.policy.call_budget
+        budget_end = time.monotonic() + self.policy.call_budget
+        self._deadline = budget_end if deadline is None else min(budget_end, deadline)
+        self._hard_deadline = deadline
+        """The invocation's end less a margin (momor.invocation): a stream under way stops by then too."""
 
     async def open(self) -> Candidate:
         """Try candidates until one has begun its answer. Raises NoCandidateServed, or the
@@ -249,7 +253,7 @@ class Session:
                                     kind="protocol")
         except ProviderError as exc:
             attempt.fail(exc, usage=segment.usage)
-            if counts_against_breaker(exc):
+            if counts_against_breaker(exc) and not isinstance(exc, _OutOfTime):
                 self.breakers.failure(_circuit(self.served))
             raise
         finally:
@@ -277,14 +281,25 @@ class Session:
         """The stream's events, each within the idle timeout: a stalled stream is an error."""
         idle = self._timeouts().idle
         while True:
+            left = None if self._hard_deadline is None else self._hard_deadline - time.monotonic()
             try:
-                async with asyncio.timeout(idle):
+                async with asyncio.timeout(idle if left is None else min(idle, left)):
                     event = await anext(stream)
             except StopAsyncIteration:
                 return
             except TimeoutError:
+                if left is not None and left < idle:
+                    raise _OutOfTime() from None
                 raise ProviderError(f"The provider's stream stalled for {idle:g} s.", kind="timeout") from None
             yield event
+
+
+class _OutOfTime(ProviderError):
+    """The Lambda invocation is about to end: the answer stops here, with an error the caller sees
+    and a record, instead of being cut by Lambda. Not the provider's fault (no breaker failure)."""
+
+    def __init__(self) -> None:
+        super().__init__("The call ran out of time: the Lambda invocation was about to end.", kind="timeout")
 
 
 _breakers: Breakers | None = None
