@@ -7,8 +7,10 @@ a route, a streaming integration, a permission or a policy that drifts fails her
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import re
+import subprocess
 import tomllib
 from dataclasses import fields
 from typing import Any
@@ -110,6 +112,22 @@ def test_sam_build_makes_every_function_and_both_layers():
     # No dev tooling or stray build state in the layers.
     assert not list((build.artifact("MomorLayer") / "python").glob("*.egg-info"))
     assert not (deps / "pytest").exists()
+
+
+@pytest.mark.sam
+def test_the_api_has_only_its_declared_stage():
+    """Without an OpenApiVersion SAM also deploys a stage named `Stage` (no tracing, yet invokable
+    through the functions' `/*/` permissions). Read from SAM's own translation of the template."""
+    python = rie.SAM_VENV / "bin" / "python"
+    done = subprocess.run([str(python), str(ROOT / "tests" / "lambda" / "sam_translate.py"), str(rie.TEMPLATE)],
+                          capture_output=True, text=True, timeout=300, env=rie.sam_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    resources = json.loads(done.stdout)["Resources"]
+    stages = {k: v["Properties"] for k, v in resources.items() if v["Type"] == "AWS::ApiGateway::Stage"}
+    assert [p["StageName"] for p in stages.values()] == [{"Ref": "Stage"}]
+    assert all(p["TracingEnabled"] is True for p in stages.values())
+    deployments = [v["Properties"] for v in resources.values() if v["Type"] == "AWS::ApiGateway::Deployment"]
+    assert deployments and not any("StageName" in p for p in deployments), deployments
 
 
 # --- the template, read -------------------------------------------------------------------------------
