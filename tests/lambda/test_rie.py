@@ -263,6 +263,22 @@ def test_bridge_buffered_answer(models_stream_fn, stack):
     assert answer.json()["messages"] == [{"type": "content", "value": "Echo: Hello there"}]
 
 
+@pytest.mark.parametrize("function", ["ModelsFunction", "ChatCompletionsFunction", "MessagesFunction"])
+def test_a_streaming_function_without_its_exec_wrapper_fails_its_init(build, stack, function):
+    """The template's own Handler under the stock runtime client: before, a buffered JSON answer
+    (status 200) that API Gateway's STREAM integration cannot read; now an init failure that says why."""
+    handler = rie.load_template()["Resources"][function]["Properties"]["Handler"]
+    event = rie.api_event("rest", "POST", "/models", body=native_body(),
+                          headers={"Content-Type": "application/json", "Authorization": f"Bearer {stack.api_key}"})
+    fn = rie.LambdaFunction.from_build(build, function, stack.env(function), handler=handler)
+    # The emulator answers 502 when the init fails.
+    with fn, pytest.raises(rie.HarnessError) as failed:
+        answer = fn.invoke_raw(event)
+        pytest.fail(f"answered instead of failing its init: {answer[:300]!r}")
+    assert '"errorType": "ExecWrapperMissing"' in str(failed.value)
+    assert "AWS_LAMBDA_EXEC_WRAPPER" in str(failed.value)
+
+
 # --- the other dialects' functions, each invoked once through the emulator ------------------------
 
 

@@ -150,6 +150,9 @@ def main(argv: list[str]) -> int:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
+        if not spec:
+            raise InitError("Runtime.MalformedHandlerName",
+                            "MOMOR_ASGI_APP is not set: name the function's ASGI app as module:attr (app:app)")
         app = load_app(spec)
         adapter = Mangum(app, lifespan="off")  # lifespan is run here, once, not per invocation
         lifespan = LifespanCycle(app, "auto")
