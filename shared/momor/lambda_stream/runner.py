@@ -136,8 +136,13 @@ def _configure_logging() -> None:
         if reconfigure is not None:
             reconfigure(line_buffering=True)
     if not logging.getLogger().handlers:
-        level = os.environ.get("AWS_LAMBDA_LOG_LEVEL", "INFO").upper()
-        logging.basicConfig(level=level, format="[%(levelname)s]\t%(asctime)s\t%(name)s\t%(message)s")
+        # JSON with a `level` on every line, at POWERTOOLS_LOG_LEVEL (see momor/logs.py): plain
+        # text counts as INFO to Lambda's log-level filter, which dropped the bridge's errors.
+        from momor import logs
+
+        root = logging.getLogger()
+        root.addHandler(logs.json_handler())
+        root.setLevel(logs.level())
 
 
 def main(argv: list[str]) -> int:
