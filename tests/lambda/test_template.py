@@ -7,12 +7,17 @@ a route, a streaming integration, a permission or a policy that drifts fails her
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
+import sys
+import time
 import tomllib
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -115,6 +120,53 @@ def test_sam_build_makes_every_function_and_both_layers():
     assert not (deps / "pytest").exists()
 
 
+UNCHECKED_HASH = 0b01
+"""PEP 552 flags of a hash-based .pyc whose source is never checked."""
+
+
+@pytest.mark.sam
+def test_the_built_layers_carry_unchecked_bytecode_for_every_module():
+    build = rie.sam_build()
+    assert sys.implementation.cache_tag == "cpython-313", "compare with the runtime's own interpreter"
+    for layer in rie.LAYERS:
+        root = build.artifact(layer) / "python"
+        sources = sorted(root.rglob("*.py"))
+        assert len(sources) > (50 if layer == "MomorLayer" else 500), layer
+        missing = [p for p in sources if not Path(importlib.util.cache_from_source(str(p))).is_file()]
+        assert not missing, f"{layer}: {len(missing)} modules without bytecode, e.g. {missing[:3]}"
+        checked = [p for p in sources
+                   if Path(importlib.util.cache_from_source(str(p))).read_bytes()[4:8] != UNCHECKED_HASH.to_bytes(4,
+                                                                                                            "little")]
+        assert not checked, f"{layer}: bytecode Python would check against the source, e.g. {checked[:3]}"
+
+
+@pytest.mark.sam
+def test_a_cold_start_from_the_built_layers_compiles_nothing(tmp_path):
+    """Lambda's /opt is read-only and the layer zip keeps source mtimes only roughly: the built
+    bytecode must be used as it is. Here the sources are touched (as an unzip may leave them) and
+    Python may write, so any module it had to compile shows as a .pyc written."""
+    build = rie.sam_build()
+    layers = [shutil.copytree(build.artifact(layer), tmp_path / layer) for layer in rie.LAYERS]
+    function = shutil.copytree(build.artifact("ModelsFunction"), tmp_path / "task")
+    later = time.time() + 3600
+    for layer in layers:
+        for source in Path(layer).rglob("*.py"):
+            os.utime(source, (later, later))
+    before = {p for layer in layers for p in Path(layer).rglob("*")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = os.pathsep.join([str(function), *(str(Path(layer) / "python") for layer in reversed(layers))])
+    done = subprocess.run([sys.executable, "-S", "-v", "-c", "import app, momor.lambda_stream.runner"], cwd=function,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    written = {p for layer in layers for p in Path(layer).rglob("*")} - before
+    assert not written, f"{len(written)} files written, e.g. {sorted(written)[:3]}"
+    loaded = [line.removeprefix("# code object from ") for line in done.stderr.splitlines()
+              if line.startswith("# code object from ") and str(tmp_path) in line and str(function) not in line]
+    assert len(loaded) > 100, loaded
+    from_source = [line for line in loaded if not line.endswith(".pyc'")]
+    assert not from_source, f"compiled at import: {from_source[:5]}"
+
+
 @pytest.mark.sam
 def test_the_api_has_only_its_declared_stage():
     """Without an OpenApiVersion SAM also deploys a stage named `Stage` (no tracing, yet invokable
@@ -205,7 +257,7 @@ def test_layers():
     assert momor["ContentUri"].rstrip("/") == "shared"
     assert props("DependenciesLayer")["ContentUri"].rstrip("/") == "infra/sam/layer"
     for layer in ("MomorLayer", "DependenciesLayer"):
-        assert RESOURCES[layer]["Metadata"]["BuildMethod"] == "python3.13"
+        assert RESOURCES[layer]["Metadata"]["BuildMethod"] == "makefile"  # it compiles the bytecode too
         assert props(layer)["CompatibleRuntimes"] == ["python3.13"]
 
 
