@@ -386,3 +386,14 @@ def test_a_stream_longer_than_the_invocation_ends_with_an_error_frame_and_a_reco
     assert record.status == 200, f"{record.text}\n{models_stream_short_fn.log()}"
     doc = record.json()
     assert doc["attempts"][-1]["status"] == "failed" and "ran out of time" in doc["attempts"][-1]["error"]
+
+
+def test_the_local_invoke_tool_answers(capsys):
+    """The README's way to invoke a function without Docker (tests/lambda/invoke.py) works as documented."""
+    from . import invoke
+
+    assert invoke.main(["CatalogFunction", "GET", "/v1/models"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "200", out[:500]
+    body = json.loads(out.split("\n\n", 1)[1])
+    assert {m["id"] for m in body["data"]} >= {"openai/gpt-5-mini"}
