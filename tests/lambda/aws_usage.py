@@ -232,6 +232,9 @@ def reachable(entries: Iterable[str]) -> set[str]:
             elif isinstance(sub, ast.Import | ast.ImportFrom):  # imports inside a def run when it does
                 todo += [f"{t}:" for t in _imported_modules(sub, module, known)]
         if not qualname:
+            # A decorated def is registered by its decorator (a route, a SnapStart hook): it runs.
+            todo += [f"{owner}:{d.name}" for d in module.tree.body
+                     if isinstance(d, ast.FunctionDef | ast.AsyncFunctionDef) and d.decorator_list]
             todo += [f"{t}:" for t in module.imports.values() if t in known]
             todo += [f"{t.partition(':')[0]}:" for t in module.imports.values() if t.partition(":")[0] in known]
     return done
