@@ -1,4 +1,4 @@
-"""Print the CloudFormation SAM makes of a template, offline: `python sam_translate.py template.yaml`.
+"""Print the CloudFormation SAM makes of a template, offline: `python sam_translate.py template.yaml [Name=Value]...`.
 
 Run with SAM CLI's own interpreter (.sam-venv), whose samtranslator is what `sam deploy` uses.
 Code locations become placeholder S3 URIs (what `sam package` would put there), and managed
@@ -18,7 +18,7 @@ class NoManagedPolicies:
         return {}
 
 
-def main(path: str) -> None:
+def main(path: str, overrides: list[str]) -> None:
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     with open(path) as f:
         template = yaml_parse(f.read())
@@ -27,8 +27,9 @@ def main(path: str) -> None:
         for key in ("CodeUri", "ContentUri"):
             if isinstance(properties.get(key), str):
                 properties[key] = "s3://momor-package/placeholder"
-    json.dump(transform(template, {"AWS::Region": "us-east-1"}, NoManagedPolicies()), sys.stdout)
+    parameters = {"AWS::Region": "us-east-1", **dict(o.split("=", 1) for o in overrides)}
+    json.dump(transform(template, parameters, NoManagedPolicies()), sys.stdout)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2:])

@@ -167,15 +167,45 @@ def test_a_cold_start_from_the_built_layers_compiles_nothing(tmp_path):
     assert not from_source, f"compiled at import: {from_source[:5]}"
 
 
+def translated(*overrides: str) -> dict[str, Any]:
+    """SAM's own translation of the template (tests/lambda/sam_translate.py), with parameter overrides."""
+    python = rie.SAM_VENV / "bin" / "python"
+    done = subprocess.run([str(python), str(ROOT / "tests" / "lambda" / "sam_translate.py"), str(rie.TEMPLATE),
+                           *overrides], capture_output=True, text=True, timeout=300, env=rie.sam_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+@pytest.mark.sam
+def test_snapstart_is_a_parameter_and_the_api_invokes_the_snapshotted_versions():
+    """SnapStart applies to published versions only: with it on, each streaming function publishes
+    one, and API Gateway must invoke that (through the alias), not $LATEST."""
+    assert T["Parameters"]["SnapStart"]["AllowedValues"] == ["None", "PublishedVersions"]
+    assert T["Parameters"]["SnapStart"]["Default"] == "None"
+    resources = translated()["Resources"]
+    for function in STREAMING:
+        # CloudFormation resolves the parameter: PublishedVersions, or None (off).
+        assert resources[function]["Properties"]["SnapStart"] == {"ApplyOn": {"Ref": "SnapStart"}}
+        alias = resources[f"{function}Aliaslive"]
+        assert alias["Type"] == "AWS::Lambda::Alias"
+        version = alias["Properties"]["FunctionVersion"]["Fn::GetAtt"][0]
+        assert resources[version]["Type"] == "AWS::Lambda::Version"
+    for function in BUFFERED:
+        assert "SnapStart" not in resources[function]["Properties"]  # their runtime runs no Momor hooks
+    api = next(v for v in resources.values() if v["Type"] == "AWS::ApiGateway::RestApi")
+    body = json.dumps(api["Properties"]["Body"])
+    for function in STREAMING:
+        assert f"${{{function}.Arn}}" not in body and f"${{{function}Aliaslive}}" in body
+    targets = {json.dumps(v["Properties"]["FunctionName"]) for v in resources.values()
+               if v["Type"] == "AWS::Lambda::Permission"}
+    assert not any(json.dumps({"Ref": f}) in targets for f in STREAMING)
+
+
 @pytest.mark.sam
 def test_the_api_has_only_its_declared_stage():
     """Without an OpenApiVersion SAM also deploys a stage named `Stage` (no tracing, yet invokable
     through the functions' `/*/` permissions). Read from SAM's own translation of the template."""
-    python = rie.SAM_VENV / "bin" / "python"
-    done = subprocess.run([str(python), str(ROOT / "tests" / "lambda" / "sam_translate.py"), str(rie.TEMPLATE)],
-                          capture_output=True, text=True, timeout=300, env=rie.sam_env())
-    assert done.returncode == 0, done.stderr[-3000:]
-    resources = json.loads(done.stdout)["Resources"]
+    resources = translated()["Resources"]
     stages = {k: v["Properties"] for k, v in resources.items() if v["Type"] == "AWS::ApiGateway::Stage"}
     assert [p["StageName"] for p in stages.values()] == [{"Ref": "Stage"}]
     assert all(p["TracingEnabled"] is True for p in stages.values())
@@ -209,10 +239,10 @@ def test_route_integration(method, path, function, streamed):
     integration = PATHS[path][method]["x-amazon-apigateway-integration"]
     assert integration["type"] == "aws_proxy" and integration["httpMethod"] == "POST"
     uri = sub_text(integration["uri"])
-    if streamed:
+    if streamed:  # the published version (alias `live`), for SnapStart
         assert integration["responseTransferMode"] == "STREAM"
         assert uri == ("arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2021-11-15/functions/"
-                       f"${{{function}.Arn}}/response-streaming-invocations")
+                       f"${{{function}Aliaslive}}/response-streaming-invocations")
     else:
         assert integration.get("responseTransferMode", "BUFFERED") == "BUFFERED"
         assert uri == ("arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/functions/"
@@ -222,9 +252,10 @@ def test_route_integration(method, path, function, streamed):
 @pytest.mark.parametrize(("method", "path", "function", "streamed"), ROUTES)
 def test_route_invoke_permission(method, path, function, streamed):
     route = re.sub(r"\{[^}]+\}", "*", path)
+    target = f"{function}Aliaslive" if streamed else function
     matching = [
         p for p in of_type("AWS::Lambda::Permission").values()
-        if p["Properties"]["FunctionName"] == {"Ref": function}
+        if p["Properties"]["FunctionName"] == {"Ref": target}
         and sub_text(p["Properties"]["SourceArn"]).endswith(f"${{MomorApi}}/*/{method.upper()}{route}")
     ]
     assert len(matching) == 1
