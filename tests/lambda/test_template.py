@@ -437,6 +437,7 @@ def test_the_code_scan_finds_every_kind_of_call():
     assert {site.service for site in SITES} == {"s3", "dynamodb", "secretsmanager"}
     assert all(site.settings for site in SITES), [str(s) for s in SITES if not s.settings]
     assert any(site.key_prefix == "rate#" for site in SITES)
+    assert not aws_usage.unreadable_calls()
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)
