@@ -14,7 +14,7 @@ import random
 import pytest
 
 from infra.emulators import Endpoints, provision
-from momor import apikeys, catalog_source, keys, ratelimit
+from momor import apikeys, catalog_source, keys, providers, ratelimit
 from momor import aws as boto
 from momor.lambda_stream import snapstart
 from momor.settings import reset_settings
@@ -103,10 +103,13 @@ def test_momors_hooks_are_registered():
 
 
 def test_warm_does_the_first_calls_work_before_the_snapshot(deployed):
+    providers._loaded.clear()  # as in a fresh process
     snapstart.warm()
     assert set(snapstart.SERVICES) <= set(boto._clients)
     assert catalog_source.catalog_source().is_fresh()
     assert keys._cache is not None and "openai" in keys._cache.keys
+    wires = {p.wire for p in catalog_source.get_catalog().providers}
+    assert wires and wires <= set(providers._loaded)
 
 
 def test_refresh_renews_what_restored_copies_must_not_share(deployed):

@@ -7,7 +7,8 @@ The streaming bridge runs these hooks around the snapshot (runner._snapshot_and_
 
 Before the snapshot (the app and its imports are loaded already, by the init): make the boto3
 clients (importing botocore's machinery and loading the service models is most of their cost),
-read the catalog from S3 (parsed and validated) and the saved keys from Secrets Manager. Each is
+read the catalog from S3 (parsed and validated), import the provider wires it uses (imported
+lazily otherwise) and read the saved keys from Secrets Manager. Each is
 best effort: a missing setting or an unreachable store must not fail the version's publication;
 the first call then does it, as without SnapStart.
 
@@ -55,8 +56,18 @@ def warm() -> None:
     settings = get_settings()
     if settings.catalog_file or settings.catalog_bucket:
         _best_effort("the catalog", catalog_source.get_catalog)
+        _best_effort("the catalog's wires", _import_wires)
     if settings.keys_secret:
         _best_effort("the saved keys", keys.saved_keys)
+
+
+def _import_wires() -> None:
+    """The provider wire modules the catalog uses (imported lazily otherwise, on a first call)."""
+    from momor import catalog_source
+    from momor.providers import wire_for
+
+    for provider in catalog_source.get_catalog().providers:
+        wire_for(provider.wire)
 
 
 @register_after_restore
