@@ -40,6 +40,10 @@ def json_handler() -> logging.Handler:
 
 logger = Logger(service=SERVICE)
 logging.getLogger(logger.name).setLevel(level())
+if os.environ.get("AWS_LAMBDA_LOG_LEVEL"):
+    # The stock runtime sets the root logger to Lambda's level (TRACE: DEBUG), which would let every
+    # library's debug lines through; Lambda's level is for its filter only.
+    logging.getLogger().setLevel(level())
 
 # At DEBUG the AWS SDK logs whole responses, Secrets Manager's SecretString (every saved key)
 # among them. Its loggers are held at INFO whatever the root level is.

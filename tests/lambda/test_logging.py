@@ -93,6 +93,20 @@ def test_verbosity_is_the_powertools_setting_even_under_lambdas_own(setting, kep
     assert all(lambda_keeps(json.dumps(line), level) for line in lines for level in application_log_levels())
 
 
+def test_libraries_stay_at_the_powertools_level_under_the_stock_runtime():
+    """The stock runtime sets the root logger to Lambda's level (TRACE: DEBUG) before the handler's
+    import: every library's debug lines would then reach CloudWatch."""
+    code = ("import logging; logging.basicConfig(level='DEBUG')  # what the stock runtime does at TRACE\n"
+            "import momor.logs\n"
+            "logging.getLogger('urllib3.connectionpool').debug('library-debug')\n"
+            "logging.getLogger('urllib3.connectionpool').warning('library-warning')\n")
+    env = {**os.environ, "AWS_LAMBDA_LOG_LEVEL": application_log_levels()[0], "POWERTOOLS_LOG_LEVEL": "INFO"}
+    done = subprocess.run([sys.executable, "-W", "ignore", "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "library-warning" in done.stderr and "library-debug" not in done.stderr
+
+
 def test_the_bridges_own_lines_are_json_with_a_level(runtime: Runtime, rest_event) -> None:
     bridge = runtime.start("tests.lambda.test_stream_bridge:app",
                            env={"AWS_LAMBDA_LOG_LEVEL": "TRACE", "POWERTOOLS_LOG_LEVEL": "INFO"})
