@@ -18,9 +18,9 @@ Call sites, two kinds:
   `operation` parameter is a sink; so is a function that passes its own `operation` to a sink; a
   call to a sink with a string constant for `operation` is a DynamoDB operation.
 
-Resource: what the call names (`TableName`, `Bucket`, `SecretId`) comes from the settings, and
-the settings field is the one the enclosing function reads, else the one its module reads
-(`get_settings().records_table`, `settings.need("api_keys_table")`); a call whose module reads
+Resource: what the call names (`TableName`, `Bucket`, `SecretId`) comes from the configuration
+(momor.config), and its field is the one the enclosing function reads, else the one its module
+reads (`get_config().records_table`, `config.need("api_keys_table")`); a call whose module reads
 two tables is ambiguous and reported as such rather than guessed. Where the partition key is built
 by a local function returning an f-string with a literal head (`f"rate#{...}"`), that head is the
 key prefix the call can touch (for a `dynamodb:LeadingKeys` condition).

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.emulators import Emulators, provision
-from momor import apikeys
+from momor.store import apikeys
 
 from . import rie
 

@@ -19,7 +19,7 @@ from decimal import Decimal
 import pytest
 
 from momor import metrics
-from momor.records import Attempt, CallRecord
+from momor.store.records import Attempt, CallRecord
 
 from . import rie
 from .conftest import Runtime

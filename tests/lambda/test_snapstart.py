@@ -14,10 +14,11 @@ import random
 import pytest
 
 from infra.emulators import Endpoints, provision
-from momor import apikeys, catalog_source, keys, providers, ratelimit
-from momor import aws as boto
+from momor import providers
+from momor.config import reset_config
 from momor.lambda_stream import snapstart
-from momor.settings import reset_settings
+from momor.store import apikeys, catalog_source, keys, ratelimit
+from momor.store import aws as boto
 
 from . import rie
 from .conftest import Runtime
@@ -88,10 +89,10 @@ def deployed(aws: Endpoints, monkeypatch, tmp_path):
     for name, value in names.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("MOMOR_CATALOG_FILE", raising=False)
-    for reset in (reset_settings, catalog_source.reset_catalog_source, keys.reset_saved_keys, boto.reset_clients):
+    for reset in (reset_config, catalog_source.reset_catalog_source, keys.reset_saved_keys, boto.reset_clients):
         reset()
     yield
-    for reset in (reset_settings, catalog_source.reset_catalog_source, keys.reset_saved_keys, boto.reset_clients):
+    for reset in (reset_config, catalog_source.reset_catalog_source, keys.reset_saved_keys, boto.reset_clients):
         reset()
 
 
@@ -138,11 +139,11 @@ def test_warm_never_fails_the_snapshot(monkeypatch):
     monkeypatch.setenv("MOMOR_CATALOG_BUCKET", "no-such-bucket")
     monkeypatch.setenv("MOMOR_CATALOG_KEY", "catalog.json")
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", "http://127.0.0.1:9")
-    reset_settings()
+    reset_config()
     catalog_source.reset_catalog_source()
     try:
         snapstart.warm()
     finally:
-        reset_settings()
+        reset_config()
         catalog_source.reset_catalog_source()
         boto.reset_clients()

@@ -48,23 +48,27 @@ def _best_effort(what: str, fn: Callable[..., Any], *args: Any) -> None:
 @register_before_snapshot
 def warm() -> None:
     """Do before the snapshot what the first call would otherwise pay for."""
-    from momor import aws, catalog_source, keys
-    from momor.settings import get_settings
+    from momor.config import get_config
+    from momor.store import aws, catalog_source, keys
 
     for service in SERVICES:
         _best_effort(f"the {service} client", aws.client, service)
-    settings = get_settings()
-    if settings.catalog_file or settings.catalog_bucket:
+    try:
+        config = get_config()
+    except Exception as exc:  # a bad configuration fails the app's build, not this optimisation
+        logger.warning("SnapStart warm-up skipped: %s", exc)
+        return
+    if config.catalog_file or config.catalog_bucket:
         _best_effort("the catalog", catalog_source.get_catalog)
         _best_effort("the catalog's wires", _import_wires)
-    if settings.keys_secret:
+    if config.keys_secret:
         _best_effort("the saved keys", keys.saved_keys)
 
 
 def _import_wires() -> None:
     """The provider wire modules the catalog uses (imported lazily otherwise, on a first call)."""
-    from momor import catalog_source
     from momor.providers import wire_for
+    from momor.store import catalog_source
 
     for provider in catalog_source.get_catalog().providers:
         wire_for(provider.wire)
@@ -73,7 +77,7 @@ def _import_wires() -> None:
 @register_after_restore
 def refresh() -> None:
     """Renew in this restored copy what it must not share with the others (module docstring)."""
-    from momor import apikeys, aws, catalog_source, keys, ratelimit
+    from momor.store import apikeys, aws, catalog_source, keys, ratelimit
 
     random.seed()
     aws.reset_clients()  # the boto3 clients and the DynamoDB signer: credentials, connections

@@ -26,6 +26,8 @@ from ..messages import (
     state_for,
 )
 from .base import Target, WireRequest
+from .endpoint import endpoint
+from .openai_tools import tool_choice
 
 WIRE_NAME = "openai_chat"
 
@@ -75,7 +77,7 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
     body: dict[str, Any] = {"model": target.model_id, "messages": _map_messages(call, target)}
     if call.tools:
         body["tools"] = _map_tools(call.tools)
-        body.update(_map_tool_choice(call.params))
+        body.update(tool_choice(call.params))
     if call.response_schema is not None:
         body["response_format"] = _map_response_format(call.response_schema, call.params)
     body.update(_map_parameters(call.params, target))
@@ -84,9 +86,12 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
         if options.get("streamOptions", True) is not False:
             # Usage comes only in a final chunk asked for here; without it the call cannot be priced.
             body["stream_options"] = {"include_usage": True}
-    # A local server (Ollama, vLLM) may run without a key; an empty Bearer would be refused by some.
-    headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
-    return WireRequest(path="/chat/completions", body=body, headers=headers)
+    return _request(target, body)
+
+
+def _request(target: Target, body: dict[str, Any]) -> WireRequest:
+    where = endpoint(target, "/chat/completions")  # path, query and key header: see endpoint.py
+    return WireRequest(path=where.path, body=body, headers=where.headers, url=where.url)
 
 
 def _map_messages(call: Call, target: Target) -> list[dict[str, Any]]:
@@ -259,26 +264,6 @@ def _map_tools(tools: list[Tool]) -> list[dict[str, Any]]:
     return mapped
 
 
-def _map_tool_choice(params: Parameters) -> dict[str, Any]:
-    # Only sent with tools: OpenAI refuses tool_choice and parallel_tool_calls on a call without any.
-    body: dict[str, Any] = {}
-    if params.parallel_tool_calls is not None:
-        body["parallel_tool_calls"] = params.parallel_tool_calls
-    tool_use = params.tool_use
-    if tool_use is None:
-        return body
-    match tool_use.type:
-        case "auto" | "none":
-            body["tool_choice"] = tool_use.type
-        case "any":
-            body["tool_choice"] = "required"
-        case "use":
-            body["tool_choice"] = {"type": "function", "function": {"name": tool_use.name or ""}}
-        case _:
-            assert_never(tool_use.type)
-    return body
-
-
 def _map_response_format(schema: dict[str, Any], params: Parameters) -> dict[str, Any]:
     json_schema = {"name": "response", "schema": schema, "strict": bool(params.strict)}
     return {"type": "json_schema", "json_schema": json_schema}
@@ -292,6 +277,7 @@ def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
         value = getattr(params, name)
         if value is not None:
             body[name] = value
+    _raise_temperature(body, options)
     if params.max_tokens is not None:
         body[_option_str(options, "maxTokensField", "max_completion_tokens")] = params.max_tokens
     if params.seed is not None:
@@ -303,6 +289,16 @@ def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
     if isinstance(store, bool):
         body["store"] = store
     return body
+
+
+def _raise_temperature(body: dict[str, Any], options: dict[str, Any]) -> None:
+    """`minTemperature`: a provider that refuses a temperature below it (NVIDIA refuses 0) is sent the
+    minimum instead, as near to what was asked as it takes."""
+    floor = options.get("minTemperature")
+    value = body.get("temperature")
+    numbers = isinstance(floor, (int, float)) and isinstance(value, (int, float)) and not isinstance(value, bool)
+    if numbers and value < floor:
+        body["temperature"] = floor
 
 
 def _map_reasoning_effort(effort: str | None, depths: list[str]) -> str | None:
@@ -337,6 +333,7 @@ def build_passthrough_request(call: Call, target: Target, stream: bool) -> WireR
         seed_field = _option_str(options, "seedField", "seed") or "seed"
         body[seed_field] = body.pop("seed")
     _passthrough_stream(body, options, stream)
+    _raise_temperature(body, options)
     effort = body.get("reasoning_effort")
     if isinstance(effort, str):
         depth = _passthrough_effort(effort, target.model.capabilities.reasoning)
@@ -349,8 +346,7 @@ def build_passthrough_request(call: Call, target: Target, stream: bool) -> WireR
     if isinstance(body.get("messages"), list):
         field_name = _option_str(options, "reasoningField", None)
         body["messages"] = [_passthrough_message(m, field_name) for m in body["messages"]]
-    headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
-    return WireRequest(path="/chat/completions", body=body, headers=headers)
+    return _request(target, body)
 
 
 def _passthrough_ceiling(body: dict[str, Any], options: dict[str, Any]) -> None:

@@ -1,0 +1,63 @@
+"""POST /models (and /models/chat, /models/two): the native dialect's route (seed 000)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from ...api.backend import Backend
+from ...api.flow import Routed, routed_call
+from ...catalog import Catalog
+from ...errors import MomorError, ProviderError
+from ...events import Assembler, Event
+from ...http import PROBLEM, bearer_token, json_response
+from ...routing.plan import Candidate
+from . import parse as native_parse
+from . import write as native
+
+
+class NativeDoor:
+    dialect = "native"
+
+    def token(self, request: Request) -> str | None:
+        return bearer_token(request)
+
+    def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
+        return native_parse.parse(body)
+
+    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
+        return json_response(native.monolith(candidate, assembler))
+
+    def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]:
+        return {}
+
+    async def stream(
+        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
+    ) -> AsyncIterator[bytes]:
+        writer = native.StreamWriter(request_id, candidate)
+        yield writer.start()
+        try:
+            async for event in events:
+                frame = writer.event(event)
+                if frame:
+                    yield frame
+        except ProviderError as exc:
+            yield writer.error(502, exc.detail)
+
+    def error(self, request_id: str, exc: MomorError) -> Response:
+        return json_response(native.problem(exc.status, exc.detail), exc.status, PROBLEM)
+
+
+def router(backend: Backend) -> APIRouter:
+    api = APIRouter()
+    door = NativeDoor()
+
+    async def create(request: Request) -> Response:
+        return await routed_call(request, door, backend, route=request.url.path)
+
+    for path in ("/models", "/models/chat", "/models/two"):
+        api.add_api_route(path, create, methods=["POST"], include_in_schema=True)
+    return api

@@ -1,0 +1,166 @@
+"""Momor API keys: what callers send as `Authorization: Bearer` or `X-API-Key`.
+
+Only a key's SHA-256 (hex) is stored, as the partition key `keyHash` of MOMOR_API_KEYS_TABLE,
+with `id` (a stable, non-secret caller id: the hash's first 16 hex digits), `name`, `owner`,
+`created` (ISO 8601), `disabled` and `zdr` (the organization holds every call to zero data
+retention). A leaked table therefore leaks no usable key; keys are long random strings, so an
+unsalted fast hash is enough (there is no dictionary to try).
+
+Positive lookups are cached per process for `CACHE_SECONDS`, so a warm Lambda does not read
+DynamoDB on every call; the price is that disabling a key takes up to that long to bite.
+Failed lookups are not cached, so a key created a moment ago works at once.
+
+For local development, `accept_local_key` registers a key (the dev server's --api-key) in
+memory only; it needs no table.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from dataclasses import dataclass
+
+from ..config import get_config
+from . import aws, dynamo
+
+CACHE_SECONDS = 60.0
+_CACHE_MAX = 4096
+KEY_PREFIX = "momor-"
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    id: str
+    """Stable and not secret: safe on records and in logs."""
+    name: str
+    zdr: bool = False
+    """The organization holds every call to zero data retention."""
+
+
+def key_hash(key: str) -> str:
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _caller_id(digest: str) -> str:
+    return digest[:16]
+
+
+_local: dict[str, Caller] = {}
+_cache: dict[str, tuple[Caller, float]] = {}
+_lock = threading.Lock()
+
+
+def accept_local_key(key: str, *, name: str = "local", zdr: bool = False) -> Caller:
+    """Accept `key` in this process without a table (the dev server's --api-key)."""
+    digest = key_hash(key)
+    caller = Caller(id=_caller_id(digest), name=name, zdr=zdr)
+    _local[digest] = caller
+    return caller
+
+
+async def authenticate(presented_key: str | None) -> Caller | None:
+    """The caller a presented key belongs to, or None for a missing, unknown or disabled key.
+    From memory when it can (local keys, a recent lookup), else one GetItem through the lean
+    signed-HTTP DynamoDB caller on the event loop (dynamo.py: no boto3 client, no thread)."""
+    if not presented_key:
+        return None
+    digest = key_hash(presented_key)
+    caller = _local_caller(digest) or _cached(digest)
+    if caller is not None:
+        return caller
+    table = get_config().api_keys_table
+    if table is None:  # local development with --api-key only
+        return None
+    caller = await _lookup(table, digest)
+    if caller is not None:
+        _remember(digest, caller)
+    return caller
+
+
+def _local_caller(digest: str) -> Caller | None:
+    # Walk every entry with a constant-time compare rather than a dict lookup: the local list is
+    # tiny, and this keeps the match itself free of timing differences.
+    found = None
+    for known, caller in _local.items():
+        if hmac.compare_digest(known, digest):
+            found = caller
+    return found
+
+
+def _cached(digest: str) -> Caller | None:
+    hit = _cache.get(digest)
+    if hit is None or hit[1] < time.monotonic():
+        return None
+    return hit[0]
+
+
+def _remember(digest: str, caller: Caller) -> None:
+    with _lock:
+        if len(_cache) >= _CACHE_MAX:  # bounded: a flood of distinct keys cannot grow memory
+            _cache.clear()
+        _cache[digest] = (caller, time.monotonic() + CACHE_SECONDS)
+
+
+async def _lookup(table: str, digest: str) -> Caller | None:
+    answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"keyHash": {"S": digest}}})
+    item = answer.get("Item")
+    if item is None:
+        return None
+    # The table found the item by this very hash; comparing again in constant time guards
+    # against a table (or an emulator) that matched loosely.
+    if not hmac.compare_digest(item["keyHash"]["S"], digest):
+        return None
+    if item.get("disabled", {}).get("BOOL", False):
+        return None
+    return Caller(
+        id=item.get("id", {}).get("S") or _caller_id(digest),
+        name=item.get("name", {}).get("S", ""),
+        zdr=item.get("zdr", {}).get("BOOL", False),
+    )
+
+
+def create_api_key(name: str, *, zdr: bool = False, owner: str | None = None) -> tuple[str, Caller]:
+    """Make a key, store its hash, and return the plaintext (shown once, never stored) and caller."""
+    table = get_config().need("api_keys_table")
+    plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
+    digest = key_hash(plaintext)
+    caller = Caller(id=_caller_id(digest), name=name, zdr=zdr)
+    item = {
+        "keyHash": {"S": digest},
+        "id": {"S": caller.id},
+        "name": {"S": name},
+        "created": {"S": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")},
+        "disabled": {"BOOL": False},
+        "zdr": {"BOOL": zdr},
+    }
+    if owner:
+        item["owner"] = {"S": owner}
+    aws.client("dynamodb").put_item(TableName=table, Item=item, ConditionExpression="attribute_not_exists(keyHash)")
+    return plaintext, caller
+
+
+def set_disabled(digest: str, disabled: bool = True) -> None:
+    """Disable (or re-enable) a key by its hash (`key_hash`). Other warm processes notice within
+    CACHE_SECONDS; this one at once."""
+    table = get_config().need("api_keys_table")
+    aws.client("dynamodb").update_item(
+        TableName=table,
+        Key={"keyHash": {"S": digest}},
+        UpdateExpression="SET #d = :d",
+        ConditionExpression="attribute_exists(keyHash)",
+        ExpressionAttributeNames={"#d": "disabled"},
+        ExpressionAttributeValues={":d": {"BOOL": disabled}},
+    )
+    with _lock:
+        _cache.pop(digest, None)
+
+
+def reset_cache() -> None:
+    """For tests: forget cached lookups and locally accepted keys."""
+    with _lock:
+        _cache.clear()
+        _local.clear()

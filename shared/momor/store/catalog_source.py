@@ -1,0 +1,185 @@
+"""Where the catalog comes from: a local file in development, an S3 object on AWS.
+
+Loaded once per process and served from memory; never fetched per request.
+- File: re-read when its modification time or size changes (a stat per `get`, microseconds),
+  so an edit shows up on the next call while developing.
+- S3: after MOMOR_CATALOG_TTL seconds the next `get` asks S3 with `IfNoneMatch=<ETag>`; an
+  unchanged object answers 304 with no body, so nothing is downloaded or parsed again. A failed
+  refresh (S3 down, a bad edit) keeps the catalog already served and logs a warning; only the
+  first load raises, since then there is nothing to serve.
+
+`get_catalog()` is the process's catalog; async code uses `get_catalog_async()`, which answers
+from memory and goes to a thread only when S3 has to be asked.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ..catalog import Catalog, parse_catalog
+from ..config import ConfigError, get_config
+from ..errors import MomorError
+from . import aws
+
+log = logging.getLogger(__name__)
+
+
+class CatalogUnavailable(MomorError):
+    """The catalog could not be read at all (the first load failed)."""
+
+    status = 503
+
+
+class CatalogSource(Protocol):
+    def get(self) -> Catalog: ...
+
+    def is_fresh(self) -> bool:
+        """Whether `get` would answer from memory without I/O worth a thread."""
+        ...
+
+
+class FileCatalogSource:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._catalog: Catalog | None = None
+        self._stamp: tuple[int, int] | None = None
+        self._lock = threading.Lock()
+
+    def is_fresh(self) -> bool:
+        return True  # a stat is cheaper than a thread hop
+
+    def get(self) -> Catalog:
+        try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            return self._fallback(f"cannot read catalog file {self.path}: {exc.strerror}")
+        stamp = (st.st_mtime_ns, st.st_size)
+        if self._catalog is not None and stamp == self._stamp:
+            return self._catalog
+        with self._lock:
+            if self._catalog is None or stamp != self._stamp:
+                try:
+                    with open(self.path, "rb") as f:
+                        catalog = parse_catalog(f.read())
+                except OSError as exc:
+                    return self._fallback(f"cannot read catalog file {self.path}: {exc.strerror}")
+                except MomorError as exc:
+                    if self._catalog is None:
+                        raise
+                    # Remember the stamp so a bad edit is reported once, not on every call.
+                    self._stamp = stamp
+                    log.warning("catalog file %s is invalid; serving the previous one: %s", self.path, exc)
+                    return self._catalog
+                self._catalog, self._stamp = catalog, stamp
+            return self._catalog
+
+    def _fallback(self, problem: str) -> Catalog:
+        if self._catalog is None:
+            raise CatalogUnavailable(problem)
+        log.warning("%s; serving the previous catalog", problem)
+        return self._catalog
+
+
+class S3CatalogSource:
+    def __init__(
+        self,
+        bucket: str,
+        key: str,
+        *,
+        ttl: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+        s3: Any = None,
+    ) -> None:
+        self.bucket, self.key, self.ttl = bucket, key, ttl
+        self._clock = clock
+        self._s3 = s3
+        self._catalog: Catalog | None = None
+        self._etag: str | None = None
+        self._expires = float("-inf")
+        self._lock = threading.Lock()
+
+    def is_fresh(self) -> bool:
+        return self._catalog is not None and self._clock() < self._expires
+
+    def get(self) -> Catalog:
+        if self.is_fresh():
+            return self._catalog  # type: ignore[return-value]
+        # One thread refreshes; the others wait for it rather than all asking S3 at once.
+        with self._lock:
+            if not self.is_fresh():
+                self._refresh()
+            assert self._catalog is not None
+            return self._catalog
+
+    def _refresh(self) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        where = f"s3://{self.bucket}/{self.key}"
+        s3 = self._s3 or aws.client("s3")
+        request: dict[str, Any] = {"Bucket": self.bucket, "Key": self.key}
+        if self._etag and self._catalog is not None:
+            request["IfNoneMatch"] = self._etag
+        try:
+            try:
+                answer = s3.get_object(**request)
+            except ClientError as exc:
+                if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 304:
+                    self._expires = self._clock() + self.ttl
+                    return
+                raise
+            body = answer["Body"].read()
+            catalog = parse_catalog(body)
+        except (BotoCoreError, ClientError, MomorError) as exc:
+            if self._catalog is None:
+                if isinstance(exc, MomorError):
+                    raise
+                raise CatalogUnavailable(f"cannot read the catalog at {where}: {exc}") from exc
+            # Try again after another TTL, not on every request: S3 may be what is struggling.
+            self._expires = self._clock() + self.ttl
+            log.warning("catalog refresh from %s failed; serving the cached catalog: %s", where, exc)
+            return
+        self._catalog, self._etag = catalog, answer.get("ETag")
+        self._expires = self._clock() + self.ttl
+
+
+_source: CatalogSource | None = None
+_source_lock = threading.Lock()
+
+
+def catalog_source() -> CatalogSource:
+    """The process's source, chosen by the settings on first use."""
+    global _source
+    if _source is None:
+        with _source_lock:
+            if _source is None:
+                config = get_config()
+                if config.catalog_file:
+                    _source = FileCatalogSource(config.catalog_file)
+                elif config.catalog_bucket and config.catalog_key:
+                    _source = S3CatalogSource(config.catalog_bucket, config.catalog_key, ttl=config.catalog_ttl)
+                else:
+                    raise ConfigError("Set MOMOR_CATALOG_FILE, or MOMOR_CATALOG_BUCKET and MOMOR_CATALOG_KEY")
+    return _source
+
+
+def get_catalog() -> Catalog:
+    return catalog_source().get()
+
+
+async def get_catalog_async() -> Catalog:
+    source = catalog_source()
+    if source.is_fresh():
+        return source.get()
+    return await aws.in_thread(source.get)
+
+
+def reset_catalog_source() -> None:
+    """For tests: forget the source and its cached catalog."""
+    global _source
+    with _source_lock:
+        _source = None

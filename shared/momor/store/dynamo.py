@@ -1,0 +1,101 @@
+"""DynamoDB's JSON protocol on the hot path: one signed POST over the process's pooled HTTP client.
+
+Every call writes a record and may count a rate-limit window. Through a boto3 client each costs
+milliseconds of CPU (parameter validation and serialisation driven by the service model, its own
+HTTP stack) plus a thread hop, and that CPU competes with the next request on a small machine
+(infra/bench). DynamoDB's wire protocol is small and stable, so these calls are made here: the
+request is the operation's JSON (items already in attribute-value form), signed with botocore's
+own SigV4 signer and credentials chain (so every credential source boto3 knows still works), and
+sent with httpx2. Everything else (table admin, reads at start-up) keeps using boto3 (`aws.py`).
+
+Endpoint: AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else the region's public endpoint, as
+boto3 chooses it. Throttling and 5xx answers are retried twice with a short backoff.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+from typing import Any
+
+import orjson
+
+from ..net import shared_client
+
+_TARGET = "DynamoDB_20120810."
+_RETRYABLE = ("ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+              "InternalServerError", "ServiceUnavailable")
+
+
+class DynamoError(Exception):
+    """DynamoDB refused the call; `code` is its error type without the namespace."""
+
+    def __init__(self, code: str, message: str, status: int) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.status = status
+
+
+class _Signer:
+    """Credentials and region resolved once, as boto3 resolves them; refreshed credentials are
+    picked up on each request (`get_frozen_credentials`)."""
+
+    def __init__(self) -> None:
+        import boto3
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+
+        session = boto3.Session()
+        self.region = session.region_name or "us-east-1"
+        self.credentials = session.get_credentials()
+        self._auth, self._request = SigV4Auth, AWSRequest
+        base = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL")
+        self.url = (base or f"https://dynamodb.{self.region}.amazonaws.com").rstrip("/") + "/"
+
+    def headers(self, operation: str, body: bytes) -> dict[str, str]:
+        if self.credentials is None:
+            raise DynamoError("MissingCredentials", "no AWS credentials were found", 0)
+        request = self._request(
+            method="POST",
+            url=self.url,
+            data=body,
+            headers={"X-Amz-Target": _TARGET + operation, "Content-Type": "application/x-amz-json-1.0"},
+        )
+        self._auth(self.credentials.get_frozen_credentials(), "dynamodb", self.region).add_auth(request)
+        return dict(request.headers.items())
+
+
+_signer: _Signer | None = None
+
+
+def _current() -> _Signer:
+    global _signer
+    if _signer is None:
+        _signer = _Signer()
+    return _signer
+
+
+def reset() -> None:
+    """For tests: resolve the endpoint and credentials again (the env changed)."""
+    global _signer
+    _signer = None
+
+
+async def call(operation: str, payload: dict[str, Any], *, timeout: float = 5.0) -> dict[str, Any]:
+    """Make one DynamoDB call (`PutItem`, `UpdateItem`, `GetItem`, ...) and return its answer."""
+    signer = _current()
+    body = orjson.dumps(payload)
+    for attempt in range(3):
+        response = await shared_client().post(
+            signer.url, content=body, headers=signer.headers(operation, body), timeout=timeout
+        )
+        answer = orjson.loads(response.content) if response.content else {}
+        if response.status_code == 200:
+            return answer
+        code = str(answer.get("__type", "UnknownError")).rsplit("#", 1)[-1]
+        error = DynamoError(code, str(answer.get("message") or answer.get("Message") or ""), response.status_code)
+        if attempt == 2 or not (code in _RETRYABLE or response.status_code >= 500):
+            raise error
+        await asyncio.sleep(random.uniform(0.02, 0.05) * (2**attempt))
+    raise AssertionError("unreachable")

@@ -1,0 +1,215 @@
+"""Provider keys: the deployment's saved keys, and keys a caller sends with one call.
+
+Saved keys live in ONE Secrets Manager secret (MOMOR_KEYS_SECRET) whose SecretString is JSON:
+
+    {"openai": "sk-...",
+     "azure":    {"key": "...", "zdr": true, "apiVersion": "2025-01-01"},
+     "azure@eu": {"key": "...", "zdr": true}}
+
+An entry is a provider's name (`azure@eu`) or root (`azure`); a lookup tries the exact name,
+then the root. `zdr` marks a key covered by a zero-data-retention agreement; every other
+value is handed to the provider's wire as `extra`. The secret is fetched at most once per
+MOMOR_KEYS_TTL seconds per process and parsed once per fetch.
+
+A call's own keys (seed 000 `keys`) take the same shape and the same name-then-root rule, but
+are never zdr: seed 000 runs zdr calls "never on keys sent with the call".
+
+A key string never appears in repr(), str(), logs or error messages: errors name the entry.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..config import get_config
+from ..errors import MomorError, RequestError
+from . import aws
+
+KeySource = Literal["call", "saved"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderKey:
+    key: str
+    zdr: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Other values the provider needs (api version, account id, ...)."""
+    source: KeySource = "saved"
+    entry: str = ""
+    """The entry that matched: the provider's full name or its root."""
+
+    def __repr__(self) -> str:
+        # extra may hold secrets too (a second credential), so only its names are shown.
+        return (
+            f"ProviderKey(entry={self.entry!r}, source={self.source!r}, zdr={self.zdr}, "
+            f"key=<hidden>, extra={sorted(self.extra)})"
+        )
+
+    __str__ = __repr__
+
+
+SavedKey = ProviderKey
+"""The name the design uses for a key from the saved-keys secret."""
+
+
+class KeysError(MomorError):
+    """The saved-keys secret cannot be read or is malformed (a deployment fault)."""
+
+    status = 500
+
+
+def _candidates(provider_name: str) -> tuple[str, ...]:
+    root = provider_name.split("@", 1)[0]
+    return (provider_name,) if root == provider_name else (provider_name, root)
+
+
+def _parse_entry(entry: str, value: Any, source: KeySource) -> ProviderKey:
+    """One entry of either shape; raises ValueError naming what is wrong, never the value."""
+    if isinstance(value, str):
+        if not value:
+            raise ValueError("the key is empty")
+        _header_safe(value)
+        return ProviderKey(key=value, source=source, entry=entry)
+    if not isinstance(value, Mapping):
+        raise ValueError("must be a string or an object holding key")
+    key = value.get("key")
+    if not isinstance(key, str) or not key:
+        raise ValueError("key must be a non-empty string")
+    _header_safe(key)
+    zdr = value.get("zdr", False)
+    if not isinstance(zdr, bool):
+        raise ValueError("zdr must be true or false")
+    extra = {k: v for k, v in value.items() if k not in ("key", "zdr")}
+    # A caller cannot vouch for zdr: their key's retention terms are not Momor's agreements.
+    return ProviderKey(key=key, zdr=zdr and source == "saved", extra=extra, source=source, entry=entry)
+
+
+def _header_safe(key: str) -> None:
+    # A key travels in an HTTP header, which takes printable ASCII only (a fuzzer's "\x80" crashed the send).
+    if not (key.isascii() and key.isprintable()):
+        raise ValueError("the key must be printable ASCII")
+
+
+def call_key(keys: Mapping[str, Any] | None, provider_name: str) -> ProviderKey | None:
+    """The caller's own key for `provider_name` from the call's `keys` object, if they sent one."""
+    if not keys:
+        return None
+    for entry in _candidates(provider_name):
+        if entry in keys:
+            try:
+                return _parse_entry(entry, keys[entry], "call")
+            except ValueError as exc:
+                raise RequestError(f"keys.{entry}: {exc}", param=f"keys.{entry}") from None
+    return None
+
+
+# --- saved keys -------------------------------------------------------------------------------
+# A small cache of our own rather than Powertools' get_secret: we keep the *parsed* keys with
+# their expiry, so a fresh lookup is one dict read, and async code can tell whether it needs a
+# thread without reaching into Powertools' private cache keys.
+
+
+@dataclass(slots=True)
+class _Cache:
+    secret_id: str
+    keys: dict[str, ProviderKey]
+    expires: float
+
+
+_cache: _Cache | None = None
+_lock = threading.Lock()
+
+
+def _fresh() -> dict[str, ProviderKey] | None:
+    cache = _cache
+    if cache is not None and time.monotonic() < cache.expires and cache.secret_id == get_config().keys_secret:
+        return cache.keys
+    return None
+
+
+def saved_keys() -> dict[str, ProviderKey]:
+    """Every saved key by entry; Secrets Manager is asked at most once per MOMOR_KEYS_TTL."""
+    global _cache
+    keys = _fresh()
+    if keys is not None:
+        return keys
+    with _lock:  # one thread fetches; the others wait and share its answer
+        keys = _fresh()
+        if keys is None:
+            config = get_config()
+            secret_id = config.need("keys_secret")
+            keys = _parse_secret(secret_id, _fetch(secret_id))
+            _cache = _Cache(secret_id, keys, time.monotonic() + config.keys_ttl)
+    return keys
+
+
+def _fetch(secret_id: str) -> str:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        answer = aws.client("secretsmanager").get_secret_value(SecretId=secret_id)
+    except ClientError as exc:
+        # The error code and message name the secret and the reason, never its value.
+        raise KeysError(f"cannot read the saved keys secret {secret_id}: {exc}") from None
+    except BotoCoreError as exc:
+        raise KeysError(f"cannot reach Secrets Manager for {secret_id}: {exc}") from None
+    if "SecretString" not in answer:
+        raise KeysError(f"saved keys secret {secret_id} must be a SecretString")
+    return answer["SecretString"]
+
+
+def _parse_secret(secret_id: str, raw: str) -> dict[str, ProviderKey]:
+    document, problem = _load_json(raw)
+    if problem:
+        raise KeysError(f"saved keys secret {secret_id} is not JSON ({problem})")
+    if not isinstance(document, dict):
+        raise KeysError(f"saved keys secret {secret_id} must be a JSON object of provider names")
+    keys = {}
+    for entry, value in document.items():
+        try:
+            keys[entry] = _parse_entry(entry, value, "saved")
+        except ValueError as exc:
+            raise KeysError(f"saved keys secret {secret_id}, entry {entry!r}: {exc}") from None
+    return keys
+
+
+def _load_json(raw: str) -> tuple[Any, str | None]:
+    """The document, or where it stops being JSON. The decode error is not raised on: its `.doc`
+    is the whole secret, and a chained exception would carry it into any traceback."""
+    try:
+        return json.loads(raw), None
+    except json.JSONDecodeError as exc:
+        return None, f"line {exc.lineno} column {exc.colno}"
+
+
+def saved_key(provider_name: str) -> ProviderKey | None:
+    """The deployment's key for `provider_name` (exact name, then root), or None."""
+    keys = saved_keys()
+    for entry in _candidates(provider_name):
+        if entry in keys:
+            return keys[entry]
+    return None
+
+
+async def saved_keys_async() -> dict[str, ProviderKey]:
+    """`saved_keys` from async code: from memory while fresh (no thread hop), else on a thread."""
+    keys = _fresh()
+    return keys if keys is not None else await aws.in_thread(saved_keys)
+
+
+async def saved_key_async(provider_name: str) -> ProviderKey | None:
+    """`saved_key` from async code: answered from memory, or on a thread when the cache is stale."""
+    await saved_keys_async()  # fresh after this, so the lookup below is a memory read
+    return saved_key(provider_name)
+
+
+def reset_saved_keys() -> None:
+    """For tests: drop the cached keys."""
+    global _cache
+    with _lock:
+        _cache = None

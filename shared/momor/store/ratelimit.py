@@ -1,0 +1,364 @@
+"""Rate limits per caller (API key): a fixed-window request counter, atomic in DynamoDB.
+
+    state = await admit(caller.id, key_hash=apikeys.key_hash(token))
+    if not state.allowed: answer 429 with state.headers() (Retry-After included)
+    else: serve, and put state.headers() on the answer
+
+Each caller gets `limit` requests per window of MOMOR_RATE_WINDOW_S seconds (default 60); windows
+are aligned to the epoch (a window starts at a multiple of its length), so every Lambda agrees on
+which window "now" is without talking to the others. The limit is the caller's own `rateLimit`
+attribute on its API-key item when it has one, else MOMOR_RATE_LIMIT (default 600). A limit of 0,
+either way, means no limit for that caller (and no X-RateLimit headers).
+
+Storage: the API-keys table (MOMOR_API_KEYS_TABLE), single-table design. One item per caller and
+window, partition key `keyHash` = "rate#<caller id>#<window start epoch>" (it cannot collide with
+a key's hash: those are 64 hex digits), attribute `count`, and `expiresAt` (epoch seconds) for the
+table's TTL so finished windows vanish on their own. Without a table (local development with
+--api-key only) an in-process counter with the same semantics stands in.
+
+Leases: asking DynamoDB on every call put its round trip on every call's path. So a process
+reserves a small batch of its caller's requests at once (a lease: 1/20 of the limit, at most 50,
+and 1 when the limit is under 40), in the same single conditional update, and admits the rest of
+the batch from memory. Counting stays exact (a lease is counted in the store before any of it is
+used, and never more than the limit); the price is that requests leased by one Lambda instance and
+unused when the window ends are not available to the others in that window. Near the limit, where
+a whole lease no longer fits, requests are counted one by one.
+
+Fail open: if DynamoDB errs or does not answer within DYNAMODB_TIMEOUT_S, the call is ADMITTED
+and a warning logged. A limiter outage must not take the router down; the price is that during an
+outage callers are not limited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import get_config
+from ..logs import logger
+from . import dynamo
+
+LIMIT_ENV = "MOMOR_RATE_LIMIT"
+WINDOW_ENV = "MOMOR_RATE_WINDOW_S"
+LIMIT_ATTRIBUTE = "rateLimit"
+DYNAMODB_TIMEOUT_S = 2.0
+"""How long a request waits for the limiter before it is admitted anyway: the store's own retries
+(dynamo.py) must not hold a request; the limiter is not worth that. Its calls go through the
+lean signed-HTTP DynamoDB caller on the event loop (no boto3 client, no thread)."""
+LIMIT_CACHE_SECONDS = 60.0
+"""A caller's own `rateLimit` is read once a minute per process, not once a request: changing it
+takes up to this long to bite, as disabling a key does (apikeys.CACHE_SECONDS)."""
+_CACHE_MAX = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class RateState:
+    """What the limiter decided for one request, and what to tell the caller about it."""
+
+    limit: int
+    """Requests allowed per window; 0 means no limit."""
+    remaining: int
+    """Requests left in this window after this one."""
+    reset: int
+    """Seconds until the window resets."""
+    allowed: bool
+    retry_after: int = 0
+    """Seconds to wait before trying again; 0 when allowed."""
+    failed_open: bool = False
+    """The store could not be asked, so the request was admitted without counting it."""
+
+    def headers(self) -> dict[str, str]:
+        if self.limit <= 0:  # nothing is limited, so there is nothing to advertise
+            return {}
+        headers = {
+            "X-RateLimit-Limit": str(self.limit),
+            "X-RateLimit-Remaining": str(self.remaining),
+            "X-RateLimit-Reset": str(self.reset),
+        }
+        if not self.allowed:
+            headers["Retry-After"] = str(self.retry_after)
+        return headers
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    start: int
+    """Epoch seconds, a multiple of `length`."""
+    length: int
+
+    @property
+    def end(self) -> int:
+        return self.start + self.length
+
+
+def window_at(now: float, length: int) -> Window:
+    """The fixed window holding the instant `now` (epoch seconds)."""
+    return Window(start=int(now // length) * length, length=length)
+
+
+def seconds_to_reset(now: float, window: Window) -> int:
+    """Whole seconds until `window` ends, rounded up so a caller told to wait that long never
+    arrives early; at least 1."""
+    return max(1, math.ceil(window.end - now))
+
+
+def state_for(limit: int, count: int | None, window: Window, now: float) -> RateState:
+    """The state after a counter answered `count` (the new count), or None for a refusal."""
+    reset = seconds_to_reset(now, window)
+    if count is None:
+        return RateState(limit=limit, remaining=0, reset=reset, allowed=False, retry_after=reset)
+    return RateState(limit=limit, remaining=max(limit - count, 0), reset=reset, allowed=True)
+
+
+def unlimited() -> RateState:
+    return RateState(limit=0, remaining=0, reset=0, allowed=True)
+
+
+def default_limit() -> int:
+    """MOMOR_RATE_LIMIT (config.py)."""
+    return get_config().rate_limit
+
+
+def window_length() -> int:
+    return get_config().rate_window
+
+
+def _now() -> float:
+    """The clock, one place for tests to move it."""
+    return time.time()
+
+
+async def admit(caller_id: str, *, key_hash: str | None = None, limit: int | None = None) -> RateState:
+    """Count one request for `caller_id` and say whether it may proceed.
+
+    `key_hash` (apikeys.key_hash of the presented key) lets the limiter read the caller's own
+    `rateLimit` from its API-key item, which is keyed by that hash, not by the caller id. `limit`,
+    when given, is used as is and no item is read. Neither given: MOMOR_RATE_LIMIT.
+    Never raises for a store failure: see "Fail open" in the module docstring.
+    """
+    length = window_length()
+    fallback = default_limit()
+    table = get_config().api_keys_table
+    if table is None:
+        chosen = fallback if limit is None else limit
+        if chosen <= 0:
+            return unlimited()
+        now = _now()
+        window = window_at(now, length)
+        return state_for(chosen, _local.count(caller_id, window, chosen), window, now)
+    now = _now()
+    leased = _leases.take(caller_id, window_at(now, length), now)
+    if leased is not None:
+        return leased
+    try:
+        return await asyncio.wait_for(
+            _admit_in_table(table, caller_id, key_hash, limit, fallback, length), timeout=DYNAMODB_TIMEOUT_S
+        )
+    except Exception as exc:  # any store failure, the timeout included: admit (module docstring)
+        return _failed_open(caller_id, key_hash, limit, fallback, length, exc)
+
+
+def _failed_open(
+    caller_id: str, key_hash: str | None, limit: int | None, fallback: int, length: int, exc: BaseException
+) -> RateState:
+    logger.warning(
+        "rate limiter unavailable; admitting the request uncounted",
+        extra={"caller_id": caller_id, "error": f"{type(exc).__name__}: {exc}"[:300]},
+    )
+    chosen = limit if limit is not None else _limits.cached(key_hash, fallback)
+    if chosen <= 0:
+        return unlimited()
+    now = _now()
+    window = window_at(now, length)
+    return RateState(
+        limit=chosen, remaining=chosen, reset=seconds_to_reset(now, window), allowed=True, failed_open=True
+    )
+
+
+async def _admit_in_table(
+    table: str, caller_id: str, key_hash: str | None, limit: int | None, fallback: int, length: int
+) -> RateState:
+    chosen = limit if limit is not None else await _limits.lookup(table, key_hash, fallback)
+    if chosen <= 0:
+        return unlimited()
+    now = _now()
+    window = window_at(now, length)
+    size = lease_size(chosen)
+    count = await _count_in_table(table, caller_id, window, chosen, size) if size > 1 else None
+    if count is None:  # no room for a whole lease (or none wanted): this request alone
+        size, count = 1, await _count_in_table(table, caller_id, window, chosen)
+    # Told as if only this request were counted: the rest of its lease is still to be handed out.
+    state = state_for(chosen, None if count is None else count - (size - 1), window, now)
+    if count is not None and size > 1:
+        _leases.grant(caller_id, window, chosen, size - 1, count)  # this request used one of them
+    return state
+
+
+LEASE_FRACTION = 20
+MAX_LEASE = 50
+
+
+def lease_size(limit: int) -> int:
+    """How many requests one store update reserves (see "Leases" in the module docstring)."""
+    return max(1, min(MAX_LEASE, limit // LEASE_FRACTION)) if limit >= 2 * LEASE_FRACTION else 1
+
+
+class _Leases:
+    """Requests this process reserved in the store and has not used yet, per caller and window."""
+
+    def __init__(self) -> None:
+        self._leases: dict[str, tuple[int, int, int, int]] = {}
+        """caller -> (window start, limit, requests left, the store's count after the lease)."""
+        self._lock = threading.Lock()
+
+    def grant(self, caller_id: str, window: Window, limit: int, left: int, count: int) -> None:
+        with self._lock:
+            if len(self._leases) >= _CACHE_MAX and caller_id not in self._leases:
+                self._leases.clear()  # bounded: a dropped lease only means asking the store sooner
+            self._leases[caller_id] = (window.start, limit, left, count)
+
+    def take(self, caller_id: str, window: Window, now: float) -> RateState | None:
+        with self._lock:
+            lease = self._leases.get(caller_id)
+            if lease is None or lease[0] != window.start or lease[2] <= 0:
+                return None
+            start, limit, left, count = lease
+            self._leases[caller_id] = (start, limit, left - 1, count)
+        # Remaining: what the store has not handed out, plus what this lease still holds.
+        remaining = max(limit - count, 0) + left - 1
+        return RateState(limit=limit, remaining=remaining, reset=seconds_to_reset(now, window), allowed=True)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._leases.clear()
+
+
+_leases = _Leases()
+
+
+def rate_key(caller_id: str, window: Window) -> str:
+    return f"rate#{caller_id}#{window.start}"
+
+
+async def _count_in_table(table: str, caller_id: str, window: Window, limit: int, n: int = 1) -> int | None:
+    """Add `n` to the window's count unless that would pass `limit`: the new count, or None.
+
+    One conditional UpdateItem does both the check and the increment, and DynamoDB applies each
+    to an item atomically, so N concurrent callers see N distinct counts and at most `limit` of
+    them pass. The alternative, an unconditional ADD with ReturnValues=UPDATED_NEW compared
+    afterwards, is just as atomic but counts the refused calls too: a client hammering away past
+    its limit would push `count` up without end, and the stored count would stop saying how many
+    requests were served. Here a refusal writes nothing.
+    """
+    try:
+        answer = await dynamo.call("UpdateItem", {
+            "TableName": table,
+            "Key": {"keyHash": {"S": rate_key(caller_id, window)}},
+            # `count` is a DynamoDB reserved word, hence the names.
+            "UpdateExpression": "ADD #count :n SET #expires = :expires",
+            "ConditionExpression": "attribute_not_exists(#count) OR #count <= :most",
+            "ExpressionAttributeNames": {"#count": "count", "#expires": "expiresAt"},
+            "ExpressionAttributeValues": {
+                ":n": {"N": str(n)},
+                ":most": {"N": str(limit - n)},
+                # One window past its end: a Lambda whose clock runs a little slow still finds it.
+                ":expires": {"N": str(window.end + window.length)},
+            },
+            "ReturnValues": "UPDATED_NEW",
+        })
+    except dynamo.DynamoError as exc:
+        if exc.code == "ConditionalCheckFailedException":
+            return None
+        raise
+    return int(answer["Attributes"]["count"]["N"])
+
+
+class _LocalCounter:
+    """The in-process stand-in: one (window start, count) per caller, refusals not counted."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, tuple[int, int]] = {}
+        self._lock = threading.Lock()  # admit may run on several threads' event loops
+
+    def count(self, caller_id: str, window: Window, limit: int) -> int | None:
+        with self._lock:
+            start, count = self._counts.get(caller_id, (window.start, 0))
+            if start != window.start:  # a new window: the old count is forgotten
+                count = 0
+            if count >= limit:
+                return None
+            if len(self._counts) >= _CACHE_MAX and caller_id not in self._counts:
+                self._counts.clear()  # bounded; a local server never has this many callers
+            self._counts[caller_id] = (window.start, count + 1)
+            return count + 1
+
+    def clear(self) -> None:
+        with self._lock:
+            self._counts.clear()
+
+
+class _CallerLimits:
+    """Each caller's own `rateLimit`, read from its API-key item and cached per process."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, tuple[int | None, float]] = {}
+        self._lock = threading.Lock()
+
+    def cached(self, key_hash: str | None, fallback: int) -> int:
+        hit = self._cache.get(key_hash) if key_hash else None
+        if hit is None or hit[0] is None:
+            return fallback
+        return hit[0]
+
+    async def lookup(self, table: str, key_hash: str | None, fallback: int) -> int:
+        if not key_hash:
+            return fallback
+        hit = self._cache.get(key_hash)
+        if hit is not None and hit[1] > time.monotonic():
+            own = hit[0]
+        else:
+            own = await _read_limit(table, key_hash)
+            with self._lock:
+                if len(self._cache) >= _CACHE_MAX:
+                    self._cache.clear()
+                self._cache[key_hash] = (own, time.monotonic() + LIMIT_CACHE_SECONDS)
+        return fallback if own is None else own
+
+    def clear(self) -> None:
+        with self._lock:
+            self._cache.clear()
+
+
+async def _read_limit(table: str, key_hash: str) -> int | None:
+    """The item's `rateLimit`, or None when it has none (or one that is not a whole number >= 0)."""
+    answer = await dynamo.call("GetItem", {
+        "TableName": table,
+        "Key": {"keyHash": {"S": key_hash}},
+        "ProjectionExpression": "#limit",
+        "ExpressionAttributeNames": {"#limit": LIMIT_ATTRIBUTE},
+    })
+    value: Any = answer.get("Item", {}).get(LIMIT_ATTRIBUTE, {}).get("N")
+    try:
+        own = int(value) if value is not None else None
+    except ValueError:  # "2.5": a typo in an admin's hand, not a reason to refuse calls
+        own = None
+    if own is not None and own < 0:
+        own = None
+    if value is not None and own is None:
+        logger.warning("ignoring an unusable rateLimit on an API key", extra={"rate_limit": value})
+    return own
+
+
+_local = _LocalCounter()
+_limits = _CallerLimits()
+
+
+def reset_local() -> None:
+    """For tests: forget the in-process counters and the cached per-caller limits."""
+    _local.clear()
+    _limits.clear()
+    _leases.clear()

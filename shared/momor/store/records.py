@@ -1,0 +1,211 @@
+"""Call records: one DynamoDB item per call, failed calls included, read back by Get a generation.
+
+The item (attribute names as the GET route answers them):
+
+    id            the request id (X-Momor-Request-Id); the table's partition key
+    callerId      `apikeys.Caller.id`, never the API key
+    created       ISO 8601, UTC
+    dialect, route, selectors (as the caller wrote them), streaming
+    attempts      [{provider, model, offeringId, keySource: call|saved|none,
+                    status: ok|failed|skipped, httpStatus, latencyMs, error, usage, cost}]
+    served        {model, provider, tier, publisher} or null
+    usage, cost   cost in USD from the catalog's prices (a DynamoDB number, written as Decimal)
+    finishReason, status (the HTTP status the caller got)
+    expiresAt     epoch seconds; the table's TTL attribute (MOMOR_RECORD_TTL_DAYS)
+
+A record never holds a secret: keys are not among its fields, error text is cut short, and any
+key string the attempt loop passes as `secrets` is blanked wherever it appears.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, Literal
+
+from ..catalog import Prices
+from ..config import get_config
+from ..events import Usage
+from ..redact import redact
+from . import dynamo
+
+ERROR_TEXT_MAX = 300
+_MILLION = Decimal(1_000_000)
+
+
+
+def cost_usd(usage: Usage, prices: Prices) -> Decimal:
+    """What `usage` cost at `prices` (USD per million tokens).
+
+    input_tokens counts cache reads and writes too (events.Usage), so the input price applies to
+    what is left; cache prices fall back to the input price when the catalog gives none. Thought
+    tokens counted apart from output (Gemini's) are billed as output, as providers bill them.
+    """
+    read = usage.cache_read_tokens or 0
+    write = usage.cache_write_tokens or 0
+    fresh = max((usage.input_tokens or 0) - read - write, 0)
+    output = (usage.output_tokens or 0) + (usage.thought_tokens or 0)
+
+    def price(value: float | None) -> Decimal:
+        # str() keeps the catalog's decimal digits (0.1 stays 0.1, not 0.1000000000000000055...).
+        return Decimal(str(value if value is not None else prices.input))
+
+    total = (
+        fresh * price(prices.input)
+        + read * price(prices.cache_read)
+        + write * price(prices.cache_write)
+        + output * price(prices.output)
+    )
+    return total / _MILLION
+
+
+@dataclass(slots=True)
+class Attempt:
+    provider: str
+    model: str
+    """The canonical model name."""
+    offering_id: str
+    """The provider's own model id."""
+    key_source: Literal["call", "saved", "none"]
+    status: Literal["ok", "failed", "skipped"]
+    http_status: int | None = None
+    latency_ms: float | None = None
+    error: str | None = None
+    """Short text for people; never a key (see the module docstring)."""
+    usage: Usage | None = None
+    cost: Decimal | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "offeringId": self.offering_id,
+            "keySource": self.key_source,
+            "status": self.status,
+            "httpStatus": self.http_status,
+            "latencyMs": self.latency_ms,
+            "error": self.error[:ERROR_TEXT_MAX] if self.error else self.error,
+            "usage": self.usage.to_native(self.provider) if self.usage else None,
+            "cost": self.cost,
+        }
+
+
+@dataclass(slots=True, frozen=True)
+class Served:
+    model: str
+    provider: str
+    tier: str | None
+    publisher: str
+
+
+@dataclass(slots=True)
+class CallRecord:
+    id: str
+    caller_id: str
+    dialect: str
+    """native, openai or anthropic."""
+    route: str
+    selectors: Any
+    """model / models / prioritization as the caller wrote them (never `keys`)."""
+    streaming: bool
+    status: int
+    """The HTTP status the caller was answered with."""
+    attempts: list[Attempt] = field(default_factory=list)
+    served: Served | None = None
+    usage: Usage | None = None
+    cost: Decimal | None = None
+    """Left out, the attempts' costs summed: what the whole call cost."""
+    finish_reason: str | None = None
+    created: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+
+    def to_dict(self, ttl_days: int) -> dict[str, Any]:
+        cost = self.cost
+        if cost is None:
+            cost = sum((a.cost for a in self.attempts if a.cost is not None), Decimal(0))
+        return {
+            "id": self.id,
+            "callerId": self.caller_id,
+            "created": self.created.isoformat(timespec="milliseconds"),
+            "dialect": self.dialect,
+            "route": self.route,
+            "selectors": self.selectors,
+            "streaming": self.streaming,
+            "attempts": [a.to_dict() for a in self.attempts],
+            "served": (
+                {"model": s.model, "provider": s.provider, "tier": s.tier, "publisher": s.publisher}
+                if (s := self.served)
+                else None
+            ),
+            "usage": self.usage.to_native(self.served.provider if self.served else "") if self.usage else None,
+            "cost": cost,
+            "finishReason": self.finish_reason,
+            "status": self.status,
+            "expiresAt": int(self.created.timestamp()) + ttl_days * 86_400,
+        }
+
+
+def _clean(value: Any, secrets: tuple[str, ...]) -> Any:
+    """Make a value DynamoDB can store (floats become Decimal) and blank every secret in it."""
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, bool) or value is None or isinstance(value, int | Decimal):
+        return value
+    if isinstance(value, float):
+        # repr is the shortest text that reads back as the same float; DynamoDB has no NaN.
+        return Decimal(repr(value)) if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {_clean(str(k), secrets): _clean(v, secrets) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v, secrets) for v in value]
+    return _clean(str(value), secrets)
+
+
+def _plain(value: Any) -> Any:
+    """DynamoDB's Decimals back to JSON numbers."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | None = None) -> dict[str, Any]:
+    """The record as a DynamoDB item (attribute-value form)."""
+    from boto3.dynamodb.types import TypeSerializer
+
+    if ttl_days is None:
+        ttl_days = get_config().record_ttl_days
+    # Longest first, so a key that contains another is blanked whole.
+    blank = tuple(sorted((s for s in secrets if s), key=len, reverse=True))
+    document = _clean(record.to_dict(ttl_days), blank)
+    serializer = TypeSerializer()
+    return {name: serializer.serialize(value) for name, value in document.items()}
+
+
+async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
+    """Write the record through `dynamo.call` (no boto3 client, no thread hop: see dynamo.py for
+    why). Raises dynamo.DynamoError: the caller logs it rather than failing a call that has
+    already been answered."""
+    table = get_config().need("records_table")
+    await dynamo.call("PutItem", {"TableName": table, "Item": to_item(record, secrets=secrets)})
+
+
+async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | None:
+    """The record as the GET route answers it, or None when it does not exist *or* belongs to
+    another caller: the route answers 404 either way, so nobody learns another caller's ids."""
+    from boto3.dynamodb.types import TypeDeserializer
+
+    table = get_config().need("records_table")
+    # Consistent read: a caller typically asks right after the call that wrote it.
+    answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"id": {"S": record_id}},
+                                           "ConsistentRead": True})
+    item = answer.get("Item")
+    if item is None or item.get("callerId", {}).get("S") != caller_id:
+        return None
+    deserializer = TypeDeserializer()
+    return _plain({name: deserializer.deserialize(value) for name, value in item.items()})
