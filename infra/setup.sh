@@ -41,6 +41,11 @@ if [ ! -x .sam-venv/bin/sam ]; then
   .sam-venv/bin/python -m pip install -q aws-sam-cli
 fi
 
+if ! command -v make >/dev/null 2>&1; then
+  # sam build runs the layers' Makefiles (BuildMethod: makefile in template.yaml).
+  (apt-get update -qq && apt-get install -y -qq make) >/dev/null
+fi
+
 if ! command -v java >/dev/null 2>&1; then
   # DynamoDB Local runs on Java 17+.
   (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless) >/dev/null

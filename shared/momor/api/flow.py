@@ -24,7 +24,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .. import background, metrics
+from .. import background, invocation, metrics
 from ..catalog import Catalog
 from ..errors import MomorError, RequestError
 from ..events import Assembler, Event
@@ -107,6 +107,8 @@ class Prepared:
     after_answer: Callable[[Assembler], Awaitable[None]] | None = None
     """Run once a complete answer is in, before its last byte leaves (the router's memory keeps the
     answer here, so the caller's next turn finds it); a failed answer never reaches it."""
+    deadline: float | None = None
+    """When the Lambda invocation ends, less a margin (momor.invocation); None off Lambda."""
 
 
 Operation = Callable[[Prepared], Awaitable[Response]]
@@ -162,7 +164,7 @@ async def _prepare(
     zdr = routed.prio.zdr or _caller_zdr(caller)
     await admission.check(recorder)
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
-    return Prepared(door, backend, recorder, routed, candidates, resolve)
+    return Prepared(door, backend, recorder, routed, candidates, resolve, deadline=invocation.deadline(request.scope))
 
 
 async def generate(p: Prepared) -> Response:
@@ -177,6 +179,7 @@ async def generate(p: Prepared) -> Response:
         rollover=routed.rollover,
         keep_text=p.after_answer is not None,
         adjust=routed.adjust,
+        deadline=p.deadline,
     )
     answer = await session.open()
     recorder.mark_first_byte()
