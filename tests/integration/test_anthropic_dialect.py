@@ -529,3 +529,32 @@ def test_values_of_the_wrong_type_are_refused_not_crashed_on(momor):
     odd_effort = {**base, "max_tokens": 4096, "thinking": {"type": "adaptive"}, "output_config": {"effort": ["x"]}}
     answered = httpx2.post(momor.url + "/v1/messages", json=odd_effort, headers=headers, timeout=30)
     assert answered.status_code < 500, answered.text
+
+
+# --- refusals, retries and request ids, as the SDK sees them (issue 10: 8, 12) -----------------------
+
+
+def test_a_request_every_candidate_refuses_is_a_400_not_retried(momor, fake):
+    client = anthropic.Anthropic(base_url=momor.url, api_key=momor.api_key, max_retries=2)
+    fake.script("anthropic", fail(400))
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        client.messages.create(model=CLAUDE[0], max_tokens=16, messages=USER)
+    assert caught.value.body["error"]["type"] == "invalid_request_error"
+    assert caught.value.response.headers["x-should-retry"] == "false"
+    assert len(fake.requests("anthropic")) == 1
+    assert caught.value.request_id == caught.value.response.headers["x-momor-request-id"]
+
+
+def test_a_server_failure_everywhere_says_a_retry_may_help(momor, fake, client):
+    fake.script("anthropic", *[fail(500)] * 3)
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        client.messages.create(model=CLAUDE[0], max_tokens=16, messages=USER)
+    assert caught.value.response.headers["x-should-retry"] == "true"
+
+
+@PAIRS
+def test_a_streams_request_id_is_the_sdks(momor, fake, client, model, provider, offering):
+    with client.messages.stream(model=model, max_tokens=64, messages=USER) as stream:
+        stream.get_final_message()
+        headers = stream.response.headers
+    assert headers["request-id"] == headers["x-momor-request-id"] == headers["x-request-id"]

@@ -41,6 +41,18 @@ from .backend import Backend, Caller
 REQUEST_ID_HEADER = "X-Momor-Request-Id"
 
 
+def id_headers(request_id: str) -> dict[str, str]:
+    """The call's id under every name a caller reads it by: Momor's own, the OpenAI SDK's
+    (`x-request-id`, its `_request_id`) and the Anthropic SDK's (`request-id`)."""
+    return {REQUEST_ID_HEADER: request_id, "x-request-id": request_id, "request-id": request_id}
+
+
+def retry_header(exc: MomorError) -> dict[str, str]:
+    """x-should-retry, which both SDKs obey over their own status rules: a refusal of the request
+    as written is not retried, a failure that may pass is."""
+    return {"x-should-retry": "true" if exc.retryable else "false"}
+
+
 class Door(Protocol):
     dialect: str
 
@@ -117,7 +129,8 @@ async def routed_call(
         recorder.status_code, recorder.error = exc.status, exc.detail
         await _record(backend, recorder)
         response = door.error(request_id, exc)
-    response.headers[REQUEST_ID_HEADER] = request_id
+        response.headers.update(retry_header(exc))
+    response.headers.update(id_headers(request_id))
     response.headers.update(await admission.headers())
     return response
 

@@ -23,7 +23,7 @@ from ..catalog import Catalog, Model
 from ..errors import MomorError
 from ..http import PROBLEM, bearer_token, json_response, new_request_id
 from .backend import Backend
-from .flow import REQUEST_ID_HEADER
+from .flow import id_headers, retry_header
 
 _EPOCH = dt.date(1970, 1, 1)
 
@@ -89,7 +89,8 @@ def router(backend: Backend) -> APIRouter:
                 response = json_response(model_list(await backend.catalog()))
         except MomorError as exc:
             response = json_response({"status": exc.status, "detail": exc.detail}, exc.status, PROBLEM)
-        response.headers[REQUEST_ID_HEADER] = request_id
+            response.headers.update(retry_header(exc))
+        response.headers.update(id_headers(request_id))
         return response
 
     for path in ("/models", "/v1/models"):

@@ -146,7 +146,7 @@ class Session:
                 if delay is not None:
                     await asyncio.sleep(delay)
                     continue
-                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail))
+                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail, exc))
                 return "context" if context_exceeded(exc) else "failed"
             self.breakers.success(_circuit(candidate))
             self.served, self._attempt = candidate, attempt

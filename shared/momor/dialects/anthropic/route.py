@@ -31,7 +31,8 @@ Headers (seed 004; the names are Momor's):
                                      count_tokens endpoint: exact for that model) or estimate
                                      (momor.tokens' local heuristic).
               request-id             Momor's request id, as Anthropic's SDK reads it
-                                     (`_request_id`); X-Momor-Request-Id carries the same.
+                                     (`_request_id`), on streams too; X-Momor-Request-Id and
+                                     x-request-id carry the same (api/flow.py).
 """
 
 from __future__ import annotations
@@ -128,14 +129,12 @@ class AnthropicDoor:
         req.reply = Reply(tier, overflow)
         return req
 
-    def _headers(self, request_id: str, reply: Reply, candidate: Candidate, billed: str | None = None
-                 ) -> dict[str, str]:
+    def _headers(self, reply: Reply, candidate: Candidate, billed: str | None = None) -> dict[str, str]:
         honoured = "serviceTier" in candidate.provider.parameters
         return {
             TIER_HEADER: billed or (reply.tier if reply.tier and honoured else "standard"),
             CACHE_HEADER: cache_token(candidate),
             STEP_HEADER: reply.overflow.step(candidate),
-            "request-id": request_id,
         }
 
     def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
@@ -147,12 +146,10 @@ class AnthropicDoor:
             body = orjson.dumps(anthropic_answer.message(request_id, candidate, assembler))
             billed = None
         return Response(body, media_type="application/json",
-                        headers=self._headers(request_id, routed.reply, candidate, billed))
+                        headers=self._headers(routed.reply, candidate, billed))
 
     def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]:
-        headers = self._headers("", routed.reply, candidate)
-        headers.pop("request-id")
-        return headers
+        return self._headers(routed.reply, candidate)
 
     async def stream(
         self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
@@ -197,7 +194,6 @@ async def _count(p: Prepared) -> Response:
     p.recorder.status_code = 200
     response = json_response({"input_tokens": count})
     response.headers[COUNT_HEADER] = how
-    response.headers["request-id"] = p.recorder.request_id
     return response
 
 
