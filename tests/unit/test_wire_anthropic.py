@@ -43,12 +43,13 @@ def target(
     max_output: int | None = 64000,
     reasoning: tuple[str, ...] = ("low", "medium", "high"),
     media: tuple[str, ...] = ("text", "image", "pdf"),
+    schema_asked: bool = False,
 ) -> Target:
     provider = Provider(name="anthropic", wire="anthropic", baseUrl="https://api.anthropic.com", options=options or {})
     offering = Offering(provider="anthropic", id="claude-sonnet-4-5", prices=Prices(input=3, output=15))
     caps = Capabilities(tools=True, reasoning=list(reasoning), maxOutputTokens=max_output, input=list(media))
     model = Model(name="claude-sonnet", publisher="anthropic", capabilities=caps, offerings=[offering])
-    return Target(provider=provider, offering=offering, model=model, api_key=KEY)
+    return Target(provider=provider, offering=offering, model=model, api_key=KEY, schema_asked=schema_asked)
 
 
 def body_for(call: Call, tgt: Target | None = None, stream: bool = False) -> dict[str, Any]:
@@ -589,14 +590,33 @@ def test_finish_reason_map(reason: str, stop: str) -> None:
 
 def test_emulated_respond_call_comes_back_as_content() -> None:
     body = message([{"type": "tool_use", "id": "toolu_1", "name": "respond", "input": {"city": "Oslo"}}], "tool_use")
-    assembler = assemble(WIRE.parse_response(body, target()))
+    assembler = assemble(WIRE.parse_response(body, target(schema_asked=True)))
     [answer] = assembler.messages()
     assert answer.type == "content"
     assert json.loads(answer.value) == {"city": "Oslo"}
     assert assembler.finish == Finish(reason="tool_use", stop="stop")
     # With native structured outputs, a tool called respond is just a tool.
-    native = assemble(WIRE.parse_response(body, target({"structuredOutputs": True})))
+    native = assemble(WIRE.parse_response(body, target({"structuredOutputs": True}, schema_asked=True)))
     assert native.messages()[0].type == "toolCall"
+
+
+def test_the_callers_own_respond_tool_is_a_tool_call_when_no_schema_was_asked() -> None:
+    """Issue 10 (14): a caller's tool named respond came back as text on Claude."""
+    body = message([{"type": "tool_use", "id": "toolu_1", "name": "respond", "input": {"city": "Oslo"}}], "tool_use")
+    assembler = assemble(WIRE.parse_response(body, target()))
+    [call] = assembler.messages()
+    assert call.type == "toolCall" and call.call.name == "respond"
+    assert assembler.finish == Finish(reason="tool_use", stop="tool_calls")
+    streamed = run_stream(sse(
+        START,
+        block_start(0, {"type": "tool_use", "id": "toolu_1", "name": "respond", "input": {}}),
+        block_delta(0, {"type": "input_json_delta", "partial_json": '{"city": "Oslo"}'}),
+        block_stop(0),
+        message_delta("tool_use", 12),
+        STOP,
+    ))
+    assert [m.type for m in streamed.messages()] == ["toolCall"]
+    assert streamed.finish == Finish(reason="tool_use", stop="tool_calls")
 
 
 @pytest.mark.parametrize("body", [b"not json", b"[]", b'{"type": "message"}', b'{"content": [], "stop_reason": null}'])
@@ -736,7 +756,7 @@ def test_stream_redacted_thinking_and_emulated_answer() -> None:
         message_delta("tool_use", 12),
         STOP,
     )
-    assembler = run_stream(text)
+    assembler = run_stream(text, target(schema_asked=True))
     thinking, answer = assembler.messages()
     assert thinking == ThinkingMessage(value="", data={"wire": "anthropic", "redacted": "opaque-data"})
     assert answer == ContentMessage(value='{"city": "Oslo"}')

@@ -173,7 +173,8 @@ class Session:
         return Timeouts(p.connect_timeout, first, p.idle_timeout).shortened(self.network_timeout)
 
     async def _start(self, candidate: Candidate, key: ResolvedKey) -> None:
-        target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source)
+        target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source,
+                        schema_asked=self.call.response_schema is not None)
         call = self.call
         params = params_for(call.params, candidate)
         if params is not call.params:
