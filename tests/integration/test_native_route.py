@@ -247,6 +247,12 @@ def test_406_when_accept_allows_neither_json_nor_sse(momor):
         (json.dumps(body(messages=[{"type": "robot"}])).encode(), "messages"),
         (json.dumps(body(model="no-such-model")).encode(), "no-such-model"),
         (json.dumps(body(tools=[WEATHER, WEATHER])).encode(), "unique"),
+        # Longer than any date Python holds: a 400 naming the field, not a 500 (issue 10: 23).
+        (json.dumps(body(prioritization={"maxAge": "P9999999999Y"})).encode(), "prioritization.maxAge"),
+        (json.dumps(body(parameters={"networkTimeout": "PT99999999999999999999S"})).encode(),
+         "parameters.networkTimeout"),
+        (json.dumps(body(parameters={"networkTimeout": "9999999999.00:00:00"})).encode(),
+         "parameters.networkTimeout"),
     ],
 )
 def test_400s_are_problem_documents(momor, payload, fragment):
