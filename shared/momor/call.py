@@ -88,6 +88,9 @@ class Call:
     """The wire `raw` is written in ("openai_chat", "anthropic"). An offering on that same wire is
     sent `raw` with only what the seeds say Momor changes, and answers in its own words (`Raw`
     events); any other wire is sent the canonical translation."""
+    betas: tuple[str, ...] = ()
+    """Anthropic beta features the caller asked for (its `anthropic-beta` header), sent to an
+    Anthropic offering beside the catalog's own; other wires have no such switch."""
 
     def passthrough(self, wire: str) -> bool:
         return self.raw is not None and self.raw_wire == wire

@@ -558,3 +558,18 @@ def test_a_streams_request_id_is_the_sdks(momor, fake, client, model, provider, 
         stream.get_final_message()
         headers = stream.response.headers
     assert headers["request-id"] == headers["x-momor-request-id"] == headers["x-request-id"]
+
+
+def test_the_callers_anthropic_beta_reaches_the_provider_beside_the_catalogs(momor, fake, client):
+    """Issue 10 (10): beta features the caller turned on were silently off."""
+    catalog = dict(momor.catalog)
+    catalog["providers"] = [{**p, "options": {**p.get("options", {}), "beta": ["catalog-beta-1"]}}
+                            if p["name"] == "anthropic" else p for p in catalog["providers"]]
+    momor.write_catalog(catalog)
+    client.beta.messages.create(model=CLAUDE[0], max_tokens=16, messages=USER,
+                                betas=["context-1m-2025-08-07", "catalog-beta-1"])
+    sent = fake.requests("anthropic")[-1].headers["anthropic-beta"]
+    assert sent.split(",") == ["catalog-beta-1", "context-1m-2025-08-07"]
+    client.messages.count_tokens(model=CLAUDE[0], messages=USER,
+                                 extra_headers={"anthropic-beta": "token-counting-2024-11-01"})
+    assert "token-counting-2024-11-01" in fake.requests("anthropic")[-1].headers["anthropic-beta"]

@@ -398,11 +398,15 @@ def _map_tools_and_schema(call: Call, target: Target, body: dict[str, Any]) -> b
     return choice is not None and choice["type"] in ("any", "tool")
 
 
-def _headers(target: Target) -> dict[str, str]:
+def _headers(target: Target, call_betas: tuple[str, ...] = ()) -> dict[str, str]:
+    """The key, the API version and `anthropic-beta`: the catalog's betas for this provider, then
+    the caller's own (each once), so a beta the caller turned on reaches the provider."""
     headers = {"x-api-key": target.api_key, "anthropic-version": API_VERSION}
-    beta = target.provider.options.get("beta")
-    if beta:
-        headers["anthropic-beta"] = beta if isinstance(beta, str) else ",".join(beta)
+    beta = target.provider.options.get("beta") or []
+    betas = [beta] if isinstance(beta, str) else list(beta)
+    names = [n.strip() for item in [*betas, *call_betas] for n in item.split(",") if n.strip()]
+    if names:
+        headers["anthropic-beta"] = ",".join(dict.fromkeys(names))
     return headers
 
 
@@ -489,15 +493,15 @@ def passthrough_request(call: Call, target: Target, stream: bool) -> WireRequest
         body["stream"] = True
     else:
         body.pop("stream", None)
-    return WireRequest(path="/v1/messages", body=body, headers=_headers(target))
+    return WireRequest(path="/v1/messages", body=body, headers=_headers(target, call.betas))
 
 
-def count_tokens_request(raw: dict[str, Any], target: Target) -> WireRequest:
+def count_tokens_request(raw: dict[str, Any], target: Target, betas: tuple[str, ...] = ()) -> WireRequest:
     """POST /v1/messages/count_tokens for the caller's Anthropic body, on this offering."""
     body = {k: v for k, v in raw.items() if k in _COUNT_FIELDS}
     body["model"] = target.model_id
     body["messages"] = _passthrough_messages(body.get("messages"))
-    return WireRequest(path="/v1/messages/count_tokens", body=body, headers=_headers(target))
+    return WireRequest(path="/v1/messages/count_tokens", body=body, headers=_headers(target, betas))
 
 
 class AnthropicWire:
@@ -507,8 +511,8 @@ class AnthropicWire:
         """count_tokens for this offering: the caller's own Anthropic body where there is one, else
         the translated request, each less what the counting endpoint refuses."""
         if call.passthrough(WIRE_NAME) and call.raw is not None:
-            return count_tokens_request(call.raw, target)
-        return count_tokens_request(self.build_request(call, target, stream=False).body, target)
+            return count_tokens_request(call.raw, target, call.betas)
+        return count_tokens_request(self.build_request(call, target, stream=False).body, target, call.betas)
 
     def parse_count(self, body: bytes) -> int:
         try:
@@ -536,7 +540,7 @@ class AnthropicWire:
         _map_caching(call.params.caching, body)
         if stream:
             body["stream"] = True
-        return WireRequest(path="/v1/messages", body=body, headers=_headers(target))
+        return WireRequest(path="/v1/messages", body=body, headers=_headers(target, call.betas))
 
     def parse_response(self, body: bytes, target: Target) -> Iterable[Event]:
         return anthropic_response.parse_response(body, target)

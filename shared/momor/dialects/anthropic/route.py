@@ -6,7 +6,9 @@ from `X-API-Key` or `Authorization: Bearer` (the SDK sends the latter).
 
 Headers (seed 004; the names are Momor's):
 
-    request   x-momor-service-tier   priority | standard | flex: the capacity the call is served
+    request   anthropic-beta         Anthropic's own: sent on to an Anthropic offering, merged
+                                     with the betas its catalog entry lists.
+              x-momor-service-tier   priority | standard | flex: the capacity the call is served
                                      from, sent to offerings whose provider honours serviceTier.
               x-momor-cache-token    the token a previous answer gave: its offering is tried first
                                      (its provider leads prioritization.order), so the provider's
@@ -118,6 +120,7 @@ class AnthropicDoor:
         tier = _header_choice(request, TIER_HEADER, TIERS)
         mode = _header_choice(request, OVERFLOW_HEADER, OVERFLOW) or "off"
         req = anthropic.parse(body, require_max_tokens=self.require_max_tokens)
+        req.call.betas = tuple(request.headers.getlist("anthropic-beta"))
         if tier is not None:
             req.call.params = req.call.params.model_copy(update={"service_tier": tier})
         req.prio = with_affinity(req.prio, request.headers.get(CACHE_HEADER), catalog)
