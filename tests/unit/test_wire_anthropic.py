@@ -313,10 +313,21 @@ def test_reasoning_effort_sets_a_budget_below_max_tokens(effort: str, budget: in
     assert body["max_tokens"] == 64000
 
 
-def test_budget_raises_max_tokens_within_the_cap() -> None:
-    body = body_for(hi(maxTokens=2000, reasoningEffort="high"))
+def test_budget_raises_max_tokens_within_the_cap_when_the_caller_set_no_ceiling() -> None:
+    body = body_for(hi(reasoningEffort="high"), target(max_output=None))
     assert body["thinking"]["budget_tokens"] == 16384
     assert body["max_tokens"] == 16384 + 1024
+
+
+def test_the_callers_ceiling_bounds_reasoning_and_answer_together() -> None:
+    """Issue 10 (9): maxTokens 300 with reasoning went out as 2048, past the caller's cost cap."""
+    body = body_for(hi(maxTokens=2000, reasoningEffort="high"))
+    assert body["max_tokens"] == 2000 and body["thinking"]["budget_tokens"] == 1024
+    body = body_for(hi(maxTokens=8000, reasoningEffort="high"))
+    assert body["max_tokens"] == 8000 and body["thinking"]["budget_tokens"] == 8000 - 1024
+    with pytest.raises(ProviderError) as info:  # no budget fits: the offering is refused, not widened
+        body_for(hi(maxTokens=300, reasoningEffort="low"))
+    assert info.value.kind == "unsupported"
 
 
 def test_budget_shrinks_when_the_cap_is_too_low() -> None:

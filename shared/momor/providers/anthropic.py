@@ -282,9 +282,19 @@ def _max_tokens(params: Parameters, caps: Capabilities) -> int:
     return min(params.max_tokens, cap) if cap else params.max_tokens
 
 
-def _thinking_budget(effort: str, max_tokens: int, cap: int | None) -> tuple[int, int] | None:
-    """(budget_tokens, max_tokens) with 1024 <= budget < max_tokens, or None when no budget fits."""
+def _thinking_budget(effort: str, max_tokens: int, cap: int | None, ceiling_asked: bool) -> tuple[int, int] | None:
+    """(budget_tokens, max_tokens) with 1024 <= budget < max_tokens, or None when no budget fits.
+
+    A ceiling the caller set bounds reasoning and answer together (it is their cost cap): the
+    budget shrinks to fit inside it, and an offering where none fits is refused, never sent a
+    larger max_tokens. Without one, max_tokens grows to make room, within the model's cap."""
     budget = _THINKING_BUDGETS[effort]
+    if ceiling_asked:
+        budget = max(_MIN_THINKING_BUDGET, min(budget, max_tokens - _ANSWER_ROOM))
+        if budget >= max_tokens:
+            raise _unsupported(f"reasoning needs a budget of at least {_MIN_THINKING_BUDGET} tokens inside "
+                               f"maxTokens, and {max_tokens} leaves no room for it")
+        return budget, max_tokens
     if budget >= max_tokens:
         # Thinking counts toward max_tokens: make room for it and for an answer, within the cap.
         wanted = budget + _ANSWER_ROOM
@@ -319,7 +329,7 @@ def _map_thinking(call: Call, target: Target, body: dict[str, Any], forced_tool:
         body["thinking"] = {"type": "adaptive"}
         body.setdefault("output_config", {})["effort"] = effort
         return True
-    fitted = _thinking_budget(effort, body["max_tokens"], caps.max_output_tokens)
+    fitted = _thinking_budget(effort, body["max_tokens"], caps.max_output_tokens, call.params.max_tokens is not None)
     if fitted is None:
         return False
     budget, body["max_tokens"] = fitted
