@@ -295,7 +295,16 @@ def test_a_stream_cut_after_output_ends_with_an_error_frame_by_default(momor, fa
     assert record["attempts"][0]["status"] == "failed" and record["served"] is None
 
 
+def _without_reasoning_depths(momor, model):
+    """The model takes `none`, so the call (no reasoningEffort: none) streams text, not reasoning."""
+    catalog = dict(momor.catalog)
+    catalog["models"] = [{**m, "capabilities": {**m["capabilities"], "reasoning": ["none", "low"]}}
+                         if m["name"] == model else m for m in catalog["models"]]
+    momor.write_catalog(catalog)
+
+
 def test_rollover_lets_the_next_candidate_finish_the_answer(momor, fake):
+    _without_reasoning_depths(momor, "duo")
     fake.script("flaky", cut(after=4))
     response, frames = momor.stream(
         "/models", body(model="duo", streaming=True, streamFailureBehavior="rollover"))
@@ -317,6 +326,19 @@ def test_rollover_lets_the_next_candidate_finish_the_answer(momor, fake):
     record = momor.record(response.headers["x-momor-request-id"])
     assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("flaky", "failed"), ("backup", "ok")]
     assert record["served"]["provider"] == "backup"
+
+
+def test_leaving_reasoning_effort_out_asks_each_provider_not_to_reason(momor, fake):
+    """Seed 000: none, also what leaving it out sends, asks the model not to reason (issue 10: 33)."""
+    assert momor.post("/models", body()).status_code == 200
+    assert fake.requests("openai")[-1].json["reasoning_effort"] == "minimal"  # gpt-5-mini has no off
+    assert momor.post("/models", body(parameters={"reasoningEffort": "none"})).status_code == 200
+    assert fake.requests("openai")[-1].json["reasoning_effort"] == "minimal"
+    _without_reasoning_depths(momor, "gpt-5-mini")
+    assert momor.post("/models", body()).status_code == 200
+    assert fake.requests("openai")[-1].json["reasoning_effort"] == "none"
+    assert momor.post("/models", body(model="claude-sonnet-4-5")).status_code == 200
+    assert "thinking" not in fake.requests("anthropic")[-1].json
 
 
 def test_rollover_without_a_candidate_that_takes_a_prefill_ends_with_an_error(momor, fake):
