@@ -547,3 +547,15 @@ def test_the_sdk_reads_the_calls_id_as_its_request_id(momor, fake, client, strea
     with pytest.raises(openai.BadRequestError) as raised:
         client.chat.completions.create(model="no-such-model", messages=[user("hi")])
     assert raised.value.request_id == raised.value.response.headers["x-momor-request-id"]
+
+
+def test_a_chat_completions_call_gets_no_cache_breakpoints_on_anthropic(momor, fake, client):
+    """Seed 000: a Chat Completions call has no caching (issue 10: 32)."""
+    client.chat.completions.create(model=CLAUDE, max_completion_tokens=50, tools=[WEATHER],
+                                   messages=[{"role": "system", "content": "Be brief."}, user("Hello")])
+    sent = fake.requests("anthropic")[-1].json
+    assert "cache_control" not in json.dumps(sent)
+    # The same call through POST /models caches by default: the test can see a breakpoint.
+    momor.post("/models", {"systemPrompt": "Be brief.", "messages": [{"type": "user", "value": "Hello"}],
+                           "model": CLAUDE})
+    assert "cache_control" in json.dumps(fake.requests("anthropic")[-1].json)

@@ -44,8 +44,10 @@ def target(
     reasoning: tuple[str, ...] = ("low", "medium", "high"),
     media: tuple[str, ...] = ("text", "image", "pdf"),
     schema_asked: bool = False,
+    parameters: tuple[str, ...] = ("caching",),
 ) -> Target:
-    provider = Provider(name="anthropic", wire="anthropic", baseUrl="https://api.anthropic.com", options=options or {})
+    provider = Provider(name="anthropic", wire="anthropic", baseUrl="https://api.anthropic.com", options=options or {},
+                        parameters=list(parameters))
     offering = Offering(provider="anthropic", id="claude-sonnet-4-5", prices=Prices(input=3, output=15))
     caps = Capabilities(tools=True, reasoning=list(reasoning), maxOutputTokens=max_output, input=list(media))
     model = Model(name="claude-sonnet", publisher="anthropic", capabilities=caps, offerings=[offering])
@@ -506,6 +508,12 @@ def test_cache_breakpoints(caching: str | None, expected: list[str]) -> None:
     for block in body.get("system", []):
         if "cache_control" in block:
             assert block["cache_control"] == {"type": "ephemeral"}
+
+
+@pytest.mark.parametrize("caching", [None, "auto", "tools,system,messages"])
+def test_no_breakpoints_on_a_provider_whose_catalog_entry_does_not_list_caching(caching: str | None) -> None:
+    """Issue 10 (32): the router leaves caching off such a provider, and the wire read the gap as auto."""
+    assert breakpoints(body_for(cached_call(caching), target(parameters=()))) == []
 
 
 def test_breakpoint_skips_blocks_that_cannot_carry_one() -> None:

@@ -547,7 +547,10 @@ class AnthropicWire:
         forced_tool = _map_tools_and_schema(call, target, body)
         thinking = _map_thinking(call, target, body, forced_tool)
         _map_sampling(call.params, thinking, body)
-        _map_caching(call.params.caching, body)
+        # Caching is Momor's to place only where the catalog says the provider honours it; elsewhere
+        # the provider's own default holds (seed 000), which for Anthropic is no breakpoints.
+        honoured = "caching" in target.provider.parameters
+        _map_caching(call.params.caching if honoured else "none", body)
         if stream:
             body["stream"] = True
         return WireRequest(path="/v1/messages", body=body, headers=_headers(target, call.betas))

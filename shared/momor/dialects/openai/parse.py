@@ -386,6 +386,8 @@ def map_parameters(body: dict[str, Any]) -> Parameters:
     tool_use = map_tool_choice(body.get("tool_choice"))
     if tool_use is not None:
         given["tool_use"] = tool_use
+    # Seed 000: a Chat Completions call has no caching; Momor places no breakpoints of its own.
+    given["caching"] = "none"
     return _lenient_parameters(given)
 
 
