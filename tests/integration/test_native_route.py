@@ -247,6 +247,8 @@ def test_406_when_accept_allows_neither_json_nor_sse(momor):
         (json.dumps(body(messages=[{"type": "robot"}])).encode(), "messages"),
         (json.dumps(body(model="no-such-model")).encode(), "no-such-model"),
         (json.dumps(body(tools=[WEATHER, WEATHER])).encode(), "unique"),
+        # Seed 000: responseSchema needs a model whose structuredOutput is jsonSchema (issue 10: 34).
+        (json.dumps(body(model="duo", responseSchema={"type": "object"})).encode(), "structuredOutput"),
         # Longer than any date Python holds: a 400 naming the field, not a 500 (issue 10: 23).
         (json.dumps(body(prioritization={"maxAge": "P9999999999Y"})).encode(), "prioritization.maxAge"),
         (json.dumps(body(parameters={"networkTimeout": "PT99999999999999999999S"})).encode(),

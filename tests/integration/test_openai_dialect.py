@@ -559,3 +559,13 @@ def test_a_chat_completions_call_gets_no_cache_breakpoints_on_anthropic(momor, f
     momor.post("/models", {"systemPrompt": "Be brief.", "messages": [{"type": "user", "value": "Hello"}],
                            "model": CLAUDE})
     assert "cache_control" in json.dumps(fake.requests("anthropic")[-1].json)
+
+
+def test_json_object_on_anthropic_is_held_to_an_object(momor, fake, client):
+    """Issue 10 (13): response_format json_object was dropped on the way to Claude."""
+    answer = client.chat.completions.create(model=CLAUDE, max_completion_tokens=200, messages=[user("Hi")],
+                                            response_format={"type": "json_object"})
+    assert isinstance(json.loads(answer.choices[0].message.content), dict)
+    assert answer.choices[0].finish_reason == "stop"
+    sent = fake.requests("anthropic")[-1].json
+    assert sent["tools"][-1]["input_schema"] == {"type": "object"}

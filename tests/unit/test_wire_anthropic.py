@@ -453,6 +453,17 @@ def test_emulated_structured_output_beside_real_tools() -> None:
     assert body_for(call)["tool_choice"] == {"type": "tool", "name": "respond"}
 
 
+def test_a_json_object_answer_is_held_to_an_object_not_dropped() -> None:
+    """Issue 10 (13): Chat Completions' json_object went to Claude as nothing at all."""
+    call = hi()
+    call.json_object = True
+    body = body_for(call)
+    assert body["tools"][-1]["name"] == "respond" and body["tools"][-1]["input_schema"] == {"type": "object"}
+    assert body["tool_choice"] == {"type": "tool", "name": "respond"}
+    native = body_for(call, target({"structuredOutputs": True}))
+    assert native["output_config"]["format"] == {"type": "json_schema", "schema": {"type": "object"}}
+
+
 def test_respond_is_a_reserved_tool_name_when_emulating() -> None:
     call = hi()
     call.response_schema, call.tools = SCHEMA, [Tool(name="respond")]

@@ -256,7 +256,7 @@ def _emulate_schema(call: Call, tools: list[Block], choice: Block | None) -> tup
     respond = {
         "name": RESPOND_TOOL,
         "description": _RESPOND_DESCRIPTION,
-        "input_schema": call.response_schema,
+        "input_schema": call.answer_schema,
     }
     use = call.params.tool_use
     if not tools or (use is not None and use.type == "none"):
@@ -391,11 +391,12 @@ def _map_tools_and_schema(call: Call, target: Target, body: dict[str, Any]) -> b
     """Sets tools, tool_choice and the response format; True when a tool call is forced."""
     tools = _map_tools(call.tools)
     choice = _map_tool_choice(call.params, bool(tools))
-    if call.response_schema is not None:
+    schema = call.answer_schema  # json_object too: held to any JSON object, not dropped
+    if schema is not None:
         if target.provider.options.get("structuredOutputs"):
             body.setdefault("output_config", {})["format"] = {
                 "type": "json_schema",
-                "schema": call.response_schema,
+                "schema": schema,
             }
         else:
             if any(tool.name == RESPOND_TOOL for tool in call.tools):

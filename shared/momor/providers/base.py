@@ -40,8 +40,9 @@ class Target:
     """"saved" (the deployment's own keys) or "call" (sent with the call): some rules differ,
     e.g. OpenAI is sent store=false on the deployment's keys (seed 001)."""
     schema_asked: bool = False
-    """The call asks for a responseSchema: a wire that emulates one (Anthropic's `respond` tool)
-    reads that tool's call back as the answer only then; otherwise it is the caller's own tool."""
+    """The call asks for a responseSchema (or a json_object answer): a wire that emulates one
+    (Anthropic's `respond` tool) reads that tool's call back as the answer only then; otherwise a
+    tool of that name is the caller's own."""
 
     @property
     def model_id(self) -> str:

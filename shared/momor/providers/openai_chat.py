@@ -428,6 +428,8 @@ def _retry_after(headers: dict[str, str]) -> float | None:
 
 class OpenAIChatWire:
     name = WIRE_NAME
+    answers_choices = True
+    """Chat Completions answers as many choices as n asks for (routing/plan.py prefers such wires)."""
 
     def build_request(self, call: Call, target: Target, stream: bool) -> WireRequest:
         return build_request(call, target, stream)

@@ -174,7 +174,7 @@ class Session:
 
     async def _start(self, candidate: Candidate, key: ResolvedKey) -> None:
         target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source,
-                        schema_asked=self.call.response_schema is not None)
+                        schema_asked=self.call.answer_schema is not None)
         call = self.call
         params = params_for(call.params, candidate)
         if params is not call.params:

@@ -103,7 +103,7 @@ def parse(raw: dict[str, Any]) -> Routed:
         selectors=selectors,
         prio=prio,
         keys=body.keys,
-        needs=needs_of(call),
+        needs=needs_of(call, schema_required=True),
         written_selectors=raw.get("models", raw.get("model", "auto")),
         network_timeout=network_timeout_seconds(timeout) if timeout is not None else None,
         rollover=body.stream_failure_behavior == "rollover",
@@ -130,12 +130,13 @@ def _media_kind(content_type: str) -> str:
     return "text"
 
 
-def needs_of(call: Call) -> Needs:
+def needs_of(call: Call, *, schema_required: bool = False) -> Needs:
     media = set()
     for m in call.messages:
         media.update(_media_kind(f.content_type) for f in attached_files(m))
     return Needs(tools=bool(call.tools), json_schema=call.response_schema is not None,
-                 media=frozenset(media - {"text"}))
+                 media=frozenset(media - {"text"}), json_object=call.json_object, choices=call.n,
+                 schema_required=schema_required and call.response_schema is not None)
 
 
 def _inline_size(file: File, where: str) -> int:
