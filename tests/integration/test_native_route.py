@@ -249,6 +249,13 @@ def test_406_when_accept_allows_neither_json_nor_sse(momor):
         (json.dumps(body(tools=[WEATHER, WEATHER])).encode(), "unique"),
         # Seed 000: responseSchema needs a model whose structuredOutput is jsonSchema (issue 10: 34).
         (json.dumps(body(model="duo", responseSchema={"type": "object"})).encode(), "structuredOutput"),
+        # Seed 000: a tool's description and parameters are required (issue 10: 35).
+        (json.dumps(body(tools=[{"name": "f", "parameters": {"type": "object"}}])).encode(),
+         "tools[0].description is required"),
+        (json.dumps(body(tools=[WEATHER, {"name": "g", "description": "G."}])).encode(),
+         "tools[1].parameters is required"),
+        (json.dumps(body(parameters={"temprature": 0.5})).encode(), "parameters.temprature"),
+        (json.dumps(body(parameters={"networkTimeout": "soon"})).encode(), "parameters.networkTimeout"),
         # Longer than any date Python holds: a 400 naming the field, not a 500 (issue 10: 23).
         (json.dumps(body(prioritization={"maxAge": "P9999999999Y"})).encode(), "prioritization.maxAge"),
         (json.dumps(body(parameters={"networkTimeout": "PT99999999999999999999S"})).encode(),
@@ -260,6 +267,15 @@ def test_406_when_accept_allows_neither_json_nor_sse(momor):
 def test_400s_are_problem_documents(momor, payload, fragment):
     doc = problem(momor.post("/models", content=payload), 400)
     assert fragment in doc["detail"]
+
+
+def test_parameter_values_are_not_checked(momor, fake):
+    """Seed 000: values are not checked (issue 10: 35). One the call cannot carry is left off."""
+    response = momor.post("/models", body(parameters={"temperature": "hot", "serviceTier": "ultra",
+                                                      "reasoningEffort": "max", "maxTokens": 40}))
+    assert response.status_code == 200, response.text
+    sent = fake.requests("openai")[-1].json
+    assert "temperature" not in sent and "service_tier" not in sent and sent["max_completion_tokens"] == 40
 
 
 def test_refusals_leave_a_record(momor):

@@ -49,6 +49,35 @@ class NativeBody(BaseModel):
     stream_failure_behavior: Literal["stop", "rollover"] = Field("stop", alias="streamFailureBehavior")
     file_processing: FileProcessing = Field(default_factory=FileProcessing, alias="fileProcessing")
 
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _values_not_checked(cls, given: Any) -> Any:
+        """Seed 000: parameter values are not checked. A value the canonical call cannot hold (a
+        word or type it does not know) is left off the call, never refused; a name that is not a
+        parameter still is, and networkTimeout, which Momor reads and never sends, is checked."""
+        if not isinstance(given, dict):
+            return given
+        kept = dict(given)
+        for name, value in given.items():
+            if name not in _PARAMETER_NAMES or name in _CHECKED_PARAMETERS:
+                continue
+            try:
+                Parameters.model_validate({name: value})
+            except ValidationError:
+                del kept[name]
+        return kept
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools_described(cls, tools: Any) -> Any:
+        """Seed 000: a tool's description and parameters are required (the canonical Tool, which
+        other dialects fill, defaults them)."""
+        for n, tool in enumerate(tools if isinstance(tools, list) else []):
+            missing = [k for k in ("description", "parameters") if isinstance(tool, dict) and k not in tool]
+            if missing:
+                raise ValueError(f"tools[{n}].{missing[0]} is required")
+        return tools
+
     @field_validator("tools")
     @classmethod
     def _unique_tool_names(cls, tools: list[Tool]) -> list[Tool]:
@@ -60,6 +89,8 @@ class NativeBody(BaseModel):
 
 
 _MESSAGE_TAGS = {"user", "content", "thinking", "toolCall", "toolResult"}
+_PARAMETER_NAMES = {f.alias or name for name, f in Parameters.model_fields.items()} | set(Parameters.model_fields)
+_CHECKED_PARAMETERS = {"networkTimeout", "network_timeout"}
 
 
 def _validation_detail(exc: ValidationError) -> tuple[str, str]:
