@@ -443,6 +443,38 @@ def test_service_tier_header(momor, fake, client, model, provider, offering):
     assert sent["service_tier"] == ("auto" if provider == "anthropic" else "priority")
     # Anthropic names the tier it billed in its answer; the fake bills standard.
     assert headers["x-momor-service-tier"] == ("standard" if provider == "anthropic" else "priority")
+    # Seed 004: x-ratelimit-over-limit says whether the asked tier was the one billed (issue 10: 36).
+    assert headers["x-ratelimit-over-limit"] == ("true" if provider == "anthropic" else "false")
+
+
+@PAIRS
+def test_a_stream_does_not_claim_the_asked_tier_as_billed(momor, fake, client, model, provider, offering):
+    """Issue 10 (36): a stream's headers leave before the provider names the tier it billed."""
+    with client.messages.stream(model=model, max_tokens=16, messages=USER,
+                                extra_headers={"x-momor-service-tier": "priority"}) as stream:
+        stream.get_final_message()
+        headers = stream.response.headers
+    assert "x-momor-service-tier" not in headers and "x-ratelimit-over-limit" not in headers
+    with client.messages.stream(model=model, max_tokens=16, messages=USER) as stream:
+        stream.get_final_message()
+        assert stream.response.headers["x-momor-service-tier"] == "standard"
+
+
+def test_overflow_bills_the_asked_models_price(momor, fake, client):
+    """Seed 004: you pay the price of the model that you asked for (issue 10: 36)."""
+    fake.script("openai", *[fail(429)] * 6)
+    _, headers = _raw_create(client, model="gpt-5-mini", max_tokens=16, messages=USER,
+                             extra_headers={"x-momor-overflow": "class"})
+    assert headers["x-momor-overflow-step"] == "class"
+    momor.settle()
+    record = momor.record(headers["x-momor-request-id"])
+    served = next(a for a in record["attempts"] if a["status"] == "ok")
+    assert served["provider"] == "flaky"  # duo, at 1.0/2.0 per million; gpt-5-mini is priced otherwise
+    usage = served["usage"]
+    prices = next(m for m in momor.catalog["models"] if m["name"] == "gpt-5-mini")["offerings"][0]["prices"]
+    asked = (usage["inputTokens"] * prices["input"] + usage["outputTokens"] * prices["output"]) / 1e6
+    assert float(record["cost"]) == pytest.approx(asked)
+    assert float(served["cost"]) != pytest.approx(asked)  # the attempt keeps what the provider charged
 
 
 def test_bad_service_tier_is_refused(momor, fake, client):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
 import anyio
@@ -25,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from .. import background, metrics
-from ..catalog import Catalog
+from ..catalog import Catalog, Prices
 from ..errors import MomorError, ProviderError, RequestError
 from ..events import Assembler, Event
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
@@ -36,6 +37,7 @@ from ..routing.plan import Candidate, check_provider_names, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
 from ..store.ratelimit import RateState
+from ..store.records import cost_usd
 from .backend import Backend, Caller
 
 REQUEST_ID_HEADER = "X-Momor-Request-Id"
@@ -176,7 +178,7 @@ async def generate(p: Prepared) -> Response:
             pass
         recorder.status_code = 200
         recorder.finish_reason = session.assembler.finish.reason if session.assembler.finish else None
-        await _record(p.backend, recorder)
+        await _record(p.backend, recorder, routed)
         return p.door.answer(recorder.request_id, routed, served, session.assembler)
     return StreamingResponse(
         _streamed(p, session, served),
@@ -202,7 +204,7 @@ async def _streamed(p: Prepared, session: Session, served: Candidate) -> AsyncIt
             recorder.error = failed.error if failed else "The caller left before the answer was complete."
         # A caller that hangs up on the last byte cancels this task: the record is written anyway.
         with anyio.CancelScope(shield=True):
-            await _record(p.backend, recorder)
+            await _record(p.backend, recorder, p.routed)
 
 
 def _gated(resolve: Any, gate: Callable[[Candidate, list[Any]], str | None] | None, recorder: Recorder) -> Any:
@@ -234,18 +236,33 @@ def _caller_zdr(caller: Caller) -> bool:
     return bool(getattr(caller, "zdr", False))
 
 
-async def _record(backend: Backend, recorder: Recorder) -> None:
+async def _record(backend: Backend, recorder: Recorder, routed: Routed | None = None) -> None:
     """The record, a log line and metrics, once per call: after the answer where that is safe
     (background.py), since holding the answer for a DynamoDB write was most of Momor's cost."""
     if recorder.written:
         return
     recorder.written = True
-    await background.later(recorder.request_id, _write(backend, recorder))
+    billed = routed.billed_prices if routed is not None else None
+    await background.later(recorder.request_id, _write(backend, recorder, billed))
 
 
-async def _write(backend: Backend, recorder: Recorder) -> None:
+def _billed_cost(recorder: Recorder, billed: Callable[[Candidate], Prices | None]) -> Decimal | None:
+    """The call's cost with the served answer at the prices the caller pays (overflow: the asked
+    model's); None when those are the served offering's own. Failed attempts keep their cost."""
+    served = recorder.served()
+    prices = billed(served.candidate) if served is not None else None
+    if served is None or prices is None or served.attempt.usage is None:
+        return None
+    others = sum((a.cost for a in recorder.attempts if a is not served.attempt and a.cost is not None), Decimal(0))
+    return others + cost_usd(served.attempt.usage, prices)
+
+
+async def _write(backend: Backend, recorder: Recorder, billed: Callable[[Candidate], Prices | None] | None = None
+                 ) -> None:
     """A record that cannot be written is logged loudly, never allowed to fail the answer."""
     record = recorder.to_record()
+    if billed is not None:
+        record.cost = _billed_cost(recorder, billed)
     served = record.served
     logger.info(
         "call",

@@ -4,7 +4,7 @@ Modes (the Anthropic route's `x-momor-overflow`): off; model (the same model on 
 selector left out); class (models of the same tier); any (any model). Overflow candidates are
 planned after the asked ones and tried only once every asked attempt failed for capacity (429,
 503, 529); otherwise they are skipped, and the record says why. Flex and free-tier calls do not
-overflow (seed 004).
+overflow (seed 004), and an overflow answer is billed at the asked model's price.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..catalog import Catalog
+from ..catalog import Catalog, Prices
 from ..errors import MomorError
 from .plan import Candidate, plan
 from .request import Routed
@@ -29,6 +29,12 @@ class Overflow:
     asked: frozenset[tuple[str, str]] = frozenset()
     models: frozenset[str] = frozenset()
     tiers: frozenset[str] = frozenset()
+    prices: Prices | None = None
+    """The asked model's prices (its first planned offering's): what an overflow answer is billed at."""
+
+    def billed_prices(self, candidate: Candidate) -> Prices | None:
+        """Seed 004: you pay the price of the model you asked for, whatever overflow served."""
+        return None if self.step(candidate) == "off" else self.prices
 
     def step(self, candidate: Candidate) -> str:
         if (candidate.model.name, candidate.provider.name) in self.asked or self.mode == "off":
@@ -72,4 +78,5 @@ def overflow_for(mode: str, asked: list[Candidate], tier: str | None) -> Overflo
         asked=frozenset((c.model.name, c.provider.name) for c in asked),
         models=frozenset(c.model.name for c in asked),
         tiers=frozenset(c.model.tier for c in asked if c.model.tier),
+        prices=asked[0].offering.prices,
     )

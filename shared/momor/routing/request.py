@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..call import Call
+from ..catalog import Prices
 from .plan import Candidate, Needs
 from .selectors import Prioritization, Selector
 
@@ -33,6 +34,9 @@ class Routed:
     gate: Callable[[Candidate, list[Any]], str | None] | None = None
     """Whether a candidate may be tried given the attempts so far (records.Attempt): None if it
     may, else why not (it is then skipped). The Anthropic door's overflow header uses it."""
+    billed_prices: Callable[[Candidate], Prices | None] | None = None
+    """The prices the caller pays for an answer `candidate` served, where they are not its own
+    offering's: overflow bills the asked model's price (seed 004). None: the offering's own."""
     reply: Any = None
     """What the dialect's writer needs from the request (doors are stateless): e.g. whether the
     caller asked for a usage chunk, the service tier asked, the overflow in force."""

@@ -26,7 +26,13 @@ Headers (seed 004; the names are Momor's):
     response  x-momor-service-tier   the tier billed: the provider's own word where its answer
                                      names one (an Anthropic offering's usage.service_tier, whole
                                      answers), otherwise the tier asked for where the provider
-                                     honours serviceTier, else standard.
+                                     honours serviceTier, else standard. A stream asking a tier
+                                     of a provider that honours one leaves it out: its headers
+                                     go before the provider says (its usage names the tier).
+              x-ratelimit-over-limit true when a tier was asked and another was billed (the asked
+                                     tier's capacity was over its limit, or the offering has no
+                                     such tier), false when the asked tier was billed; absent
+                                     when no tier was asked or the billed tier is not yet known.
               x-momor-cache-token    the token naming the offering that served.
               x-momor-overflow-step  off (an asked offering served) | model | class | any.
               x-momor-token-count    count_tokens only: provider (the Anthropic offering's own
@@ -65,6 +71,7 @@ TIER_HEADER = "x-momor-service-tier"
 CACHE_HEADER = "x-momor-cache-token"
 OVERFLOW_HEADER = "x-momor-overflow"
 STEP_HEADER = "x-momor-overflow-step"
+OVER_LIMIT_HEADER = "x-ratelimit-over-limit"
 COUNT_HEADER = "x-momor-token-count"
 TIERS = ("priority", "standard", "flex")
 OVERFLOW = ("off", "model", "class", "any")
@@ -129,16 +136,24 @@ class AnthropicDoor:
         overflow = overflow_for(mode, asked, tier)
         req.selectors = req.selectors + overflow.selectors()
         req.gate = overflow.gate if overflow.mode != "off" else None
+        req.billed_prices = overflow.billed_prices if overflow.mode != "off" else None
         req.reply = Reply(tier, overflow)
         return req
 
-    def _headers(self, reply: Reply, candidate: Candidate, billed: str | None = None) -> dict[str, str]:
+    def _headers(self, reply: Reply, candidate: Candidate, billed: str | None = None, *, streaming: bool = False
+                 ) -> dict[str, str]:
+        headers = {CACHE_HEADER: cache_token(candidate), STEP_HEADER: reply.overflow.step(candidate)}
         honoured = "serviceTier" in candidate.provider.parameters
-        return {
-            TIER_HEADER: billed or (reply.tier if reply.tier and honoured else "standard"),
-            CACHE_HEADER: cache_token(candidate),
-            STEP_HEADER: reply.overflow.step(candidate),
-        }
+        if billed is None and reply.tier and honoured and streaming:
+            # A stream's headers leave before the provider says which tier it billed (Anthropic
+            # names it in the stream's usage): the asked tier is not claimed as billed.
+            return headers
+        tier = billed or (reply.tier if reply.tier and honoured else "standard")
+        headers[TIER_HEADER] = tier
+        if reply.tier:
+            # Seed 004: whether the asked tier was over its limit, so another was billed.
+            headers[OVER_LIMIT_HEADER] = "false" if tier == reply.tier else "true"
+        return headers
 
     def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
         if assembler.raw:
@@ -152,7 +167,7 @@ class AnthropicDoor:
                         headers=self._headers(routed.reply, candidate, billed))
 
     def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]:
-        return self._headers(routed.reply, candidate)
+        return self._headers(routed.reply, candidate, streaming=True)
 
     async def stream(
         self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
