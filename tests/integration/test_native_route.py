@@ -411,3 +411,59 @@ def test_an_unexpected_failure_answers_in_shape_with_a_record(momor, monkeypatch
     problem(response, 500)
     assert "sk-never-shown" not in response.text and "Traceback" not in response.text
     assert momor.record(response.headers["x-momor-request-id"])["status"] == 500
+
+
+# --- rules no test held before (issue 10: tests that cannot fail) ---------------------------------
+
+
+def test_a_zdr_api_key_holds_every_call_to_zdr(momor, fake):
+    """An organization whose key is marked zdr is held to it even when the call says false."""
+    from momor.store import apikeys
+
+    plaintext, _ = apikeys.create_api_key("zdr org", zdr=True)
+    headers = {"Authorization": f"Bearer {plaintext}", "Content-Type": "application/json"}
+    refused = momor.post("/models", body(prioritization={"zdr": False}), headers=headers)
+    doc = problem(refused, 503)  # gpt-5-mini's only offering is on openai, whose saved key is not zdr
+    assert "zero data retention" in doc["detail"] and fake.requests("openai") == []
+    ok = momor.post("/models", body(model="claude-sonnet-4-5", keys={"anthropic": "sk-per-call"}), headers=headers)
+    assert ok.status_code == 200  # on the saved zdr key, never the one sent with the call
+    assert fake.requests("anthropic")[-1].headers["x-api-key"] == SAVED_KEYS["anthropic"]["key"]
+    assert momor.post("/models", body()).status_code == 200  # the same call on a key that is not zdr
+
+
+def test_a_parameter_reaches_only_providers_whose_catalog_entry_lists_it(momor, fake):
+    """Seed 000: an optional parameter goes only to an offering whose catalog entry honours it."""
+    params = {"frequencyPenalty": 0.5, "presencePenalty": 0.25, "topK": 5, "temperature": 0.5, "maxTokens": 40}
+    response = momor.post("/models", body(model="mistral-small", parameters=params))
+    assert response.status_code == 200, response.text
+    sent = fake.requests("mistral")[-1].json
+    assert sent["max_tokens"] == 40 and sent["temperature"] == 0.5  # mistral lists these
+    assert not {"frequency_penalty", "presence_penalty", "top_k"} & set(sent)  # and not these
+    del params["topK"]  # deepinfra lists it, but the fake (OpenAI's strictness) refuses top_k
+    assert momor.post("/models", body(model="llama-3.3-70b", parameters=params)).status_code == 200
+    sent = fake.requests("deepinfra")[-1].json
+    assert (sent["frequency_penalty"], sent["presence_penalty"]) == (0.5, 0.25)
+
+
+def test_the_body_cap_holds_without_a_content_length(momor):
+    """A chunked body declares no size: the cap is counted as it arrives."""
+    chunk = b" " * (1024 * 1024)
+
+    def chunks():
+        yield b'{"systemPrompt": "", "messages": [{"type": "user", "value": "x"}], "pad": "'
+        for _ in range(31):
+            yield chunk
+        yield b'"}'
+
+    import httpx2
+
+    response = httpx2.post(momor.url + "/models", content=chunks(), headers=momor.headers(), timeout=60)
+    assert "content-length" not in {k.lower() for k in response.request.headers}
+    problem(response, 413)
+
+
+@pytest.mark.parametrize("accept", ["application/json;q=0", "application/json; q=0, text/event-stream;q=0.0",
+                                    "*/*;q=0"])
+def test_accept_with_q_zero_refuses_the_type(momor, accept):
+    problem(momor.post("/models", body(), headers=momor.headers(Accept=accept)), 406)
+    assert momor.post("/models", body(), headers=momor.headers(Accept=accept + ", */*;q=0.1")).status_code == 200
