@@ -38,6 +38,8 @@ ROUTES = [
     ("get", "/v1/models", "CatalogFunction", False),
     ("get", "/generations/{id}", "GenerationsFunction", False),
     ("get", "/models", "CatalogFunction", False),
+    ("get", "/models/{id+}", "CatalogFunction", False),
+    ("get", "/v1/models/{id+}", "CatalogFunction", False),
 ]
 FOLDERS = {
     "ModelsFunction": "models",
