@@ -322,7 +322,6 @@ def _without_reasoning_depths(momor, model):
 
 
 def test_rollover_lets_the_next_candidate_finish_the_answer(momor, fake):
-    _without_reasoning_depths(momor, "duo")
     fake.script("flaky", cut(after=4))
     response, frames = momor.stream(
         "/models", body(model="duo", streaming=True, streamFailureBehavior="rollover"))
