@@ -569,3 +569,16 @@ def test_json_object_on_anthropic_is_held_to_an_object(momor, fake, client):
     assert answer.choices[0].finish_reason == "stop"
     sent = fake.requests("anthropic")[-1].json
     assert sent["tools"][-1]["input_schema"] == {"type": "object"}
+
+
+def test_max_completion_tokens_bounds_reasoning_on_anthropic(momor, fake, client):
+    """Issue 10 (9): 300 asked with reasoning went to Claude as max_tokens 2048."""
+    client.chat.completions.create(model=CLAUDE, max_completion_tokens=3000, reasoning_effort="high",
+                                   messages=[user("Hi")])
+    sent = fake.requests("anthropic")[-1].json
+    assert sent["max_tokens"] == 3000 and sent["thinking"]["budget_tokens"] < 3000
+    with pytest.raises(openai.BadRequestError) as raised:  # no budget fits in 300: the offering is passed over
+        client.chat.completions.create(model=CLAUDE, max_completion_tokens=300, reasoning_effort="low",
+                                       messages=[user("Hi")])
+    assert raised.value.response.headers["x-should-retry"] == "false"
+    assert len(fake.requests("anthropic")) == 1  # it never reached the provider with a larger ceiling
