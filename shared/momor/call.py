@@ -82,6 +82,10 @@ class Call:
     response_schema: dict[str, Any] | None = None
     stream: bool = False
     """Whether the caller wants a stream (the wire may stream upstream either way)."""
+    choices: int = 1
+    """How many answers the caller wants (Chat Completions' `n`). A wire that can answer several at
+    once (Gemini's candidateCount) emits each answer's parts with its `PartStart.choice`; the
+    canonical turn, and every other wire, is the first answer."""
     raw: dict[str, Any] | None = None
     """The caller's body as written, when the caller's dialect speaks a wire protocol."""
     raw_wire: str | None = None

@@ -15,6 +15,8 @@ from .base import Wire
 _MODULES = {
     "openai_chat": "momor.providers.openai_chat",
     "anthropic": "momor.providers.anthropic",
+    "gemini": "momor.providers.gemini",
+    "vertex": "momor.providers.vertex",
 }
 _loaded: dict[str, Wire] = {}
 

@@ -100,6 +100,7 @@ async def exchange(
         connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle, pool=timeouts.connect
     )
     try:
+        headers.update(await _auth_headers(wire, target))
         async with client.stream(
             "POST", _url(target, request.path), json=request.body, headers=headers, timeout=timeout
         ) as response:
@@ -133,6 +134,12 @@ async def exchange(
         raise ProviderError("The provider closed the connection mid-answer.", kind="protocol") from exc
     except httpx2.HTTPError as exc:
         raise ProviderError(f"Transport failure: {type(exc).__name__}.", kind="connect") from exc
+
+
+async def _auth_headers(wire: Wire, target: Target) -> dict[str, str]:
+    """Credentials that cost I/O to obtain (an access token for a service account, `vertex`)."""
+    auth = getattr(wire, "auth_headers", None)
+    return await auth(target) if auth is not None else {}
 
 
 async def _read_body(response: httpx2.Response, idle: float) -> bytes:
