@@ -247,7 +247,7 @@ def test_tool_choice_is_function_calling_config(use: ToolUse, config: dict[str, 
     ("low", ("none", "low", "medium", "high"), {"thinkingBudget": 1024, "includeThoughts": True}),
     ("medium", ("none", "low", "medium", "high"), {"thinkingBudget": 8192, "includeThoughts": True}),
     ("high", ("none", "low", "medium", "high"), {"thinkingBudget": 24576, "includeThoughts": True}),
-    ("none", ("low", "medium", "high"), {"thinkingBudget": 1024, "includeThoughts": True}),  # cannot stop
+    ("none", ("low", "medium", "high"), {"thinkingBudget": 1024}),  # cannot stop: thinks, unshown
 ])
 def test_reasoning_depth_is_a_thinking_budget(effort: str | None, depths: tuple[str, ...],
                                               config: dict[str, Any]) -> None:
@@ -258,7 +258,7 @@ def test_reasoning_depth_is_a_thinking_budget(effort: str | None, depths: tuple[
     ("low", {"thinkingLevel": "low", "includeThoughts": True}),
     ("medium", {"thinkingLevel": "high", "includeThoughts": True}),  # nearest deeper depth it takes
     ("high", {"thinkingLevel": "high", "includeThoughts": True}),
-    (None, {"thinkingLevel": "low", "includeThoughts": True}),
+    (None, {"thinkingLevel": "low"}),
 ])
 def test_reasoning_depth_is_a_thinking_level(effort: str | None, config: dict[str, Any]) -> None:
     tgt = target({"thinking": "level"}, reasoning=("low", "high"), model_id="gemini-3-pro-preview")

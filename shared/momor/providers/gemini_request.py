@@ -17,7 +17,8 @@ What the translation does, and why:
 - Thought parts are replayed (with their signature) only to the wire that wrote them.
 - `reasoningEffort` becomes `thinkingConfig`: the nearest depth the model takes (seed 001's rule),
   as a `thinkingLevel` (catalog option `thinking: "level"`, Gemini 3) or a `thinkingBudget`
-  (Gemini 2.5; `none` is a budget of 0), with `includeThoughts` so reasoning comes back as text.
+  (Gemini 2.5; `none` is a budget of 0), with `includeThoughts` so reasoning comes back as text
+  when the caller asked for it (a model that cannot stop thinking thinks at its lowest depth, unshown).
   A model with no reasoning depths is sent no thinkingConfig (older models refuse it).
 - `responseSchema` (canonical JSON Schema) goes as `responseJsonSchema` with `responseMimeType:
   application/json`: Gemini's `responseSchema` field takes only an OpenAPI subset, and a lossy
@@ -248,14 +249,17 @@ def _map_thinking_config(params: Parameters, target: Target) -> dict[str, Any] |
     depth = nearest_depth(params.reasoning_effort or "none", depths)
     if depth is None:
         return None
+    # Thoughts come back only when the caller asked for reasoning; a model that cannot stop
+    # thinking still thinks at its lowest depth, but the caller who asked for none sees none.
+    shown = {"includeThoughts": True} if params.reasoning_effort not in (None, "none") else {}
     if target.provider.options.get("thinking") == "level":
         if depth == "none":
             return None  # a level model has no "off"; its own default applies
-        return {"thinkingLevel": depth, "includeThoughts": True}
+        return {"thinkingLevel": depth, **shown}
     budget = _THINKING_BUDGETS.get(depth)
     if budget is None:
         return None
-    return {"thinkingBudget": budget, "includeThoughts": True} if budget else {"thinkingBudget": 0}
+    return {"thinkingBudget": budget, **shown} if budget else {"thinkingBudget": 0}
 
 
 def _map_generation(call: Call, target: Target) -> dict[str, Any]:
