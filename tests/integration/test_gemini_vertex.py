@@ -17,7 +17,7 @@ import pytest
 from momor import keys
 from momor.providers import google_auth
 from tests.fakes.gemini import STAND_INS
-from tests.fakes.script import fail, reply
+from tests.fakes.script import cut, fail, malformed, reply
 from tests.fakes.vertex import make_service_account
 
 from .conftest import SAVED_KEYS
@@ -324,3 +324,36 @@ def test_vertex_429_is_retried_then_served(momor, fake, google):
     response = momor.post("/models", native("Hello", model=FLASH))
     assert response.status_code == 200, response.text
     assert response.json()["model"]["provider"] == "vertex@us-east5"
+
+
+# --- faults -------------------------------------------------------------------------------------
+# Gemini's stream has no terminating event: it is complete only when every candidate has its
+# finishReason. A stream cut, or closed cleanly, before that is an error frame, never an end.
+
+
+@pytest.mark.parametrize("step", [cut(after=2), cut(after=2, clean=True), malformed(after=2)],
+                         ids=["dropped", "closed-cleanly", "malformed"])
+def test_a_stream_broken_after_output_ends_on_an_error_frame(momor, fake, google, step):
+    fake.script("gemini", step)  # the default answer streams "Echo: ", "x", its signature, then the finish
+    response, frames = momor.stream("/models", native("x", streaming=True))
+    assert response.status_code == 200
+    kinds = [event for event, _ in frames]
+    assert "delta" in kinds and kinds[-1] == "error" and "end" not in kinds, kinds
+    assert all("garbage" not in json.dumps(data) for _, data in frames)
+
+
+def test_a_buffered_answer_cut_mid_body_fails_over(momor, fake, google):
+    fake.script("vertex", cut(after=1), model=FLASH)
+    fake.script("vertex", cut(after=1), model=FLASH)
+    response = momor.post("/models", native("Hello", model=FLASH))
+    assert response.status_code == 200, response.text
+    assert response.json()["model"]["provider"] == "gemini"
+
+
+def test_5xx_is_retried_then_fails_over(momor, fake, google):
+    fake.script("vertex", fail(503), fail(503), fail(503), model=FLASH)
+    response = momor.post("/models", native("Hello", model=FLASH, streaming=False))
+    assert response.status_code == 200, response.text
+    assert response.json()["model"]["provider"] == "gemini"
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [a["provider"] for a in record["attempts"]] == ["vertex@us-east5"] * 3 + ["gemini"]
