@@ -10,6 +10,7 @@
     POST /{label}/token                        Vertex: the OAuth token endpoint of a test service account
     GET  /healthz
     POST /_fake/script  {"label", "model"?, "steps": [{"kind": ..., ...}]}
+    POST /_fake/service_account  {"email", "publicKey": PEM}   (Vertex: whose assertions /{label}/token accepts)
     POST /_fake/reset
     GET  /_fake/requests[?label=L]
 
@@ -193,6 +194,14 @@ class FakeApp:
         elif (method, path) == ("GET", "/_fake/requests"):
             label = parse_qs(scope.get("query_string", b"").decode()).get("label", [None])[0]
             await send_json(send, 200, [r.to_json() for r in self.state.requests(label)], {})
+        elif (method, path) == ("POST", "/_fake/service_account"):
+            try:
+                data = json.loads(raw)
+                self.state.add_service_account(data["email"], data["publicKey"].encode())
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
+                await send_json(send, 400, {"error": str(error)}, {})
+                return
+            await send_json(send, 200, {"ok": True}, {})
         elif (method, path) == ("POST", "/_fake/script"):
             try:
                 data = json.loads(raw)

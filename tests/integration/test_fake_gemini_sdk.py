@@ -194,3 +194,16 @@ def test_vertex_claude_through_the_anthropic_sdk(fake: FakeProviders) -> None:
     assert raw[0].path.endswith("/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict")
     assert "model" not in raw[0].json
     assert raw[1].path.endswith(":streamRawPredict")
+
+
+def test_a_service_account_can_be_registered_over_http(fake: FakeProviders) -> None:
+    info, public = make_service_account(fake.url + "/vertex/token", "remote@p.iam")
+    response = httpx2.post(fake.url + "/_fake/service_account", json={"email": "remote@p.iam",
+                                                                      "publicKey": public.decode()})
+    assert response.status_code == 200
+    credentials = service_account.Credentials.from_service_account_info(
+        info, scopes=["https://www.googleapis.com/auth/cloud-platform"])
+    from google.auth.transport.requests import Request
+
+    credentials.refresh(Request())
+    assert fake.state.tokens[credentials.token] == "remote@p.iam"
