@@ -278,6 +278,13 @@ def test_response_schema_and_candidate_count() -> None:
     assert "candidateCount" not in generation(hi())
 
 
+def test_openapi_schema_fields_option() -> None:
+    call = Call(system="", messages=[UserMessage(value="x")], tools=[WEATHER], response_schema=SCHEMA)
+    body = body_for(call, target({"schemas": "openapi"}))
+    assert body["generationConfig"]["responseSchema"] == SCHEMA and "responseJsonSchema" not in body["generationConfig"]
+    assert body["tools"][0]["functionDeclarations"][0]["parameters"] == SCHEMA
+
+
 def test_sampling_stop_seed_and_ceiling() -> None:
     call = hi(maxTokens=100, temperature=0.2, topP=0.9, topK=40, seed=7, stop=["END"], presencePenalty=0.5,
               frequencyPenalty=0.25, logprobs=True, topLogprobs=3, user="u1", serviceTier="flex",

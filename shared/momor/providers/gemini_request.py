@@ -23,6 +23,7 @@ What the translation does, and why:
 - `responseSchema` (canonical JSON Schema) goes as `responseJsonSchema` with `responseMimeType:
   application/json`: Gemini's `responseSchema` field takes only an OpenAPI subset, and a lossy
   conversion would change what the caller asked for. Tools likewise use `parametersJsonSchema`.
+  Provider option `schemas: "openapi"` sends both as the older `responseSchema`/`parameters`.
 - `Call.choices` (Chat Completions' `n`) is `candidateCount`.
 Left off (no counterpart): parallelToolCalls, serviceTier, user, metadata, caching, strict.
 """
@@ -219,10 +220,17 @@ def map_file(file: File, target: Target, wire: str) -> Part:
 # Tools, output format, generation settings
 
 
-def _map_tools(tools: list[Tool]) -> list[dict[str, Any]]:
+def _schema_field(target: Target, json_name: str, openapi_name: str) -> str:
+    """Where a schema goes: the JSON Schema field, or (provider option `schemas: "openapi"`, for
+    models that predate it) the OpenAPI-subset field, which refuses what that subset lacks."""
+    return openapi_name if target.provider.options.get("schemas") == "openapi" else json_name
+
+
+def _map_tools(tools: list[Tool], target: Target) -> list[dict[str, Any]]:
+    field_name = _schema_field(target, "parametersJsonSchema", "parameters")
     declarations = []
     for tool in tools:
-        declaration: dict[str, Any] = {"name": tool.name, "parametersJsonSchema": tool.parameters}
+        declaration: dict[str, Any] = {"name": tool.name, field_name: tool.parameters}
         if tool.description:
             declaration["description"] = tool.description
         declarations.append(declaration)
@@ -282,7 +290,7 @@ def _map_generation(call: Call, target: Target) -> dict[str, Any]:
         config["candidateCount"] = call.choices
     if call.response_schema is not None:
         config["responseMimeType"] = "application/json"
-        config["responseJsonSchema"] = call.response_schema
+        config[_schema_field(target, "responseJsonSchema", "responseSchema")] = call.response_schema
     thinking = _map_thinking_config(params, target)
     if thinking is not None:
         config["thinkingConfig"] = thinking
@@ -295,7 +303,7 @@ def build_body(call: Call, target: Target, wire: str) -> dict[str, Any]:
     if call.system:
         body["systemInstruction"] = {"parts": [{"text": call.system}]}
     if call.tools:
-        body["tools"] = _map_tools(call.tools)
+        body["tools"] = _map_tools(call.tools, target)
         tool_config = _map_tool_config(call.params)
         if tool_config is not None:
             body["toolConfig"] = tool_config
