@@ -11,8 +11,8 @@ import argparse
 import os
 import sys
 
-from momor import apikeys
-from momor.settings import reset_settings
+from momor.config import reset_config
+from momor.store import apikeys
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.table:
         os.environ["MOMOR_API_KEYS_TABLE"] = args.table
-        reset_settings()
+        reset_config()
     key, caller = apikeys.create_api_key(args.name, zdr=args.zdr, owner=args.owner)
     print(f"created key for {caller.name!r}: caller id {caller.id}, zdr={caller.zdr}", file=sys.stderr)
     print(key)

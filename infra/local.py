@@ -113,8 +113,8 @@ def main(argv: list[str] | None = None) -> None:
 
         import uvicorn
 
-        from momor import apikeys
         from momor.api.app import all_routes
+        from momor.store import apikeys
 
         apikeys.accept_local_key(args.api_key, name="local")
         print(f"Momor is serving on http://{args.host}:{args.port} (API key: {args.api_key})", flush=True)

@@ -16,17 +16,25 @@ from typing import Any
 import pytest
 
 from infra.emulators import EmulatorError, Emulators, Endpoints, provision
-from momor import apikeys, catalog_source, keys
-from momor.aws import reset_clients
-from momor.settings import ENV_VARS, reset_settings
+from momor.config import ENV_VARS, reset_config
+from momor.store import apikeys, catalog_source, keys
+from momor.store.aws import reset_clients
 
 
 def reset_momor_caches() -> None:
     """Forget settings and everything cached from them, as a fresh process would."""
-    reset_settings()
+    reset_config()
     catalog_source.reset_catalog_source()
     keys.reset_saved_keys()
     apikeys.reset_cache()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_config() -> Iterator[None]:
+    """A test that changes MOMOR_* variables resets the configuration itself; whatever it read is
+    forgotten after it, so the next test sees its own environment."""
+    yield
+    reset_config()
 
 
 @pytest.fixture(scope="session")

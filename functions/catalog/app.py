@@ -5,8 +5,8 @@
 
 from mangum import Mangum
 
-from momor.api import catalog
+from momor.api import model_list
 from momor.api.app import build_app
 
-app = build_app(catalog.router, title="Momor catalog route")
+app = build_app(model_list.router, title="Momor catalog route")
 handler = Mangum(app, lifespan="off")

@@ -6,8 +6,8 @@ same `app` through momor.lambda_stream (see template.yaml).
 
 from mangum import Mangum
 
-from momor.api import chat_completions
 from momor.api.app import build_app
+from momor.dialects.openai import route
 
-app = build_app(chat_completions.router, title="Momor OpenAI-compatible route")
+app = build_app(route.router, title="Momor OpenAI-compatible route")
 handler = Mangum(app, lifespan="off")

@@ -6,8 +6,8 @@ same `app` through momor.lambda_stream (see template.yaml).
 
 from mangum import Mangum
 
-from momor.api import messages
 from momor.api.app import build_app
+from momor.dialects.anthropic import route
 
-app = build_app(messages.router, title="Momor Anthropic route")
+app = build_app(route.router, title="Momor Anthropic route")
 handler = Mangum(app, lifespan="off")

@@ -6,8 +6,8 @@ same `app` through momor.lambda_stream (see template.yaml).
 
 from mangum import Mangum
 
-from momor.api import models
 from momor.api.app import build_app
+from momor.dialects.native import route
 
-app = build_app(models.router, title="Momor native route")
+app = build_app(route.router, title="Momor native route")
 handler = Mangum(app, lifespan="off")

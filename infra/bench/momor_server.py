@@ -18,8 +18,8 @@ import importlib
 from collections.abc import Iterable
 from typing import Any
 
-from momor import records
 from momor.api.backend import Backend
+from momor.store import records
 
 
 class BuiltRecordBackend(Backend):
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
 
     import uvicorn
 
-    from momor import apikeys
+    from momor.store import apikeys
 
     apikeys.accept_local_key(args.api_key, name="bench")
     app = build(args.records)

@@ -10,12 +10,11 @@ from typing import Any
 
 import orjson
 from starlette.requests import Request
+from starlette.responses import Response
 
+from .config import describe_bytes, get_config
 from .errors import RequestError
 
-MIB = 1024 * 1024
-MAX_BODY_BYTES = 30 * MIB
-"""Seed 000: the body may be at most 30 MiB (a deployment can lower it)."""
 MAX_JSON_DEPTH = 64
 """Deeper JSON is refused before it reaches a model: no legitimate call nests this deep."""
 
@@ -54,17 +53,19 @@ def check_accept(request: Request, *, streaming_allowed: bool = True) -> None:
     raise RequestError("Accept must allow application/json or text/event-stream.", status=406)
 
 
-async def read_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The body, refused with 413 as soon as it passes the limit (never read whole first)."""
+async def read_body(request: Request, limit: int | None = None) -> bytes:
+    """The body, refused with 413 as soon as it passes the limit (never read whole first): seed
+    000's 30 MiB, or what the deployment lowered it to (MOMOR_MAX_BODY_BYTES)."""
+    limit = get_config().max_body_bytes if limit is None else limit
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise RequestError(f"The body is larger than {limit // MIB} MiB.", status=413)
+        raise RequestError(f"The body is larger than {describe_bytes(limit)}.", status=413)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise RequestError(f"The body is larger than {limit // MIB} MiB.", status=413)
+            raise RequestError(f"The body is larger than {describe_bytes(limit)}.", status=413)
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -100,3 +101,10 @@ def sse(event: str | None, data: bytes) -> bytes:
     """One server-sent event frame."""
     head = b"event: " + event.encode() + b"\n" if event else b""
     return head + b"data: " + data + b"\n\n"
+
+
+PROBLEM = "application/problem+json"
+
+
+def json_response(payload: Any, status: int = 200, media_type: str = "application/json") -> Response:
+    return Response(orjson.dumps(payload), status_code=status, media_type=media_type)

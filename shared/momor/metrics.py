@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 
-from .records import Attempt, CallRecord
+from .store.records import Attempt, CallRecord
 
 
 def enabled() -> bool:

@@ -22,7 +22,9 @@ import binascii
 import json
 import re
 import secrets
+from collections.abc import Collection
 from typing import Any
+from urllib.parse import parse_qs
 
 from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_text
 from .errors import Invalid
@@ -92,11 +94,12 @@ class GeminiFake:
     """One request's view of the wire: which model, whether Vertex, whether a stream."""
 
     def __init__(self, model: str, *, vertex: bool = False, stream: bool = False,
-                 tokens: frozenset[str] | set[str] = frozenset()) -> None:
+                 tokens: Collection[str] = frozenset(), query: str = "") -> None:
         self.model = model
         self.vertex = vertex
         self.stream = stream
         self.tokens = tokens
+        self.query = parse_qs(query)
         self.thinking_model = model.startswith("gemini-3")
         self.tool_id_prefix = tool_id_prefix
         self.new_request_id = new_request_id
@@ -105,7 +108,16 @@ class GeminiFake:
 
     # --- auth --------------------------------------------------------------------------------
 
+    def model_of(self, body: dict[str, Any]) -> str:
+        return self.model  # named in the URL, which scripted steps per model follow
+
+    def streaming(self, body: dict[str, Any]) -> bool:
+        return self.stream  # the method says it, not the body
+
     def check_auth(self, headers: dict[str, str]) -> Invalid | None:
+        if self.stream and self.query.get("alt") != ["sse"]:
+            # Without alt=sse the API streams one JSON array; Momor must ask for SSE framing.
+            return Invalid("Momor's fake serves streamGenerateContent only with alt=sse.")
         if self.vertex:
             scheme, _, token = headers.get("authorization", "").partition(" ")
             if scheme.lower() != "bearer" or token.strip() not in self.tokens:

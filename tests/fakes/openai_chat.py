@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from .behaviour import Answer, Ask, count_input_tokens, split_json, split_text
+from .dialects import OPENAI, Dialect, azure_filter_results
 from .errors import Invalid
 from .transport import dumps
 
@@ -90,7 +91,45 @@ def error_body(status: int, message: str | None = None, param: str | None = None
                       "code": default_code}}
 
 
-def check_auth(headers: dict[str, str]) -> Invalid | None:
+_AZURE_DENIED = ("Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a "
+                 "valid key for an active subscription and use a correct regional API endpoint for your resource.")
+
+
+def match_route(dialect: Dialect, route: str) -> dict[str, str] | None:
+    """The route's named parts (Azure's resource and deployment), or None when the dialect has no such route."""
+    for pattern in dialect.routes:
+        found = pattern.match(route)
+        if found:
+            return found.groupdict()
+    return None
+
+
+def check_endpoint(dialect: Dialect, parts: dict[str, str], query: dict[str, list[str]]) -> Invalid | None:
+    """What the address itself must say: the resource, and api-version on Azure's deployment route."""
+    if dialect.resource is not None and parts.get("resource") != dialect.resource:
+        return Invalid("Resource not found", code="404", status=404)
+    versions = query.get("api-version", [])
+    if "deployment" in parts:
+        if not versions:
+            return Invalid("Resource not found", code="404", status=404)
+        if versions[0] not in dialect.api_versions:
+            return Invalid("API version not supported", code="BadRequest", status=400)
+        if parts["deployment"] not in dialect.deployments:
+            return _no_deployment()
+    return None
+
+
+def _no_deployment() -> Invalid:
+    return Invalid("The API deployment for this resource does not exist. If you created the deployment within the "
+                   "last 5 minutes, please wait a moment and try again.", code="DeploymentNotFound", status=404)
+
+
+def check_auth(headers: dict[str, str], dialect: Dialect = OPENAI) -> Invalid | None:
+    if dialect.key_header is not None:
+        key = headers.get(dialect.key_header, "").strip()
+        if not key or key == "sk-invalid":
+            return Invalid(_AZURE_DENIED, code="401", status=401)
+        return None
     scheme, _, key = headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         return Invalid(_NO_KEY, status=401)
@@ -125,20 +164,48 @@ def _unknown_fields(value: dict[str, Any], allowed: set[str] | frozenset[str], w
                       where, "invalid_request_error")
 
 
-def validate(body: dict[str, Any]) -> None:
-    unknown = [key for key in body if key not in _FIELDS]
-    if unknown:
-        raise Invalid(f"Unrecognized request argument supplied: {unknown[0]}")
-    if "model" not in body:
+def validate(body: dict[str, Any], dialect: Dialect = OPENAI, parts: dict[str, str] | None = None) -> None:
+    _validate_fields(body, dialect)
+    in_path = bool(parts and "deployment" in parts)  # Azure's deployment route names the model itself
+    if "model" not in body and not in_path:
         raise Invalid("you must provide a model parameter")
-    if not isinstance(body["model"], str):
+    if "model" in body and not isinstance(body["model"], str):
         raise _type_error("model", "a string", body["model"])
+    if dialect.deployments and not in_path and body["model"] not in dialect.deployments:
+        raise _no_deployment()
     _validate_numbers(body)
     _validate_streaming(body)
     _validate_messages(body.get("messages"))
     _validate_tools(body)
     _validate_response_format(body.get("response_format"))
     _validate_misc(body)
+    _validate_dialect_values(body, dialect)
+
+
+def _validate_fields(body: dict[str, Any], dialect: Dialect) -> None:
+    unknown = [key for key in body if key not in (dialect.fields or _FIELDS) | dialect.extra_fields]
+    if not unknown:
+        return
+    if dialect.fields is None:
+        raise Invalid(f"Unrecognized request argument supplied: {unknown[0]}")
+    raise Invalid("Extra inputs are not permitted", unknown[0], "extra_forbidden", status=dialect.refusal_status)
+
+
+def _validate_dialect_values(body: dict[str, Any], dialect: Dialect) -> None:
+    temperature = body.get("temperature")
+    floor = dialect.temperature_above
+    if floor is not None and isinstance(temperature, (int, float)) and temperature <= floor:
+        raise Invalid(f"body -> temperature: Input should be greater than {floor:g} (type=greater_than)",
+                      "temperature", "greater_than", status=dialect.refusal_status)
+    if dialect.efforts is None:
+        return
+    variants = dialect.efforts.get(body["model"])
+    if variants is None:
+        raise Invalid(f"Model {body['model']} is not supported", "model", "model_not_found", status=404)
+    effort = body.get("reasoning_effort")
+    if effort is not None and effort not in variants:
+        raise Invalid(f"Model {body['model']} does not support reasoning_effort '{effort}'; its variants are: "
+                      + (", ".join(variants) or "none"), "reasoning_effort", "invalid_value")
 
 
 def _validate_numbers(body: dict[str, Any]) -> None:
@@ -416,7 +483,7 @@ def _text_of(content: Any) -> str:
     return " ".join(p.get("text", "") for p in content or [] if p.get("type") == "text")
 
 
-def ask(body: dict[str, Any]) -> Ask:
+def ask(body: dict[str, Any], dialect: Dialect = OPENAI) -> Ask:
     messages = body["messages"]
     names = {call["id"]: (call.get("function") or call.get("custom") or {}).get("name", "")
              for m in messages if m["role"] == "assistant" for call in m.get("tool_calls") or []}
@@ -436,7 +503,7 @@ def ask(body: dict[str, Any]) -> Ask:
         tools=tools,
         forced_tool=_forced_tool(body.get("tool_choice"), tools),
         reasoning=body.get("reasoning_effort") not in (None, "none", "minimal"),
-        max_tokens=body.get("max_completion_tokens") or body.get("max_tokens"),
+        max_tokens=next((body[f] for f in dialect.ceiling_fields if body.get(f) is not None), None),
         stop=[stop] if isinstance(stop, str) else list(stop or []),
         json_schema=(fmt.get("json_schema") or {}).get("schema", {}) if fmt.get("type") == "json_schema" else None,
         json_object=fmt.get("type") == "json_object",
@@ -476,7 +543,7 @@ def _envelope(body: dict[str, Any], obj: str, completion_id: str) -> dict[str, A
             "service_tier": "default", "system_fingerprint": "fp_fake0001"}
 
 
-def whole(answer: Answer, body: dict[str, Any]) -> dict[str, Any]:
+def whole(answer: Answer, body: dict[str, Any], dialect: Dialect = OPENAI) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant",
                                "content": answer.text if answer.text or not answer.tool_calls else None,
                                "refusal": None, "annotations": []}
@@ -491,11 +558,18 @@ def whole(answer: Answer, body: dict[str, Any]) -> dict[str, Any]:
     result["choices"] = [{"index": i, "message": message, "logprobs": None, "finish_reason": _finish(answer)}
                          for i in range(n)]
     result["usage"] = _usage(answer, n)
+    if dialect.filter_results:
+        result["prompt_filter_results"] = [{"prompt_index": 0, "content_filter_results": azure_filter_results()}]
+        for choice in result["choices"]:
+            choice["content_filter_results"] = azure_filter_results()
     return result
 
 
-def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
+def stream_events(answer: Answer, body: dict[str, Any], dialect: Dialect = OPENAI) -> list[str]:
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    usage_on_finish = dialect.usage_in_last_chunk
+    if usage_on_finish:
+        include_usage = False
     base = _envelope(body, "chat.completion.chunk", "chatcmpl-" + secrets.token_hex(14))
     if include_usage:
         base["usage"] = None  # the API sends an explicit null on every chunk but the last
@@ -503,9 +577,18 @@ def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
 
     def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> str:
         choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
-        return f"data: {dumps({**base, 'choices': [choice]})}\n\n"
+        if dialect.filter_results and (delta.get("content") or finish):
+            choice["content_filter_results"] = {} if finish else azure_filter_results()
+        data = {**base, "choices": [choice]}
+        if finish and usage_on_finish:
+            data["usage"] = _usage(answer, n)
+        return f"data: {dumps(data)}\n\n"
 
     events: list[str] = []
+    if dialect.filter_results:  # Azure's first chunk: the prompt's filter results, no choices, no id
+        first = {"id": "", "object": "", "created": 0, "model": "", "choices": [],
+                 "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": azure_filter_results()}]}
+        events.append(f"data: {dumps(first)}\n\n")
     for i in range(n):
         events.append(chunk(i, {"role": "assistant", "content": "", "refusal": None}))
         events += [chunk(i, {"reasoning_content": part}) for part in split_text(answer.thinking, None)]

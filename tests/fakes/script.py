@@ -137,6 +137,8 @@ class RecordedRequest:
     """The status the fake answered with (filled in once decided)."""
     step: str | None = None
     """The scripted step kind used, or None for the default behaviour."""
+    query: str = ""
+    """The query string as sent (Azure's api-version)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

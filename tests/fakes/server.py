@@ -1,6 +1,9 @@
-"""The fake providers' ASGI app: one server, any number of provider labels, two wires.
+"""The fake providers' ASGI app: one server, any number of provider labels, three wires.
 
-    POST /{label}/v1/chat/completions          OpenAI Chat Completions
+    POST /{label}/v1/chat/completions          OpenAI Chat Completions (a label's dialect may answer
+                                               elsewhere: Azure's deployment and v1 routes, dialects.py)
+    POST /{label}/drivers/call                 Puter's AI chat driver (NDJSON streams)
+    POST /{label}/v1/responses                 OpenAI Responses
     POST /{label}/v1/messages                  Anthropic Messages
     POST /{label}/v1/messages/count_tokens     Anthropic token counting
     POST /{label}/v1beta/models/{model}:generateContent               Gemini API
@@ -23,12 +26,14 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs
 
-from . import anthropic, openai_chat, vertex
+from . import anthropic, openai_chat, openai_responses, puter, vertex
 from .behaviour import decide
+from .dialects import OPENAI, Dialect, dialect_for
 from .errors import Invalid
 from .gemini import GeminiFake
 from .script import Cut, Fail, FakeState, Hang, Malformed, RecordedRequest, Reply, Stall, step_from_json, step_to_json
@@ -36,16 +41,56 @@ from .transport import Receive, Scope, Send, pause, read_body, send_json, send_j
 from .vertex import VertexClaudeFake
 
 _ROUTES: dict[str, tuple[ModuleType, bool]] = {
-    "v1/chat/completions": (openai_chat, False),
+    "v1/responses": (openai_responses, False),
     "v1/messages": (anthropic, False),
     "v1/messages/count_tokens": (anthropic, True),
+    "drivers/call": (puter, False),
 }
+"""Routes of the other wires; Chat Completions routes are the label's dialect's (dialects.py)."""
+
+
+@dataclass(slots=True)
+class _Route:
+    wire: ModuleType
+    count_only: bool = False
+    dialect: Dialect = OPENAI
+    parts: dict[str, str] = field(default_factory=dict)
+    """Named parts of a dialect's route (Azure's resource and deployment)."""
+
 
 _GEMINI = re.compile(r"^v1(?:beta)?/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$")
-_VERTEX = re.compile(r"^v1(?:beta1)?/projects/[^/]+/locations/[^/]+/publishers/(?P<publisher>google|anthropic)/models/"
-                     r"(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent|rawPredict|streamRawPredict)$")
-_GOOGLE_METHODS = {"google": ("generateContent", "streamGenerateContent"),
-                   "anthropic": ("rawPredict", "streamRawPredict")}
+_VERTEX = re.compile(r"^v1(?:beta1)?/projects/[^/]+/locations/[^/]+/publishers/(?:"
+                     r"(?P<google>google)/models/(?P<gmodel>[^/:]+):(?P<gmethod>generateContent|streamGenerateContent)"
+                     r"|anthropic/models/(?P<amodel>[^/:]+):(?P<amethod>rawPredict|streamRawPredict))$")
+
+
+def _resolve_google(route: str, query: str, state: FakeState) -> _Route | None:
+    """A Gemini API or Vertex AI route: the model and the method are in the URL, so the wire is
+    an object made for this one request."""
+    tokens = state.tokens.keys()  # a live view: tokens issued later are accepted too
+    gemini = _GEMINI.match(route)
+    if gemini is not None:
+        stream = gemini["method"] == "streamGenerateContent"
+        return _Route(GeminiFake(gemini["model"], stream=stream, query=query))  # type: ignore[arg-type]
+    found = _VERTEX.match(route)
+    if found is None:
+        return None
+    if found["google"]:
+        stream = found["gmethod"] == "streamGenerateContent"
+        wire: Any = GeminiFake(found["gmodel"], vertex=True, stream=stream, tokens=tokens, query=query)
+    else:
+        wire = VertexClaudeFake(found["amodel"], found["amethod"] == "streamRawPredict", tokens)
+    return _Route(wire)
+
+
+def _resolve(label: str, route: str) -> _Route | None:
+    dialect = dialect_for(label)
+    parts = openai_chat.match_route(dialect, route)
+    if parts is not None:
+        return _Route(openai_chat, False, dialect, parts)
+    if dialect is OPENAI and route in _ROUTES:
+        return _Route(*_ROUTES[route])
+    return None
 
 
 class FakeApp:
@@ -67,76 +112,41 @@ class FakeApp:
             return
         label, _, route = path.lstrip("/").partition("/")
         if label and route == "token" and method == "POST":
-            await self._token(scope, receive, send)
+            await self._token(scope, receive, send, label)
             return
-        if label and (_GEMINI.match(route) or _VERTEX.match(route)):
-            await self._google(scope, receive, send, label, route)
-            return
-        if route not in _ROUTES or not label:
+        query = scope.get("query_string", b"").decode("latin-1")
+        resolved = (_resolve_google(route, query, self.state) or _resolve(label, route)) if label else None
+        if resolved is None:
             await send_json(send, 404, {"error": {"message": f"no fake route {method} {path}", "type":
                                                   "invalid_request_error", "param": None, "code": None}}, {})
             return
-        wire, count_only = _ROUTES[route]
         raw = await read_body(receive)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        record = RecordedRequest(label, method, path, headers, body)
+        record = RecordedRequest(label, method, path, headers, body, query=query)
         self.state.record(record)
         if method != "POST":
-            await self._refuse(send, wire, record, Invalid(f"Method {method} not allowed", status=405))
+            await self._refuse(send, resolved, record, Invalid(f"Method {method} not allowed", status=405))
             return
-        await self._generate(scope, receive, send, wire, record, count_only)
+        await self._generate(scope, receive, send, resolved, record)
 
-    async def _token(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _token(self, scope: Scope, receive: Receive, send: Send, label: str) -> None:
         form = await read_body(receive)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        record = RecordedRequest(scope["path"].lstrip("/").partition("/")[0], "POST", scope["path"], headers, None)
+        record = RecordedRequest(label, "POST", scope["path"], headers, None)
         self.state.record(record)
         status, body = vertex.token_grant(form, self.state.service_accounts, self.state.token_lifetime,
                                           self.state.tokens)
         record.status = status
         await send_json(send, status, body, {"cache-control": "no-cache, no-store"})
 
-    async def _google(self, scope: Scope, receive: Receive, send: Send, label: str, route: str) -> None:
-        """A Gemini API or Vertex AI request: the model and the method are in the URL."""
-        gemini, found = _GEMINI.match(route), _VERTEX.match(route)
-        match = gemini or found
-        assert match is not None
-        model, call = match["model"], match["method"]
-        stream = call.startswith("stream")
-        query = parse_qs(scope.get("query_string", b"").decode())
-        publisher = "google" if gemini else match["publisher"]
-        wire: Any
-        if publisher == "anthropic":
-            wire = VertexClaudeFake(model, stream, self.state.tokens.keys())
-        else:
-            wire = GeminiFake(model, vertex=gemini is None, stream=stream, tokens=self.state.tokens.keys())
-        raw = await read_body(receive)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        record = RecordedRequest(label, scope["method"], scope["path"] + (
-            "?" + scope["query_string"].decode() if scope.get("query_string") else ""), headers, body)
-        self.state.record(record)
-        if call not in _GOOGLE_METHODS[publisher]:
-            await self._refuse(send, wire, record, Invalid(f"Method {call} is not found for this publisher.",
-                                                           status=404))
-            return
-        if publisher == "google" and stream and query.get("alt") != ["sse"]:
-            # Without alt=sse the API streams one JSON array; Momor must ask for SSE framing.
-            await self._refuse(send, wire, record, Invalid("Momor's fake serves streams only with alt=sse."))
-            return
-        await self._generate(scope, receive, send, wire, record, False, model=model, stream=stream)
-
-    async def _generate(self, scope: Scope, receive: Receive, send: Send, wire: Any,
-                        record: RecordedRequest, count_only: bool, *, model: str | None = None,
-                        stream: bool | None = None) -> None:
-        problem = wire.check_auth(record.headers)
+    async def _generate(self, scope: Scope, receive: Receive, send: Send, resolved: _Route,
+                        record: RecordedRequest) -> None:
+        wire, count_only = resolved.wire, resolved.count_only
+        problem = _check_address_and_key(resolved, record)
         if problem is None and not isinstance(record.json, dict):
             problem = Invalid("The request body is not valid JSON." if record.json is None
                               else "The request body must be a JSON object.")
@@ -144,12 +154,14 @@ class FakeApp:
             try:
                 if count_only:
                     wire.validate(record.json, count_only=True)
+                elif wire is openai_chat:
+                    wire.validate(record.json, resolved.dialect, resolved.parts)
                 else:
                     wire.validate(record.json)
             except Invalid as invalid:
                 problem = invalid
         if problem is not None:
-            await self._refuse(send, wire, record, problem)
+            await self._refuse(send, resolved, record, problem)
             return
         body: dict[str, Any] = record.json
         request_id = wire.new_request_id()
@@ -158,29 +170,36 @@ class FakeApp:
             record.status = 200
             await send_json(send, 200, wire.count(body), headers)
             return
-        step = self.state.next_step(record.label, model if model is not None else body.get("model"))
+        model_of = getattr(wire, "model_of", lambda b: b.get("model"))
+        step = self.state.next_step(record.label, model_of(body))
         record.step = step_to_json(step)["kind"] if step is not None else None
+        error_body = resolved.dialect.error_body or wire.error_body
         if isinstance(step, Fail):
             record.status = step.status
-            payload = step.body if step.body is not None else wire.error_body(step.status, request_id=request_id)
+            payload = step.body if step.body is not None else error_body(step.status, request_id=request_id)
             await send_json(send, step.status, payload, {**headers, **(step.headers or {})})
             return
         if isinstance(step, Hang) and await pause(receive, step.seconds):
             return  # the client gave up, as Momor's timeout should make it
-        answer = decide(wire.ask(body), step if isinstance(step, Reply) else None, wire.tool_id_prefix)
+        dialect = (resolved.dialect,) if wire is openai_chat else ()
+        answer = decide(wire.ask(body, *dialect), step if isinstance(step, Reply) else None, wire.tool_id_prefix)
         record.status = 200
         misbehaviour = step if isinstance(step, (Cut, Stall, Malformed)) else None
-        if body.get("stream") if stream is None else stream:
-            await send_sse(send, receive, wire.stream_events(answer, body), headers, misbehaviour)
+        if getattr(wire, "streaming", lambda b: b.get("stream"))(body):
+            await send_sse(send, receive, wire.stream_events(answer, body, *dialect), headers, misbehaviour,
+                           content_type=getattr(wire, "stream_content_type", "text/event-stream; charset=utf-8"),
+                           garbage=getattr(wire, "malformed_line", b'data: {"garbage\n\n'))
         else:
-            await send_json_misbehaving(send, receive, wire.whole(answer, body), headers, misbehaviour)
+            await send_json_misbehaving(send, receive, wire.whole(answer, body, *dialect), headers, misbehaviour)
 
-    async def _refuse(self, send: Send, wire: Any, record: RecordedRequest, problem: Invalid) -> None:
+    async def _refuse(self, send: Send, resolved: _Route, record: RecordedRequest, problem: Invalid) -> None:
+        wire = resolved.wire
         request_id = wire.new_request_id()
         record.status = problem.status
+        error_body = resolved.dialect.error_body or wire.error_body
         await send_json(send, problem.status,
-                        wire.error_body(problem.status, problem.message, problem.param, problem.code,
-                                        request_id=request_id),
+                        error_body(problem.status, problem.message, problem.param, problem.code,
+                                   request_id=request_id),
                         wire.response_headers(request_id))
 
     async def _control(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -213,6 +232,13 @@ class FakeApp:
             await send_json(send, 200, {"ok": True, "queued": len(steps)}, {})
         else:
             await send_json(send, 404, {"error": f"no fake route {method} {path}"}, {})
+
+
+def _check_address_and_key(resolved: _Route, record: RecordedRequest) -> Invalid | None:
+    if resolved.wire is not openai_chat:
+        return resolved.wire.check_auth(record.headers)
+    problem = openai_chat.check_endpoint(resolved.dialect, resolved.parts, parse_qs(record.query))
+    return problem or openai_chat.check_auth(record.headers, resolved.dialect)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

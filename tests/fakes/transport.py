@@ -103,11 +103,13 @@ async def send_json_misbehaving(
 
 
 async def send_sse(
-    send: Send, receive: Receive, events: list[str], headers: dict[str, str], step: Step | None
+    send: Send, receive: Receive, events: list[str], headers: dict[str, str], step: Step | None,
+    content_type: str = "text/event-stream; charset=utf-8", garbage: bytes = b'data: {"garbage\n\n',
 ) -> None:
-    """Send pre-rendered SSE events (each ending in a blank line), misbehaving as scripted."""
+    """Send pre-rendered SSE events (each ending in a blank line), or NDJSON lines under their own
+    content type and garbage, misbehaving as scripted."""
     await send({"type": "http.response.start", "status": 200, "headers": _raw_headers(
-        "text/event-stream; charset=utf-8", {"cache-control": "no-cache", **headers})})
+        content_type, {"cache-control": "no-cache", **headers})})
     for index, event in enumerate(events):
         if isinstance(step, Cut) and index == step.after:
             if step.clean:
@@ -116,7 +118,7 @@ async def send_sse(
         if isinstance(step, Stall) and index == step.after and await pause(receive, step.seconds):
             return
         if isinstance(step, Malformed) and index == step.after:
-            await send({"type": "http.response.body", "body": b"data: {\"garbage\n\n", "more_body": True})
+            await send({"type": "http.response.body", "body": garbage, "more_body": True})
         await send({"type": "http.response.body", "body": event.encode(), "more_body": True})
         # Let each event leave in its own write, as a real provider's would.
         await asyncio.sleep(0)

@@ -16,6 +16,7 @@ import base64
 import json
 import secrets
 import time
+from collections.abc import Collection
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -37,13 +38,19 @@ class VertexClaudeFake:
 
     tool_id_prefix = anthropic.tool_id_prefix
 
-    def __init__(self, model: str, stream: bool, tokens: set[str] | frozenset[str]) -> None:
+    def __init__(self, model: str, stream: bool, tokens: Collection[str]) -> None:
         self.model = model
         self.stream = stream
         self.tokens = tokens
         self.new_request_id = anthropic.new_request_id
         self.response_headers = anthropic.response_headers
         self.error_body = anthropic.error_body
+
+    def model_of(self, body: dict[str, Any]) -> str:
+        return self.model
+
+    def streaming(self, body: dict[str, Any]) -> bool:
+        return self.stream
 
     def check_auth(self, headers: dict[str, str]) -> Invalid | None:
         scheme, _, token = headers.get("authorization", "").partition(" ")

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from momor.routing import attempts
+from momor.config import reset_config
 from momor.routing.policy import Policy, current_policy
 from tests.fakes import FakeState, RecordedRequest
 from tests.integration import conftest as harness
@@ -37,12 +37,11 @@ def tune() -> Iterator[Callable[..., Policy]]:
             for name, value in knobs.items():
                 assert name.startswith("MOMOR_"), name
                 patch.setenv(name, str(value))
-            current_policy.cache_clear()
-            patch.setattr(attempts, "_breakers", None)  # rebuilt from these knobs by the next call
+            reset_config()  # the policy and the breakers are rebuilt from these knobs by the next call
             return current_policy()
 
         yield apply
-    current_policy.cache_clear()
+    reset_config()
 
 
 @pytest.fixture

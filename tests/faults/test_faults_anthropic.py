@@ -16,7 +16,7 @@ from typing import Any
 import anthropic
 import pytest
 
-from momor.api.messages import read_cache_token
+from momor.routing.affinity import read_cache_token
 from tests.fakes.script import cut, fail, hang, malformed, stall
 
 from .support import (

@@ -4,8 +4,8 @@ invariant as the native route (conftest.py), with each dialect's own error shape
     OpenAI      {"error": {"message", "type", "param", "code"}}
     Anthropic   {"type": "error", "error": {"type", "message"}}
 
-Each dialect's tests run once its route module exists (momor.api.chat_completions,
-momor.api.messages); until then they are skipped and say why.
+Each dialect's tests run once its route module exists (momor.dialects.openai.route,
+momor.dialects.anthropic.route); until then they are skipped and say why.
 """
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ def _route(module: str) -> pytest.MarkDecorator:
     return pytest.mark.skipif(missing, reason=f"{module} does not exist yet")
 
 
-needs_openai = _route("momor.api.chat_completions")
-needs_anthropic = _route("momor.api.messages")
+needs_openai = _route("momor.dialects.openai.route")
+needs_anthropic = _route("momor.dialects.anthropic.route")
 
 
 def _show(label: str, value: Any) -> None:

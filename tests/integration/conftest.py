@@ -24,9 +24,10 @@ import httpx2
 import pytest
 import uvicorn
 
-from momor import apikeys, background, keys
+from momor import background
 from momor.api.app import all_routes
 from momor.routing.attempts import process_breakers
+from momor.store import apikeys, keys
 from tests.fakes import FakeProviders
 
 # Retries back off for milliseconds here, not the production quarter-second: the policy is read
@@ -45,6 +46,12 @@ SAVED_KEYS = {
     "mistral": "sk-saved-mistral-0004",
     "backup": "sk-saved-backup-0005",
     "flaky": "sk-saved-flaky-0006",
+    # Azure: the root's key serves azure@us; azure@eu has its own, naming its deployment (seed 000's key object).
+    "azure": {"key": "az-saved-us-0007", "resource": "momor-us"},
+    "azure@eu": {"key": "az-saved-eu-0008", "resource": "momor-eu", "deployment": "gpt41mini-eu"},
+    "nvidia": "nvapi-saved-0009",
+    "zen": "sk-saved-zen-0010",
+    "puter": "puter-saved-token-0011",
 }
 """Every provider of the test catalog has a saved key; tests scan outputs for these strings."""
 

@@ -400,6 +400,11 @@ def test_count_tokens_on_the_anthropic_offering(momor, fake, client):
     assert raw.headers["x-momor-token-count"] == "provider"
     sent = fake.requests("anthropic")[-1]
     assert sent.path.endswith("/v1/messages/count_tokens") and sent.json["model"] == "claude-sonnet-4-5-20250929"
+    # A routed operation like any call: recorded, with the counting attempt, and rate-limit headers.
+    assert "x-ratelimit-limit" in raw.headers and raw.headers["request-id"] == raw.headers["x-momor-request-id"]
+    record = momor.record(raw.headers["x-momor-request-id"])
+    assert record["status"] == 200 and record["route"].endswith("/count_tokens")
+    assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("anthropic", "ok")]
 
 
 def test_count_tokens_estimated_elsewhere(momor, fake, client):
@@ -415,6 +420,10 @@ def test_count_tokens_falls_back_when_the_provider_fails(momor, fake, client):
                                                          extra_body={"keys": {"anthropic": "sk-invalid"}})
     assert fake.requests("anthropic")[-1].status == 401
     assert raw.headers["x-momor-token-count"] == "estimate" and raw.parse().input_tokens > 0
+    # The refusal went through the transport's error mapping and is on the record, key blanked.
+    record = momor.record(raw.headers["x-momor-request-id"])
+    failed = [a for a in record["attempts"] if a["status"] == "failed"]
+    assert failed and failed[0]["httpStatus"] == 401 and "sk-invalid" not in str(record)
 
 
 def test_count_tokens_needs_a_key(momor, fake):

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from infra import create_api_key as create_api_key_cli
-from momor import apikeys
-from momor.apikeys import Caller
-from momor.settings import reset_settings
+from momor.config import reset_config
+from momor.store import apikeys
+from momor.store.apikeys import Caller
 
 
 def scan(momor_aws: Any) -> list[dict[str, Any]]:
@@ -36,27 +36,27 @@ def test_create_stores_only_the_hash(momor_aws: Any) -> None:
     assert plaintext.removeprefix("momor-") not in raw
 
 
-def test_authenticate_finds_the_caller(momor_aws: Any) -> None:
+async def test_authenticate_finds_the_caller(momor_aws: Any) -> None:
     plaintext, caller = apikeys.create_api_key("someone")
     apikeys.reset_cache()  # not from the cache: from the table
-    assert apikeys.authenticate(plaintext) == caller
-    assert apikeys.authenticate(plaintext + "x") is None
-    assert apikeys.authenticate("") is None
-    assert apikeys.authenticate(None) is None
+    assert await apikeys.authenticate(plaintext) == caller
+    assert await apikeys.authenticate(plaintext + "x") is None
+    assert await apikeys.authenticate("") is None
+    assert await apikeys.authenticate(None) is None
 
 
-def test_disabled_key_is_refused(momor_aws: Any) -> None:
+async def test_disabled_key_is_refused(momor_aws: Any) -> None:
     plaintext, _ = apikeys.create_api_key("leaver")
-    assert apikeys.authenticate(plaintext) is not None
+    assert await apikeys.authenticate(plaintext) is not None
 
     apikeys.set_disabled(apikeys.key_hash(plaintext))
-    assert apikeys.authenticate(plaintext) is None
+    assert await apikeys.authenticate(plaintext) is None
 
     apikeys.set_disabled(apikeys.key_hash(plaintext), disabled=False)
-    assert apikeys.authenticate(plaintext) is not None
+    assert await apikeys.authenticate(plaintext) is not None
 
 
-def test_a_key_disabled_elsewhere_is_refused_once_not_cached(momor_aws: Any) -> None:
+async def test_a_key_disabled_elsewhere_is_refused_once_not_cached(momor_aws: Any) -> None:
     plaintext, _ = apikeys.create_api_key("leaver")
     momor_aws.client("dynamodb").update_item(
         TableName=momor_aws.api_keys_table,
@@ -64,30 +64,30 @@ def test_a_key_disabled_elsewhere_is_refused_once_not_cached(momor_aws: Any) -> 
         UpdateExpression="SET disabled = :t",
         ExpressionAttributeValues={":t": {"BOOL": True}},
     )
-    assert apikeys.authenticate(plaintext) is None
+    assert await apikeys.authenticate(plaintext) is None
 
 
-def test_positive_lookups_are_cached(momor_aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_positive_lookups_are_cached(momor_aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     plaintext, caller = apikeys.create_api_key("cached")
-    assert apikeys.authenticate(plaintext) == caller
+    assert await apikeys.authenticate(plaintext) == caller
     momor_aws.client("dynamodb").delete_item(
         TableName=momor_aws.api_keys_table, Key={"keyHash": {"S": apikeys.key_hash(plaintext)}}
     )
-    assert apikeys.authenticate(plaintext) == caller  # from this process's cache
+    assert await apikeys.authenticate(plaintext) == caller  # from this process's cache
 
     now = apikeys.time.monotonic()
     monkeypatch.setattr(apikeys.time, "monotonic", lambda: now + apikeys.CACHE_SECONDS + 1)
-    assert apikeys.authenticate(plaintext) is None  # the cache expired; the table says no
+    assert await apikeys.authenticate(plaintext) is None  # the cache expired; the table says no
 
 
-async def test_authenticate_async(momor_aws: Any) -> None:
+async def test_authenticate_on_the_event_loop(momor_aws: Any) -> None:
     plaintext, caller = apikeys.create_api_key("async")
     apikeys.reset_cache()
-    assert await apikeys.authenticate_async(plaintext) == caller
-    assert await apikeys.authenticate_async("momor-unknown") is None
+    assert await apikeys.authenticate(plaintext) == caller
+    assert await apikeys.authenticate("momor-unknown") is None
 
 
-def test_stored_hash_is_compared_in_constant_time(momor_aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_stored_hash_is_compared_in_constant_time(momor_aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     plaintext, _ = apikeys.create_api_key("compared")
     apikeys.reset_cache()
     compared: list[tuple[str, str]] = []
@@ -98,43 +98,43 @@ def test_stored_hash_is_compared_in_constant_time(momor_aws: Any, monkeypatch: p
         return real(a, b)
 
     monkeypatch.setattr(apikeys.hmac, "compare_digest", spy)
-    assert apikeys.authenticate(plaintext) is not None
+    assert await apikeys.authenticate(plaintext) is not None
     assert (apikeys.key_hash(plaintext),) * 2 in compared
 
 
-def test_an_item_whose_hash_differs_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_item_whose_hash_differs_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """Should the table ever hand back another key's item, the comparison refuses it."""
 
-    class LooseTable:
-        def get_item(self, **_: Any) -> dict[str, Any]:
-            return {"Item": {"keyHash": {"S": "0" * 64}, "name": {"S": "other"}, "disabled": {"BOOL": False}}}
+    async def loose_table(operation: str, payload: dict[str, Any]) -> dict[str, Any]:
+        assert operation == "GetItem"
+        return {"Item": {"keyHash": {"S": "0" * 64}, "name": {"S": "other"}, "disabled": {"BOOL": False}}}
 
     monkeypatch.setenv("MOMOR_API_KEYS_TABLE", "any")
-    monkeypatch.setattr(apikeys.aws, "client", lambda service: LooseTable())
-    reset_settings()
+    monkeypatch.setattr(apikeys.dynamo, "call", loose_table)
+    reset_config()
     apikeys.reset_cache()
     try:
-        assert apikeys.authenticate("momor-whatever") is None
+        assert await apikeys.authenticate("momor-whatever") is None
     finally:
-        reset_settings()
+        reset_config()
 
 
-def test_local_keys_need_no_table(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_local_keys_need_no_table(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MOMOR_API_KEYS_TABLE", raising=False)
-    reset_settings()
+    reset_config()
     apikeys.reset_cache()
     try:
         caller = apikeys.accept_local_key("dev-key", name="dev")
-        assert apikeys.authenticate("dev-key") == caller
+        assert await apikeys.authenticate("dev-key") == caller
         assert caller.id == hashlib.sha256(b"dev-key").hexdigest()[:16]
-        assert apikeys.authenticate("dev-key2") is None
-        assert apikeys.authenticate("") is None
+        assert await apikeys.authenticate("dev-key2") is None
+        assert await apikeys.authenticate("") is None
     finally:
         apikeys.reset_cache()
-        reset_settings()
+        reset_config()
 
 
-def test_cli_prints_the_key_once_and_stores_its_hash(momor_aws: Any, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_cli_prints_the_key_once_and_stores_its_hash(momor_aws: Any, capsys: pytest.CaptureFixture[str]) -> None:
     create_api_key_cli.main(["from the cli", "--zdr", "--owner", "ops"])
     out, err = capsys.readouterr()
     plaintext = out.strip()
@@ -143,4 +143,4 @@ def test_cli_prints_the_key_once_and_stores_its_hash(momor_aws: Any, capsys: pyt
     assert item["keyHash"]["S"] == apikeys.key_hash(plaintext)
     assert item["zdr"] == {"BOOL": True}
     apikeys.reset_cache()
-    assert apikeys.authenticate(plaintext) == Caller(id=item["id"]["S"], name="from the cli", zdr=True)
+    assert await apikeys.authenticate(plaintext) == Caller(id=item["id"]["S"], name="from the cli", zdr=True)

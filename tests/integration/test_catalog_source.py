@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from momor import catalog_source
 from momor.catalog import CatalogError
-from momor.catalog_source import CatalogUnavailable, FileCatalogSource, S3CatalogSource
-from momor.settings import SettingsError, get_settings, reset_settings
+from momor.config import ConfigError, get_config, reset_config
+from momor.store import catalog_source
+from momor.store.catalog_source import CatalogUnavailable, FileCatalogSource, S3CatalogSource
 
 CATALOG: dict[str, Any] = {
     "version": 1,
@@ -161,7 +161,7 @@ def test_s3_failed_refresh_keeps_serving_and_warns(
     else:
         put(s3, momor_aws, BAD_CATALOG)
     clock.now += 61
-    with caplog.at_level(logging.WARNING, logger="momor.catalog_source"):
+    with caplog.at_level(logging.WARNING, logger="momor.store.catalog_source"):
         served = source.get()
         source.get()  # within the new TTL: S3 is not asked again at once
 
@@ -178,7 +178,7 @@ def test_get_catalog_uses_the_settings(momor_aws: Any, s3: Any) -> None:
     put(s3, momor_aws, catalog_with("from-settings"))
     source = catalog_source.catalog_source()
     assert isinstance(source, S3CatalogSource)
-    assert source.ttl == get_settings().catalog_ttl == 60
+    assert source.ttl == get_config().catalog_ttl == 60
     assert catalog_source.get_catalog().models[0].name == "from-settings"
     assert catalog_source.catalog_source() is source  # one source per process
 
@@ -217,7 +217,7 @@ def test_file_bad_edit_keeps_the_previous_catalog(tmp_path: Any, caplog: pytest.
     path.write_bytes(BAD_CATALOG)
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
-    with caplog.at_level(logging.WARNING, logger="momor.catalog_source"):
+    with caplog.at_level(logging.WARNING, logger="momor.store.catalog_source"):
         assert source.get() is first
     assert any("prices.input" in r.getMessage() for r in caplog.records)
 
@@ -237,33 +237,33 @@ def test_settings_pick_the_file_source(tmp_path: Any, monkeypatch: pytest.Monkey
     monkeypatch.setenv("MOMOR_CATALOG_FILE", str(path))
     for name in ("MOMOR_CATALOG_BUCKET", "MOMOR_CATALOG_KEY"):
         monkeypatch.delenv(name, raising=False)
-    reset_settings()
+    reset_config()
     catalog_source.reset_catalog_source()
     try:
         assert isinstance(catalog_source.catalog_source(), FileCatalogSource)
         assert catalog_source.get_catalog().models[0].name == "local"
     finally:
-        reset_settings()
+        reset_config()
         catalog_source.reset_catalog_source()
 
 
-def test_settings_refuse_two_catalog_sources() -> None:
-    from momor.settings import Settings
+def test_config_refuses_two_catalog_sources() -> None:
+    from momor.config import Config
 
-    with pytest.raises(SettingsError, match="not both"):
-        Settings.from_env({"MOMOR_CATALOG_FILE": "x.json", "MOMOR_CATALOG_BUCKET": "b", "MOMOR_CATALOG_KEY": "k"})
-    with pytest.raises(SettingsError, match="MOMOR_CATALOG_TTL"):
-        Settings.from_env({"MOMOR_CATALOG_TTL": "soon"})
-    assert Settings.from_env({"MOMOR_CATALOG_TTL": "5", "MOMOR_RECORD_TTL_DAYS": "7"}).record_ttl_days == 7
+    with pytest.raises(ConfigError, match="not both"):
+        Config.from_env({"MOMOR_CATALOG_FILE": "x.json", "MOMOR_CATALOG_BUCKET": "b", "MOMOR_CATALOG_KEY": "k"})
+    with pytest.raises(ConfigError, match="MOMOR_CATALOG_TTL"):
+        Config.from_env({"MOMOR_CATALOG_TTL": "soon"})
+    assert Config.from_env({"MOMOR_CATALOG_TTL": "5", "MOMOR_RECORD_TTL_DAYS": "7"}).record_ttl_days == 7
 
 
 def test_no_catalog_setting_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("MOMOR_CATALOG_FILE", "MOMOR_CATALOG_BUCKET", "MOMOR_CATALOG_KEY"):
         monkeypatch.delenv(name, raising=False)
-    reset_settings()
+    reset_config()
     catalog_source.reset_catalog_source()
     try:
-        with pytest.raises(SettingsError, match="MOMOR_CATALOG_FILE, or MOMOR_CATALOG_BUCKET"):
+        with pytest.raises(ConfigError, match="MOMOR_CATALOG_FILE, or MOMOR_CATALOG_BUCKET"):
             catalog_source.get_catalog()
     finally:
-        reset_settings()
+        reset_config()

@@ -66,7 +66,8 @@ def test_stream_parses_chunk_by_chunk(fake: FakeProviders) -> None:
     assert text == "Echo: hi you"
     assert chunks[-1].candidates[0].finish_reason == types.FinishReason.STOP  # type: ignore[index]
     assert chunks[-1].usage_metadata is not None
-    assert fake.requests("gemini")[0].path.endswith(":streamGenerateContent?alt=sse")
+    request = fake.requests("gemini")[0]
+    assert request.path.endswith(":streamGenerateContent") and request.query == "alt=sse"
 
 
 def _tool_turn(fake: FakeProviders) -> tuple[genai.Client, list[types.Content], types.GenerateContentConfig]:

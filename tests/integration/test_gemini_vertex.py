@@ -14,8 +14,8 @@ import anthropic
 import openai
 import pytest
 
-from momor import keys
 from momor.providers import google_auth
+from momor.store import keys
 from tests.fakes.gemini import STAND_INS
 from tests.fakes.script import cut, fail, malformed, reply
 from tests.fakes.vertex import make_service_account
@@ -41,7 +41,7 @@ def _offering(provider: str, model_id: str, price: float) -> dict[str, Any]:
 
 
 @pytest.fixture
-def google(momor: Any, fake: Any) -> Iterator[dict[str, Any]]:
+def google(momor: Any, fake: Any, momor_aws: Any) -> Iterator[dict[str, Any]]:
     """Gemini and Vertex providers in the catalog, their keys in the keys secret."""
     account, public = make_service_account(fake.url + "/vertex/token")
     fake.state.add_service_account(account["client_email"], public)
@@ -63,19 +63,11 @@ def google(momor: Any, fake: Any) -> Iterator[dict[str, Any]]:
     ]
     momor.write_catalog(catalog)
     saved = {**SAVED_KEYS, "gemini": GEMINI_KEY, "vertex": {"key": json.dumps(account), "project": "fake-project"}}
-    from momor import aws
-
-    aws.client("secretsmanager").put_secret_value(SecretId=_secret_id(), SecretString=json.dumps(saved))
+    momor_aws.client("secretsmanager").put_secret_value(SecretId=momor_aws.keys_secret, SecretString=json.dumps(saved))
     keys.reset_saved_keys()
     google_auth.reset()
     yield account
     google_auth.reset()
-
-
-def _secret_id() -> str:
-    from momor.settings import get_settings
-
-    return get_settings().need("keys_secret")
 
 
 def native(text: str, model: str = GEMINI, **extra: Any) -> dict[str, Any]:
@@ -116,7 +108,8 @@ def test_native_streamed(momor, fake, google):
     assert text == "one two three"
     message = next(d["message"] for e, d in frames if e == "message" and d["message"]["type"] == "content")
     assert message["data"]["thoughtSignature"]  # Gemini 3 signs its last text part; the stream keeps it
-    assert sent(fake, "gemini").path.endswith(":streamGenerateContent?alt=sse")
+    streamed = sent(fake, "gemini")
+    assert streamed.path.endswith(":streamGenerateContent") and streamed.query == "alt=sse"
 
 
 @pytest.mark.parametrize("streaming", [False, True])

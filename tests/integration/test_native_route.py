@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from momor.config import reset_config
 from tests.fakes.script import cut, fail, reply
 
 from .conftest import SAVED_KEYS
@@ -205,7 +206,7 @@ def test_zdr_serves_only_on_covered_keys(momor, fake):
 
 
 def test_records_are_readable_only_by_the_key_that_made_the_call(momor):
-    from momor import apikeys
+    from momor.store import apikeys
 
     response = momor.post("/models", body())
     request_id = response.headers["x-momor-request-id"]
@@ -325,6 +326,7 @@ def test_rollover_without_a_candidate_that_takes_a_prefill_ends_with_an_error(mo
 def test_rate_limit_headers_on_every_answer_and_429_past_the_limit(momor, fake, monkeypatch):
     monkeypatch.setenv("MOMOR_RATE_LIMIT", "3")
     monkeypatch.setenv("MOMOR_RATE_WINDOW_S", "3600")  # one window for the whole test
+    reset_config()  # the configuration is read once per process, as on Lambda
     ok = momor.post("/models", body())
     refused = momor.post("/models", content=b"{not json")  # a refusal counts and is told too
     assert (ok.status_code, refused.status_code) == (200, 400)

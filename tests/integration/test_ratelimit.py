@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from momor import apikeys, ratelimit
-from momor.ratelimit import admit
-from momor.settings import reset_settings
+from momor.config import reset_config
+from momor.store import apikeys, ratelimit
+from momor.store.ratelimit import admit
 
 pytestmark = pytest.mark.emulators
 
@@ -56,6 +56,7 @@ def admit_from_threads(n, caller_id, **kwargs):
 
 def test_concurrent_admits_over_the_limit_admit_exactly_the_limit(momor_aws, limiter, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "7")
+    reset_config()
     states = admit_from_threads(24, "caller-a")
     assert not any(s.failed_open for s in states)
     allowed = [s for s in states if s.allowed]
@@ -93,6 +94,7 @@ def test_callers_are_counted_apart(momor_aws, limiter):
 
 def test_the_callers_own_rate_limit_wins_over_the_env_default(momor_aws, limiter, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "50")
+    reset_config()
     own_key, own = apikeys.create_api_key("limited")
     other_key, other = apikeys.create_api_key("default")
     momor_aws.client("dynamodb").update_item(
@@ -107,12 +109,12 @@ def test_the_callers_own_rate_limit_wins_over_the_env_default(momor_aws, limiter
     assert other_state.limit == 50 and other_state.remaining == 49
     # The key still authenticates: the rate items and attribute live beside it without harm.
     apikeys.reset_cache()
-    assert apikeys.authenticate(own_key) == own
+    assert asyncio.run(apikeys.authenticate(own_key)) == own
 
 
 def test_a_missing_table_fails_open(momor_aws, limiter, monkeypatch, caplog):
     monkeypatch.setenv("MOMOR_API_KEYS_TABLE", "no-such-table")
-    reset_settings()
+    reset_config()
     states = [asyncio.run(admit("caller-a", limit=1)) for _ in range(3)]
     assert all(s.allowed and s.failed_open for s in states)
     assert any("rate limiter unavailable" in r.message and "ResourceNotFound" in r.error

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from momor import records
 from momor.catalog import Prices
+from momor.config import reset_config
 from momor.events import Usage
-from momor.records import Attempt, CallRecord, Served, cost_usd
-from momor.settings import reset_settings
+from momor.store import records
+from momor.store.records import Attempt, CallRecord, Served, cost_usd
 
 CREATED = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.UTC)
 SECRET = "sk-live-abcdefghijklmnopqrstuvwxyz0123456789"
@@ -116,7 +116,7 @@ def test_expires_at_is_the_tables_ttl(momor_aws: Any, monkeypatch: pytest.Monkey
 
     records.put_record(served_record("req-90"))
     monkeypatch.setenv("MOMOR_RECORD_TTL_DAYS", "7")
-    reset_settings()
+    reset_config()
     records.put_record(served_record("req-7"))
 
     created = int(CREATED.timestamp())

@@ -185,12 +185,12 @@ def run_calls_with_echoing_providers(momor: Any, fake: Any, capture: Capture) ->
 
 def _other_dialects(momor: Any, keep: Any) -> None:
     """One call per other dialect, when its route exists: they share the flow and the records."""
-    if importlib.util.find_spec("momor.api.chat_completions") is not None:
+    if importlib.util.find_spec("momor.dialects.openai.route") is not None:
         body = {"model": "gpt-5-mini", "messages": [{"role": "user", "content": "Hello"}]}
         keep("openai dialect", momor.post("/v1/chat/completions", body))
         keep("openai dialect, streamed", stream_text(momor, "/v1/chat/completions", {**body, "stream": True},
                                                      momor.headers()))
-    if importlib.util.find_spec("momor.api.messages") is not None:
+    if importlib.util.find_spec("momor.dialects.anthropic.route") is not None:
         body = {"model": "claude-sonnet-4-5", "max_tokens": 32, "messages": [{"role": "user", "content": "Hello"}]}
         headers = {"x-api-key": momor.api_key, "Content-Type": "application/json"}
         keep("anthropic dialect", momor.post("/messages", body, headers=headers))

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from infra.emulators import Endpoints, provision
-from momor import apikeys
+from momor.store import apikeys
 from tests.fakes import FakeProviders
 from tests.fakes.script import reply
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from momor.settings import ENV_VARS
+from momor.config import ENV_VARS
 
 from . import rie
 

@@ -7,7 +7,7 @@ import json
 import httpx2
 import pytest
 
-from momor import dynamo
+from momor.store import dynamo
 
 
 @pytest.fixture

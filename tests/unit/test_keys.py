@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from momor import keys
-from momor.apikeys import Caller
+from momor.config import reset_config
 from momor.errors import RequestError
-from momor.keys import KeysError, ProviderKey, call_key, saved_key
-from momor.settings import reset_settings
+from momor.store import keys
+from momor.store.apikeys import Caller
+from momor.store.keys import KeysError, ProviderKey, call_key, saved_key
 
 KEY = "sk-test-0123456789abcdefghijklmnopqrstuv"
 OTHER = "sk-other-zyxwvutsrqponmlkjihgfedcba9876"
@@ -177,7 +177,15 @@ def everything_about(exc: BaseException | None) -> str:
 @pytest.mark.emulators
 def test_a_missing_secret_is_a_keys_error(momor_aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MOMOR_KEYS_SECRET", "momor/no-such-secret")
-    reset_settings()
+    reset_config()
     with pytest.raises(KeysError, match="momor/no-such-secret") as info:
         saved_key("openai")
     assert info.value.status == 500
+
+
+@pytest.mark.parametrize("key", ["\x80", "sk-é", "sk-\n1"])
+def test_a_call_key_that_cannot_go_in_a_header_is_refused(key: str) -> None:
+    for value in (key, {"key": key}):
+        with pytest.raises(RequestError) as refused:
+            call_key({"openai": value}, "openai")
+        assert "printable ASCII" in refused.value.detail and key not in refused.value.detail

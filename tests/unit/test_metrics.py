@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from momor import metrics
 from momor.events import Usage
-from momor.records import Attempt, CallRecord
+from momor.store.records import Attempt, CallRecord
 
 
 def _record():

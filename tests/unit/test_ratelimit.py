@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
 
-from momor import aws, ratelimit
-from momor.ratelimit import RateLimited, RateState, Window, admit, seconds_to_reset, state_for, window_at
-from momor.settings import SettingsError, reset_settings
+from momor.config import ConfigError, reset_config
+from momor.store import dynamo, ratelimit
+from momor.store.dynamo import DynamoError
+from momor.store.ratelimit import RateState, Window, admit, seconds_to_reset, state_for, window_at
 
 
 @pytest.fixture(autouse=True)
@@ -16,11 +18,11 @@ def _fresh(monkeypatch):
     """No table (the in-process counter) and default limits, unless a test says otherwise."""
     for name in ("MOMOR_API_KEYS_TABLE", ratelimit.LIMIT_ENV, ratelimit.WINDOW_ENV):
         monkeypatch.delenv(name, raising=False)
-    reset_settings()
+    reset_config()
     ratelimit.reset_local()
     yield
     ratelimit.reset_local()
-    reset_settings()
+    reset_config()
 
 
 class Clock:
@@ -87,16 +89,12 @@ def test_no_limit_advertises_nothing():
     assert ratelimit.unlimited().allowed
 
 
-def test_rate_limited_error_is_a_429_naming_the_wait():
-    error = RateLimited(RateState(limit=5, remaining=0, reset=17, allowed=False, retry_after=17))
-    assert error.status == 429 and "17 s" in error.detail and error.state.retry_after == 17
-
-
 # --- the in-process counter -------------------------------------------------------------------------
 
 
 async def test_local_counter_admits_the_limit_then_refuses(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "3")
+    reset_config()
     states = [await admit("caller-a") for _ in range(5)]
     assert [s.allowed for s in states] == [True, True, True, False, False]
     assert [s.remaining for s in states] == [2, 1, 0, 0, 0]
@@ -106,6 +104,7 @@ async def test_local_counter_admits_the_limit_then_refuses(clock, monkeypatch):
 
 async def test_local_counter_is_per_caller(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+    reset_config()
     assert (await admit("a")).allowed
     assert not (await admit("a")).allowed
     assert (await admit("b")).allowed
@@ -113,6 +112,7 @@ async def test_local_counter_is_per_caller(clock, monkeypatch):
 
 async def test_a_new_window_starts_afresh_and_refusals_were_not_counted(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "2")
+    reset_config()
     for _ in range(10):  # 2 admitted, 8 refused
         await admit("a")
     clock.now += 59.9
@@ -126,7 +126,9 @@ async def test_a_new_window_starts_afresh_and_refusals_were_not_counted(clock, m
 
 async def test_window_length_from_env(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+    reset_config()
     monkeypatch.setenv(ratelimit.WINDOW_ENV, "7")
+    reset_config()
     clock.now = 700.0  # a multiple of 7
     assert (await admit("a")).reset == 7
     clock.now = 706.5
@@ -142,12 +144,14 @@ async def test_defaults_are_600_per_60_seconds(clock):
 
 async def test_zero_disables(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "0")
+    reset_config()
     states = [await admit("a") for _ in range(1000)]
     assert all(s.allowed and s.headers() == {} for s in states)
 
 
 async def test_an_explicit_limit_wins_over_the_env(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "100")
+    reset_config()
     assert [(await admit("a", limit=1)).allowed for _ in range(2)] == [True, False]
     assert (await admit("b", limit=0)).headers() == {}
 
@@ -156,7 +160,8 @@ async def test_an_explicit_limit_wins_over_the_env(clock, monkeypatch):
                                               (ratelimit.WINDOW_ENV, "0"), (ratelimit.WINDOW_ENV, "1.5")])
 async def test_a_malformed_setting_names_its_variable(monkeypatch, name, value):
     monkeypatch.setenv(name, value)
-    with pytest.raises(SettingsError, match=name):
+    reset_config()
+    with pytest.raises(ConfigError, match=name):
         await admit("a")
 
 
@@ -164,6 +169,8 @@ def test_reset_local_forgets_counts(clock, monkeypatch):
     import asyncio
 
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+
+    reset_config()
     assert asyncio.run(admit("a")).allowed
     ratelimit.reset_local()
     assert asyncio.run(admit("a")).allowed
@@ -185,8 +192,6 @@ class BrokenDynamo:
 
     def _fail(self, **_: object) -> None:
         self.calls += 1
-        if self.hang:
-            time.sleep(self.hang)
         raise ConnectionError("Could not connect to the endpoint URL")
 
     update_item = get_item = _fail
@@ -195,13 +200,14 @@ class BrokenDynamo:
 @pytest.fixture
 def with_table(monkeypatch):
     monkeypatch.setenv("MOMOR_API_KEYS_TABLE", "api-keys")
-    reset_settings()
+    reset_config()
 
 
 async def test_store_failure_fails_open_and_warns(clock, with_table, monkeypatch, caplog):
     broken = BrokenDynamo()
-    monkeypatch.setattr(aws, "client", lambda service: broken)
+    monkeypatch.setattr(dynamo, "call", as_dynamo(broken))
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+    reset_config()
     states = [await admit("caller-a", key_hash="ab" * 32) for _ in range(3)]
     assert all(s.allowed and s.failed_open for s in states)
     assert states[0].limit == 1 and states[0].retry_after == 0
@@ -212,7 +218,7 @@ async def test_store_failure_fails_open_and_warns(clock, with_table, monkeypatch
 
 
 async def test_a_store_that_does_not_answer_fails_open_in_time(clock, with_table, monkeypatch):
-    monkeypatch.setattr(aws, "client", lambda service: BrokenDynamo(hang=1.0))
+    monkeypatch.setattr(dynamo, "call", as_dynamo(BrokenDynamo(hang=1.0)))
     monkeypatch.setattr(ratelimit, "DYNAMODB_TIMEOUT_S", 0.05)
     started = time.monotonic()
     state = await admit("a", limit=5)
@@ -221,9 +227,26 @@ async def test_a_store_that_does_not_answer_fails_open_in_time(clock, with_table
 
 
 async def test_fail_open_with_no_limit_stays_unlimited(clock, with_table, monkeypatch):
-    monkeypatch.setattr(aws, "client", lambda service: BrokenDynamo())
+    monkeypatch.setattr(dynamo, "call", as_dynamo(BrokenDynamo()))
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "0")
+    reset_config()
     assert (await admit("a")).headers() == {}
+
+
+def as_dynamo(fake):
+    """`dynamo.call` (the lean JSON-protocol caller) over a fake with boto3's method names: the
+    protocol's payload keys are the same as boto3's arguments."""
+
+    async def call(operation, payload):
+        if getattr(fake, "hang", 0):
+            await asyncio.sleep(fake.hang)  # a store that does not answer
+        method = {"UpdateItem": "update_item", "GetItem": "get_item"}[operation]
+        try:
+            return getattr(fake, method)(**payload)
+        except CountingDynamo.exceptions.ConditionalCheckFailedException:
+            raise DynamoError("ConditionalCheckFailedException", "The conditional request failed", 400) from None
+
+    return call
 
 
 class CountingDynamo:
@@ -257,7 +280,7 @@ class CountingDynamo:
 
 async def test_table_path_keys_items_by_caller_and_window_with_a_ttl(clock, with_table, monkeypatch):
     fake = CountingDynamo()
-    monkeypatch.setattr(aws, "client", lambda service: fake)
+    monkeypatch.setattr(dynamo, "call", as_dynamo(fake))
     await admit("caller-a", limit=3)
     call = fake.updates[0]
     assert call["TableName"] == "api-keys"
@@ -268,7 +291,7 @@ async def test_table_path_keys_items_by_caller_and_window_with_a_ttl(clock, with
 
 async def test_a_callers_own_limit_is_read_once_and_cached(clock, with_table, monkeypatch):
     fake = CountingDynamo(limits={"h1": "2", "h2": "oops", "h3": "0"})
-    monkeypatch.setattr(aws, "client", lambda service: fake)
+    monkeypatch.setattr(dynamo, "call", as_dynamo(fake))
     assert [(await admit("c1", key_hash="h1")).allowed for _ in range(3)] == [True, True, False]
     assert fake.reads == 1
     assert (await admit("c2", key_hash="h2")).limit == 600  # unusable value: the default
@@ -287,7 +310,7 @@ def test_lease_size(limit, size):
 
 async def test_a_lease_admits_from_memory_and_counts_exactly(clock, with_table, monkeypatch):
     fake = CountingDynamo()
-    monkeypatch.setattr(aws, "client", lambda service: fake)
+    monkeypatch.setattr(dynamo, "call", as_dynamo(fake))
     states = [await admit("c1", limit=100) for _ in range(100)]
     assert all(s.allowed for s in states)
     assert [s.remaining for s in states] == list(range(99, -1, -1))  # told as if counted one by one
@@ -300,7 +323,7 @@ async def test_a_lease_admits_from_memory_and_counts_exactly(clock, with_table, 
 async def test_near_the_limit_requests_are_counted_one_by_one(clock, with_table, monkeypatch):
     fake = CountingDynamo()
     fake.items["rate#c1#1700000040"] = 38  # others have used 38 of 40: a lease of 2 still fits once
-    monkeypatch.setattr(aws, "client", lambda service: fake)
+    monkeypatch.setattr(dynamo, "call", as_dynamo(fake))
     assert (await admit("c1", limit=40)).remaining == 1
     assert (await admit("c1", limit=40)).remaining == 0  # from the lease
     assert not (await admit("c1", limit=40)).allowed
@@ -313,7 +336,7 @@ async def test_near_the_limit_requests_are_counted_one_by_one(clock, with_table,
 
 async def test_a_lease_ends_with_its_window(clock, with_table, monkeypatch):
     fake = CountingDynamo()
-    monkeypatch.setattr(aws, "client", lambda service: fake)
+    monkeypatch.setattr(dynamo, "call", as_dynamo(fake))
     await admit("c1", limit=100)
     clock.now += 60  # the next window: the old lease is not used there
     await admit("c1", limit=100)

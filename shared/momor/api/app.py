@@ -13,8 +13,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+from ..http import PROBLEM, json_response
 from .backend import Backend
-from .models import PROBLEM, json_response
 
 RouterFactory = Callable[[Backend], APIRouter]
 
@@ -38,7 +38,10 @@ def build_app(*factories: RouterFactory, backend: Backend | None = None, title: 
 
 def all_routes(backend: Backend | None = None) -> FastAPI:
     """Every route in one app: the local server's."""
-    from . import catalog, chat_completions, generations, messages, models
+    from ..dialects.anthropic import route as anthropic
+    from ..dialects.native import route as native
+    from ..dialects.openai import route as openai
+    from . import generations, model_list
 
-    return build_app(models.router, chat_completions.router, generations.router, messages.router, catalog.router,
+    return build_app(native.router, openai.router, generations.router, anthropic.router, model_list.router,
                      backend=backend)

@@ -8,27 +8,31 @@ the keys secret is cached with a max age, callers are cached briefly after a loo
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .. import apikeys, keys, ratelimit, records
 from ..catalog import Catalog
-from ..catalog_source import get_catalog_async
+from ..config import Config, get_config
 from ..routing.attempts import KeyResolver, ResolvedKey
 from ..routing.plan import Candidate
+from ..store import apikeys, keys, ratelimit, records
+from ..store.catalog_source import get_catalog_async
 
 Caller = apikeys.Caller
 
 
 @dataclass(slots=True)
 class Backend:
+    config: Config = field(default_factory=get_config)
+    """Read and validated when the app is built: a bad MOMOR_* value stops the start, naming it."""
+
     async def catalog(self) -> Catalog:
         return await get_catalog_async()
 
     async def authenticate(self, token: str | None) -> Caller | None:
         if not token:
             return None
-        return await apikeys.authenticate_async(token)
+        return await apikeys.authenticate(token)
 
     async def admit(self, caller: Caller, token: str) -> ratelimit.RateState:
         """Count the call against the caller's rate limit (atomic in DynamoDB)."""

@@ -5,13 +5,19 @@
       -> the record, written once whatever happened (refusals and failures included)
 
 A dialect supplies a `Door`: how to read its request, and how to write answers, streams and
-errors in its own shape. Routing, failover and records are the same for all of them.
+errors in its own shape. Doors are stateless: what a writer needs from the request travels in
+`Routed.reply`. Routing, failover and records are the same for all of them.
+
+What is done with a prepared call is an `Operation`: generating an answer (`generate`, the
+default) or another routed operation such as counting input tokens; each is authenticated, rate
+limited, planned and recorded the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import anyio
@@ -24,12 +30,12 @@ from ..errors import MomorError, ProviderError, RequestError
 from ..events import Assembler, Event
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..logs import logger
-from ..ratelimit import RateState
 from ..redact import redact
-from ..routing.attempts import Session
+from ..routing.attempts import KeyResolver, Session
 from ..routing.plan import Candidate, check_provider_names, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
+from ..store.ratelimit import RateState
 from .backend import Backend, Caller
 
 REQUEST_ID_HEADER = "X-Momor-Request-Id"
@@ -45,15 +51,15 @@ class Door(Protocol):
         it (the Anthropic door clamps max_tokens to the asked model and reads its affinity token)."""
         ...
 
-    def answer(self, request_id: str, candidate: Candidate, assembler: Assembler) -> Response: ...
+    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response: ...
 
     def stream(
-        self, request_id: str, candidate: Candidate, events: AsyncIterator[Event]
+        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
     ) -> AsyncIterator[bytes]:
         """The stream's bytes; a ProviderError from `events` becomes the dialect's error frame."""
         ...
 
-    def stream_headers(self, candidate: Candidate) -> dict[str, str]: ...
+    def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]: ...
 
     def error(self, request_id: str, exc: MomorError) -> Response: ...
 
@@ -79,13 +85,33 @@ class _Admission:
         return (await self.task).headers() if self.task else {}
 
 
-async def routed_call(request: Request, door: Door, backend: Backend, route: str) -> Response:
+@dataclass(slots=True)
+class Prepared:
+    """A call read, authenticated, admitted and planned: what an operation works on."""
+
+    door: Door
+    backend: Backend
+    recorder: Recorder
+    routed: Routed
+    candidates: list[Candidate]
+    resolve_key: KeyResolver
+
+
+Operation = Callable[[Prepared], Awaitable[Response]]
+
+
+async def routed_call(
+    request: Request, door: Door, backend: Backend, route: str, operation: Operation | None = None
+) -> Response:
     request_id = new_request_id()
     recorder = Recorder(request_id, route, door.dialect)
     recorder.gateway_request_id = _gateway_request_id(request)
     admission = _Admission()
     try:
-        response = await _serve(request, door, backend, recorder, admission)
+        prepared = await _prepare(request, door, backend, recorder, admission)
+        response = await (operation or generate)(prepared)
+        if not isinstance(response, StreamingResponse):
+            await _record(backend, recorder)  # a stream records itself when it ends
     except Exception as caught:
         exc = caught if isinstance(caught, MomorError) else _unexpected(caught, request_id)
         recorder.status_code, recorder.error = exc.status, exc.detail
@@ -96,9 +122,9 @@ async def routed_call(request: Request, door: Door, backend: Backend, route: str
     return response
 
 
-async def _serve(
+async def _prepare(
     request: Request, door: Door, backend: Backend, recorder: Recorder, admission: _Admission
-) -> Response:
+) -> Prepared:
     token = door.token(request)
     caller = await backend.authenticate(token)
     if caller is None or token is None:
@@ -116,11 +142,18 @@ async def _serve(
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs)
     zdr = routed.prio.zdr or _caller_zdr(caller)
     await admission.check()
+    resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
+    return Prepared(door, backend, recorder, routed, candidates, resolve)
+
+
+async def generate(p: Prepared) -> Response:
+    """The model's answer: whole, or a stream whose first bytes leave once a model has begun."""
+    routed, recorder = p.routed, p.recorder
     session = Session(
         routed.call,
-        candidates,
+        p.candidates,
         recorder,
-        resolve_key=_gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder),
+        resolve_key=p.resolve_key,
         network_timeout=routed.network_timeout,
         rollover=routed.rollover,
     )
@@ -130,21 +163,20 @@ async def _serve(
             pass
         recorder.status_code = 200
         recorder.finish_reason = session.assembler.finish.reason if session.assembler.finish else None
-        await _record(backend, recorder)
-        return door.answer(recorder.request_id, served, session.assembler)
+        await _record(p.backend, recorder)
+        return p.door.answer(recorder.request_id, routed, served, session.assembler)
     return StreamingResponse(
-        _streamed(door, backend, recorder, session, served),
+        _streamed(p, session, served),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", **door.stream_headers(served)},
+        headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, served)},
     )
 
 
-async def _streamed(
-    door: Door, backend: Backend, recorder: Recorder, session: Session, served: Candidate
-) -> AsyncIterator[bytes]:
+async def _streamed(p: Prepared, session: Session, served: Candidate) -> AsyncIterator[bytes]:
+    recorder = p.recorder
     recorder.status_code = 200
     try:
-        async for chunk in door.stream(recorder.request_id, served, session.events()):
+        async for chunk in p.door.stream(recorder.request_id, p.routed, served, session.events()):
             yield chunk
     except ProviderError as exc:  # a door that lets one through still leaves a record
         recorder.error = exc.detail
@@ -157,7 +189,7 @@ async def _streamed(
             recorder.error = failed.error if failed else "The caller left before the answer was complete."
         # A caller that hangs up on the last byte cancels this task: the record is written anyway.
         with anyio.CancelScope(shield=True):
-            await _record(backend, recorder)
+            await _record(p.backend, recorder)
 
 
 def _gated(resolve: Any, gate: Callable[[Candidate, list[Any]], str | None] | None, recorder: Recorder) -> Any:

@@ -6,10 +6,9 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from .. import background
-from ..http import bearer_token, new_request_id
+from ..http import PROBLEM, bearer_token, json_response, new_request_id
 from .backend import Backend
 from .flow import REQUEST_ID_HEADER
-from .models import PROBLEM, json_response
 
 
 def router(backend: Backend) -> APIRouter:

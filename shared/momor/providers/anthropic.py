@@ -503,6 +503,22 @@ def count_tokens_request(raw: dict[str, Any], target: Target) -> WireRequest:
 class AnthropicWire:
     name = WIRE_NAME
 
+    def count_request(self, call: Call, target: Target) -> WireRequest:
+        """count_tokens for this offering: the caller's own Anthropic body where there is one, else
+        the translated request, each less what the counting endpoint refuses."""
+        if call.passthrough(WIRE_NAME) and call.raw is not None:
+            return count_tokens_request(call.raw, target)
+        return count_tokens_request(self.build_request(call, target, stream=False).body, target)
+
+    def parse_count(self, body: bytes) -> int:
+        try:
+            count = json.loads(body).get("input_tokens")
+        except (ValueError, AttributeError):
+            count = None
+        if not isinstance(count, int) or isinstance(count, bool):
+            raise ProviderError("count_tokens answered without input_tokens.", kind="protocol")
+        return count
+
     def build_request(self, call: Call, target: Target, stream: bool) -> WireRequest:
         if call.passthrough(WIRE_NAME):
             return passthrough_request(call, target, stream)

@@ -53,6 +53,8 @@ class WireRequest:
     """Relative to the provider's base URL, e.g. `/chat/completions`."""
     body: dict[str, Any]
     headers: dict[str, str] = field(default_factory=dict)
+    url: str | None = None
+    """An absolute URL that replaces base URL + path (a base URL filled from the key's values)."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -1,6 +1,6 @@
 """The OpenAI Chat Completions wire: OpenAI and every server that speaks its protocol.
 
-DeepInfra, Mistral, NVIDIA, vLLM, Ollama and the like are catalog entries of this wire. Where they
+Azure, DeepInfra, Mistral, NVIDIA, OpenCode Zen, vLLM, Ollama and the like are catalog entries of this wire. Where they
 differ, the difference is a catalog provider option, never a branch on the provider's name:
 
 - `systemRole`: `"system"` (default) or `"developer"`: the role the system prompt is sent under.
@@ -12,6 +12,9 @@ differ, the difference is a catalog provider option, never a branch on the provi
 - `streamOptions`: `false` for a server that refuses `stream_options` (Mistral); by default a
   stream asks for a usage chunk so the call can be recorded.
 - `store`: `true` / `false`, sent as `store` when set (the router sets false on Momor's own OpenAI keys).
+- `minTemperature`: a number; a lower temperature is sent as this (NVIDIA refuses 0: `0.01`).
+- `authHeader`, `path`, `query`, `values`: where the request goes and how the key travels (Azure's
+  `api-key` header, deployment path and `api-version`), filled from the key's own values: see `endpoint.py`.
 
 The request is built in `openai_chat_request.py`; answers, streams and errors are read here.
 Formats follow the openai-python SDK types (`openai/types/chat/`): request params, `ChatCompletion`,

@@ -26,6 +26,7 @@ from ..messages import (
     state_for,
 )
 from .base import Target, WireRequest
+from .endpoint import endpoint
 
 WIRE_NAME = "openai_chat"
 
@@ -84,9 +85,12 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
         if options.get("streamOptions", True) is not False:
             # Usage comes only in a final chunk asked for here; without it the call cannot be priced.
             body["stream_options"] = {"include_usage": True}
-    # A local server (Ollama, vLLM) may run without a key; an empty Bearer would be refused by some.
-    headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
-    return WireRequest(path="/chat/completions", body=body, headers=headers)
+    return _request(target, body)
+
+
+def _request(target: Target, body: dict[str, Any]) -> WireRequest:
+    where = endpoint(target, "/chat/completions")  # path, query and key header: see endpoint.py
+    return WireRequest(path=where.path, body=body, headers=where.headers, url=where.url)
 
 
 def _map_messages(call: Call, target: Target) -> list[dict[str, Any]]:
@@ -292,6 +296,7 @@ def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
         value = getattr(params, name)
         if value is not None:
             body[name] = value
+    _raise_temperature(body, options)
     if params.max_tokens is not None:
         body[_option_str(options, "maxTokensField", "max_completion_tokens")] = params.max_tokens
     if params.seed is not None:
@@ -303,6 +308,16 @@ def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
     if isinstance(store, bool):
         body["store"] = store
     return body
+
+
+def _raise_temperature(body: dict[str, Any], options: dict[str, Any]) -> None:
+    """`minTemperature`: a provider that refuses a temperature below it (NVIDIA refuses 0) is sent the
+    minimum instead, as near to what was asked as it takes."""
+    floor = options.get("minTemperature")
+    value = body.get("temperature")
+    numbers = isinstance(floor, (int, float)) and isinstance(value, (int, float)) and not isinstance(value, bool)
+    if numbers and value < floor:
+        body["temperature"] = floor
 
 
 def _map_reasoning_effort(effort: str | None, depths: list[str]) -> str | None:
@@ -337,6 +352,7 @@ def build_passthrough_request(call: Call, target: Target, stream: bool) -> WireR
         seed_field = _option_str(options, "seedField", "seed") or "seed"
         body[seed_field] = body.pop("seed")
     _passthrough_stream(body, options, stream)
+    _raise_temperature(body, options)
     effort = body.get("reasoning_effort")
     if isinstance(effort, str):
         depth = _passthrough_effort(effort, target.model.capabilities.reasoning)
@@ -349,8 +365,7 @@ def build_passthrough_request(call: Call, target: Target, stream: bool) -> WireR
     if isinstance(body.get("messages"), list):
         field_name = _option_str(options, "reasoningField", None)
         body["messages"] = [_passthrough_message(m, field_name) for m in body["messages"]]
-    headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
-    return WireRequest(path="/chat/completions", body=body, headers=headers)
+    return _request(target, body)
 
 
 def _passthrough_ceiling(body: dict[str, Any], options: dict[str, Any]) -> None:

@@ -8,10 +8,10 @@ handshake and a connection pool each time). Transport failures become `ProviderE
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import time
-import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import httpx2
@@ -19,8 +19,10 @@ import httpx2
 from ..call import Call
 from ..errors import ProviderError
 from ..events import Event, Raw
+from ..net import shared_client
 from ..redact import redact, redact_value
 from .base import SSEEvent, StreamDecoder, Target, Wire
+from .ndjson import NDJSONDecoder
 from .sse import SSEDecoder
 
 
@@ -41,23 +43,6 @@ class Timeouts:
 
 DEFAULT_TIMEOUTS = Timeouts()
 
-_clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx2.AsyncClient] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def shared_client() -> httpx2.AsyncClient:
-    """The pooled client of the running event loop (pooled connections belong to one loop; a
-    process normally has one, tests and the local tools sometimes more)."""
-    loop = asyncio.get_running_loop()
-    client = _clients.get(loop)
-    if client is None or client.is_closed:
-        client = httpx2.AsyncClient(
-            limits=httpx2.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=60),
-            follow_redirects=False,
-        )
-        _clients[loop] = client
-    return client
 
 
 def retry_after_seconds(value: str | None) -> float | None:
@@ -99,16 +84,17 @@ async def exchange(
     timeout = httpx2.Timeout(
         connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle, pool=timeouts.connect
     )
-    try:
+    with provider_errors(target):
         headers.update(await _auth_headers(wire, target))
         async with client.stream(
-            "POST", _url(target, request.path), json=request.body, headers=headers, timeout=timeout
+            "POST", request.url or _url(target, request.path), json=request.body, headers=headers, timeout=timeout
         ) as response:
             if response.status_code >= 400:
                 body = await response.aread()
                 raise wire.map_error(response.status_code, body, dict(response.headers))
-            if stream and response.headers.get("content-type", "").startswith("text/event-stream"):
-                async for event in _decode_stream(wire, target, response, call.passthrough(wire.name)):
+            framer = _framer(response.headers.get("content-type", "")) if stream else None
+            if framer is not None:
+                async for event in _decode_stream(wire, target, response, call.passthrough(wire.name), framer):
                     yield event
             else:
                 # A provider may answer a stream request with a whole JSON body; take it as such.
@@ -117,6 +103,13 @@ async def exchange(
                     yield Raw(body.decode("utf-8", "replace"))
                 for event in wire.parse_response(body, target):
                     yield event
+
+
+@contextlib.contextmanager
+def provider_errors(target: Target) -> Iterator[None]:
+    """Every transport failure as a ProviderError, with the key blanked from any provider text."""
+    try:
+        yield
     except ProviderError as exc:
         # A provider may repeat the key it was sent in its error text ("Incorrect API key
         # provided: sk-..."): blank it here, before the text can reach a caller, record or log.
@@ -142,6 +135,25 @@ async def _auth_headers(wire: Wire, target: Target) -> dict[str, str]:
     return await auth(target) if auth is not None else {}
 
 
+async def count_tokens(
+    wire: Wire, call: Call, target: Target, *, timeouts: Timeouts = DEFAULT_TIMEOUTS,
+    client: httpx2.AsyncClient | None = None,
+) -> int:
+    """The offering's own count of the call's input tokens (a wire with `count_request`), with the
+    same error mapping as a generation."""
+    client = client or shared_client()
+    request = wire.count_request(call, target)  # type: ignore[attr-defined]
+    headers = {**target.provider.headers, **request.headers}
+    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
+                             pool=timeouts.connect)
+    with provider_errors(target):
+        response = await client.post(_url(target, request.path), json=request.body, headers=headers,
+                                     timeout=timeout)
+        if response.status_code >= 400:
+            raise wire.map_error(response.status_code, response.content, dict(response.headers))
+        return wire.parse_count(response.content)  # type: ignore[attr-defined]
+
+
 async def _read_body(response: httpx2.Response, idle: float) -> bytes:
     """The whole body, each read within the idle timeout: a body that stalls mid-way is an error."""
     chunks: list[bytes] = []
@@ -157,11 +169,20 @@ async def _read_body(response: httpx2.Response, idle: float) -> bytes:
         chunks.append(chunk)
 
 
+def _framer(content_type: str) -> SSEDecoder | NDJSONDecoder | None:
+    """How a streamed body is cut into events: SSE, or one JSON object a line (Puter); None for a
+    whole body."""
+    if content_type.startswith("text/event-stream"):
+        return SSEDecoder()
+    if content_type.startswith(("application/x-ndjson", "application/jsonl")):
+        return NDJSONDecoder()
+    return None
+
+
 async def _decode_stream(
-    wire: Wire, target: Target, response: httpx2.Response, raw: bool
+    wire: Wire, target: Target, response: httpx2.Response, raw: bool, sse: SSEDecoder | NDJSONDecoder
 ) -> AsyncIterator[Event]:
     decoder = wire.stream_decoder(target)
-    sse = SSEDecoder()
     async for text in response.aiter_text():
         for item in sse.decode(text):
             for event in _feed(decoder, item, raw):

@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..call import Call, Parameters
+from ..config import derived
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..events import Assembler, Continued, Event, Finish
-from ..providers import wire_for
+from ..providers import wire_for_call
 from ..providers.base import Target
 from ..providers.transport import Timeouts, exchange
 from .breaker import Breakers
@@ -178,7 +180,7 @@ class Session:
         params = params_for(call.params, candidate)
         if params is not call.params:
             call = dataclasses.replace(call, params=params)
-        wire = wire_for(candidate.provider.wire)
+        wire = wire_for_call(candidate.provider.wire, call)
         timeouts = self._timeouts()
         stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts)
         assembler = Assembler()
@@ -287,15 +289,12 @@ class Session:
             yield event
 
 
-_breakers: Breakers | None = None
-
-
+@derived
+@functools.cache
 def process_breakers() -> Breakers:
-    global _breakers
-    if _breakers is None:
-        policy = current_policy()
-        _breakers = Breakers(policy.breaker_failures, policy.breaker_cooldown)
-    return _breakers
+    """The process's circuit breakers (one per offering), sized by the configuration."""
+    policy = current_policy()
+    return Breakers(policy.breaker_failures, policy.breaker_cooldown)
 
 
 def _circuit(candidate: Candidate) -> str:

@@ -9,21 +9,21 @@
                (then only candidates with a larger context window), and retries used up
     final      a content-policy refusal: the provider's reason reaches the caller
 
-Knobs come from the environment once per process (MOMOR_RETRIES, MOMOR_RETRY_BASE_MS,
-MOMOR_RETRY_MAX_MS, MOMOR_MAX_RETRY_AFTER_S, MOMOR_CALL_BUDGET_S, MOMOR_CONNECT_TIMEOUT_S,
-MOMOR_FIRST_TOKEN_TIMEOUT_S, MOMOR_IDLE_TIMEOUT_S, MOMOR_BREAKER_FAILURES, MOMOR_BREAKER_COOLDOWN_S).
+The knobs are the configuration's (config.py: MOMOR_RETRIES, MOMOR_CALL_BUDGET_S, the timeouts,
+the breaker's), validated there once per process.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import os
 import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from ..config import Config, derived, get_config
 from ..errors import ProviderError
 
 Decision = Literal["retry", "failover", "final"]
@@ -55,26 +55,12 @@ class Policy:
     breaker_cooldown: float = 30.0
 
     @classmethod
+    def from_config(cls, config: Config) -> Policy:
+        return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(cls)})
+
+    @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Policy:
-        env = os.environ if env is None else env
-        d = cls()  # the defaults (slots classes keep no class-level values)
-
-        def number(name: str, default: float, scale: float = 1.0) -> float:
-            text = env.get(name)
-            return float(text) * scale if text else default
-
-        return cls(
-            retries=int(number("MOMOR_RETRIES", d.retries)),
-            retry_base=number("MOMOR_RETRY_BASE_MS", d.retry_base, 0.001),
-            retry_max=number("MOMOR_RETRY_MAX_MS", d.retry_max, 0.001),
-            max_retry_after=number("MOMOR_MAX_RETRY_AFTER_S", d.max_retry_after),
-            call_budget=number("MOMOR_CALL_BUDGET_S", d.call_budget),
-            connect_timeout=number("MOMOR_CONNECT_TIMEOUT_S", d.connect_timeout),
-            first_token_timeout=number("MOMOR_FIRST_TOKEN_TIMEOUT_S", d.first_token_timeout),
-            idle_timeout=number("MOMOR_IDLE_TIMEOUT_S", d.idle_timeout),
-            breaker_failures=int(number("MOMOR_BREAKER_FAILURES", d.breaker_failures)),
-            breaker_cooldown=number("MOMOR_BREAKER_COOLDOWN_S", d.breaker_cooldown),
-        )
+        return cls.from_config(Config.from_env(env))
 
     def backoff(self, retry: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number `retry` (1-based): the provider's Retry-After when
@@ -85,9 +71,10 @@ class Policy:
         return random.uniform(ceiling / 2, ceiling)
 
 
+@derived
 @functools.cache
 def current_policy() -> Policy:
-    return Policy.from_env()
+    return Policy.from_config(get_config())
 
 
 def context_exceeded(exc: ProviderError) -> bool:

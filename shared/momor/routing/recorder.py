@@ -16,7 +16,7 @@ import orjson
 
 from ..errors import ProviderError
 from ..events import Assembler, Usage
-from ..records import Attempt, CallRecord, Served, cost_usd
+from ..store.records import Attempt, CallRecord, Served, cost_usd
 from .plan import Candidate
 
 
@@ -41,6 +41,11 @@ class AttemptTimer:
             # Tokens a provider reported before it failed were billed by it.
             self.attempt.usage = usage
             self.attempt.cost = cost_usd(usage, self.candidate.offering.prices)
+
+    def succeed_free(self) -> None:
+        """An answer that is not billed (token counting)."""
+        self._end()
+        self.attempt.status, self.attempt.http_status, self.attempt.cost = "ok", 200, Decimal(0)
 
     def succeed(self, assembler: Assembler) -> None:
         self._end()

@@ -36,9 +36,9 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from ..call import Call, Parameters, ToolUse
-from ..errors import RequestError
-from ..messages import (
+from ...call import Call, Parameters, ToolUse
+from ...errors import RequestError
+from ...messages import (
     ContentMessage,
     File,
     Message,
@@ -50,9 +50,9 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
-from ..routing.request import Routed
-from ..routing.selectors import Selector, parse_prioritization, parse_selectors
-from .native import needs_of
+from ...routing.request import Routed
+from ...routing.selectors import Selector, parse_prioritization, parse_selectors
+from ..native.parse import needs_of
 
 WIRE = "anthropic"
 MOMOR_FIELDS = ("models", "provider", "keys")

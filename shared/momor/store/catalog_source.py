@@ -21,10 +21,10 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..catalog import Catalog, parse_catalog
+from ..config import ConfigError, get_config
+from ..errors import MomorError
 from . import aws
-from .catalog import Catalog, parse_catalog
-from .errors import MomorError
-from .settings import SettingsError, get_settings
 
 log = logging.getLogger(__name__)
 
@@ -157,13 +157,13 @@ def catalog_source() -> CatalogSource:
     if _source is None:
         with _source_lock:
             if _source is None:
-                settings = get_settings()
-                if settings.catalog_file:
-                    _source = FileCatalogSource(settings.catalog_file)
-                elif settings.catalog_bucket and settings.catalog_key:
-                    _source = S3CatalogSource(settings.catalog_bucket, settings.catalog_key, ttl=settings.catalog_ttl)
+                config = get_config()
+                if config.catalog_file:
+                    _source = FileCatalogSource(config.catalog_file)
+                elif config.catalog_bucket and config.catalog_key:
+                    _source = S3CatalogSource(config.catalog_bucket, config.catalog_key, ttl=config.catalog_ttl)
                 else:
-                    raise SettingsError("Set MOMOR_CATALOG_FILE, or MOMOR_CATALOG_BUCKET and MOMOR_CATALOG_KEY")
+                    raise ConfigError("Set MOMOR_CATALOG_FILE, or MOMOR_CATALOG_BUCKET and MOMOR_CATALOG_KEY")
     return _source
 
 

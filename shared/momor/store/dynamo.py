@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from .providers.transport import shared_client
+from ..net import shared_client
 
 _TARGET = "DynamoDB_20120810."
 _RETRYABLE = ("ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",

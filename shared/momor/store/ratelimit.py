@@ -33,25 +33,22 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from . import aws
-from .errors import RequestError
-from .logs import logger
-from .settings import SettingsError, get_settings
+from ..config import get_config
+from ..logs import logger
+from . import dynamo
 
-DEFAULT_LIMIT = 600
-DEFAULT_WINDOW_S = 60
 LIMIT_ENV = "MOMOR_RATE_LIMIT"
 WINDOW_ENV = "MOMOR_RATE_WINDOW_S"
 LIMIT_ATTRIBUTE = "rateLimit"
 DYNAMODB_TIMEOUT_S = 2.0
-"""How long a request waits for the limiter before it is admitted anyway. boto3's own timeouts
-and retries (momor.aws) could hold a request for a minute; the limiter is not worth that."""
+"""How long a request waits for the limiter before it is admitted anyway: the store's own retries
+(dynamo.py) must not hold a request; the limiter is not worth that. Its calls go through the
+lean signed-HTTP DynamoDB caller on the event loop (no boto3 client, no thread)."""
 LIMIT_CACHE_SECONDS = 60.0
 """A caller's own `rateLimit` is read once a minute per process, not once a request: changing it
 takes up to this long to bite, as disabling a key does (apikeys.CACHE_SECONDS)."""
@@ -85,20 +82,6 @@ class RateState:
         if not self.allowed:
             headers["Retry-After"] = str(self.retry_after)
         return headers
-
-
-class RateLimited(RequestError):
-    """A refusal for a caller over its limit (429), for a flow that raises rather than branches;
-    the response still needs `state.headers()`."""
-
-    status = 429
-
-    def __init__(self, state: RateState) -> None:
-        super().__init__(
-            f"Rate limit reached: {state.limit} requests per window. Try again in {state.retry_after} s.",
-            status=429,
-        )
-        self.state = state
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,26 +118,13 @@ def unlimited() -> RateState:
     return RateState(limit=0, remaining=0, reset=0, allowed=True)
 
 
-def _env_int(name: str, default: int, *, minimum: int) -> int:
-    text = (os.environ.get(name) or "").strip()
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise SettingsError(f"{name} must be an integer, not {text!r}") from None
-    if value < minimum:
-        raise SettingsError(f"{name} must be at least {minimum}")
-    return value
-
-
 def default_limit() -> int:
-    """MOMOR_RATE_LIMIT, read per call (it is a dictionary lookup) so a changed env needs no reset."""
-    return _env_int(LIMIT_ENV, DEFAULT_LIMIT, minimum=0)
+    """MOMOR_RATE_LIMIT (config.py)."""
+    return get_config().rate_limit
 
 
 def window_length() -> int:
-    return _env_int(WINDOW_ENV, DEFAULT_WINDOW_S, minimum=1)
+    return get_config().rate_window
 
 
 def _now() -> float:
@@ -172,7 +142,7 @@ async def admit(caller_id: str, *, key_hash: str | None = None, limit: int | Non
     """
     length = window_length()
     fallback = default_limit()
-    table = get_settings().api_keys_table
+    table = get_config().api_keys_table
     if table is None:
         chosen = fallback if limit is None else limit
         if chosen <= 0:
@@ -186,8 +156,7 @@ async def admit(caller_id: str, *, key_hash: str | None = None, limit: int | Non
         return leased
     try:
         return await asyncio.wait_for(
-            aws.in_thread(_admit_in_table, table, caller_id, key_hash, limit, fallback, length),
-            timeout=DYNAMODB_TIMEOUT_S,
+            _admit_in_table(table, caller_id, key_hash, limit, fallback, length), timeout=DYNAMODB_TIMEOUT_S
         )
     except Exception as exc:  # any store failure, the timeout included: admit (module docstring)
         return _failed_open(caller_id, key_hash, limit, fallback, length, exc)
@@ -210,18 +179,18 @@ def _failed_open(
     )
 
 
-def _admit_in_table(
+async def _admit_in_table(
     table: str, caller_id: str, key_hash: str | None, limit: int | None, fallback: int, length: int
 ) -> RateState:
-    chosen = limit if limit is not None else _limits.lookup(table, key_hash, fallback)
+    chosen = limit if limit is not None else await _limits.lookup(table, key_hash, fallback)
     if chosen <= 0:
         return unlimited()
     now = _now()
     window = window_at(now, length)
     size = lease_size(chosen)
-    count = _count_in_table(table, caller_id, window, chosen, size) if size > 1 else None
+    count = await _count_in_table(table, caller_id, window, chosen, size) if size > 1 else None
     if count is None:  # no room for a whole lease (or none wanted): this request alone
-        size, count = 1, _count_in_table(table, caller_id, window, chosen)
+        size, count = 1, await _count_in_table(table, caller_id, window, chosen)
     # Told as if only this request were counted: the rest of its lease is still to be handed out.
     state = state_for(chosen, None if count is None else count - (size - 1), window, now)
     if count is not None and size > 1:
@@ -275,7 +244,7 @@ def rate_key(caller_id: str, window: Window) -> str:
     return f"rate#{caller_id}#{window.start}"
 
 
-def _count_in_table(table: str, caller_id: str, window: Window, limit: int, n: int = 1) -> int | None:
+async def _count_in_table(table: str, caller_id: str, window: Window, limit: int, n: int = 1) -> int | None:
     """Add `n` to the window's count unless that would pass `limit`: the new count, or None.
 
     One conditional UpdateItem does both the check and the increment, and DynamoDB applies each
@@ -285,25 +254,26 @@ def _count_in_table(table: str, caller_id: str, window: Window, limit: int, n: i
     its limit would push `count` up without end, and the stored count would stop saying how many
     requests were served. Here a refusal writes nothing.
     """
-    ddb = aws.client("dynamodb")
     try:
-        answer = ddb.update_item(
-            TableName=table,
-            Key={"keyHash": {"S": rate_key(caller_id, window)}},
+        answer = await dynamo.call("UpdateItem", {
+            "TableName": table,
+            "Key": {"keyHash": {"S": rate_key(caller_id, window)}},
             # `count` is a DynamoDB reserved word, hence the names.
-            UpdateExpression="ADD #count :n SET #expires = :expires",
-            ConditionExpression="attribute_not_exists(#count) OR #count <= :most",
-            ExpressionAttributeNames={"#count": "count", "#expires": "expiresAt"},
-            ExpressionAttributeValues={
+            "UpdateExpression": "ADD #count :n SET #expires = :expires",
+            "ConditionExpression": "attribute_not_exists(#count) OR #count <= :most",
+            "ExpressionAttributeNames": {"#count": "count", "#expires": "expiresAt"},
+            "ExpressionAttributeValues": {
                 ":n": {"N": str(n)},
                 ":most": {"N": str(limit - n)},
                 # One window past its end: a Lambda whose clock runs a little slow still finds it.
                 ":expires": {"N": str(window.end + window.length)},
             },
-            ReturnValues="UPDATED_NEW",
-        )
-    except ddb.exceptions.ConditionalCheckFailedException:
-        return None
+            "ReturnValues": "UPDATED_NEW",
+        })
+    except dynamo.DynamoError as exc:
+        if exc.code == "ConditionalCheckFailedException":
+            return None
+        raise
     return int(answer["Attributes"]["count"]["N"])
 
 
@@ -344,14 +314,14 @@ class _CallerLimits:
             return fallback
         return hit[0]
 
-    def lookup(self, table: str, key_hash: str | None, fallback: int) -> int:
+    async def lookup(self, table: str, key_hash: str | None, fallback: int) -> int:
         if not key_hash:
             return fallback
         hit = self._cache.get(key_hash)
         if hit is not None and hit[1] > time.monotonic():
             own = hit[0]
         else:
-            own = _read_limit(table, key_hash)
+            own = await _read_limit(table, key_hash)
             with self._lock:
                 if len(self._cache) >= _CACHE_MAX:
                     self._cache.clear()
@@ -363,14 +333,14 @@ class _CallerLimits:
             self._cache.clear()
 
 
-def _read_limit(table: str, key_hash: str) -> int | None:
+async def _read_limit(table: str, key_hash: str) -> int | None:
     """The item's `rateLimit`, or None when it has none (or one that is not a whole number >= 0)."""
-    answer = aws.client("dynamodb").get_item(
-        TableName=table,
-        Key={"keyHash": {"S": key_hash}},
-        ProjectionExpression="#limit",
-        ExpressionAttributeNames={"#limit": LIMIT_ATTRIBUTE},
-    )
+    answer = await dynamo.call("GetItem", {
+        "TableName": table,
+        "Key": {"keyHash": {"S": key_hash}},
+        "ProjectionExpression": "#limit",
+        "ExpressionAttributeNames": {"#limit": LIMIT_ATTRIBUTE},
+    })
     value: Any = answer.get("Item", {}).get(LIMIT_ATTRIBUTE, {}).get("N")
     try:
         own = int(value) if value is not None else None

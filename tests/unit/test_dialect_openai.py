@@ -11,8 +11,8 @@ import pytest
 
 from momor.call import Call
 from momor.catalog import Capabilities, Model, Offering, Prices, Provider
-from momor.doors import openai as door
-from momor.doors import openai_answer as answer
+from momor.dialects.openai import parse as door
+from momor.dialects.openai import write as answer
 from momor.errors import RequestError
 from momor.events import Assembler as EventsAssembler
 from momor.events import Delta, Finish, PartEnd, PartStart, Usage, UsageEvent

@@ -22,9 +22,9 @@ from typing import Any, Literal
 
 import orjson
 
-from ..events import Assembler, Delta, Event, Finish, PartEnd, PartStart, Stop, Usage
-from ..messages import ContentMessage, ThinkingMessage, ToolCallMessage
-from ..routing.plan import Candidate
+from ...events import Assembler, Delta, Event, Finish, PartEnd, PartStart, Stop, Usage
+from ...messages import ContentMessage, ThinkingMessage, ToolCallMessage
+from ...routing.plan import Candidate
 
 DONE = b"data: [DONE]\n\n"
 

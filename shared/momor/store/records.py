@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Literal
 
+from ..catalog import Prices
+from ..config import get_config
+from ..events import Usage
+from ..redact import redact
 from . import aws, dynamo
-from .catalog import Prices
-from .events import Usage
-from .redact import redact
-from .settings import get_settings
 
 ERROR_TEXT_MAX = 300
 _MILLION = Decimal(1_000_000)
@@ -179,7 +179,7 @@ def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | 
     from boto3.dynamodb.types import TypeSerializer
 
     if ttl_days is None:
-        ttl_days = get_settings().record_ttl_days
+        ttl_days = get_config().record_ttl_days
     # Longest first, so a key that contains another is blanked whole.
     blank = tuple(sorted((s for s in secrets if s), key=len, reverse=True))
     document = _clean(record.to_dict(ttl_days), blank)
@@ -190,14 +190,14 @@ def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | 
 def put_record(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
     """Write the record. Raises botocore's errors: the caller logs them rather than failing a
     call that has already been answered."""
-    table = get_settings().need("records_table")
+    table = get_config().need("records_table")
     aws.client("dynamodb").put_item(TableName=table, Item=to_item(record, secrets=secrets))
 
 
 async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
     """`put_record` for the request path: the same item, sent through `dynamo.call` (no boto3
     client, no thread hop: see dynamo.py for why). Raises dynamo.DynamoError."""
-    table = get_settings().need("records_table")
+    table = get_config().need("records_table")
     await dynamo.call("PutItem", {"TableName": table, "Item": to_item(record, secrets=secrets)})
 
 
@@ -206,7 +206,7 @@ def get_record(record_id: str, caller_id: str) -> dict[str, Any] | None:
     another caller: the route answers 404 either way, so nobody learns another caller's ids."""
     from boto3.dynamodb.types import TypeDeserializer
 
-    table = get_settings().need("records_table")
+    table = get_config().need("records_table")
     # Consistent read: a caller typically asks right after the call that wrote it.
     answer = aws.client("dynamodb").get_item(TableName=table, Key={"id": {"S": record_id}}, ConsistentRead=True)
     item = answer.get("Item")

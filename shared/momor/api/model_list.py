@@ -21,10 +21,9 @@ from starlette.responses import Response
 
 from ..catalog import Catalog, Model
 from ..errors import MomorError
-from ..http import bearer_token, new_request_id
+from ..http import PROBLEM, bearer_token, json_response, new_request_id
 from .backend import Backend
 from .flow import REQUEST_ID_HEADER
-from .models import PROBLEM, json_response
 
 _EPOCH = dt.date(1970, 1, 1)
 

@@ -5,24 +5,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from ..catalog import Catalog
-from ..doors import native
-from ..errors import MomorError, ProviderError
-from ..events import Assembler, Event
-from ..http import bearer_token
-from ..routing.plan import Candidate
-from .backend import Backend
-from .flow import Routed, routed_call
-
-PROBLEM = "application/problem+json"
-
-
-def json_response(payload: Any, status: int = 200, media_type: str = "application/json") -> Response:
-    return Response(orjson.dumps(payload), status_code=status, media_type=media_type)
+from ...api.backend import Backend
+from ...api.flow import Routed, routed_call
+from ...catalog import Catalog
+from ...errors import MomorError, ProviderError
+from ...events import Assembler, Event
+from ...http import PROBLEM, bearer_token, json_response
+from ...routing.plan import Candidate
+from . import parse as native_parse
+from . import write as native
 
 
 class NativeDoor:
@@ -32,16 +26,16 @@ class NativeDoor:
         return bearer_token(request)
 
     def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
-        return native.parse(body)
+        return native_parse.parse(body)
 
-    def answer(self, request_id: str, candidate: Candidate, assembler: Assembler) -> Response:
+    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
         return json_response(native.monolith(candidate, assembler))
 
-    def stream_headers(self, candidate: Candidate) -> dict[str, str]:
+    def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]:
         return {}
 
     async def stream(
-        self, request_id: str, candidate: Candidate, events: AsyncIterator[Event]
+        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
     ) -> AsyncIterator[bytes]:
         writer = native.StreamWriter(request_id, candidate)
         yield writer.start()

@@ -11,18 +11,11 @@ from typing import Any
 import pytest
 
 from momor import tokens
-from momor.api.messages import (
-    Overflow,
-    cache_token,
-    clamp_max_tokens,
-    overflow_for,
-    read_cache_token,
-    with_affinity,
-)
 from momor.call import Call, Parameters
 from momor.catalog import Capabilities, Catalog, Model, Offering, Prices, Provider
-from momor.doors import anthropic as door
-from momor.doors import anthropic_answer as answer
+from momor.dialects.anthropic import parse as door
+from momor.dialects.anthropic import write as answer
+from momor.dialects.anthropic.route import clamp_max_tokens
 from momor.errors import ProviderError, RequestError
 from momor.events import Assembler, Delta, Finish, PartEnd, PartStart, Raw, Usage, UsageEvent
 from momor.messages import (
@@ -36,6 +29,8 @@ from momor.messages import (
 )
 from momor.providers.anthropic import WIRE, count_tokens_request, passthrough_request
 from momor.providers.base import Target
+from momor.routing.affinity import cache_token, read_cache_token, with_affinity
+from momor.routing.overflow import Overflow, overflow_for
 from momor.routing.plan import Candidate
 from momor.routing.request import Routed
 from momor.routing.selectors import Prioritization

@@ -24,8 +24,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from . import aws
-from .settings import get_settings
+from ..config import get_config
+from . import aws, dynamo
 
 CACHE_SECONDS = 60.0
 _CACHE_MAX = 4096
@@ -62,31 +62,23 @@ def accept_local_key(key: str, *, name: str = "local", zdr: bool = False) -> Cal
     return caller
 
 
-def authenticate(presented_key: str | None) -> Caller | None:
-    """The caller a presented key belongs to, or None for a missing, unknown or disabled key."""
+async def authenticate(presented_key: str | None) -> Caller | None:
+    """The caller a presented key belongs to, or None for a missing, unknown or disabled key.
+    From memory when it can (local keys, a recent lookup), else one GetItem through the lean
+    signed-HTTP DynamoDB caller on the event loop (dynamo.py: no boto3 client, no thread)."""
     if not presented_key:
         return None
     digest = key_hash(presented_key)
     caller = _local_caller(digest) or _cached(digest)
     if caller is not None:
         return caller
-    table = get_settings().api_keys_table
+    table = get_config().api_keys_table
     if table is None:  # local development with --api-key only
         return None
-    caller = _lookup(table, digest)
+    caller = await _lookup(table, digest)
     if caller is not None:
         _remember(digest, caller)
     return caller
-
-
-async def authenticate_async(presented_key: str | None) -> Caller | None:
-    """`authenticate` from async code: from memory when it can, else DynamoDB on a thread."""
-    if presented_key:
-        digest = key_hash(presented_key)
-        caller = _local_caller(digest) or _cached(digest)
-        if caller is not None:
-            return caller
-    return await aws.in_thread(authenticate, presented_key)
 
 
 def _local_caller(digest: str) -> Caller | None:
@@ -113,8 +105,8 @@ def _remember(digest: str, caller: Caller) -> None:
         _cache[digest] = (caller, time.monotonic() + CACHE_SECONDS)
 
 
-def _lookup(table: str, digest: str) -> Caller | None:
-    answer = aws.client("dynamodb").get_item(TableName=table, Key={"keyHash": {"S": digest}})
+async def _lookup(table: str, digest: str) -> Caller | None:
+    answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"keyHash": {"S": digest}}})
     item = answer.get("Item")
     if item is None:
         return None
@@ -133,7 +125,7 @@ def _lookup(table: str, digest: str) -> Caller | None:
 
 def create_api_key(name: str, *, zdr: bool = False, owner: str | None = None) -> tuple[str, Caller]:
     """Make a key, store its hash, and return the plaintext (shown once, never stored) and caller."""
-    table = get_settings().need("api_keys_table")
+    table = get_config().need("api_keys_table")
     plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
     digest = key_hash(plaintext)
     caller = Caller(id=_caller_id(digest), name=name, zdr=zdr)
@@ -154,7 +146,7 @@ def create_api_key(name: str, *, zdr: bool = False, owner: str | None = None) ->
 def set_disabled(digest: str, disabled: bool = True) -> None:
     """Disable (or re-enable) a key by its hash (`key_hash`). Other warm processes notice within
     CACHE_SECONDS; this one at once."""
-    table = get_settings().need("api_keys_table")
+    table = get_config().need("api_keys_table")
     aws.client("dynamodb").update_item(
         TableName=table,
         Key={"keyHash": {"S": digest}},

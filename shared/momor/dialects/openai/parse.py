@@ -27,9 +27,9 @@ from urllib.parse import unquote_to_bytes, urlparse
 
 from pydantic import ValidationError
 
-from ..call import Call, Parameters, ToolUse
-from ..errors import RoutingError
-from ..messages import (
+from ...call import Call, Parameters, ToolUse
+from ...errors import RoutingError
+from ...messages import (
     ContentMessage,
     File,
     Message,
@@ -41,9 +41,9 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
-from ..routing.request import Routed
-from ..routing.selectors import parse_prioritization, parse_selectors
-from .native import needs_of
+from ...routing.request import Routed
+from ...routing.selectors import parse_prioritization, parse_selectors
+from ..native.parse import needs_of
 
 RAW_WIRE = "openai_chat"
 ROUTING_FIELDS = ("model", "models", "provider")

@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..config import get_config
+from ..errors import MomorError, RequestError
 from . import aws
-from .errors import MomorError, RequestError
-from .settings import get_settings
 
 KeySource = Literal["call", "saved"]
 
@@ -73,18 +73,26 @@ def _parse_entry(entry: str, value: Any, source: KeySource) -> ProviderKey:
     if isinstance(value, str):
         if not value:
             raise ValueError("the key is empty")
+        _header_safe(value)
         return ProviderKey(key=value, source=source, entry=entry)
     if not isinstance(value, Mapping):
         raise ValueError("must be a string or an object holding key")
     key = value.get("key")
     if not isinstance(key, str) or not key:
         raise ValueError("key must be a non-empty string")
+    _header_safe(key)
     zdr = value.get("zdr", False)
     if not isinstance(zdr, bool):
         raise ValueError("zdr must be true or false")
     extra = {k: v for k, v in value.items() if k not in ("key", "zdr")}
     # A caller cannot vouch for zdr: their key's retention terms are not Momor's agreements.
     return ProviderKey(key=key, zdr=zdr and source == "saved", extra=extra, source=source, entry=entry)
+
+
+def _header_safe(key: str) -> None:
+    # A key travels in an HTTP header, which takes printable ASCII only (a fuzzer's "\x80" crashed the send).
+    if not (key.isascii() and key.isprintable()):
+        raise ValueError("the key must be printable ASCII")
 
 
 def call_key(keys: Mapping[str, Any] | None, provider_name: str) -> ProviderKey | None:
@@ -119,7 +127,7 @@ _lock = threading.Lock()
 
 def _fresh() -> dict[str, ProviderKey] | None:
     cache = _cache
-    if cache is not None and time.monotonic() < cache.expires and cache.secret_id == get_settings().keys_secret:
+    if cache is not None and time.monotonic() < cache.expires and cache.secret_id == get_config().keys_secret:
         return cache.keys
     return None
 
@@ -133,10 +141,10 @@ def saved_keys() -> dict[str, ProviderKey]:
     with _lock:  # one thread fetches; the others wait and share its answer
         keys = _fresh()
         if keys is None:
-            settings = get_settings()
-            secret_id = settings.need("keys_secret")
+            config = get_config()
+            secret_id = config.need("keys_secret")
             keys = _parse_secret(secret_id, _fetch(secret_id))
-            _cache = _Cache(secret_id, keys, time.monotonic() + settings.keys_ttl)
+            _cache = _Cache(secret_id, keys, time.monotonic() + config.keys_ttl)
     return keys
 
 

@@ -32,8 +32,8 @@ from typing import Any
 
 import orjson
 
-from ..errors import MomorError, ProviderError
-from ..events import (
+from ...errors import MomorError, ProviderError
+from ...events import (
     Assembler,
     Delta,
     Event,
@@ -46,10 +46,10 @@ from ..events import (
     Usage,
     UsageEvent,
 )
-from ..http import sse
-from ..messages import ContentMessage, ThinkingMessage, ToolCallMessage
-from ..routing.plan import Candidate
-from .anthropic import WIRE, encode_signature
+from ...http import sse
+from ...messages import ContentMessage, ThinkingMessage, ToolCallMessage
+from ...routing.plan import Candidate
+from .parse import WIRE, encode_signature
 
 STOP_REASONS = {
     "stop": "end_turn",

@@ -1,0 +1,161 @@
+"""The deployment's configuration: every MOMOR_* variable, validated in one place, read once.
+
+    storage     MOMOR_CATALOG_FILE (development) or MOMOR_CATALOG_BUCKET + MOMOR_CATALOG_KEY (S3),
+                MOMOR_CATALOG_TTL (60 s), MOMOR_KEYS_SECRET, MOMOR_KEYS_TTL (300 s),
+                MOMOR_RECORDS_TABLE, MOMOR_RECORD_TTL_DAYS (90), MOMOR_API_KEYS_TABLE
+    failures    MOMOR_RETRIES (2), MOMOR_RETRY_BASE_MS (250), MOMOR_RETRY_MAX_MS (4000),
+                MOMOR_MAX_RETRY_AFTER_S (20), MOMOR_CALL_BUDGET_S (300), MOMOR_CONNECT_TIMEOUT_S (10),
+                MOMOR_FIRST_TOKEN_TIMEOUT_S (120), MOMOR_IDLE_TIMEOUT_S (60),
+                MOMOR_BREAKER_FAILURES (5), MOMOR_BREAKER_COOLDOWN_S (30)
+    limits      MOMOR_RATE_LIMIT (600 requests a window; 0: none), MOMOR_RATE_WINDOW_S (60),
+                MOMOR_MAX_BODY_BYTES (30 MiB), MOMOR_MAX_FILE_BYTES (10 MiB),
+                MOMOR_MAX_FILES_BYTES (20 MiB), MOMOR_MAX_SCHEMA_BYTES (256 KiB): seed 000's
+                defaults, which a deployment may lower but not raise
+
+A bad value is a ConfigError naming its variable, raised when the configuration is first read:
+the apps read it when they are built (api/app.py), so a deployment with a typo fails to start
+instead of failing calls. Endpoints are not configuration: boto3 itself honours AWS_ENDPOINT_URL
+and AWS_ENDPOINT_URL_<SERVICE>, which is how the local emulators are reached.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .errors import MomorError
+
+MIB = 1024 * 1024
+
+
+class ConfigError(MomorError):
+    """The deployment's environment is incomplete or malformed (a server fault, not the caller's)."""
+
+    status = 500
+
+
+def _knob(env: str, default: Any = None, *, kind: type = str, minimum: float | None = None,
+          maximum: float | None = None, scale: float = 1.0, positive: bool = False) -> Any:
+    """A field read from `env`: its type, bounds, and the factor from the variable's unit."""
+    meta = {"env": env, "kind": kind, "minimum": minimum, "maximum": maximum, "scale": scale, "positive": positive}
+    return field(default=default, metadata=meta)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    # storage
+    catalog_file: str | None = _knob("MOMOR_CATALOG_FILE")
+    catalog_bucket: str | None = _knob("MOMOR_CATALOG_BUCKET")
+    catalog_key: str | None = _knob("MOMOR_CATALOG_KEY")
+    catalog_ttl: float = _knob("MOMOR_CATALOG_TTL", 60.0, kind=float, minimum=0)
+    keys_secret: str | None = _knob("MOMOR_KEYS_SECRET")
+    keys_ttl: int = _knob("MOMOR_KEYS_TTL", 300, kind=int, minimum=0)
+    records_table: str | None = _knob("MOMOR_RECORDS_TABLE")
+    record_ttl_days: int = _knob("MOMOR_RECORD_TTL_DAYS", 90, kind=int, minimum=0)
+    api_keys_table: str | None = _knob("MOMOR_API_KEYS_TABLE")
+    # failures (routing/policy.py)
+    retries: int = _knob("MOMOR_RETRIES", 2, kind=int, minimum=0, maximum=10)
+    retry_base: float = _knob("MOMOR_RETRY_BASE_MS", 0.25, kind=float, minimum=0, scale=0.001)
+    retry_max: float = _knob("MOMOR_RETRY_MAX_MS", 4.0, kind=float, minimum=0, scale=0.001)
+    max_retry_after: float = _knob("MOMOR_MAX_RETRY_AFTER_S", 20.0, kind=float, minimum=0)
+    call_budget: float = _knob("MOMOR_CALL_BUDGET_S", 300.0, kind=float, positive=True)
+    connect_timeout: float = _knob("MOMOR_CONNECT_TIMEOUT_S", 10.0, kind=float, positive=True)
+    first_token_timeout: float = _knob("MOMOR_FIRST_TOKEN_TIMEOUT_S", 120.0, kind=float, positive=True)
+    idle_timeout: float = _knob("MOMOR_IDLE_TIMEOUT_S", 60.0, kind=float, positive=True)
+    breaker_failures: int = _knob("MOMOR_BREAKER_FAILURES", 5, kind=int, minimum=1)
+    breaker_cooldown: float = _knob("MOMOR_BREAKER_COOLDOWN_S", 30.0, kind=float, minimum=0)
+    # limits
+    rate_limit: int = _knob("MOMOR_RATE_LIMIT", 600, kind=int, minimum=0)
+    rate_window: int = _knob("MOMOR_RATE_WINDOW_S", 60, kind=int, minimum=1)
+    max_body_bytes: int = _knob("MOMOR_MAX_BODY_BYTES", 30 * MIB, kind=int, minimum=1, maximum=30 * MIB)
+    max_file_bytes: int = _knob("MOMOR_MAX_FILE_BYTES", 10 * MIB, kind=int, minimum=1, maximum=10 * MIB)
+    max_files_bytes: int = _knob("MOMOR_MAX_FILES_BYTES", 20 * MIB, kind=int, minimum=1, maximum=20 * MIB)
+    max_schema_bytes: int = _knob("MOMOR_MAX_SCHEMA_BYTES", 256 * 1024, kind=int, minimum=1, maximum=256 * 1024)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            text = (env.get(f.metadata["env"]) or "").strip()
+            if text:
+                values[f.name] = _read(f.metadata, text)
+        config = cls(**values)
+        config._check_catalog()
+        return config
+
+    def need(self, name: str) -> str:
+        """The value of a setting a module cannot work without, or a ConfigError naming its variable."""
+        value = getattr(self, name)
+        if value is None:
+            raise ConfigError(f"{env_var(name)} is not set")
+        return value
+
+    def _check_catalog(self) -> None:
+        if self.catalog_file and (self.catalog_bucket or self.catalog_key):
+            raise ConfigError("Set MOMOR_CATALOG_FILE or MOMOR_CATALOG_BUCKET/KEY, not both")
+        if bool(self.catalog_bucket) != bool(self.catalog_key):
+            raise ConfigError("MOMOR_CATALOG_BUCKET and MOMOR_CATALOG_KEY go together")
+
+
+def _read(meta: Mapping[str, Any], text: str) -> Any:
+    name, kind = meta["env"], meta["kind"]
+    if kind is str:
+        return text
+    try:
+        value = kind(text)
+    except ValueError:
+        noun = "an integer" if kind is int else "a number"
+        raise ConfigError(f"{name} must be {noun}, not {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):  # NaN, infinity
+        raise ConfigError(f"{name} must be a finite number, not {text!r}")
+    if meta["positive"] and value <= 0:
+        raise ConfigError(f"{name} must be greater than 0, not {text!r}")
+    if meta["minimum"] is not None and value < meta["minimum"]:
+        raise ConfigError(f"{name} must be at least {meta['minimum']:g}, not {text!r}")
+    if meta["maximum"] is not None and value > meta["maximum"]:
+        raise ConfigError(f"{name} may be at most {meta['maximum']:g} (a deployment may lower this limit, "
+                          f"not raise it), not {text!r}")
+    return value * meta["scale"] if meta["scale"] != 1.0 else value
+
+
+def describe_bytes(size: int) -> str:
+    """A byte limit as a person reads it: 30 MiB, 256 KiB, 1000 bytes."""
+    for unit, scale in (("MiB", MIB), ("KiB", 1024)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} bytes"
+
+
+def env_var(name: str) -> str:
+    """The environment variable behind a Config field."""
+    return next(f.metadata["env"] for f in fields(Config) if f.name == name)
+
+
+@functools.cache
+def get_config() -> Config:
+    """The process's configuration, read on first use (after tests have had a chance to set the env)."""
+    return Config.from_env()
+
+
+def reset_config() -> None:
+    """For tests: forget the cached configuration and what was derived from it."""
+    get_config.cache_clear()
+    for forget in _derived:
+        forget()
+
+
+_derived: list[Any] = []
+
+
+def derived(fn: Any) -> Any:
+    """Register a `functools.cache`d value built from the configuration, so `reset_config` forgets
+    it too (apply it above `@functools.cache`)."""
+    _derived.append(fn.cache_clear)
+    return fn
+
+
+ENV_VARS: tuple[str, ...] = tuple(f.metadata["env"] for f in fields(Config))

@@ -1,0 +1,217 @@
+"""POST /messages and /messages/count_tokens: the Anthropic dialect's routes (seed 004).
+
+Both answer at /v1/... too, since the Anthropic SDK posts to `{base_url}/v1/messages`: an
+`anthropic.Anthropic(base_url=<Momor>, api_key=<Momor key>)` works unchanged. The key is read
+from `X-API-Key` or `Authorization: Bearer` (the SDK sends the latter).
+
+Headers (seed 004; the names are Momor's):
+
+    request   x-momor-service-tier   priority | standard | flex: the capacity the call is served
+                                     from, sent to offerings whose provider honours serviceTier.
+              x-momor-cache-token    the token a previous answer gave: its offering is tried first
+                                     (its provider leads prioritization.order), so the provider's
+                                     prompt cache can serve the conversation again. Opaque; a
+                                     token Momor cannot read, or one naming a provider no longer
+                                     served, is ignored.
+              x-momor-overflow       off (default) | model | class | any: what may serve when the
+                                     asked model's own capacity refuses (every attempt at its
+                                     offerings failed with 429, 503 or 529). model: the same model
+                                     on offerings the selector left out; class: models of the
+                                     same tier; any: any model. Flex and free-tier calls do not
+                                     overflow. Overflow candidates are tried only after the asked
+                                     ones, and skipped (on the record) when the asked ones failed
+                                     for any other reason.
+    response  x-momor-service-tier   the tier billed: the provider's own word where its answer
+                                     names one (an Anthropic offering's usage.service_tier, whole
+                                     answers), otherwise the tier asked for where the provider
+                                     honours serviceTier, else standard.
+              x-momor-cache-token    the token naming the offering that served.
+              x-momor-overflow-step  off (an asked offering served) | model | class | any.
+              x-momor-token-count    count_tokens only: provider (the Anthropic offering's own
+                                     count_tokens endpoint: exact for that model) or estimate
+                                     (momor.tokens' local heuristic).
+              request-id             Momor's request id, as Anthropic's SDK reads it
+                                     (`_request_id`); X-Momor-Request-Id carries the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from ...api.backend import Backend
+from ...api.flow import Prepared, Routed, routed_call
+from ...call import Parameters
+from ...catalog import Catalog
+from ...errors import MomorError, ProviderError, RequestError
+from ...events import Assembler, Event, Raw
+from ...http import bearer_token, json_response
+from ...routing.affinity import cache_token, with_affinity
+from ...routing.count import count_input_tokens
+from ...routing.overflow import Overflow, asked_candidates, overflow_for
+from ...routing.plan import Candidate
+from . import parse as anthropic
+from . import write as anthropic_answer
+
+TIER_HEADER = "x-momor-service-tier"
+CACHE_HEADER = "x-momor-cache-token"
+OVERFLOW_HEADER = "x-momor-overflow"
+STEP_HEADER = "x-momor-overflow-step"
+COUNT_HEADER = "x-momor-token-count"
+TIERS = ("priority", "standard", "flex")
+OVERFLOW = ("off", "model", "class", "any")
+
+
+def api_key(request: Request) -> str | None:
+    key = request.headers.get("x-api-key", "").strip()
+    return key or bearer_token(request)
+
+
+def clamp_max_tokens(params: Parameters, asked: list[Candidate]) -> Parameters:
+    """max_tokens above every asked model's output maximum becomes the largest of them (seed 004);
+    each wire then holds it to the serving model's own maximum where it knows one."""
+    caps = [c.model.capabilities.max_output_tokens for c in asked]
+    if not caps or params.max_tokens is None or any(cap is None for cap in caps):
+        return params
+    largest = max(cap for cap in caps if cap is not None)
+    if params.max_tokens <= largest:
+        return params
+    return params.model_copy(update={"max_tokens": largest})
+
+
+def _header_choice(request: Request, name: str, allowed: tuple[str, ...]) -> str | None:
+    value = request.headers.get(name)
+    if value is None:
+        return None
+    value = value.strip().lower()
+    if value not in allowed:
+        raise RequestError(f"{name}: {value!r} is not one of {', '.join(allowed)}", param=name)
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# The door
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class Reply:
+    """What the writer needs from the request: the tier asked and the overflow in force."""
+
+    tier: str | None = None
+    overflow: Overflow = dataclasses.field(default_factory=Overflow)
+
+
+class AnthropicDoor:
+    dialect = "anthropic"
+    require_max_tokens = True
+
+    def token(self, request: Request) -> str | None:
+        return api_key(request)
+
+    def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
+        tier = _header_choice(request, TIER_HEADER, TIERS)
+        mode = _header_choice(request, OVERFLOW_HEADER, OVERFLOW) or "off"
+        req = anthropic.parse(body, require_max_tokens=self.require_max_tokens)
+        if tier is not None:
+            req.call.params = req.call.params.model_copy(update={"service_tier": tier})
+        req.prio = with_affinity(req.prio, request.headers.get(CACHE_HEADER), catalog)
+        asked = asked_candidates(req, catalog)
+        req.call.params = clamp_max_tokens(req.call.params, asked)
+        overflow = overflow_for(mode, asked, tier)
+        req.selectors = req.selectors + overflow.selectors()
+        req.gate = overflow.gate if overflow.mode != "off" else None
+        req.reply = Reply(tier, overflow)
+        return req
+
+    def _headers(self, request_id: str, reply: Reply, candidate: Candidate, billed: str | None = None
+                 ) -> dict[str, str]:
+        honoured = "serviceTier" in candidate.provider.parameters
+        return {
+            TIER_HEADER: billed or (reply.tier if reply.tier and honoured else "standard"),
+            CACHE_HEADER: cache_token(candidate),
+            STEP_HEADER: reply.overflow.step(candidate),
+            "request-id": request_id,
+        }
+
+    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
+        if assembler.raw:
+            raw = assembler.raw[-1].data
+            body = anthropic_answer.passthrough_body(raw, request_id, candidate)
+            billed = anthropic_answer.billed_tier(raw)
+        else:
+            body = orjson.dumps(anthropic_answer.message(request_id, candidate, assembler))
+            billed = None
+        return Response(body, media_type="application/json",
+                        headers=self._headers(request_id, routed.reply, candidate, billed))
+
+    def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]:
+        headers = self._headers("", routed.reply, candidate)
+        headers.pop("request-id")
+        return headers
+
+    async def stream(
+        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
+    ) -> AsyncIterator[bytes]:
+        writer = anthropic_answer.StreamWriter(request_id, candidate)
+        passthrough: bool | None = None
+        try:
+            async for event in events:
+                if passthrough is None:
+                    passthrough = isinstance(event, Raw)
+                    if not passthrough:
+                        yield writer.start()
+                if passthrough:
+                    if isinstance(event, Raw):
+                        yield anthropic_answer.passthrough_event(event, request_id, candidate)
+                    continue
+                frame = writer.event(event)
+                if frame:
+                    yield frame
+        except ProviderError as exc:
+            yield writer.error(anthropic_answer.stream_error_status(exc), exc.detail)
+
+    def error(self, request_id: str, exc: MomorError) -> Response:
+        return anthropic_error(request_id, exc.status, exc.detail)
+
+
+class CountDoor(AnthropicDoor):
+    """count_tokens reads the same request, less the need for max_tokens."""
+
+    require_max_tokens = False
+
+
+def anthropic_error(request_id: str, status: int, message: str) -> Response:
+    body = {**anthropic_answer.error_body(status, message), "request_id": request_id}
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json",
+                    headers={"request-id": request_id})
+
+
+async def _count(p: Prepared) -> Response:
+    """count_tokens, as a routed operation: authenticated, rate limited, recorded (routing/count.py)."""
+    count, how = await count_input_tokens(p.routed.call, p.candidates, p.resolve_key, p.recorder)
+    p.recorder.status_code = 200
+    response = json_response({"input_tokens": count})
+    response.headers[COUNT_HEADER] = how
+    response.headers["request-id"] = p.recorder.request_id
+    return response
+
+
+def router(backend: Backend) -> APIRouter:
+    api = APIRouter()
+    door, count_door = AnthropicDoor(), CountDoor()
+
+    async def create(request: Request) -> Response:
+        return await routed_call(request, door, backend, route=request.url.path)
+
+    async def count(request: Request) -> Response:
+        return await routed_call(request, count_door, backend, route=request.url.path, operation=_count)
+
+    for prefix in ("", "/v1"):
+        api.add_api_route(f"{prefix}/messages", create, methods=["POST"])
+        api.add_api_route(f"{prefix}/messages/count_tokens", count, methods=["POST"])
+    return api

@@ -1,0 +1,165 @@
+"""The native dialect (seed 000, `POST /models`), read: a request into a canonical call and how to
+route it. `write.py` beside this module writes the answer; `route.py` serves the route."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ...call import Call, Parameters
+from ...config import describe_bytes, get_config
+from ...errors import RequestError
+from ...messages import File, Message, Tool, attached_files
+from ...routing.plan import Needs
+from ...routing.request import Routed
+from ...routing.selectors import parse_prioritization, parse_selectors
+
+MAX_MESSAGES = 256
+MAX_TOOLS = 128
+
+
+class FileProcessing(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    type: Literal["none", "auto", "directed"] = "none"
+    types: dict[str, str] | None = None
+
+
+class NativeBody(BaseModel):
+    """The body of POST /models. Routing fields stay raw here; selectors.py reads them."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    system_prompt: str = Field(alias="systemPrompt")
+    messages: list[Message] = Field(min_length=1, max_length=MAX_MESSAGES)
+    model: str | dict[str, Any] | None = None
+    models: list[str | dict[str, Any]] | None = None
+    prioritization: dict[str, Any] | None = None
+    keys: dict[str, str | dict[str, Any]] = Field(default_factory=dict)
+    parameters: Parameters = Field(default_factory=Parameters)
+    tools: list[Tool] = Field(default_factory=list, max_length=MAX_TOOLS)
+    response_schema: dict[str, Any] | None = Field(None, alias="responseSchema")
+    streaming: bool = False
+    stream_failure_behavior: Literal["stop", "rollover"] = Field("stop", alias="streamFailureBehavior")
+    file_processing: FileProcessing = Field(default_factory=FileProcessing, alias="fileProcessing")
+
+    @field_validator("tools")
+    @classmethod
+    def _unique_tool_names(cls, tools: list[Tool]) -> list[Tool]:
+        names = [t.name for t in tools]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"tool names must be unique; {dupes[0]!r} is declared more than once")
+        return tools
+
+
+_MESSAGE_TAGS = {"user", "content", "thinking", "toolCall", "toolResult"}
+
+
+def _validation_detail(exc: ValidationError) -> tuple[str, str]:
+    err = exc.errors()[0]
+    # pydantic puts the union's tag in the location (messages.0.user.value); callers never wrote it.
+    where = ".".join(str(p) for p in err["loc"] if p not in _MESSAGE_TAGS)
+    msg = err["msg"]
+    if err["type"] == "missing":
+        msg = "is required"
+    elif err["type"] == "extra_forbidden":
+        msg = "is not a field of this object"
+    elif err["type"] == "too_long" and where == "messages":
+        msg = f"may hold at most {MAX_MESSAGES} messages"
+    elif err["type"] == "too_short" and where == "messages":
+        msg = "must hold at least one message"
+    return f"{where}: {msg}", where
+
+
+def parse(raw: dict[str, Any]) -> Routed:
+    if "model" in raw and "models" in raw:
+        raise RequestError("Send model or models, not both.", param="model")
+    try:
+        body = NativeBody.model_validate(raw)
+    except ValidationError as exc:
+        detail, where = _validation_detail(exc)
+        raise RequestError(detail, param=where) from None
+    _check_sizes(body)
+    timeout = body.parameters.network_timeout
+    prio = parse_prioritization(body.prioritization)
+    selectors = parse_selectors(body.model, body.models)
+    call = Call(
+        system=body.system_prompt,
+        messages=body.messages,
+        params=body.parameters,
+        tools=body.tools,
+        response_schema=body.response_schema,
+        stream=body.streaming,
+    )
+    return Routed(
+        call=call,
+        selectors=selectors,
+        prio=prio,
+        keys=body.keys,
+        needs=needs_of(call),
+        written_selectors=raw.get("models", raw.get("model", "auto")),
+        network_timeout=network_timeout_seconds(timeout) if timeout is not None else None,
+        rollover=body.stream_failure_behavior == "rollover",
+    )
+
+
+def network_timeout_seconds(value: str) -> float:
+    from ...routing.selectors import parse_duration
+
+    seconds = parse_duration(value, "parameters.networkTimeout").total_seconds()
+    if not 0 < seconds <= 100:
+        raise RequestError("parameters.networkTimeout must be longer than zero and at most 100 seconds.",
+                           param="parameters.networkTimeout")
+    return seconds
+
+
+def _media_kind(content_type: str) -> str:
+    if content_type.startswith("image/"):
+        return "image"
+    if content_type.startswith("audio/"):
+        return "audio"
+    if content_type == "application/pdf":
+        return "pdf"
+    return "text"
+
+
+def needs_of(call: Call) -> Needs:
+    media = set()
+    for m in call.messages:
+        media.update(_media_kind(f.content_type) for f in attached_files(m))
+    return Needs(tools=bool(call.tools), json_schema=call.response_schema is not None,
+                 media=frozenset(media - {"text"}))
+
+
+def _inline_size(file: File, where: str, limit: int) -> int:
+    try:
+        size = len(base64.b64decode(file.value, validate=True))
+    except (binascii.Error, ValueError):
+        raise RequestError(f"{where}: the file {file.name!r} is not valid base64.", param=where) from None
+    if size > limit:
+        raise RequestError(f"{where}: the file {file.name!r} is larger than {describe_bytes(limit)}.", status=413,
+                           param=where)
+    return size
+
+
+def _check_sizes(body: NativeBody) -> None:
+    """Seed 000's limits on inline files and schemas, or what the deployment lowered them to."""
+    config = get_config()
+    total = 0
+    for i, m in enumerate(body.messages):
+        for j, f in enumerate(attached_files(m)):
+            if f.type == "bytes":
+                total += _inline_size(f, f"messages[{i}].files[{j}]", config.max_file_bytes)
+    if total > config.max_files_bytes:
+        raise RequestError(f"Inline files may be at most {describe_bytes(config.max_files_bytes)} together.",
+                           status=413, param="messages")
+    schemas = [t.parameters for t in body.tools]
+    if body.response_schema is not None:
+        schemas.append(body.response_schema)
+    if sum(len(orjson.dumps(s)) for s in schemas) > config.max_schema_bytes:
+        raise RequestError(f"The tools' schemas and responseSchema may be at most "
+                           f"{describe_bytes(config.max_schema_bytes)} together.", status=413, param="tools")

@@ -1,0 +1,118 @@
+"""POST /v1/chat/completions (and /models/completions): the OpenAI dialect's route (seed 001).
+
+An OpenAI SDK pointed at `<momor>/v1` with a Momor key works unchanged. The call routes exactly as
+one sent to POST /models does; only the dialect differs (`parse.py` reads the request, `write.py`
+writes answers, chunks and errors). What the writer needs from the request (whether the caller
+asked for a usage chunk) travels in `Routed.reply`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from ...api.backend import Backend
+from ...api.flow import Routed, routed_call
+from ...catalog import Catalog
+from ...errors import MomorError, ProviderError
+from ...events import Assembler, Event, Raw
+from ...http import bearer_token, json_response
+from ...logs import logger
+from ...providers import speaks
+from ...routing.plan import Candidate
+from . import parse as openai
+from . import write as openai_answer
+
+PATHS = ("/v1/chat/completions", "/models/completions")
+
+
+@dataclass(slots=True, frozen=True)
+class Reply:
+    include_usage: bool
+    """stream_options.include_usage: the caller receives the usage chunk."""
+
+
+class OpenAIDoor:
+    dialect = "openai"
+
+    def token(self, request: Request) -> str | None:
+        return bearer_token(request)
+
+    def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
+        req = openai.parse(body)
+        req.reply = Reply(include_usage=openai.include_usage(body))
+        return req
+
+    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
+        if _same_protocol(routed, candidate) and assembler.raw:
+            try:
+                return json_response(openai_answer.rewrite_completion(assembler.raw[-1].data, request_id, candidate))
+            except ValueError:
+                # The wire decoded the body already, so this cannot happen; the translation still can.
+                logger.exception("passthrough answer not rewritable", extra={"request_id": request_id})
+        return json_response(openai_answer.completion(request_id, candidate, assembler))
+
+    def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]:
+        return {"X-Momor-Provider": candidate.provider.name, "X-Momor-Model": openai_answer.model_id(candidate)}
+
+    async def stream(
+        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
+    ) -> AsyncIterator[bytes]:
+        include_usage = routed.reply.include_usage
+        if _same_protocol(routed, candidate):
+            frames = _passthrough(request_id, candidate, events, include_usage)
+        else:
+            frames = _translated(request_id, candidate, events, include_usage)
+        try:
+            async for frame in frames:
+                yield frame
+        except ProviderError as exc:
+            # A Chat Completions stream never moves on once output has begun: one error chunk, no [DONE].
+            yield openai_answer.error_chunk(request_id, candidate, 502, exc.detail)
+
+    def error(self, request_id: str, exc: MomorError) -> Response:
+        return json_response(openai_answer.error_object(exc.status, exc.detail), exc.status)
+
+
+def _same_protocol(routed: Routed, candidate: Candidate) -> bool:
+    return routed.call.raw_wire is not None and speaks(candidate.provider.wire, routed.call.raw_wire)
+
+
+async def _passthrough(
+    request_id: str, candidate: Candidate, events: AsyncIterator[Event], include_usage: bool
+) -> AsyncIterator[bytes]:
+    async for event in events:
+        if isinstance(event, Raw):
+            chunk = openai_answer.rewrite_chunk(event.data, request_id, candidate, include_usage)
+            if chunk is not None:
+                yield openai_answer.data_line(chunk)
+    yield openai_answer.DONE
+
+
+async def _translated(
+    request_id: str, candidate: Candidate, events: AsyncIterator[Event], include_usage: bool
+) -> AsyncIterator[bytes]:
+    writer = openai_answer.ChunkWriter(request_id, candidate, include_usage)
+    yield writer.start()
+    async for event in events:
+        if isinstance(event, Raw):
+            continue
+        frame = writer.event(event)
+        if frame:
+            yield frame
+
+
+def router(backend: Backend) -> APIRouter:
+    api = APIRouter()
+    door = OpenAIDoor()
+
+    async def create(request: Request) -> Response:
+        return await routed_call(request, door, backend, route=request.url.path)
+
+    for path in PATHS:
+        api.add_api_route(path, create, methods=["POST"], include_in_schema=True)
+    return api

@@ -1,0 +1,44 @@
+"""Counting a call's input tokens (the Anthropic route's count_tokens), as a routed operation.
+
+The model that would serve the call is asked to count on its first offering whose wire can
+(`count_request`): exact for that model. Each try is an attempt on the call record, mapped like
+any provider failure. When no offering can count, or every try fails, the count is estimated
+offline (tokens.py) and the answer says so.
+"""
+
+from __future__ import annotations
+
+from .. import tokens
+from ..call import Call
+from ..errors import ProviderError
+from ..providers import wire_for
+from ..providers.base import Target
+from ..providers.transport import count_tokens as provider_count
+from .attempts import KeyResolver
+from .plan import Candidate
+from .recorder import Recorder
+
+
+async def count_input_tokens(
+    call: Call, candidates: list[Candidate], resolve_key: KeyResolver, recorder: Recorder
+) -> tuple[int, str]:
+    """(tokens, "provider" | "estimate")."""
+    first_model = candidates[0].model.name if candidates else None
+    for candidate in candidates:
+        wire = wire_for(candidate.provider.wire)
+        if candidate.model.name != first_model or not hasattr(wire, "count_request"):
+            continue
+        key = resolve_key(candidate)
+        if isinstance(key, str):
+            recorder.skip(candidate, key)
+            continue
+        timer = recorder.begin(candidate, key.source, key.key)
+        target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source)
+        try:
+            count = await provider_count(wire, call, target)
+        except ProviderError as exc:
+            timer.fail(exc)
+            continue
+        timer.succeed_free()
+        return count, "provider"
+    return tokens.count_input_tokens(call), "estimate"

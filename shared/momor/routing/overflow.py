@@ -1,0 +1,75 @@
+"""Overflow: what may serve when the asked model's own capacity refuses the call.
+
+Modes (the Anthropic route's `x-momor-overflow`): off; model (the same model on offerings the
+selector left out); class (models of the same tier); any (any model). Overflow candidates are
+planned after the asked ones and tried only once every asked attempt failed for capacity (429,
+503, 529); otherwise they are skipped, and the record says why. Flex and free-tier calls do not
+overflow (seed 004).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ..catalog import Catalog
+from ..errors import MomorError
+from .plan import Candidate, plan
+from .request import Routed
+from .selectors import Selector
+
+CAPACITY_STATUSES = frozenset({429, 503, 529})
+
+
+@dataclasses.dataclass(slots=True)
+class Overflow:
+    """The asked candidates, and how far past them a capacity refusal may reach."""
+
+    mode: str = "off"
+    asked: frozenset[tuple[str, str]] = frozenset()
+    models: frozenset[str] = frozenset()
+    tiers: frozenset[str] = frozenset()
+
+    def step(self, candidate: Candidate) -> str:
+        if (candidate.model.name, candidate.provider.name) in self.asked or self.mode == "off":
+            return "off"
+        if candidate.model.name in self.models:
+            return "model"
+        return "class" if candidate.model.tier in self.tiers else "any"
+
+    def selectors(self) -> list[Selector]:
+        if self.mode == "model":
+            return [Selector(name=name, written=f"overflow:{name}") for name in sorted(self.models)]
+        if self.mode == "class":
+            return [Selector(tier=tier, written=f"overflow:tier/{tier}") for tier in sorted(self.tiers)]
+        if self.mode == "any":
+            return [Selector(written="overflow:any")]
+        return []
+
+    def gate(self, candidate: Candidate, attempts: list[Any]) -> str | None:
+        if self.step(candidate) == "off":
+            return None
+        tried = [a for a in attempts if a.status != "skipped" and (a.model, a.provider) in self.asked]
+        if tried and all(a.http_status in CAPACITY_STATUSES for a in tried):
+            return None
+        return "overflow: the asked model's own capacity did not refuse the call"
+
+
+def asked_candidates(request: Routed, catalog: Catalog) -> list[Candidate]:
+    """The candidates the selectors name, or [] when they cannot be planned (the flow plans
+    again and refuses the call in its own words)."""
+    try:
+        return plan(catalog, request.selectors, request.prio, request.needs)
+    except MomorError:
+        return []
+
+
+def overflow_for(mode: str, asked: list[Candidate], tier: str | None) -> Overflow:
+    if mode == "off" or not asked or tier == "flex" or any(c.model.tier == "free" for c in asked):
+        return Overflow()
+    return Overflow(
+        mode=mode,
+        asked=frozenset((c.model.name, c.provider.name) for c in asked),
+        models=frozenset(c.model.name for c in asked),
+        tiers=frozenset(c.model.tier for c in asked if c.model.tier),
+    )

@@ -1,0 +1,615 @@
+"""The OpenAI Responses wire (`POST /v1/responses`): auth, strict validation, answers whole and streamed.
+
+Field names and shapes follow the openai-python types (`types/responses/response_create_params.py`,
+the input item params, `response.py`, `response_usage.py` and the `response_*_event.py` stream events);
+error wording follows what the API returns ("Unknown parameter: 'stop'.", "No tool call found for
+function call output with call_id ...", "Item with id 'rs_...' not found. Items are not persisted when
+`store` is set to false. ...").
+
+Reasoning: a request whose `reasoning.effort` is above `minimal` gets a reasoning item; its summary
+text only when `reasoning.summary` asks for one, and `encrypted_content` only when `include` asks for
+`reasoning.encrypted_content`. The encrypted content is signed by this process (like a provider's own
+key) and names the item that followed the reasoning, so a replayed reasoning item whose content was
+altered, that lacks it under `store: false`, or that does not come right before its following item
+(with that item's id) is refused as the real API refuses it.
+
+Scripted finishes in this wire's words: `max_output_tokens` and `content_filter` end the response
+`incomplete`; `refusal` answers with a refusal part; `failed` ends it `failed` (a stream's
+`response.failed`) and `error` sends a stream `error` event.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import secrets
+import time
+from typing import Any
+
+from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_json, split_text
+from .errors import Invalid
+from .transport import dumps
+
+name = "openai_responses"
+tool_id_prefix = "call_"
+
+_FIELDS = frozenset({
+    "access_programs", "background", "background_options", "context_management", "conversation", "image",
+    "include", "input", "instructions", "max_output_tokens", "max_tool_calls", "metadata", "model",
+    "moderation", "parallel_tool_calls", "previous_response_id", "prompt", "prompt_cache_key",
+    "prompt_cache_options", "prompt_cache_retention", "reasoning", "safety_identifier", "service_tier",
+    "store", "stream", "stream_options", "temperature", "text", "tool_choice", "tools", "top_logprobs",
+    "top_p", "truncation", "user",
+})
+_INCLUDABLE = ("file_search_call.results", "web_search_call.results", "web_search_call.action.sources",
+               "message.input_image.image_url", "computer_call_output.output.image_url",
+               "code_interpreter_call.outputs", "reasoning.encrypted_content", "message.output_text.logprobs")
+_ROLES = ("assistant", "system", "developer", "user")
+_ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output")
+_ITEM_FIELDS = {
+    "message": {"type", "role", "content", "id", "status", "phase"},
+    "reasoning": {"type", "id", "summary", "content", "encrypted_content", "status"},
+    "function_call": {"type", "id", "call_id", "name", "arguments", "status", "namespace", "caller"},
+    "function_call_output": {"type", "id", "call_id", "output", "status"},
+}
+_INPUT_PARTS = ("input_text", "input_image", "input_file")
+_PART_FIELDS = {
+    "input_text": {"type", "text", "prompt_cache_breakpoint"},
+    "input_image": {"type", "image_url", "file_id", "detail", "prompt_cache_breakpoint"},
+    "input_file": {"type", "file_data", "file_id", "file_url", "filename", "detail", "prompt_cache_breakpoint"},
+    "output_text": {"type", "text", "annotations", "logprobs"},
+    "refusal": {"type", "refusal"},
+}
+_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+_SUMMARIES = ("auto", "concise", "detailed")
+_TIERS = ("auto", "default", "flex", "scale", "priority")
+_RANGES = {"temperature": (0, 2), "top_p": (0, 1), "max_output_tokens": (16, None), "top_logprobs": (0, 20)}
+_INCOMPLETE = ("max_output_tokens", "content_filter")
+
+_NO_KEY = ("You didn't provide an API key. You need to provide your API key in an Authorization header "
+           "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank "
+           "username) if you're accessing the API from your browser and are prompted for a username and "
+           "password. You can obtain an API key from https://platform.openai.com/account/api-keys.")
+_DEFAULT_ERRORS = {
+    400: ("Invalid request.", "invalid_request_error", None),
+    401: ("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
+    403: ("You are not allowed to access this resource.", "invalid_request_error", "unsupported_country"),
+    404: ("The model does not exist or you do not have access to it.", "invalid_request_error",
+          "model_not_found"),
+    429: ("Rate limit reached for requests. Please try again in 1s.", "requests", "rate_limit_exceeded"),
+    500: ("The server had an error while processing your request. Sorry about that!", "server_error", None),
+    503: ("The server is overloaded or not ready yet.", "server_error", None),
+}
+
+
+# --- auth and errors -------------------------------------------------------------------------
+
+def new_request_id() -> str:
+    return "req_" + secrets.token_hex(16)
+
+
+def response_headers(request_id: str) -> dict[str, str]:
+    return {"x-request-id": request_id, "openai-processing-ms": "1", "openai-version": "2020-10-01"}
+
+
+def error_body(status: int, message: str | None = None, param: str | None = None,
+               code: str | None = None, request_id: str = "") -> dict[str, Any]:
+    default_message, kind, default_code = _DEFAULT_ERRORS.get(
+        status, ("The server had an error while processing your request.", "server_error", None)
+        if status >= 500 else ("Invalid request.", "invalid_request_error", None)
+    )
+    if message is not None:
+        default_code = code
+    return {"error": {"message": message or default_message, "type": kind, "param": param, "code": default_code}}
+
+
+def check_auth(headers: dict[str, str]) -> Invalid | None:
+    scheme, _, key = headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not key.strip():
+        return Invalid(_NO_KEY, status=401)
+    if key.strip() == "sk-invalid":
+        return Invalid("Incorrect API key provided: sk-inval*****. You can find your API key at "
+                       "https://platform.openai.com/account/api-keys.", code="invalid_api_key", status=401)
+    return None
+
+
+# --- validation --------------------------------------------------------------------------------
+
+def _unknown(value: dict[str, Any], allowed: set[str] | frozenset[str], where: str) -> None:
+    for key in value:
+        if key not in allowed:
+            name_ = f"{where}.{key}" if where else key
+            raise Invalid(f"Unknown parameter: '{name_}'.", name_, "unknown_parameter")
+
+
+def _missing(param: str) -> Invalid:
+    return Invalid(f"Missing required parameter: '{param}'.", param, "missing_required_parameter")
+
+
+def _type_error(param: str, expected: str, value: Any) -> Invalid:
+    got = {str: "a string", bool: "a boolean", int: "an integer", float: "a decimal", list: "an array",
+           dict: "an object", type(None): "null"}.get(type(value), "an unknown type")
+    return Invalid(f"Invalid type for '{param}': expected {expected}, but got {got} instead.", param, "invalid_type")
+
+
+def _invalid_value(param: str, value: Any, allowed: tuple[str, ...]) -> Invalid:
+    listed = ", ".join(f"'{a}'" for a in allowed[:-1]) + f", and '{allowed[-1]}'"
+    return Invalid(f"Invalid value: '{value}'. Supported values are: {listed}.", param, "invalid_value")
+
+
+def _string(value: dict[str, Any], key: str, where: str) -> str:
+    if key not in value:
+        raise _missing(f"{where}.{key}")
+    if not isinstance(value[key], str):
+        raise _type_error(f"{where}.{key}", "a string", value[key])
+    return value[key]
+
+
+def validate(body: dict[str, Any]) -> None:
+    _unknown(body, _FIELDS, "")
+    if "model" not in body:
+        raise _missing("model")
+    if not isinstance(body["model"], str):
+        raise _type_error("model", "a string", body["model"])
+    for key in ("stream", "store", "parallel_tool_calls", "background"):
+        if body.get(key) is not None and not isinstance(body[key], bool):
+            raise _type_error(key, "a boolean", body[key])
+    if body.get("instructions") is not None and not isinstance(body["instructions"], str):
+        raise _type_error("instructions", "a string", body["instructions"])
+    _validate_numbers(body)
+    _validate_options(body)
+    names = _validate_tools(body)
+    _validate_tool_choice(body.get("tool_choice"), names)
+    _validate_text(body.get("text"))
+    _validate_input(body)
+
+
+def _validate_numbers(body: dict[str, Any]) -> None:
+    for key, (low, high) in _RANGES.items():
+        value = body.get(key)
+        if value is None:
+            continue
+        integral = key in ("max_output_tokens", "top_logprobs")
+        if isinstance(value, bool) or not isinstance(value, int if integral else (int, float)):
+            raise _type_error(key, "an integer" if integral else "a decimal", value)
+        kind = "integer" if integral else "decimal"
+        if value < low:
+            raise Invalid(f"Invalid '{key}': {kind} below minimum value. Expected a value >= {low}, but got "
+                          f"{value} instead.", key, f"{kind}_below_min_value")
+        if high is not None and value > high:
+            raise Invalid(f"Invalid '{key}': {kind} above maximum value. Expected a value <= {high}, but got "
+                          f"{value} instead.", key, f"{kind}_above_max_value")
+
+
+def _validate_options(body: dict[str, Any]) -> None:
+    if body.get("service_tier") is not None and body["service_tier"] not in _TIERS:
+        raise _invalid_value("service_tier", body["service_tier"], _TIERS)
+    include = body.get("include")
+    if include is not None:
+        if not isinstance(include, list):
+            raise _type_error("include", "an array", include)
+        for i, value in enumerate(include):
+            if value not in _INCLUDABLE:
+                raise _invalid_value(f"include[{i}]", value, _INCLUDABLE)
+    reasoning = body.get("reasoning")
+    if reasoning is not None:
+        if not isinstance(reasoning, dict):
+            raise _type_error("reasoning", "an object", reasoning)
+        _unknown(reasoning, {"effort", "summary", "generate_summary"}, "reasoning")
+        if reasoning.get("effort") is not None and reasoning["effort"] not in _EFFORTS:
+            raise _invalid_value("reasoning.effort", reasoning["effort"], _EFFORTS)
+        if reasoning.get("summary") is not None and reasoning["summary"] not in _SUMMARIES:
+            raise _invalid_value("reasoning.summary", reasoning["summary"], _SUMMARIES)
+    if body.get("stream_options") is not None and not body.get("stream"):
+        raise Invalid("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                      "stream_options", "invalid_value")
+
+
+def _check_strict_schema(schema: Any, where: str, what: str) -> None:
+    """Strict mode (the default for function tools) takes only schemas written for it."""
+    if not isinstance(schema, dict):
+        return
+    if schema.get("type") == "object" or "properties" in schema:
+        if schema.get("additionalProperties") is not False:
+            raise Invalid(f"Invalid schema for {what}: In context=(), 'additionalProperties' is required to "
+                          "be supplied and to be false.", where, "invalid_function_parameters")
+        required = set(schema.get("required") or [])
+        missing = [p for p in schema.get("properties") or {} if p not in required]
+        if missing:
+            raise Invalid(f"Invalid schema for {what}: In context=(), 'required' is required to be supplied "
+                          f"and to be an array including every key in properties. Missing '{missing[0]}'.",
+                          where, "invalid_function_parameters")
+
+
+def _validate_tools(body: dict[str, Any]) -> list[str]:
+    tools = body.get("tools")
+    if tools is None:
+        return []
+    if not isinstance(tools, list):
+        raise _type_error("tools", "an array", tools)
+    names = []
+    for i, tool in enumerate(tools):
+        where = f"tools[{i}]"
+        if not isinstance(tool, dict):
+            raise _type_error(where, "an object", tool)
+        if tool.get("type") != "function":
+            raise _invalid_value(f"{where}.type", tool.get("type"), ("function",))
+        _unknown(tool, {"type", "name", "description", "parameters", "strict", "defer_loading",
+                        "allowed_callers", "output_schema"}, where)
+        tool_name = _string(tool, "name", where)
+        if tool.get("strict") is not False:
+            _check_strict_schema(tool.get("parameters"), f"{where}.parameters", f"function '{tool_name}'")
+        names.append(tool_name)
+    return names
+
+
+def _validate_tool_choice(choice: Any, names: list[str]) -> None:
+    if choice is None:
+        return
+    if isinstance(choice, str):
+        if choice not in ("none", "auto", "required"):
+            raise _invalid_value("tool_choice", choice, ("none", "auto", "required"))
+        return
+    if not isinstance(choice, dict) or choice.get("type") != "function":
+        raise _invalid_value("tool_choice.type", (choice or {}).get("type"), ("function",))
+    _unknown(choice, {"type", "name"}, "tool_choice")
+    if choice.get("name") not in names:
+        raise Invalid(f"Tool choice '{choice.get('name')}' not found in 'tools' parameter.", "tool_choice")
+
+
+def _validate_text(text: Any) -> None:
+    if text is None:
+        return
+    if not isinstance(text, dict):
+        raise _type_error("text", "an object", text)
+    _unknown(text, {"format", "verbosity"}, "text")
+    fmt = text.get("format")
+    if fmt is None:
+        return
+    kinds = ("text", "json_schema", "json_object")
+    if not isinstance(fmt, dict) or fmt.get("type") not in kinds:
+        raise _invalid_value("text.format.type", (fmt or {}).get("type"), kinds)
+    if fmt["type"] != "json_schema":
+        _unknown(fmt, {"type"}, "text.format")
+        return
+    _unknown(fmt, {"type", "name", "schema", "description", "strict"}, "text.format")
+    _string(fmt, "name", "text.format")
+    if not isinstance(fmt.get("schema"), dict):
+        raise _missing("text.format.schema")
+    if fmt.get("strict"):
+        _check_strict_schema(fmt["schema"], "text.format.schema", f"response_format '{fmt['name']}'")
+
+
+def _validate_input(body: dict[str, Any]) -> None:
+    items = body.get("input")
+    if items is None or isinstance(items, str):
+        return
+    if not isinstance(items, list):
+        raise _type_error("input", "a string or an array", items)
+    calls: set[str] = set()
+    for i, item in enumerate(items):
+        where = f"input[{i}]"
+        if not isinstance(item, dict):
+            raise _type_error(where, "an object", item)
+        kind = item.get("type", "message" if "role" in item else None)
+        if kind not in _ITEM_TYPES:
+            raise _invalid_value(f"{where}.type", kind, _ITEM_TYPES)
+        _unknown(item, _ITEM_FIELDS[kind], where)
+        if kind == "message":
+            _validate_message(item, where)
+        elif kind == "reasoning":
+            following = items[i + 1] if i + 1 < len(items) and isinstance(items[i + 1], dict) else None
+            _validate_reasoning(item, where, body.get("store") is False, following)
+        elif kind == "function_call":
+            for key in ("call_id", "name", "arguments"):
+                _string(item, key, where)
+            calls.add(item["call_id"])
+        else:
+            call_id = _string(item, "call_id", where)
+            if call_id not in calls:
+                raise Invalid(f"No tool call found for function call output with call_id {call_id}.", "input")
+            _validate_output(item.get("output"), f"{where}.output")
+
+
+def _validate_message(item: dict[str, Any], where: str) -> None:
+    role = item.get("role")
+    if role is None:
+        raise _missing(f"{where}.role")
+    if role not in _ROLES:
+        raise _invalid_value(f"{where}.role", role, _ROLES)
+    content = item.get("content")
+    if content is None:
+        raise _missing(f"{where}.content")
+    if "id" in item and (role != "assistant" or not isinstance(content, list)):
+        raise Invalid(f"Invalid '{where}': an item with an id must be an assistant output message.", where)
+    if isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise _type_error(f"{where}.content", "a string or an array", content)
+    allowed = ("output_text", "refusal") if role == "assistant" else _INPUT_PARTS
+    for j, part in enumerate(content):
+        _validate_part(part, allowed, f"{where}.content[{j}]")
+
+
+def _validate_part(part: Any, allowed: tuple[str, ...], where: str) -> None:
+    if not isinstance(part, dict):
+        raise _type_error(where, "an object", part)
+    kind = part.get("type")
+    if kind not in allowed:
+        raise _invalid_value(f"{where}.type", kind, allowed)
+    _unknown(part, _PART_FIELDS[kind], where)
+    if kind in ("input_text", "output_text"):
+        _string(part, "text", where)
+    elif kind == "refusal":
+        _string(part, "refusal", where)
+    elif kind == "input_image":
+        if not isinstance(part.get("image_url") or part.get("file_id"), str):
+            raise Invalid(f"Invalid '{where}': one of 'image_url' or 'file_id' is required.", where)
+        if part.get("detail", "auto") not in ("auto", "low", "high", "original"):
+            raise _invalid_value(f"{where}.detail", part["detail"], ("auto", "low", "high", "original"))
+    elif not ({"file_data", "file_id", "file_url"} & set(part)):
+        raise Invalid(f"Invalid '{where}': one of 'file_data', 'file_id' or 'file_url' is required.", where)
+    elif "file_data" in part and "filename" not in part:
+        raise _missing(f"{where}.filename")
+
+
+def _validate_reasoning(item: dict[str, Any], where: str, store_false: bool, following: Any) -> None:
+    """As the API does: the item must come with its encrypted content when nothing is stored, and
+    the item that followed it in the answer must come right after it, with its id."""
+    item_id = _string(item, "id", where)
+    summary = item.get("summary")
+    if not isinstance(summary, list):
+        raise _missing(f"{where}.summary")
+    for j, part in enumerate(summary):
+        if not isinstance(part, dict) or part.get("type") != "summary_text" or not isinstance(part.get("text"), str):
+            raise _invalid_value(f"{where}.summary[{j}].type", (part or {}).get("type"), ("summary_text",))
+        _unknown(part, {"type", "text"}, f"{where}.summary[{j}]")
+    encrypted = item.get("encrypted_content")
+    if encrypted is None:
+        if store_false:
+            raise Invalid(f"Item with id '{item_id}' not found. Items are not persisted when `store` is set to "
+                          "false. Try again with `store` set to true, or remove this item from your input.",
+                          "input")
+        return
+    payload = decrypt(encrypted, item_id) if isinstance(encrypted, str) else None
+    if payload is None:
+        raise Invalid(f"The encrypted content for item {item_id} could not be verified.", "input",
+                      "invalid_encrypted_content")
+    if payload.get("next") is not None and (following or {}).get("id") != payload["next"]:
+        raise Invalid(f"Item '{item_id}' of type 'reasoning' was provided without its required following item.",
+                      "input")
+
+
+def _validate_output(output: Any, where: str) -> None:
+    if isinstance(output, str):
+        return
+    if not isinstance(output, list):
+        raise _type_error(where, "a string or an array", output)
+    for j, part in enumerate(output):
+        _validate_part(part, _INPUT_PARTS, f"{where}[{j}]")
+
+
+# --- encrypted reasoning -------------------------------------------------------------------------
+
+def encrypted_content(item_id: str, text: str, following: str | None = None) -> str:
+    """The reasoning's state, signed: its id, its text and the id of the item that followed it."""
+    payload = base64.b64encode(dumps({"id": item_id, "text": text, "next": following}).encode()).decode()
+    return f"gAAAAB{payload}.{sign(dumps([item_id, text, following]))}"
+
+
+def decrypt(value: str, item_id: str) -> dict[str, Any] | None:
+    """The payload of encrypted content this process wrote for `item_id`, or None."""
+    body, _, signature = value.removeprefix("gAAAAB").partition(".")
+    try:
+        payload = json.loads(base64.b64decode(body))
+    except ValueError:
+        return None
+    if not isinstance(payload, dict) or payload.get("id") != item_id:
+        return None
+    signed = dumps([item_id, payload.get("text", ""), payload.get("next")])
+    return payload if signature_ok(signed, signature) else None
+
+
+# --- the answer ----------------------------------------------------------------------------------
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return " ".join(p.get("text", "") for p in content or [] if p.get("type") == "input_text")
+
+
+def ask(body: dict[str, Any]) -> Ask:
+    raw_items = body.get("input")
+    items = [{"role": "user", "content": raw_items}] if isinstance(raw_items, str) else raw_items or []
+    names = {i["call_id"]: i["name"] for i in items if i.get("type") == "function_call"}
+    users = [i for i in items if i.get("role") == "user"]
+    results: list[tuple[str, str]] = []
+    for item in reversed(items):
+        if item.get("type") != "function_call_output":
+            break
+        results.insert(0, (names[item["call_id"]], _text_of(item["output"])))
+    tools = [t["name"] for t in body.get("tools") or []]
+    choice = body.get("tool_choice")
+    forced = tools[0] if choice == "required" and tools else choice.get("name") if isinstance(choice, dict) else None
+    fmt = (body.get("text") or {}).get("format") or {}
+    effort = (body.get("reasoning") or {}).get("effort")
+    return Ask(
+        last_user_text=_text_of(users[-1]["content"]) if users else "",
+        tool_results=results,
+        tools=tools,
+        forced_tool=forced,
+        reasoning=effort not in (None, "none", "minimal"),
+        max_tokens=body.get("max_output_tokens"),
+        json_schema=fmt.get("schema") if fmt.get("type") == "json_schema" else None,
+        json_object=fmt.get("type") == "json_object",
+        input_tokens=count_input_tokens(body.get("instructions"), items, body.get("tools")),
+    )
+
+
+def _ids(answer: Answer) -> dict[str, str]:
+    """Item ids, fixed per answer so a stream's items and its final response agree."""
+    return {"resp": "resp_" + secrets.token_hex(24), "rs": "rs_" + secrets.token_hex(24),
+            "msg": "msg_" + secrets.token_hex(24),
+            **{c.id: "fc_" + secrets.token_hex(24) for c in answer.tool_calls}}
+
+
+def _summaries(answer: Answer, body: dict[str, Any]) -> list[str]:
+    """Summary parts (one per paragraph of thinking), written only when a summary is asked for."""
+    if not (body.get("reasoning") or {}).get("summary"):
+        return []
+    return [p for p in answer.thinking.split("\n\n") if p]
+
+
+def _items(answer: Answer, body: dict[str, Any], ids: dict[str, str]) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if answer.thinking:
+        reasoning: dict[str, Any] = {
+            "id": ids["rs"], "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": t} for t in _summaries(answer, body)]}
+        if "reasoning.encrypted_content" in (body.get("include") or []):
+            following = ids["msg"] if answer.text or not answer.tool_calls else ids[answer.tool_calls[0].id]
+            reasoning["encrypted_content"] = encrypted_content(ids["rs"], answer.thinking, following)
+        items.append(reasoning)
+    if answer.text or not answer.tool_calls:
+        part: dict[str, Any] = {"type": "output_text", "annotations": [], "logprobs": [], "text": answer.text}
+        if answer.finish == "refusal":
+            part = {"type": "refusal", "refusal": answer.text}
+        items.append({"id": ids["msg"], "type": "message", "status": "completed", "content": [part],
+                      "role": "assistant"})
+    items += [{"id": ids[c.id], "type": "function_call", "status": "completed", "arguments": c.arguments,
+               "call_id": c.id, "name": c.name} for c in answer.tool_calls]
+    return items
+
+
+def _usage(answer: Answer) -> dict[str, Any]:
+    return {"input_tokens": answer.input_tokens,
+            "input_tokens_details": {"cached_tokens": answer.cache_read_tokens,
+                                     "cache_write_tokens": answer.cache_write_tokens},
+            "output_tokens": answer.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": answer.reasoning_tokens},
+            "total_tokens": answer.input_tokens + answer.output_tokens}
+
+
+def _status(answer: Answer) -> tuple[str, dict[str, Any] | None, dict[str, Any] | None]:
+    """status, incomplete_details, error."""
+    if answer.finish in ("failed", "error"):
+        error = {"code": "server_error", "message": "An error occurred while processing your request."}
+        return "failed", None, error
+    if answer.finish in _INCOMPLETE:
+        return "incomplete", {"reason": answer.finish}, None
+    if answer.stop == "length":
+        return "incomplete", {"reason": "max_output_tokens"}, None
+    return "completed", None, None
+
+
+def _response(body: dict[str, Any], ids: dict[str, str], created: int) -> dict[str, Any]:
+    """The response object as `response.created` shows it; the end fills in output, status, usage."""
+    reasoning = body.get("reasoning") or {}
+    return {
+        "id": ids["resp"], "object": "response", "created_at": created, "status": "in_progress",
+        "background": False, "completed_at": None, "error": None, "incomplete_details": None,
+        "instructions": body.get("instructions"), "max_output_tokens": body.get("max_output_tokens"),
+        "max_tool_calls": None, "model": body["model"], "output": [],
+        "parallel_tool_calls": body.get("parallel_tool_calls", True), "previous_response_id": None,
+        "prompt_cache_key": None, "prompt_cache_retention": None,
+        "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
+        "safety_identifier": None, "service_tier": body.get("service_tier", "auto"),
+        "store": body.get("store", True), "temperature": body.get("temperature", 1.0),
+        "text": {"format": (body.get("text") or {}).get("format", {"type": "text"}), "verbosity": "medium"},
+        "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools", []), "top_logprobs": 0,
+        "top_p": body.get("top_p", 1.0), "truncation": "disabled", "usage": None, "user": body.get("user"),
+        "metadata": body.get("metadata", {}),
+    }
+
+
+def _final(answer: Answer, body: dict[str, Any], ids: dict[str, str], created: int) -> dict[str, Any]:
+    status, incomplete, error = _status(answer)
+    response = _response(body, ids, created)
+    response.update(status=status, incomplete_details=incomplete, error=error,
+                    service_tier="default" if response["service_tier"] == "auto" else response["service_tier"])
+    if status != "failed":
+        response.update(output=_items(answer, body, ids), usage=_usage(answer), completed_at=created + 1)
+    return response
+
+
+def whole(answer: Answer, body: dict[str, Any]) -> dict[str, Any]:
+    return _final(answer, body, _ids(answer), int(time.time()))
+
+
+class _Events:
+    """Numbers the events of one stream (every event carries its sequence_number)."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+
+    def add(self, kind: str, **fields: Any) -> None:
+        data = {"type": kind, "sequence_number": len(self.out), **fields}
+        self.out.append(f"event: {kind}\ndata: {dumps(data)}\n\n")
+
+
+def _obfuscation() -> str:
+    return secrets.token_urlsafe(8)[: secrets.randbelow(8) + 2]
+
+
+def _reasoning_events(ev: _Events, index: int, item: dict[str, Any]) -> None:
+    ev.add("response.output_item.added", output_index=index, item={"id": item["id"], "type": "reasoning",
+                                                                   "summary": []})
+    for k, summary in enumerate(item["summary"]):
+        at = {"item_id": item["id"], "output_index": index, "summary_index": k}
+        ev.add("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})
+        for piece in split_text(summary["text"], None):
+            ev.add("response.reasoning_summary_text.delta", **at, delta=piece, obfuscation=_obfuscation())
+        ev.add("response.reasoning_summary_text.done", **at, text=summary["text"])
+        ev.add("response.reasoning_summary_part.done", **at, part=summary)
+
+
+def _message_events(ev: _Events, index: int, item: dict[str, Any], answer: Answer) -> None:
+    ev.add("response.output_item.added", output_index=index,
+           item={**item, "status": "in_progress", "content": []})
+    part = item["content"][0]
+    at = {"item_id": item["id"], "output_index": index, "content_index": 0}
+    if part["type"] == "refusal":
+        ev.add("response.content_part.added", **at, part={"type": "refusal", "refusal": ""})
+        for piece in split_text(part["refusal"], answer.chunks):
+            ev.add("response.refusal.delta", **at, delta=piece)
+        ev.add("response.refusal.done", **at, refusal=part["refusal"])
+    else:
+        ev.add("response.content_part.added", **at, part={**part, "text": ""})
+        for piece in split_text(part["text"], answer.chunks):
+            ev.add("response.output_text.delta", **at, delta=piece, logprobs=[], obfuscation=_obfuscation())
+        ev.add("response.output_text.done", **at, text=part["text"], logprobs=[])
+    ev.add("response.content_part.done", **at, part=part)
+
+
+def _call_events(ev: _Events, index: int, item: dict[str, Any]) -> None:
+    ev.add("response.output_item.added", output_index=index,
+           item={**item, "status": "in_progress", "arguments": ""})
+    for piece in split_json(item["arguments"]):
+        ev.add("response.function_call_arguments.delta", item_id=item["id"], output_index=index, delta=piece,
+               obfuscation=_obfuscation())
+    ev.add("response.function_call_arguments.done", item_id=item["id"], output_index=index,
+           arguments=item["arguments"])
+
+
+def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
+    ids, created = _ids(answer), int(time.time())
+    final = _final(answer, body, ids, created)
+    ev = _Events()
+    ev.add("response.created", response=_response(body, ids, created))
+    ev.add("response.in_progress", response=_response(body, ids, created))
+    if answer.finish == "error":
+        ev.add("error", code="server_error", message="An error occurred while processing your request.",
+               param=None)
+        return ev.out
+    for index, item in enumerate(final["output"]):
+        if item["type"] == "reasoning":
+            _reasoning_events(ev, index, item)
+        elif item["type"] == "message":
+            _message_events(ev, index, item, answer)
+        else:
+            _call_events(ev, index, item)
+        ev.add("response.output_item.done", output_index=index, item=item)
+    end = {"completed": "response.completed", "incomplete": "response.incomplete"}.get(final["status"],
+                                                                                       "response.failed")
+    ev.add(end, response=final)
+    return ev.out

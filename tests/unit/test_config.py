@@ -1,0 +1,84 @@
+"""The configuration: every MOMOR_* variable validated in one place, a bad value named at start."""
+
+from __future__ import annotations
+
+import pytest
+from starlette.requests import Request
+
+from momor.api.app import all_routes
+from momor.config import ENV_VARS, Config, ConfigError, describe_bytes, reset_config
+from momor.errors import RequestError
+from momor.http import read_body
+from momor.routing.policy import Policy, current_policy
+
+
+@pytest.mark.parametrize(("name", "value", "says"), [
+    ("MOMOR_RETRIES", "-1", "at least 0"),
+    ("MOMOR_RETRIES", "two", "an integer"),
+    ("MOMOR_RETRIES", "1000", "at most 10"),
+    ("MOMOR_CALL_BUDGET_S", "0", "greater than 0"),
+    ("MOMOR_IDLE_TIMEOUT_S", "nan", "finite"),
+    ("MOMOR_CONNECT_TIMEOUT_S", "inf", "finite"),
+    ("MOMOR_RATE_WINDOW_S", "1.5", "an integer"),
+    ("MOMOR_MAX_BODY_BYTES", str(64 * 1024 * 1024), "lower this limit"),
+    ("MOMOR_CATALOG_TTL", "-5", "at least 0"),
+])
+def test_a_bad_value_is_refused_naming_its_variable(name, value, says):
+    with pytest.raises(ConfigError) as caught:
+        Config.from_env({name: value})
+    assert name in str(caught.value) and says in str(caught.value)
+
+
+def test_a_bad_value_stops_the_app_from_starting(monkeypatch):
+    # Before: MOMOR_RETRIES=-1 turned every call into a 503 without trying a provider.
+    monkeypatch.setenv("MOMOR_RETRIES", "-1")
+    reset_config()
+    with pytest.raises(ConfigError, match="MOMOR_RETRIES"):
+        all_routes()
+    reset_config()
+
+
+def test_defaults_and_units():
+    config = Config.from_env({})
+    assert Policy.from_config(config) == Policy()
+    scaled = Config.from_env({"MOMOR_RETRY_BASE_MS": "50", "MOMOR_RETRIES": "4"})
+    assert scaled.retry_base == pytest.approx(0.05) and scaled.retries == 4
+    assert all(name.startswith("MOMOR_") for name in ENV_VARS) and len(set(ENV_VARS)) == len(ENV_VARS)
+
+
+def test_the_policy_follows_a_reset(monkeypatch):
+    monkeypatch.setenv("MOMOR_RETRIES", "7")
+    reset_config()
+    assert current_policy().retries == 7
+    monkeypatch.delenv("MOMOR_RETRIES")
+    reset_config()
+    assert current_policy().retries == 2
+
+
+async def test_a_lowered_body_limit_is_enforced_and_named(monkeypatch):
+    monkeypatch.setenv("MOMOR_MAX_BODY_BYTES", "2048")
+    reset_config()
+    try:
+        small = await read_body(_request(b"x" * 2048))
+        assert len(small) == 2048
+        with pytest.raises(RequestError, match="larger than 2 KiB") as caught:
+            await read_body(_request(b"x" * 2049))  # no Content-Length: counted as it arrives
+        assert caught.value.status == 413
+    finally:
+        reset_config()
+
+
+def _request(body: bytes) -> Request:
+    chunks = [body[i:i + 1000] for i in range(0, len(body), 1000)]
+
+    async def receive() -> dict:
+        chunk = chunks.pop(0) if chunks else b""
+        return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
+
+    return Request({"type": "http", "method": "POST", "path": "/", "headers": []}, receive)
+
+
+def test_describe_bytes():
+    assert describe_bytes(30 * 1024 * 1024) == "30 MiB"
+    assert describe_bytes(256 * 1024) == "256 KiB"
+    assert describe_bytes(1000) == "1000 bytes"
