@@ -30,7 +30,7 @@ from ..catalog import Prices
 from ..config import get_config
 from ..events import Usage
 from ..redact import redact
-from . import aws, dynamo
+from . import dynamo
 
 ERROR_TEXT_MAX = 300
 _MILLION = Decimal(1_000_000)
@@ -187,34 +187,25 @@ def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | 
     return {name: serializer.serialize(value) for name, value in document.items()}
 
 
-def put_record(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
-    """Write the record. Raises botocore's errors: the caller logs them rather than failing a
-    call that has already been answered."""
-    table = get_config().need("records_table")
-    aws.client("dynamodb").put_item(TableName=table, Item=to_item(record, secrets=secrets))
-
-
 async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
-    """`put_record` for the request path: the same item, sent through `dynamo.call` (no boto3
-    client, no thread hop: see dynamo.py for why). Raises dynamo.DynamoError."""
+    """Write the record through `dynamo.call` (no boto3 client, no thread hop: see dynamo.py for
+    why). Raises dynamo.DynamoError: the caller logs it rather than failing a call that has
+    already been answered."""
     table = get_config().need("records_table")
     await dynamo.call("PutItem", {"TableName": table, "Item": to_item(record, secrets=secrets)})
 
 
-def get_record(record_id: str, caller_id: str) -> dict[str, Any] | None:
+async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | None:
     """The record as the GET route answers it, or None when it does not exist *or* belongs to
     another caller: the route answers 404 either way, so nobody learns another caller's ids."""
     from boto3.dynamodb.types import TypeDeserializer
 
     table = get_config().need("records_table")
     # Consistent read: a caller typically asks right after the call that wrote it.
-    answer = aws.client("dynamodb").get_item(TableName=table, Key={"id": {"S": record_id}}, ConsistentRead=True)
+    answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"id": {"S": record_id}},
+                                           "ConsistentRead": True})
     item = answer.get("Item")
     if item is None or item.get("callerId", {}).get("S") != caller_id:
         return None
     deserializer = TypeDeserializer()
     return _plain({name: deserializer.deserialize(value) for name, value in item.items()})
-
-
-async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | None:
-    return await aws.in_thread(get_record, record_id, caller_id)
