@@ -89,8 +89,10 @@ class Call:
     sent `raw` with only what the seeds say Momor changes, and answers in its own words (`Raw`
     events); any other wire is sent the canonical translation."""
     n: int = 1
-    """How many choices the caller asked for (Chat Completions' n). A wire that answers several
-    declares `answers_choices`; the planner tries its offerings first, the rest answer one."""
+    """How many answers the caller asked for (Chat Completions' n). A wire that answers several
+    (Gemini's candidateCount) declares `answers_choices` and emits each answer's parts with its
+    `PartStart.choice`; the planner tries its offerings first, the rest answer one. The canonical
+    turn is the first answer."""
     json_object: bool = False
     """A JSON object is asked for without a schema (Chat Completions' json_object format)."""
     betas: tuple[str, ...] = ()

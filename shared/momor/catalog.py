@@ -22,7 +22,7 @@ from .errors import MomorError
 
 Tier = Literal["free", "low", "medium", "high", "xhigh", "tierless"]
 TIERS: tuple[str, ...] = ("free", "low", "medium", "high", "xhigh", "tierless")
-WIRES: tuple[str, ...] = ("openai_chat", "anthropic", "puter", "openai_responses")
+WIRES: tuple[str, ...] = ("openai_chat", "anthropic", "puter", "openai_responses", "gemini", "vertex")
 
 
 class _Strict(BaseModel):
@@ -77,7 +77,7 @@ class Provider(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*(@[a-z0-9][a-z0-9_.-]*)?$")
     """A root such as `azure`, or `root@region` such as `azure@eu`."""
     wire: str
-    """The wire protocol module: openai_chat, anthropic, openai_responses or puter."""
+    """The wire protocol module: openai_chat, anthropic, openai_responses, puter, gemini or vertex."""
     base_url: str = Field(alias="baseUrl", pattern=r"^https?://")
     parameters: list[str] = Field(default_factory=list)
     """The native parameter names this provider honours; others are left off its requests."""

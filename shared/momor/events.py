@@ -30,6 +30,9 @@ class PartStart:
     """For toolCall: the provider's call id."""
     tool_name: str | None = None
     """For toolCall: the tool's name."""
+    choice: int = 0
+    """Which answer the part belongs to when the call asked for several (`Call.n`); the
+    canonical turn is answer 0, and the others are written only by a dialect that has choices."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -118,6 +121,17 @@ class Finish:
     """The same reason in Momor's words."""
     fingerprint: str | None = None
     """The provider's id for the backend that served the turn."""
+    others: tuple[ChoiceEnd, ...] = ()
+    """How each answer after the first ended, when the call asked for several (`Call.n`)."""
+
+
+@dataclass(slots=True, frozen=True)
+class ChoiceEnd:
+    """Why one answer other than the first ended (see `Finish.others`)."""
+
+    choice: int
+    reason: str
+    stop: Stop
 
 
 @dataclass(slots=True, frozen=True)
@@ -156,6 +170,7 @@ class StreamOrderError(RuntimeError):
 @dataclass(slots=True)
 class _Part:
     kind: PartKind
+    choice: int = 0
     chunks: list[str] = field(default_factory=list)
     tool_id: str | None = None
     tool_name: str | None = None
@@ -190,7 +205,7 @@ class Assembler:
             case PartStart(index=i, kind=kind):
                 if i in self.parts:
                     raise StreamOrderError(f"part {i} started twice")
-                self.parts[i] = _Part(kind, tool_id=event.tool_id, tool_name=event.tool_name)
+                self.parts[i] = _Part(kind, event.choice, tool_id=event.tool_id, tool_name=event.tool_name)
                 if kind == "toolCall":
                     self.output_started = True
             case Delta(index=i, text=text):
@@ -217,10 +232,13 @@ class Assembler:
             raise StreamOrderError(f"part {index} is not open")
         return part
 
-    def messages(self) -> list[ContentMessage | ThinkingMessage | ToolCallMessage]:
+    def messages(self, choice: int = 0) -> list[ContentMessage | ThinkingMessage | ToolCallMessage]:
+        """The turn of one answer: the first, unless the call asked for several and names another."""
         out: list[ContentMessage | ThinkingMessage | ToolCallMessage] = []
         for index in sorted(self.parts):
             part = self.parts[index]
+            if part.choice != choice:
+                continue
             text = "".join(part.chunks)
             if part.kind == "content":
                 out.append(ContentMessage(value=text, data=part.data))

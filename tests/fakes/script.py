@@ -151,6 +151,16 @@ class FakeState:
     _queues: dict[tuple[str, str | None], deque[Step]] = field(default_factory=dict)
     _requests: list[RecordedRequest] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    service_accounts: dict[str, bytes] = field(default_factory=dict)
+    """Vertex: client email -> PEM public key the token endpoint verifies assertions with."""
+    tokens: dict[str, str] = field(default_factory=dict)
+    """Vertex: access tokens issued -> the service account they were issued to."""
+    token_lifetime: int = 3599
+    """Vertex: expires_in of the tokens issued."""
+
+    def add_service_account(self, email: str, public_pem: bytes) -> None:
+        with self._lock:
+            self.service_accounts[email] = public_pem
 
     def script(self, label: str, *steps: Step, model: str | None = None) -> None:
         with self._lock:
@@ -177,3 +187,5 @@ class FakeState:
         with self._lock:
             self._queues.clear()
             self._requests.clear()
+            self.tokens.clear()
+            self.token_lifetime = 3599

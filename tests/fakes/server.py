@@ -6,8 +6,14 @@
     POST /{label}/v1/responses                 OpenAI Responses
     POST /{label}/v1/messages                  Anthropic Messages
     POST /{label}/v1/messages/count_tokens     Anthropic token counting
+    POST /{label}/v1beta/models/{model}:generateContent               Gemini API
+    POST /{label}/v1beta/models/{model}:streamGenerateContent?alt=sse
+    POST /{label}/v1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent      Vertex
+         (and :streamGenerateContent?alt=sse; publishers/anthropic/models/{m}:rawPredict, :streamRawPredict)
+    POST /{label}/token                        Vertex: the OAuth token endpoint of a test service account
     GET  /healthz
     POST /_fake/script  {"label", "model"?, "steps": [{"kind": ..., ...}]}
+    POST /_fake/service_account  {"email", "publicKey": PEM}   (Vertex: whose assertions /{label}/token accepts)
     POST /_fake/reset
     GET  /_fake/requests[?label=L]
 
@@ -19,17 +25,20 @@ so a scripted failure never hides a request Momor got wrong.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs
 
-from . import anthropic, openai_chat, openai_responses, puter
+from . import anthropic, openai_chat, openai_responses, puter, vertex
 from .behaviour import decide
 from .dialects import OPENAI, Dialect, dialect_for
 from .errors import Invalid
+from .gemini import GeminiFake
 from .script import Cut, Fail, FakeState, Hang, Malformed, RecordedRequest, Reply, Stall, step_from_json, step_to_json
 from .transport import Receive, Scope, Send, pause, read_body, send_json, send_json_misbehaving, send_sse
+from .vertex import VertexClaudeFake
 
 _ROUTES: dict[str, tuple[ModuleType, bool]] = {
     "v1/responses": (openai_responses, False),
@@ -47,6 +56,31 @@ class _Route:
     dialect: Dialect = OPENAI
     parts: dict[str, str] = field(default_factory=dict)
     """Named parts of a dialect's route (Azure's resource and deployment)."""
+
+
+_GEMINI = re.compile(r"^v1(?:beta)?/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$")
+_VERTEX = re.compile(r"^v1(?:beta1)?/projects/[^/]+/locations/[^/]+/publishers/(?:"
+                     r"(?P<google>google)/models/(?P<gmodel>[^/:]+):(?P<gmethod>generateContent|streamGenerateContent)"
+                     r"|anthropic/models/(?P<amodel>[^/:]+):(?P<amethod>rawPredict|streamRawPredict))$")
+
+
+def _resolve_google(route: str, query: str, state: FakeState) -> _Route | None:
+    """A Gemini API or Vertex AI route: the model and the method are in the URL, so the wire is
+    an object made for this one request."""
+    tokens = state.tokens.keys()  # a live view: tokens issued later are accepted too
+    gemini = _GEMINI.match(route)
+    if gemini is not None:
+        stream = gemini["method"] == "streamGenerateContent"
+        return _Route(GeminiFake(gemini["model"], stream=stream, query=query))  # type: ignore[arg-type]
+    found = _VERTEX.match(route)
+    if found is None:
+        return None
+    if found["google"]:
+        stream = found["gmethod"] == "streamGenerateContent"
+        wire: Any = GeminiFake(found["gmodel"], vertex=True, stream=stream, tokens=tokens, query=query)
+    else:
+        wire = VertexClaudeFake(found["amodel"], found["amethod"] == "streamRawPredict", tokens)
+    return _Route(wire)
 
 
 def _resolve(label: str, route: str) -> _Route | None:
@@ -77,7 +111,11 @@ class FakeApp:
             await self._control(scope, receive, send)
             return
         label, _, route = path.lstrip("/").partition("/")
-        resolved = _resolve(label, route) if label else None
+        if label and route == "token" and method == "POST":
+            await self._token(scope, receive, send, label)
+            return
+        query = scope.get("query_string", b"").decode("latin-1")
+        resolved = (_resolve_google(route, query, self.state) or _resolve(label, route)) if label else None
         if resolved is None:
             await send_json(send, 404, {"error": {"message": f"no fake route {method} {path}", "type":
                                                   "invalid_request_error", "param": None, "code": None}}, {})
@@ -88,13 +126,22 @@ class FakeApp:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = None
-        query = scope.get("query_string", b"").decode("latin-1")
         record = RecordedRequest(label, method, path, headers, body, query=query)
         self.state.record(record)
         if method != "POST":
             await self._refuse(send, resolved, record, Invalid(f"Method {method} not allowed", status=405))
             return
         await self._generate(scope, receive, send, resolved, record)
+
+    async def _token(self, scope: Scope, receive: Receive, send: Send, label: str) -> None:
+        form = await read_body(receive)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        record = RecordedRequest(label, "POST", scope["path"], headers, None)
+        self.state.record(record)
+        status, body = vertex.token_grant(form, self.state.service_accounts, self.state.token_lifetime,
+                                          self.state.tokens)
+        record.status = status
+        await send_json(send, status, body, {"cache-control": "no-cache, no-store"})
 
     async def _generate(self, scope: Scope, receive: Receive, send: Send, resolved: _Route,
                         record: RecordedRequest) -> None:
@@ -166,6 +213,14 @@ class FakeApp:
         elif (method, path) == ("GET", "/_fake/requests"):
             label = parse_qs(scope.get("query_string", b"").decode()).get("label", [None])[0]
             await send_json(send, 200, [r.to_json() for r in self.state.requests(label)], {})
+        elif (method, path) == ("POST", "/_fake/service_account"):
+            try:
+                data = json.loads(raw)
+                self.state.add_service_account(data["email"], data["publicKey"].encode())
+            except (ValueError, KeyError, TypeError, AttributeError) as error:
+                await send_json(send, 400, {"error": str(error)}, {})
+                return
+            await send_json(send, 200, {"ok": True}, {})
         elif (method, path) == ("POST", "/_fake/script"):
             try:
                 data = json.loads(raw)

@@ -8,6 +8,8 @@ A wire module translates one protocol, both ways:
   canonical events; `close()` says whether the stream ended properly (a stream cut without its
   terminating event is an error, never a finish).
 - `map_error(status, body, headers)` -> `ProviderError`: an HTTP failure in Momor's terms.
+- optionally `async auth_headers(target)` -> headers: credentials that cost I/O to obtain (an
+  access token exchanged for a service account, `vertex`); the transport awaits it before sending.
 
 The HTTP exchange itself (pooled client, timeouts, SSE framing, transport errors) is shared:
 see `transport.py`. Wire modules never do I/O.

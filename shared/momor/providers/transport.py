@@ -102,9 +102,10 @@ async def exchange(
     timeout = httpx2.Timeout(
         connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle, pool=timeouts.connect
     )
-    opening = client.stream("POST", request.url or _url(target, request.path), json=request.body, headers=headers,
-                            timeout=timeout)
     with provider_errors(target):
+        headers.update(await _auth_headers(wire, target))  # a wire that signs in first (Vertex)
+        opening = client.stream("POST", request.url or _url(target, request.path), json=request.body,
+                                headers=headers, timeout=timeout)
         async with contextlib.AsyncExitStack() as stack:
             begin = timeouts.response if timeouts.response is not None else timeouts.first_byte
             response = await _begin(stack, opening, begin)
@@ -164,6 +165,12 @@ def provider_errors(target: Target) -> Iterator[None]:
         raise ProviderError(f"Transport failure: {type(exc).__name__}.", kind="connect") from exc
 
 
+async def _auth_headers(wire: Wire, target: Target) -> dict[str, str]:
+    """Credentials that cost I/O to obtain (an access token for a service account, `vertex`)."""
+    auth = getattr(wire, "auth_headers", None)
+    return await auth(target) if auth is not None else {}
+
+
 async def count_tokens(
     wire: Wire, call: Call, target: Target, *, timeouts: Timeouts = DEFAULT_TIMEOUTS,
     client: httpx2.AsyncClient | None = None,
@@ -176,7 +183,8 @@ async def count_tokens(
     timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
                              pool=timeouts.connect)
     with provider_errors(target):
-        response = await client.post(_url(target, request.path), json=request.body, headers=headers,
+        headers.update(await _auth_headers(wire, target))
+        response = await client.post(request.url or _url(target, request.path), json=request.body, headers=headers,
                                      timeout=timeout)
         if response.status_code >= 400:
             raise wire.map_error(response.status_code, response.content, dict(response.headers))

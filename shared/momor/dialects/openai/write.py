@@ -127,23 +127,31 @@ def reasoning_detail(index: int, text: str, data: dict[str, Any] | None) -> dict
     return {"type": "reasoning.text", "text": text, "data": data, "index": index}
 
 
-def tool_call_object(index: int, call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    return {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+def tool_call_object(index: int, call_id: str, name: str, arguments: str,
+                     data: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments},
+            **tool_call_extra(data)}
 
 
-def completion(request_id: str, candidate: Candidate, assembler: Assembler) -> dict[str, Any]:
-    """A whole translated answer as a `chat.completion`."""
+def tool_call_extra(data: dict[str, Any] | None) -> dict[str, Any]:
+    """A Gemini call's signature where seed 001 puts it; sent back, the door reads it into the
+    call's state again and the gemini and vertex wires replay it."""
+    signature = data.get("thoughtSignature") if data else None
+    return {"extra_content": {"google": {"thought_signature": signature}}} if isinstance(signature, str) else {}
+
+
+def _message(assembler: Assembler, choice: int) -> dict[str, Any]:
     texts: list[str] = []
     thinking: list[ThinkingMessage] = []
     tool_calls: list[dict[str, Any]] = []
-    for message in assembler.messages():
+    for message in assembler.messages(choice):
         match message:
             case ContentMessage(value=value):
                 texts.append(value)
             case ThinkingMessage():
                 thinking.append(message)
             case ToolCallMessage(call=call):
-                tool_calls.append(tool_call_object(len(tool_calls), call.id, call.name, call.arguments))
+                tool_calls.append(tool_call_object(len(tool_calls), call.id, call.name, call.arguments, call.data))
     text = "".join(texts)
     body: dict[str, Any] = {"role": "assistant", "content": text or (None if tool_calls else "")}
     if thinking:
@@ -151,6 +159,18 @@ def completion(request_id: str, candidate: Candidate, assembler: Assembler) -> d
         body["reasoning_details"] = [reasoning_detail(i, t.value, t.data) for i, t in enumerate(thinking)]
     if tool_calls:
         body["tool_calls"] = tool_calls
+    return body
+
+
+def choice_stops(finish: Finish | None) -> dict[int, Stop]:
+    """How each answer ended: the first by the Finish, the others (several asked with n) by its `others`."""
+    if finish is None:
+        return {0: "stop"}
+    return {0: finish.stop, **{end.choice: end.stop for end in finish.others}}
+
+
+def completion(request_id: str, candidate: Candidate, assembler: Assembler) -> dict[str, Any]:
+    """A whole translated answer as a `chat.completion`, with as many choices as the wire gave."""
     finish = assembler.finish
     return {
         "id": request_id,
@@ -158,12 +178,10 @@ def completion(request_id: str, candidate: Candidate, assembler: Assembler) -> d
         "created": int(time.time()),
         "model": model_id(candidate),
         "provider": candidate.provider.name,
-        "choices": [{
-            "index": 0,
-            "message": body,
-            "logprobs": None,
-            "finish_reason": finish_reason(finish.stop) if finish else "stop",
-        }],
+        "choices": [
+            {"index": k, "message": _message(assembler, k), "logprobs": None, "finish_reason": finish_reason(stop)}
+            for k, stop in sorted(choice_stops(finish).items())
+        ],
         "usage": usage_object(assembler.usage),
         "system_fingerprint": finish.fingerprint if finish else None,
     }
@@ -188,13 +206,14 @@ class ChunkWriter:
         self.assembler = Assembler()
         self._tool_index: dict[int, int] = {}
         self._reasoning_count = 0
+        self._opened: set[int] = {0}
 
     def _envelope(self) -> dict[str, Any]:
         return {"id": self.request_id, "object": "chat.completion.chunk", "created": self.created,
                 "model": model_id(self.candidate), "provider": self.candidate.provider.name}
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
-        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, index: int = 0, **extra: Any) -> bytes:
+        choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
         return data_line({**self._envelope(), **extra, "choices": [choice]})
 
     def start(self) -> bytes:
@@ -206,17 +225,25 @@ class ChunkWriter:
         assert self.state == "open", f"event in state {self.state}"
         self.assembler.add(event)
         match event:
-            case PartStart(index=i, kind="toolCall"):
-                k = self._tool_index[i] = len(self._tool_index)
+            case PartStart(index=i, kind="toolCall", choice=choice):
+                k = self._tool_index[i] = sum(self.assembler.parts[j].choice == choice for j in self._tool_index)
                 call = tool_call_object(k, event.tool_id or f"call_{i}", event.tool_name or "", "")
-                return self._chunk({"tool_calls": [call]})
+                return self._chunk({"tool_calls": [call]}, index=choice)
+            case PartStart(choice=choice) if choice and choice not in self._opened:
+                self._opened.add(choice)  # each further answer's first chunk names the assistant too
+                return self._chunk({"role": "assistant", "content": ""}, index=choice)
             case Delta(index=i, text=text) if text:
-                return self._chunk(self._delta(i, text))
+                return self._chunk(self._delta(i, text), index=self.assembler.parts[i].choice)
             case PartEnd(index=i) if self.assembler.parts[i].kind == "thinking":
                 part = self.assembler.parts[i]
                 detail = reasoning_detail(self._reasoning_count, "".join(part.chunks), part.data)
                 self._reasoning_count += 1
-                return self._chunk({"reasoning_details": [detail]})
+                return self._chunk({"reasoning_details": [detail]}, index=part.choice)
+            case PartEnd(index=i, data=data) if self.assembler.parts[i].kind == "toolCall" and tool_call_extra(data):
+                part = self.assembler.parts[i]
+                # After the arguments, as its own fragment (the SDK's accumulator wants `function` in each).
+                extra = {"index": self._tool_index[i], "function": {"arguments": ""}, **tool_call_extra(data)}
+                return self._chunk({"tool_calls": [extra]}, index=part.choice)
             case Finish():
                 return self._finish(event)
         return b""
@@ -230,7 +257,8 @@ class ChunkWriter:
     def _finish(self, finish: Finish) -> bytes:
         self.state = "closed"
         extra = {"system_fingerprint": finish.fingerprint} if finish.fingerprint else {}
-        out = self._chunk({}, finish_reason(finish.stop), **extra)
+        out = b"".join(self._chunk({}, finish_reason(stop), index=k, **extra)
+                       for k, stop in sorted(choice_stops(finish).items()))
         if self.include_usage:
             out += data_line({**self._envelope(), "choices": [], "usage": usage_object(self.assembler.usage)})
         return out + DONE
