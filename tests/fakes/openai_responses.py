@@ -28,6 +28,10 @@ from typing import Any
 
 from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_json, split_text
 from .errors import Invalid
+from .openai_chat import check_auth as openai_check_auth
+from .openai_chat import error_body as error_body  # re-exported: the server asks each wire module
+from .openai_chat import new_request_id as new_request_id
+from .openai_chat import response_headers as response_headers
 from .transport import dumps
 
 name = "openai_responses"
@@ -66,51 +70,10 @@ _TIERS = ("auto", "default", "flex", "scale", "priority")
 _RANGES = {"temperature": (0, 2), "top_p": (0, 1), "max_output_tokens": (16, None), "top_logprobs": (0, 20)}
 _INCOMPLETE = ("max_output_tokens", "content_filter")
 
-_NO_KEY = ("You didn't provide an API key. You need to provide your API key in an Authorization header "
-           "using Bearer auth (i.e. Authorization: Bearer YOUR_KEY), or as the password field (with blank "
-           "username) if you're accessing the API from your browser and are prompted for a username and "
-           "password. You can obtain an API key from https://platform.openai.com/account/api-keys.")
-_DEFAULT_ERRORS = {
-    400: ("Invalid request.", "invalid_request_error", None),
-    401: ("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
-    403: ("You are not allowed to access this resource.", "invalid_request_error", "unsupported_country"),
-    404: ("The model does not exist or you do not have access to it.", "invalid_request_error",
-          "model_not_found"),
-    429: ("Rate limit reached for requests. Please try again in 1s.", "requests", "rate_limit_exceeded"),
-    500: ("The server had an error while processing your request. Sorry about that!", "server_error", None),
-    503: ("The server is overloaded or not ready yet.", "server_error", None),
-}
-
-
-# --- auth and errors -------------------------------------------------------------------------
-
-def new_request_id() -> str:
-    return "req_" + secrets.token_hex(16)
-
-
-def response_headers(request_id: str) -> dict[str, str]:
-    return {"x-request-id": request_id, "openai-processing-ms": "1", "openai-version": "2020-10-01"}
-
-
-def error_body(status: int, message: str | None = None, param: str | None = None,
-               code: str | None = None, request_id: str = "") -> dict[str, Any]:
-    default_message, kind, default_code = _DEFAULT_ERRORS.get(
-        status, ("The server had an error while processing your request.", "server_error", None)
-        if status >= 500 else ("Invalid request.", "invalid_request_error", None)
-    )
-    if message is not None:
-        default_code = code
-    return {"error": {"message": message or default_message, "type": kind, "param": param, "code": default_code}}
-
-
+# OpenAI's platform answers auth failures and errors the same way on every endpoint: one set of
+# helpers, Chat Completions' (openai_chat.py), serves both fakes.
 def check_auth(headers: dict[str, str]) -> Invalid | None:
-    scheme, _, key = headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not key.strip():
-        return Invalid(_NO_KEY, status=401)
-    if key.strip() == "sk-invalid":
-        return Invalid("Incorrect API key provided: sk-inval*****. You can find your API key at "
-                       "https://platform.openai.com/account/api-keys.", code="invalid_api_key", status=401)
-    return None
+    return openai_check_auth(headers)
 
 
 # --- validation --------------------------------------------------------------------------------
