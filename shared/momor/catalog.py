@@ -63,6 +63,12 @@ class Capabilities(_Strict):
 class Model(_Strict):
     name: str
     """The canonical name."""
+
+    @property
+    def public_id(self) -> str:
+        """How the dialects name the model: publisher/name in lowercase (seed 001; GET /models)."""
+        return f"{self.publisher}/{self.name}".lower()
+
     publisher: str
     """Who made it (the seeds' ownedBy)."""
     tier: Tier | None = None

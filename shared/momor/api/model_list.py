@@ -33,16 +33,12 @@ from .flow import id_headers, retry_header
 _EPOCH = dt.date(1970, 1, 1)
 
 
-def model_id(model: Model) -> str:
-    return f"{model.publisher}/{model.name}".lower()
-
-
 def model_entry(model: Model) -> dict[str, Any]:
     released = model.released or _EPOCH
     created = dt.datetime.combine(released, dt.time(), tzinfo=dt.UTC)
     caps = model.capabilities
     return {
-        "id": model_id(model),
+        "id": model.public_id,
         "object": "model",
         "type": "model",
         "created": int(created.timestamp()),
@@ -84,7 +80,7 @@ def find_model(catalog: Catalog, wanted: str) -> Model | None:
     """The servable model whose id (or, as a courtesy, name) is `wanted`, case aside."""
     wanted = wanted.lower()
     served = [m for m in catalog.models if m.tier is not None]
-    return next((m for m in served if model_id(m) == wanted), None) or next(
+    return next((m for m in served if m.public_id == wanted), None) or next(
         (m for m in served if m.name.lower() == wanted), None)
 
 

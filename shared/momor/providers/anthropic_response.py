@@ -23,7 +23,7 @@ from typing import Any
 
 from ..errors import ProviderError
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
-from .base import SSEEvent, Target
+from .base import SSEEvent, Target, count_of
 from .transport import retry_after_seconds
 
 RESPOND_TOOL = "respond"
@@ -66,21 +66,16 @@ def _emulating(target: Target) -> bool:
     return target.schema_asked and not target.provider.options.get("structuredOutputs")
 
 
-def _int(usage: dict[str, Any], key: str) -> int | None:
-    value = usage.get(key)
-    return value if isinstance(value, int) else None
-
-
 def _map_usage(usage: dict[str, Any]) -> Usage:
-    uncached = _int(usage, "input_tokens")
-    read = _int(usage, "cache_read_input_tokens")
-    write = _int(usage, "cache_creation_input_tokens")
+    uncached = count_of(usage.get("input_tokens"))
+    read = count_of(usage.get("cache_read_input_tokens"))
+    write = count_of(usage.get("cache_creation_input_tokens"))
     total = None if uncached is None else uncached + (read or 0) + (write or 0)
     details = usage.get("output_tokens_details")
-    thinking = _int(details, "thinking_tokens") if isinstance(details, dict) else None
+    thinking = count_of(details.get("thinking_tokens")) if isinstance(details, dict) else None
     return Usage(
         input_tokens=total,
-        output_tokens=_int(usage, "output_tokens"),
+        output_tokens=count_of(usage.get("output_tokens")),
         cache_read_tokens=read,
         cache_write_tokens=write,
         reasoning_tokens=thinking,

@@ -27,6 +27,11 @@ from ..errors import ProviderError
 from ..events import Event
 
 
+def count_of(value: Any) -> int | None:
+    """A token count as a provider reported it: a whole number (JSON `true` is not 1), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 @dataclass(slots=True, frozen=True)
 class Target:
     """One offering to call: the provider, its model id, and the key to use."""

@@ -36,7 +36,7 @@ from urllib.parse import quote
 from ..call import Call
 from ..errors import ProviderError
 from ..events import ChoiceEnd, Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
-from .base import SSEEvent, Target, WireRequest
+from .base import SSEEvent, Target, WireRequest, count_of
 from .gemini_request import build_body
 from .transport import retry_after_seconds
 
@@ -62,20 +62,15 @@ def _protocol(wire: str, detail: str) -> ProviderError:
     return ProviderError(f"The {wire} provider sent a malformed answer: {detail}", kind="protocol")
 
 
-def _int(obj: dict[str, Any], key: str) -> int | None:
-    value = obj.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def map_usage(usage: dict[str, Any]) -> Usage:
-    prompt = _int(usage, "promptTokenCount")
-    tool_prompt = _int(usage, "toolUsePromptTokenCount")
+    prompt = count_of(usage.get("promptTokenCount"))
+    tool_prompt = count_of(usage.get("toolUsePromptTokenCount"))
     total_input = None if prompt is None and tool_prompt is None else (prompt or 0) + (tool_prompt or 0)
     return Usage(
         input_tokens=total_input,
-        output_tokens=_int(usage, "candidatesTokenCount"),
-        cache_read_tokens=_int(usage, "cachedContentTokenCount"),
-        thought_tokens=_int(usage, "thoughtsTokenCount"),
+        output_tokens=count_of(usage.get("candidatesTokenCount")),
+        cache_read_tokens=count_of(usage.get("cachedContentTokenCount")),
+        thought_tokens=count_of(usage.get("thoughtsTokenCount")),
     )
 
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from ..errors import ProviderError, ProviderErrorKind
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
-from .base import FunctionWire, SSEEvent, Target
+from .base import FunctionWire, SSEEvent, Target, count_of
 from .openai_chat_request import TOOL_CALL_FIELDS, WIRE_NAME, build_request
 from .transport import retry_after
 
@@ -170,16 +170,12 @@ def _map_usage(usage: dict[str, Any]) -> Usage:
     prompt_details = usage.get("prompt_tokens_details") or {}
     completion_details = usage.get("completion_tokens_details") or {}
     return Usage(
-        input_tokens=_int(usage.get("prompt_tokens")),
-        output_tokens=_int(usage.get("completion_tokens")),
-        cache_read_tokens=_int(prompt_details.get("cached_tokens")),
-        cache_write_tokens=_int(prompt_details.get("cache_write_tokens")),
-        reasoning_tokens=_int(completion_details.get("reasoning_tokens")),
+        input_tokens=count_of(usage.get("prompt_tokens")),
+        output_tokens=count_of(usage.get("completion_tokens")),
+        cache_read_tokens=count_of(prompt_details.get("cached_tokens")),
+        cache_write_tokens=count_of(prompt_details.get("cache_write_tokens")),
+        reasoning_tokens=count_of(completion_details.get("reasoning_tokens")),
     )
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _finish(reason: str, refused: bool, fingerprint: Any) -> Finish:

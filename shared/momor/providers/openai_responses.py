@@ -42,7 +42,7 @@ from typing import Any
 
 from ..errors import ProviderError, ProviderErrorKind
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
-from .base import FunctionWire, SSEEvent, Target
+from .base import FunctionWire, SSEEvent, Target, count_of
 from .openai_responses_request import WIRE_NAME, build_request
 from .transport import retry_after
 
@@ -125,19 +125,15 @@ def _start(index: int, item: dict[str, Any]) -> PartStart:
     return PartStart(index, kind)
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _map_usage(usage: dict[str, Any]) -> Usage:
     input_details = usage.get("input_tokens_details") or {}
     output_details = usage.get("output_tokens_details") or {}
     return Usage(
-        input_tokens=_int(usage.get("input_tokens")),
-        output_tokens=_int(usage.get("output_tokens")),
-        cache_read_tokens=_int(input_details.get("cached_tokens")),
-        cache_write_tokens=_int(input_details.get("cache_write_tokens")),
-        reasoning_tokens=_int(output_details.get("reasoning_tokens")),
+        input_tokens=count_of(usage.get("input_tokens")),
+        output_tokens=count_of(usage.get("output_tokens")),
+        cache_read_tokens=count_of(input_details.get("cached_tokens")),
+        cache_write_tokens=count_of(input_details.get("cache_write_tokens")),
+        reasoning_tokens=count_of(output_details.get("reasoning_tokens")),
     )
 
 

@@ -78,11 +78,6 @@ ERROR_TYPES = {
 }
 
 
-def model_id(candidate: Candidate) -> str:
-    """The served model as GET /models names it: publisher/name, lowercase."""
-    return f"{candidate.model.publisher}/{candidate.model.name}".lower()
-
-
 def error_type(status: int) -> str:
     return ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
 
@@ -148,7 +143,7 @@ def message(request_id: str, candidate: Candidate, assembler: Assembler) -> dict
         "id": request_id,
         "type": "message",
         "role": "assistant",
-        "model": model_id(candidate),
+        "model": candidate.model.public_id,
         "content": content_blocks(assembler),
         "stop_reason": stop_reason(assembler.finish),
         "stop_sequence": None,
@@ -165,7 +160,7 @@ def passthrough_body(raw: str, request_id: str, candidate: Candidate) -> bytes:
     data = orjson.loads(raw)
     if isinstance(data, dict):
         data["id"] = request_id
-        data["model"] = model_id(candidate)
+        data["model"] = candidate.model.public_id
     return orjson.dumps(data)
 
 
@@ -176,7 +171,7 @@ def passthrough_event(raw: Raw, request_id: str, candidate: Candidate) -> bytes:
         message_obj = data.get("message") if isinstance(data, dict) else None
         if isinstance(message_obj, dict):
             message_obj["id"] = request_id
-            message_obj["model"] = model_id(candidate)
+            message_obj["model"] = candidate.model.public_id
             return sse(raw.event, orjson.dumps(data))
     return sse(raw.event, raw.data.encode())
 
@@ -238,7 +233,7 @@ class StreamWriter:
             raise StreamOrderError(f"message_start {self.state.value}")
         self.state = StreamState.OPEN
         message_obj = {
-            "id": self.request_id, "type": "message", "role": "assistant", "model": model_id(self.candidate),
+            "id": self.request_id, "type": "message", "role": "assistant", "model": self.candidate.model.public_id,
             "content": [], "stop_reason": None, "stop_sequence": None, "usage": map_usage(self.usage),
         }
         return self._frame("message_start", {"message": message_obj})

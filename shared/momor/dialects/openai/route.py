@@ -57,7 +57,7 @@ class OpenAIDoor:
         return json_response(openai_answer.completion(request_id, candidate, assembler))
 
     def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]:
-        return {"X-Momor-Provider": candidate.provider.name, "X-Momor-Model": openai_answer.model_id(candidate)}
+        return {"X-Momor-Provider": candidate.provider.name, "X-Momor-Model": candidate.model.public_id}
 
     async def stream(
         self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]

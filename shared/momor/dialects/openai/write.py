@@ -41,11 +41,6 @@ _REASONING_FIELDS = ("reasoning_content",)
 """Where OpenAI-compatible servers write reasoning; each comes back as `reasoning`."""
 
 
-def model_id(candidate: Candidate) -> str:
-    """The model that served, as seed 001 names it: publisher/name in lowercase."""
-    return f"{candidate.model.publisher}/{candidate.model.name}".lower()
-
-
 def finish_reason(stop: Stop) -> str:
     return _FINISH_REASON_MAP.get(stop, "stop")
 
@@ -74,7 +69,7 @@ def rewrite_completion(raw: str, request_id: str, candidate: Candidate) -> dict[
     if not isinstance(answer, dict):
         raise ValueError("the provider's answer is not a JSON object")
     answer["id"] = request_id
-    answer["model"] = model_id(candidate)
+    answer["model"] = candidate.model.public_id
     for choice in answer.get("choices") or []:
         if isinstance(choice, dict):
             _rename_reasoning(choice.get("message"))
@@ -95,7 +90,7 @@ def rewrite_chunk(raw: str, request_id: str, candidate: Candidate, include_usage
         if not chunk.get("choices"):
             return None
     chunk["id"] = request_id
-    chunk["model"] = model_id(candidate)
+    chunk["model"] = candidate.model.public_id
     for choice in chunk.get("choices") or []:
         if isinstance(choice, dict):
             _rename_reasoning(choice.get("delta"))
@@ -176,7 +171,7 @@ def completion(request_id: str, candidate: Candidate, assembler: Assembler) -> d
         "id": request_id,
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": model_id(candidate),
+        "model": candidate.model.public_id,
         "provider": candidate.provider.name,
         "choices": [
             {"index": k, "message": _message(assembler, k), "logprobs": None, "finish_reason": finish_reason(stop)}
@@ -210,7 +205,7 @@ class ChunkWriter:
 
     def _envelope(self) -> dict[str, Any]:
         return {"id": self.request_id, "object": "chat.completion.chunk", "created": self.created,
-                "model": model_id(self.candidate), "provider": self.candidate.provider.name}
+                "model": self.candidate.model.public_id, "provider": self.candidate.provider.name}
 
     def _chunk(self, delta: dict[str, Any], finish: str | None = None, index: int = 0, **extra: Any) -> bytes:
         choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
@@ -275,7 +270,7 @@ def error_chunk(request_id: str, candidate: Candidate, status: int, message: str
         "id": request_id,
         "object": "chat.completion.chunk",
         "created": created or int(time.time()),
-        "model": model_id(candidate),
+        "model": candidate.model.public_id,
         "provider": candidate.provider.name,
         "error": {"code": status, "message": message},
         "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
