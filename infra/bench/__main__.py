@@ -17,7 +17,6 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -30,7 +29,6 @@ from .stack import (
     LITELLM_KEY,
     LITELLM_VENV,
     RESULTS,
-    UV_EXTRAS,
     Stack,
     model_name,
     peak_rss_mb,
@@ -204,17 +202,6 @@ def machine() -> dict:
     }
 
 
-def ensure_uv_extras() -> bool:
-    """uvloop + httptools for the `momor-uv` variant, installed aside (never into .venv)."""
-    if (UV_EXTRAS / "uvloop").exists() and (UV_EXTRAS / "httptools").exists():
-        return True
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", str(UV_EXTRAS),
-                           "uvloop", "httptools"], capture_output=True, text=True)
-    if done.returncode:
-        print(f"  (uvloop/httptools not installable, skipping the momor-uv variant: {done.stderr[-300:]})")
-    return done.returncode == 0
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls: a smoke run")
@@ -224,9 +211,10 @@ def main(argv: list[str] | None = None) -> None:
     q = args.quick
     started = time.monotonic()
 
-    variants: dict[str, dict] = {"momor": {"records": "dynamodb"}, "momor-norec": {"records": "off"}}
-    if ensure_uv_extras():
-        variants["momor-uv"] = {"records": "off", "uv": True}
+    # As shipped (uvloop + httptools), the same without records (the router's own cost), and that
+    # on asyncio + h11 (what the server cost before the `local` extra named uvloop and httptools).
+    variants: dict[str, dict] = {"momor": {"records": "dynamodb"}, "momor-norec": {"records": "off"},
+                                 "momor-asyncio": {"records": "off", "server": "asyncio"}}
     with_litellm = not args.no_litellm and (LITELLM_VENV / "bin" / "litellm").exists()
     if not with_litellm:
         print("  LiteLLM is not installed (infra/bench/run.sh makes its venv): running without it")
