@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from . import coldstart, load, payloads, report
+from . import coldstart, lambda_cold, load, memory, payloads, report
 from .stack import (
     API_KEY,
     BENCH,
@@ -207,6 +207,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="fewer calls: a smoke run")
     parser.add_argument("--no-litellm", action="store_true")
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--build", type=Path, help="an existing `sam build` for the Lambda cold start (default: build)")
+    parser.add_argument("--no-lambda", action="store_true", help="skip the Lambda-like cold start (needs SAM CLI)")
     args = parser.parse_args(argv)
     q = args.quick
     started = time.monotonic()
@@ -234,8 +236,9 @@ def main(argv: list[str] | None = None) -> None:
         S("native", "openai", False), S("openai", "openai", False), S("openai", "openai", True),
         S("anthropic", "anthropic", False), S("anthropic", "anthropic", True),
     ]
-    long_scenarios = [S(d, w, True, shape="long") for d, w in (("native", "openai"), ("openai", "openai"),
-                                                               ("anthropic", "anthropic"))]
+    long_scenarios = [S(d, w, True, shape="long") for d, w in (
+        ("openai", "openai"), ("anthropic", "anthropic"),  # passthrough
+        ("native", "openai"), ("native", "anthropic"), ("openai", "anthropic"), ("anthropic", "openai"))]
     paced_scenarios = [S(d, w, True, shape="paced") for d, w in (("native", "openai"), ("openai", "openai"),
                                                                  ("anthropic", "anthropic"))]
 
@@ -255,8 +258,15 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(measure())
         out["rss_mb"] = {name: peak_rss_mb(proc.pid) for name, (_, proc) in stack.servers.items()}
         print(f"  peak RSS (MB): {out['rss_mb']}", flush=True)
+        port, proc = stack.servers["momor"]
+        out["memory"] = memory.measure_stack(port, proc.pid)
         out["machine"]["loadavg"] = [round(x, 2) for x in os.getloadavg()]
         out["coldstart"] = coldstart.measure(stack.env, runs=3 if q else 7)
+    if not args.no_lambda:
+        try:
+            out["lambda_cold"] = lambda_cold.measure(runs=3 if q else 5, build_dir=args.build)
+        except Exception as exc:  # SAM CLI missing, build failed: the rest of the run still counts
+            print(f"  (Lambda-like cold start skipped: {exc})", flush=True)
     out["elapsed_s"] = time.monotonic() - started
 
     RESULTS.mkdir(parents=True, exist_ok=True)

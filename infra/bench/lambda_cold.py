@@ -150,18 +150,72 @@ def _timed_invoke(fn: rie.LambdaFunction, event: dict[str, Any]) -> tuple[float,
     return (time.perf_counter() - t0) * 1e3, answer.status
 
 
+def _runtime_pid(rie_pid: int) -> int | None:
+    """The function's runtime: the emulator's child (taskset, bash and python exec into one pid)."""
+    for task in Path(f"/proc/{rie_pid}/task").iterdir():
+        children = (task / "children").read_text().split()
+        if children:
+            return int(children[0])
+    return None
+
+
+def _cpu_ms(pid: int | None) -> float:
+    """User + system CPU the process has used so far (clock ticks, so 10 ms steps)."""
+    if pid is None:
+        return float("nan")
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1e3 / os.sysconf("SC_CLK_TCK")
+
+
 def one_run(fn: rie.LambdaFunction, event: dict[str, Any]) -> dict[str, Any]:
+    """Wall time of the first and warm calls, and the CPU the runtime spent on each: on a loaded
+    machine the wall time includes waiting for the core, the CPU time does not."""
     with fn:
         first_ms, status = _timed_invoke(fn, event)
+        assert fn._proc is not None
+        pid = _runtime_pid(fn._proc.pid)
+        cpu_first = _cpu_ms(pid)
         warm = [_timed_invoke(fn, event)[0] for _ in range(WARM_CALLS)]
-        log = fn.log(20000)
-    init_ms = None
-    for line in log.splitlines():  # the emulator's REPORT line of the first invocation
-        if "Init Duration:" in line:
-            with contextlib.suppress(ValueError, IndexError):
-                init_ms = float(line.split("Init Duration:")[1].split("ms")[0])
-            break
-    return {"first_ms": first_ms, "warm_ms": statistics.median(warm), "status": status, "init_ms": init_ms}
+        cpu_warm = (_cpu_ms(pid) - cpu_first) / WARM_CALLS
+    return {"first_ms": first_ms, "warm_ms": statistics.median(warm), "status": status,
+            "cpu_first_ms": cpu_first, "cpu_warm_ms": cpu_warm}
+
+
+INIT_SNIPPET = "import time, json; t = time.perf_counter(); import app; " \
+    "print(json.dumps({'import_ms': (time.perf_counter() - t) * 1e3, 'cpu_ms': time.process_time() * 1e3}))"
+
+
+def init_only(fn: rie.LambdaFunction) -> dict[str, float]:
+    """INIT alone, approximately: a fresh pinned interpreter importing the function's module with the
+    same path and environment (interpreter start + imports + the app built at module scope)."""
+    env = fn._process_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(fn.code_dir), env["PYTHONPATH"]])
+    t0 = time.perf_counter()
+    done = subprocess.run(["taskset", "-c", "0", _interpreter(), "-S", "-c", INIT_SNIPPET], cwd=fn.code_dir,
+                          env=env, capture_output=True, text=True, check=True)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"process_ms": (time.perf_counter() - t0) * 1e3, **got}
+
+
+IMPORT_PARTS = ("fastapi", "fastapi.openapi.models", "fastapi.telemetry", "starlette", "pydantic", "mangum",
+                "httpx2", "aws_lambda_powertools", "botocore", "momor.api.app", "app")
+"""What `-X importtime` reports for each (cumulative, µs), from the function's INIT."""
+
+
+def import_path(fn: rie.LambdaFunction, runs: int = 3) -> dict[str, float]:
+    """Where INIT's import time goes: `python -X importtime -c 'import app'` in the read-only copy,
+    pinned like the function; the median of `runs` fresh processes, ms per module (cumulative)."""
+    env = fn._process_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(fn.code_dir), env["PYTHONPATH"]])
+    seen: dict[str, list[float]] = {}
+    for _ in range(runs):
+        done = subprocess.run(["taskset", "-c", "0", _interpreter(), "-S", "-X", "importtime", "-c", "import app"],
+                              cwd=fn.code_dir, env=env, capture_output=True, text=True, check=True)
+        for line in done.stderr.splitlines():
+            parts = line.split("|")
+            if len(parts) == 3 and parts[2].strip() in IMPORT_PARTS and parts[1].strip().isdigit():
+                seen.setdefault(parts[2].strip(), []).append(int(parts[1]) / 1000)
+    return {name: statistics.median(v) for name, v in seen.items()}
 
 
 # --- the local AWS and provider ----------------------------------------------------------------------
@@ -178,6 +232,18 @@ def _api_key(endpoints: Endpoints, table: str) -> str:
               "created": {"S": "2026-01-01T00:00:00+00:00"}, "disabled": {"BOOL": False}, "zdr": {"BOOL": False}},
     )
     return plaintext
+
+
+def _warm_emulators(endpoints: Endpoints, names: dict[str, str]) -> None:
+    """The emulators' own first requests are slow (DynamoDB Local's JVM compiles as it goes, moto
+    loads its backends): pay that here, so a function's first call meets them as AWS would be."""
+    ddb, s3, sm = endpoints.client("dynamodb"), endpoints.client("s3"), endpoints.client("secretsmanager")
+    for _ in range(30):
+        for table in (names["MOMOR_API_KEYS_TABLE"], names["MOMOR_RECORDS_TABLE"]):
+            ddb.get_item(TableName=table, Key={"keyHash" if "keys" in table else "id": {"S": "warm"}})
+        ddb.put_item(TableName=names["MOMOR_RECORDS_TABLE"], Item={"id": {"S": "warm"}})
+        s3.get_object(Bucket=names["MOMOR_CATALOG_BUCKET"], Key=names["MOMOR_CATALOG_KEY"])["Body"].read()
+        sm.get_secret_value(SecretId=names["MOMOR_KEYS_SECRET"])
 
 
 @contextlib.contextmanager
@@ -200,6 +266,7 @@ def local_aws(endpoints: Endpoints | None = None) -> Iterator[tuple[dict[str, st
                               catalog_bucket=f"cold-catalog-{tag}", catalog_file=catalog_file,
                               keys_secret=f"momor/cold-keys-{tag}", keys=saved_keys())
             key = _api_key(endpoints, names["MOMOR_API_KEYS_TABLE"])
+            _warm_emulators(endpoints, names)
             yield endpoints.env() | names | {"MOMOR_RATE_LIMIT": "100000000"}, key
     finally:
         fake.terminate()
@@ -221,23 +288,35 @@ def measure(functions: tuple[str, ...] = ROUTED, runs: int = 3, build_dir: Path 
         with local_aws(endpoints) as (env, key):
             for logical_id in functions:
                 event = first_call(logical_id, key)
-                samples = []
+                samples, inits = [], []
                 for _ in range(runs):
                     fn = function(build, logical_id, env)
                     samples.append(one_run(fn, event))
-                inits = [s["init_ms"] for s in samples if s["init_ms"] is not None]
+                    inits.append(init_only(fn))
+
+                def med(key: str, rows: list[dict[str, Any]]) -> float:
+                    return statistics.median(r[key] for r in rows)
+
                 row = {
                     "entry": fn.entry,
-                    "first_ms": statistics.median(s["first_ms"] for s in samples),
+                    "first_ms": med("first_ms", samples),
                     "first_max_ms": max(s["first_ms"] for s in samples),
-                    "warm_ms": statistics.median(s["warm_ms"] for s in samples),
-                    "init_ms": statistics.median(inits) if inits else None,
+                    "warm_ms": med("warm_ms", samples),
+                    "cpu_first_ms": med("cpu_first_ms", samples),
+                    "cpu_warm_ms": med("cpu_warm_ms", samples),
+                    "init_process_ms": med("process_ms", inits),
+                    "init_import_ms": med("import_ms", inits),
+                    "init_cpu_ms": med("cpu_ms", inits),
                     "status": samples[0]["status"],
                 }
+                if logical_id == functions[0]:
+                    out["import_path"] = {"function": logical_id, "ms": import_path(fn)}
                 out["functions"][logical_id] = row
-                print(f"  lambda cold start {logical_id}: INIT + first call {row['first_ms']:.0f} ms "
-                      f"(max {row['first_max_ms']:.0f}), warm call {row['warm_ms']:.1f} ms, "
-                      f"HTTP {row['status']}, {row['entry']}", flush=True)
+                print(f"  lambda cold start {logical_id}: INIT + first call {row['first_ms']:.0f} ms wall "
+                      f"(max {row['first_max_ms']:.0f}; CPU {row['cpu_first_ms']:.0f} ms), of which INIT about "
+                      f"{row['init_process_ms']:.0f} ms wall (CPU {row['init_cpu_ms']:.0f}); warm call "
+                      f"{row['warm_ms']:.1f} ms (CPU {row['cpu_warm_ms']:.1f}); HTTP {row['status']}; {row['entry']}",
+                      flush=True)
     finally:
         _unprotect(copy.parent)
         shutil.rmtree(copy.parent, ignore_errors=True)
