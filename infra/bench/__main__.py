@@ -261,7 +261,12 @@ def main(argv: list[str] | None = None) -> None:
         port, proc = stack.servers["momor"]
         out["memory"] = memory.measure_stack(port, proc.pid)
         out["machine"]["loadavg"] = [round(x, 2) for x in os.getloadavg()]
-        out["coldstart"] = coldstart.measure(stack.env, runs=3 if q else 7)
+        (RESULTS / "results.json").write_text(json.dumps(out, indent=1))  # kept if what follows fails
+        try:
+            out["coldstart"] = coldstart.measure(stack.env, runs=3 if q else 7)
+        except Exception as exc:
+            print(f"  (in-process cold start skipped: {exc})", flush=True)
+            out["coldstart"] = {}
     if not args.no_lambda:
         try:
             out["lambda_cold"] = lambda_cold.measure(runs=3 if q else 5, build_dir=args.build)

@@ -117,8 +117,10 @@ def measure_stack(port: int, pid: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", choices=("dynamodb", "off"), default="dynamodb")
+    parser.add_argument("--proto", help="a scratch copy's shared/ folder, first on the server's path (as ab.py)")
     args = parser.parse_args(argv)
-    with running({"momor": {"records": args.records}}, with_litellm=False) as stack:
+    spec = {"records": args.records, "pythonpath": [args.proto] if args.proto else []}
+    with running({"momor": spec}, with_litellm=False) as stack:
         port, proc = stack.servers["momor"]
         out = measure_stack(port, proc.pid)
     RESULTS.mkdir(parents=True, exist_ok=True)
