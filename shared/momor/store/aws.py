@@ -22,15 +22,15 @@ botocore's SigV4 signer and credentials chain from the process's one session (th
 from __future__ import annotations
 
 import asyncio
+import http.client
 import io
 import json
 import os
 import re
+import ssl
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -43,19 +43,20 @@ _lock = threading.Lock()
 
 
 def session() -> Any:
-    """The process's boto3 session (credentials and region resolved once)."""
+    """The process's botocore session (credentials and region resolved once). botocore's, not
+    boto3's: the lean calls need no boto3 (which imports s3transfer and more on a cold start)."""
     global _session
     if _session is None:
         with _lock:
             if _session is None:
-                import boto3  # lazy: see the module docstring
+                import botocore.session  # lazy: see the module docstring
 
-                _session = boto3.session.Session()
+                _session = botocore.session.get_session()
     return _session
 
 
 def region() -> str:
-    return session().region_name or "us-east-1"
+    return session().get_config_variable("region") or "us-east-1"
 
 
 def client(service: str) -> Any:
@@ -72,7 +73,7 @@ def client(service: str) -> Any:
             # Standard retries back off on throttling; short connect timeout so a dead
             # endpoint fails a request in seconds rather than the Lambda's whole budget.
             config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=20)
-            made = (_session or boto3.session.Session()).client(service, config=config)
+            made = boto3.session.Session(botocore_session=session()).client(service, config=config)
             _clients[service] = made
     return made
 
@@ -130,19 +131,40 @@ def _signed(service: str, method: str, url: str, headers: dict[str, str], body: 
     for attempt in range(_ATTEMPTS):
         request = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
         signer(credentials.get_frozen_credentials(), service, region()).add_auth(request)
-        wire = urllib.request.Request(url, data=body or None, method=method, headers=dict(request.headers.items()))
         try:
-            with urllib.request.urlopen(wire, timeout=timeout) as answer:
-                return answer.status, {k.lower(): v for k, v in answer.headers.items()}, answer.read()
-        except urllib.error.HTTPError as exc:
-            status, got, data = exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
+            status, got, data = _send(method, url, dict(request.headers.items()), body, timeout)
             if status not in _RETRY_STATUS or attempt == _ATTEMPTS - 1:
                 return status, got, data
-        except OSError as exc:  # refused, reset, timed out: no answer at all
+        except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out: no answer at all
             if attempt == _ATTEMPTS - 1:
                 raise AwsError("ConnectionError", f"cannot reach {service}: {exc}", 0) from None
         time.sleep(0.05 * 2**attempt)
     raise AssertionError("unreachable")
+
+
+_tls: ssl.SSLContext | None = None
+
+
+def _send(
+    method: str, url: str, headers: dict[str, str], body: bytes, timeout: float
+) -> tuple[int, dict[str, str], bytes]:
+    """One request on a fresh connection (two per cold start, so no pool); a TLS context is made
+    only for https (AWS), once per process: making one costs tens of milliseconds."""
+    global _tls
+    parts = urllib.parse.urlsplit(url)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if parts.scheme == "https":
+        if _tls is None:
+            _tls = ssl.create_default_context()
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(parts.netloc, timeout=timeout, context=_tls)
+    else:
+        conn = http.client.HTTPConnection(parts.netloc, timeout=timeout)
+    try:
+        conn.request(method, path, body=body or None, headers=headers)
+        answer = conn.getresponse()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
+    finally:
+        conn.close()
 
 
 class LeanS3:
