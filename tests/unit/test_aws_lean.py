@@ -125,3 +125,13 @@ def test_secrets_manager_error_names_its_type(endpoint: Endpoint) -> None:
     with pytest.raises(aws.AwsError) as info:
         aws.lean_client("secretsmanager").get_secret_value(SecretId="momor/none")
     assert (info.value.code, info.value.status) == ("ResourceNotFoundException", 400)
+
+
+def test_a_boto3_client_and_the_lean_callers_share_one_session(endpoint: Endpoint) -> None:
+    made: list[Any] = []
+    worker = threading.Thread(target=lambda: made.append(aws.client("dynamodb")), daemon=True)
+    worker.start()
+    worker.join(timeout=60)  # bounds a hang (the lock taken twice), times nothing
+    assert not worker.is_alive(), "aws.client deadlocked"
+    assert made[0].meta.region_name == "eu-west-1" == aws.region()
+    assert made[0]._request_signer._credentials.access_key == aws.session().get_credentials().access_key

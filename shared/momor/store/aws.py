@@ -39,7 +39,7 @@ T = TypeVar("T")
 _clients: dict[str, Any] = {}
 _lean: dict[str, Any] = {}
 _session: Any = None
-_lock = threading.Lock()
+_lock = threading.RLock()  # client() holds it while session() takes it again
 
 
 def session() -> Any:
@@ -56,7 +56,9 @@ def session() -> Any:
 
 
 def region() -> str:
-    return session().get_config_variable("region") or "us-east-1"
+    """As the DynamoDB caller resolves it (dynamo.py): the configured region, else Lambda's
+    AWS_REGION, else us-east-1."""
+    return session().get_config_variable("region") or os.environ.get("AWS_REGION") or "us-east-1"
 
 
 def client(service: str) -> Any:
@@ -73,7 +75,8 @@ def client(service: str) -> Any:
             # Standard retries back off on throttling; short connect timeout so a dead
             # endpoint fails a request in seconds rather than the Lambda's whole budget.
             config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=20)
-            made = boto3.session.Session(botocore_session=session()).client(service, config=config)
+            made = boto3.session.Session(botocore_session=session()).client(service, config=config,
+                                                                            region_name=region())
             _clients[service] = made
     return made
 
