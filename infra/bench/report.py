@@ -99,7 +99,13 @@ def _long(out: dict) -> list[str]:
         cells = [row["scenario"], _f(d["total_p50"], 1)]
         for r in routers:
             v = row["by"].get(r)
-            cells.append("–" if v is None else _f((v["total_p50"] - d["total_p50"]) * 1000 / max(d["deltas"], 1), 1))
+            if v is not None and v["deltas"] == 0:  # a failed stream: no per-token figure
+                cells.append("– (no token arrived)")
+                continue
+            cost = "–" if v is None else _f((v["total_p50"] - d["total_p50"]) * 1000 / max(d["deltas"], 1), 1)
+            if v is not None and v["deltas"] < d["deltas"]:  # the router merged tokens into fewer events
+                cost += f" (in {v['deltas']} events)"
+            cells.append(cost)
         lines.append("| " + " | ".join(cells) + " |")
     return lines
 
