@@ -17,20 +17,18 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from . import coldstart, load, payloads, report
+from . import coldstart, lambda_cold, load, memory, payloads, report
 from .stack import (
     API_KEY,
     BENCH,
     LITELLM_KEY,
     LITELLM_VENV,
     RESULTS,
-    UV_EXTRAS,
     Stack,
     model_name,
     peak_rss_mb,
@@ -204,29 +202,21 @@ def machine() -> dict:
     }
 
 
-def ensure_uv_extras() -> bool:
-    """uvloop + httptools for the `momor-uv` variant, installed aside (never into .venv)."""
-    if (UV_EXTRAS / "uvloop").exists() and (UV_EXTRAS / "httptools").exists():
-        return True
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", str(UV_EXTRAS),
-                           "uvloop", "httptools"], capture_output=True, text=True)
-    if done.returncode:
-        print(f"  (uvloop/httptools not installable, skipping the momor-uv variant: {done.stderr[-300:]})")
-    return done.returncode == 0
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls: a smoke run")
     parser.add_argument("--no-litellm", action="store_true")
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--build", type=Path, help="an existing `sam build` for the Lambda cold start (default: build)")
+    parser.add_argument("--no-lambda", action="store_true", help="skip the Lambda-like cold start (needs SAM CLI)")
     args = parser.parse_args(argv)
     q = args.quick
     started = time.monotonic()
 
-    variants: dict[str, dict] = {"momor": {"records": "dynamodb"}, "momor-norec": {"records": "off"}}
-    if ensure_uv_extras():
-        variants["momor-uv"] = {"records": "off", "uv": True}
+    # As shipped (uvloop + httptools), the same without records (the router's own cost), and that
+    # on asyncio + h11 (what the server cost before the `local` extra named uvloop and httptools).
+    variants: dict[str, dict] = {"momor": {"records": "dynamodb"}, "momor-norec": {"records": "off"},
+                                 "momor-asyncio": {"records": "off", "server": "asyncio"}}
     with_litellm = not args.no_litellm and (LITELLM_VENV / "bin" / "litellm").exists()
     if not with_litellm:
         print("  LiteLLM is not installed (infra/bench/run.sh makes its venv): running without it")
@@ -246,8 +236,9 @@ def main(argv: list[str] | None = None) -> None:
         S("native", "openai", False), S("openai", "openai", False), S("openai", "openai", True),
         S("anthropic", "anthropic", False), S("anthropic", "anthropic", True),
     ]
-    long_scenarios = [S(d, w, True, shape="long") for d, w in (("native", "openai"), ("openai", "openai"),
-                                                               ("anthropic", "anthropic"))]
+    long_scenarios = [S(d, w, True, shape="long") for d, w in (
+        ("openai", "openai"), ("anthropic", "anthropic"),  # passthrough
+        ("native", "openai"), ("native", "anthropic"), ("openai", "anthropic"), ("anthropic", "openai"))]
     paced_scenarios = [S(d, w, True, shape="paced") for d, w in (("native", "openai"), ("openai", "openai"),
                                                                  ("anthropic", "anthropic"))]
 
@@ -267,8 +258,20 @@ def main(argv: list[str] | None = None) -> None:
         asyncio.run(measure())
         out["rss_mb"] = {name: peak_rss_mb(proc.pid) for name, (_, proc) in stack.servers.items()}
         print(f"  peak RSS (MB): {out['rss_mb']}", flush=True)
+        port, proc = stack.servers["momor"]
+        out["memory"] = memory.measure_stack(port, proc.pid)
         out["machine"]["loadavg"] = [round(x, 2) for x in os.getloadavg()]
-        out["coldstart"] = coldstart.measure(stack.env, runs=3 if q else 7)
+        (RESULTS / "results.json").write_text(json.dumps(out, indent=1))  # kept if what follows fails
+        try:
+            out["coldstart"] = coldstart.measure(stack.env, runs=3 if q else 7)
+        except Exception as exc:
+            print(f"  (in-process cold start skipped: {exc})", flush=True)
+            out["coldstart"] = {}
+    if not args.no_lambda:
+        try:
+            out["lambda_cold"] = lambda_cold.measure(runs=3 if q else 5, build_dir=args.build)
+        except Exception as exc:  # SAM CLI missing, build failed: the rest of the run still counts
+            print(f"  (Lambda-like cold start skipped: {exc})", flush=True)
     out["elapsed_s"] = time.monotonic() - started
 
     RESULTS.mkdir(parents=True, exist_ok=True)

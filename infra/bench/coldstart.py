@@ -65,7 +65,7 @@ def _event(method: str, path: str, key: str, body: bytes | None) -> dict:
 
 def _api_key(env: dict[str, str]) -> str:
     """A key in the API-keys table (as on AWS: the first call looks it up in DynamoDB)."""
-    code = "from momor import apikeys; print(apikeys.create_api_key('bench-coldstart')[0])"
+    code = "from momor.store import apikeys; print(apikeys.create_api_key('bench-coldstart')[0])"
     return subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True,
                           check=True).stdout.strip()
 

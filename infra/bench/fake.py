@@ -12,6 +12,7 @@ Paths (the prefix chooses the answer's shape; the wire chooses the format):
     shape   short   a 10-chunk answer (buffered: the same text whole)
             long    a 1000-chunk answer, written as fast as the socket takes it
             paced   a 20-chunk answer, one chunk every PACE_MS milliseconds (buffering check)
+            huge    a 100,000-chunk answer (infra/bench/memory.py: is the router's memory flat?)
 
 Streams are sent with chunked transfer encoding, one HTTP chunk per SSE event.
 """
@@ -23,7 +24,7 @@ import asyncio
 import json
 
 PACE_MS = 5.0
-SHAPES = {"short": 10, "long": 1000, "paced": 20}
+SHAPES = {"short": 10, "long": 1000, "paced": 20, "huge": 100_000}
 WORD = "tok "
 
 

@@ -3,18 +3,20 @@ process, catalog from MOMOR_CATALOG_FILE, a local API key accepted), minus the e
 which the benchmark starts once for every variant.
 
     python -m infra.bench.momor_server --port 8791 --api-key bench-key [--records dynamodb|built|off]
+        [--server uvloop|asyncio]
 
 --records chooses what happens to the call record, to isolate the router's own cost:
     dynamodb  as shipped: put_item to DynamoDB Local (on a thread) before a buffered answer leaves
     built     the DynamoDB item is built (records.to_item) but not sent
     off       nothing is built or sent
+--server chooses the event loop and HTTP parser: uvloop (uvloop + httptools, as infra/local.py
+runs when the `local` extra is installed) or asyncio (asyncio + h11, uvicorn's pure-Python pair).
 The environment (AWS endpoints, MOMOR_*) comes from the caller.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -33,21 +35,14 @@ class NoRecordBackend(Backend):
 
 
 BACKENDS = {"dynamodb": Backend, "built": BuiltRecordBackend, "off": NoRecordBackend}
-ROUTES = ("models", "chat_completions", "messages")
-"""Route modules under momor.api served when present (a colleague's route may not have landed)."""
+SERVERS = {"uvloop": ("uvloop", "httptools"), "asyncio": ("asyncio", "h11")}
 
 
 def build(records_mode: str) -> Any:
-    from momor.api.app import build_app
+    """Every route, as infra/local.py serves them, with the Backend the records mode asks for."""
+    from momor.api.app import all_routes
 
-    factories = []
-    for name in ROUTES:
-        try:
-            module = importlib.import_module(f"momor.api.{name}")
-        except ImportError:
-            continue
-        factories.append(module.router)
-    return build_app(*factories, backend=BACKENDS[records_mode](), title="Momor (bench)")
+    return all_routes(backend=BACKENDS[records_mode]())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -55,6 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--api-key", default="bench-key")
     parser.add_argument("--records", choices=sorted(BACKENDS), default="dynamodb")
+    parser.add_argument("--server", choices=sorted(SERVERS), default="uvloop")
     args = parser.parse_args(argv)
 
     import uvicorn
@@ -63,7 +59,9 @@ def main(argv: list[str] | None = None) -> None:
 
     apikeys.accept_local_key(args.api_key, name="bench")
     app = build(args.records)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False, lifespan="off")
+    loop, http = SERVERS[args.server]
+    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False, lifespan="off",
+                loop=loop, http=http)
 
 
 if __name__ == "__main__":

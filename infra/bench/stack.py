@@ -23,11 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "infra" / "bench"
 RESULTS = BENCH / "results"
 LITELLM_VENV = BENCH / ".venv-litellm"
-UV_EXTRAS = RESULTS / "uv-extras"
-"""uvloop + httptools, pip-installed with --target, put on PYTHONPATH for one Momor variant only."""
 API_KEY = "bench-key"
 LITELLM_KEY = "sk-bench-master"
-SHAPES = ("short", "long", "paced")
+SHAPES = ("short", "long", "paced", "huge")
 WIRES = {"openai": ("openai_chat", "gpt", "openai/v1"), "anthropic": ("anthropic", "claude", "anthropic")}
 
 OPENAI_PARAMS = ["maxTokens", "temperature", "topP", "toolUse", "stop", "seed", "parallelToolCalls", "user"]
@@ -146,7 +144,8 @@ def momor_env(endpoints_env: dict[str, str], catalog_file: Path) -> dict[str, st
 def running(variants: dict[str, dict], with_litellm: bool) -> Iterator[Stack]:
     """Start the fake, the emulators and every router; yield the stack; stop them all.
 
-    variants: Momor variant name -> {"records": mode, "uv": bool, "pythonpath": [dirs first on the path]}.
+    variants: Momor variant name -> {"records": mode, "server": "uvloop" | "asyncio",
+    "pythonpath": [dirs first on the path]}.
     """
     RESULTS.mkdir(parents=True, exist_ok=True)
     stack = Stack()
@@ -165,11 +164,9 @@ def running(variants: dict[str, dict], with_litellm: bool) -> Iterator[Stack]:
                 env_v = dict(stack.env)
                 # A variant may put a scratch copy of momor (a prototype) ahead of the installed one.
                 paths = [*spec.get("pythonpath", ()), str(ROOT)]
-                if spec.get("uv"):
-                    paths.append(str(UV_EXTRAS))
                 env_v["PYTHONPATH"] = os.pathsep.join(paths)
                 argv = [sys.executable, "-m", "infra.bench.momor_server", "--port", str(port),
-                        "--api-key", API_KEY, "--records", spec["records"]]
+                        "--api-key", API_KEY, "--records", spec["records"], "--server", spec.get("server", "uvloop")]
                 _, proc = stack.spawn(name, argv, env_v)
                 stack.servers[name] = (port, proc)
             if with_litellm:

@@ -12,7 +12,7 @@ import pytest
 
 from momor.catalog import CatalogError
 from momor.config import ConfigError, get_config, reset_config
-from momor.store import catalog_source
+from momor.store import aws, catalog_source
 from momor.store.catalog_source import CatalogUnavailable, FileCatalogSource, S3CatalogSource
 
 CATALOG: dict[str, Any] = {
@@ -49,7 +49,8 @@ class Clock:
 
 
 class CountingS3:
-    """The real (moto) client, with every get_object call written down."""
+    """The S3 caller the source uses by default (aws.lean_client: one signed GET to moto), with every
+    get_object call written down."""
 
     def __init__(self, real: Any) -> None:
         self.real = real
@@ -88,7 +89,7 @@ def put(s3: Any, momor_aws: Any, body: bytes) -> None:
 
 def test_s3_within_ttl_does_not_call_s3(momor_aws: Any, s3: Any, parses: list[int]) -> None:
     put(s3, momor_aws, catalog_with("m1"))
-    counting, clock = CountingS3(s3), Clock()
+    counting, clock = CountingS3(aws.lean_client("s3")), Clock()
     source = S3CatalogSource(momor_aws.bucket, momor_aws.catalog_key, ttl=60, clock=clock, s3=counting)
 
     first = source.get()
@@ -105,7 +106,7 @@ def test_s3_within_ttl_does_not_call_s3(momor_aws: Any, s3: Any, parses: list[in
 def test_s3_after_ttl_unchanged_object_is_not_downloaded_or_parsed(momor_aws: Any, s3: Any, parses: list[int]) -> None:
     put(s3, momor_aws, catalog_with("m1"))
     etag = s3.head_object(Bucket=momor_aws.bucket, Key=momor_aws.catalog_key)["ETag"]
-    counting, clock = CountingS3(s3), Clock()
+    counting, clock = CountingS3(aws.lean_client("s3")), Clock()
     source = S3CatalogSource(momor_aws.bucket, momor_aws.catalog_key, ttl=60, clock=clock, s3=counting)
 
     first = source.get()
@@ -152,7 +153,7 @@ def test_s3_failed_refresh_keeps_serving_and_warns(
     momor_aws: Any, s3: Any, caplog: pytest.LogCaptureFixture, failure: str
 ) -> None:
     put(s3, momor_aws, catalog_with("m1"))
-    counting, clock = CountingS3(s3), Clock()
+    counting, clock = CountingS3(aws.lean_client("s3")), Clock()
     source = S3CatalogSource(momor_aws.bucket, momor_aws.catalog_key, ttl=60, clock=clock, s3=counting)
     first = source.get()
 

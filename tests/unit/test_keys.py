@@ -97,9 +97,9 @@ class CountingSecrets:
 
 @pytest.fixture
 def secrets_calls(momor_aws: Any, monkeypatch: pytest.MonkeyPatch) -> CountingSecrets:
-    counting = CountingSecrets(keys.aws.client("secretsmanager"))
-    real_client = keys.aws.client
-    monkeypatch.setattr(keys.aws, "client", lambda s: counting if s == "secretsmanager" else real_client(s))
+    counting = CountingSecrets(keys.aws.lean_client("secretsmanager"))
+    real_client = keys.aws.lean_client
+    monkeypatch.setattr(keys.aws, "lean_client", lambda s: counting if s == "secretsmanager" else real_client(s))
     return counting
 
 

@@ -21,10 +21,17 @@ from .flow import id_headers, retry_header
 
 RouterFactory = Callable[[Backend], APIRouter]
 
+NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False}
+"""FastAPI's native OpenTelemetry, off: Momor reports through its own logs and metrics, and with it
+on FastAPI asks the tracer, meter and logger providers on every request (about 4.5 µs) to find them
+unconfigured. Its import (opentelemetry, about 30-100 ms of a cold start) cannot be avoided:
+fastapi.applications imports it unconditionally (infra/bench/RESULTS.md, "Import path")."""
+
 
 def build_app(*factories: RouterFactory, backend: Backend | None = None, title: str = "Momor") -> FastAPI:
     backend = backend or Backend()
-    app = FastAPI(title=title, docs_url=None, redoc_url=None)
+    # No /docs, /redoc or /openapi.json: the schema would be built on a request no caller makes.
+    app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None, telemetry=NO_TELEMETRY)
     for factory in factories:
         app.include_router(factory(backend))
 

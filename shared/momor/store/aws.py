@@ -10,19 +10,55 @@ AWS_ENDPOINT_URL_S3 / _DYNAMODB / _SECRETS_MANAGER reach local emulators with no
 
 boto3 blocks. Async code calls it through `in_thread`, which runs the call on the default
 executor so the event loop keeps serving other requests meanwhile.
+
+The first call of a Lambda reads two things: the catalog (S3 GetObject) and the saved keys
+(Secrets Manager GetSecretValue). A boto3 client for each loads its service model (S3's is
+megabytes of JSON), 100-300 ms of a cold start on one vCPU for one request each (infra/bench
+lambda_cold). `lean_client` makes those two reads as single signed HTTP requests instead, with
+botocore's SigV4 signer and credentials chain from the process's one session (the same session
+`client` uses), so every credential source boto3 knows still works; nothing else goes that way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.client
+import io
+import json
+import os
+import re
+import ssl
 import threading
+import time
+import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 _clients: dict[str, Any] = {}
-_lock = threading.Lock()
+_lean: dict[str, Any] = {}
+_session: Any = None
+_lock = threading.RLock()  # client() holds it while session() takes it again
+
+
+def session() -> Any:
+    """The process's botocore session (credentials and region resolved once). botocore's, not
+    boto3's: the lean calls need no boto3 (which imports s3transfer and more on a cold start)."""
+    global _session
+    if _session is None:
+        with _lock:
+            if _session is None:
+                import botocore.session  # lazy: see the module docstring
+
+                _session = botocore.session.get_session()
+    return _session
+
+
+def region() -> str:
+    """As the DynamoDB caller resolves it (dynamo.py): the configured region, else Lambda's
+    AWS_REGION, else us-east-1."""
+    return session().get_config_variable("region") or os.environ.get("AWS_REGION") or "us-east-1"
 
 
 def client(service: str) -> Any:
@@ -39,15 +75,19 @@ def client(service: str) -> Any:
             # Standard retries back off on throttling; short connect timeout so a dead
             # endpoint fails a request in seconds rather than the Lambda's whole budget.
             config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=20)
-            made = boto3.session.Session().client(service, config=config)
+            made = boto3.session.Session(botocore_session=session()).client(service, config=config,
+                                                                            region_name=region())
             _clients[service] = made
     return made
 
 
 def reset_clients() -> None:
     """For tests: forget every client, so the next one reads the (changed) endpoint env vars."""
+    global _session
     with _lock:
         _clients.clear()
+        _lean.clear()
+        _session = None
     from . import dynamo  # the hot-path DynamoDB caller resolves its endpoint the same way
 
     dynamo.reset()
@@ -56,3 +96,128 @@ def reset_clients() -> None:
 async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """Run a blocking boto3 call without blocking the event loop."""
     return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+# --- the two cold-start reads as single signed requests ----------------------------------------------
+
+
+class AwsError(Exception):
+    """AWS refused a lean call (`status` is the HTTP status; 0 when no answer came)."""
+
+    def __init__(self, code: str, message: str, status: int) -> None:
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code, self.message, self.status = code, message, status
+
+
+_RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+_ATTEMPTS = 3
+_XML_FIELD = re.compile(rb"<(Code|Message)>([^<]*)</\1>")
+
+
+def _endpoint(service_env: str) -> str | None:
+    """A local endpoint, as boto3 reads it: the per-service variable, else AWS_ENDPOINT_URL."""
+    given = os.environ.get(f"AWS_ENDPOINT_URL_{service_env}") or os.environ.get("AWS_ENDPOINT_URL")
+    return given.rstrip("/") if given else None
+
+
+def _signed(service: str, method: str, url: str, headers: dict[str, str], body: bytes,
+            timeout: float) -> tuple[int, dict[str, str], bytes]:
+    """One SigV4-signed request, retried on throttling, 5xx and connection errors like boto3's
+    standard mode (3 attempts). Answers (status, lower-cased headers, body) whatever the status."""
+    from botocore.auth import S3SigV4Auth, SigV4Auth
+    from botocore.awsrequest import AWSRequest
+
+    credentials = session().get_credentials()
+    if credentials is None:
+        raise AwsError("MissingCredentials", "no AWS credentials were found", 0)
+    signer = S3SigV4Auth if service == "s3" else SigV4Auth
+    for attempt in range(_ATTEMPTS):
+        request = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
+        signer(credentials.get_frozen_credentials(), service, region()).add_auth(request)
+        try:
+            status, got, data = _send(method, url, dict(request.headers.items()), body, timeout)
+            if status not in _RETRY_STATUS or attempt == _ATTEMPTS - 1:
+                return status, got, data
+        except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out: no answer at all
+            if attempt == _ATTEMPTS - 1:
+                raise AwsError("ConnectionError", f"cannot reach {service}: {exc}", 0) from None
+        time.sleep(0.05 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+_tls: ssl.SSLContext | None = None
+
+
+def _send(
+    method: str, url: str, headers: dict[str, str], body: bytes, timeout: float
+) -> tuple[int, dict[str, str], bytes]:
+    """One request on a fresh connection (two per cold start, so no pool); a TLS context is made
+    only for https (AWS), once per process: making one costs tens of milliseconds."""
+    global _tls
+    parts = urllib.parse.urlsplit(url)
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if parts.scheme == "https":
+        if _tls is None:
+            _tls = ssl.create_default_context()
+        conn: http.client.HTTPConnection = http.client.HTTPSConnection(parts.netloc, timeout=timeout, context=_tls)
+    else:
+        conn = http.client.HTTPConnection(parts.netloc, timeout=timeout)
+    try:
+        conn.request(method, path, body=body or None, headers=headers)
+        answer = conn.getresponse()
+        return answer.status, {k.lower(): v for k, v in answer.getheaders()}, answer.read()
+    finally:
+        conn.close()
+
+
+class LeanS3:
+    """GetObject (with IfNoneMatch) as boto3's client answers it: {"Body": file, "ETag": ...}; an
+    unchanged object raises AwsError with status 304, as boto3 raises a ClientError."""
+
+    def get_object(self, *, Bucket: str, Key: str, IfNoneMatch: str | None = None) -> dict[str, Any]:
+        path = urllib.parse.quote(Key, safe="/~")
+        local = _endpoint("S3")
+        if local:
+            url = f"{local}/{Bucket}/{path}"
+        elif "." in Bucket:  # a dotted name cannot be a TLS host name: path style
+            url = f"https://s3.{region()}.amazonaws.com/{Bucket}/{path}"
+        else:
+            url = f"https://{Bucket}.s3.{region()}.amazonaws.com/{path}"
+        headers = {"If-None-Match": IfNoneMatch} if IfNoneMatch else {}
+        status, got, body = _signed("s3", "GET", url, headers, b"", timeout=20.0)
+        if status == 200:
+            return {"Body": io.BytesIO(body), "ETag": got.get("etag")}
+        fields = dict(_XML_FIELD.findall(body))
+        code = fields.get(b"Code", b"").decode(errors="replace") or str(status)
+        raise AwsError(code, fields.get(b"Message", b"").decode(errors="replace"), status)
+
+
+class LeanSecretsManager:
+    """GetSecretValue as boto3's client answers it: {"SecretString": ...} (or SecretBinary)."""
+
+    def get_secret_value(self, *, SecretId: str) -> dict[str, Any]:
+        url = (_endpoint("SECRETS_MANAGER") or f"https://secretsmanager.{region()}.amazonaws.com") + "/"
+        headers = {"X-Amz-Target": "secretsmanager.GetSecretValue", "Content-Type": "application/x-amz-json-1.1"}
+        status, _, body = _signed("secretsmanager", "POST", url, headers, json.dumps({"SecretId": SecretId}).encode(),
+                                  timeout=20.0)
+        try:
+            answer = json.loads(body) if body else {}
+        except ValueError:
+            answer = {}
+        if status == 200 and isinstance(answer, dict):
+            return answer
+        # The error's type and message name the secret and the reason, never its value.
+        answer = answer if isinstance(answer, dict) else {}
+        code = str(answer.get("__type", status)).rsplit("#", 1)[-1]
+        raise AwsError(code, str(answer.get("message") or answer.get("Message") or ""), status)
+
+
+_LEAN = {"s3": LeanS3, "secretsmanager": LeanSecretsManager}
+
+
+def lean_client(service: str) -> Any:
+    """The process's lean caller for "s3" (get_object) or "secretsmanager" (get_secret_value)."""
+    made = _lean.get(service)
+    if made is None:
+        made = _lean.setdefault(service, _LEAN[service]())
+    return made

@@ -117,24 +117,26 @@ class S3CatalogSource:
             return self._catalog
 
     def _refresh(self) -> None:
+        # Without an injected client, one signed GET (aws.lean_client): no S3 client to build on a
+        # cold start. An injected client may be boto3's, so its errors are caught too.
         from botocore.exceptions import BotoCoreError, ClientError
 
         where = f"s3://{self.bucket}/{self.key}"
-        s3 = self._s3 or aws.client("s3")
+        s3 = self._s3 or aws.lean_client("s3")
         request: dict[str, Any] = {"Bucket": self.bucket, "Key": self.key}
         if self._etag and self._catalog is not None:
             request["IfNoneMatch"] = self._etag
         try:
             try:
                 answer = s3.get_object(**request)
-            except ClientError as exc:
-                if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == 304:
+            except (ClientError, aws.AwsError) as exc:
+                if _not_modified(exc):
                     self._expires = self._clock() + self.ttl
                     return
                 raise
             body = answer["Body"].read()
             catalog = parse_catalog(body)
-        except (BotoCoreError, ClientError, MomorError) as exc:
+        except (BotoCoreError, ClientError, aws.AwsError, MomorError) as exc:
             if self._catalog is None:
                 if isinstance(exc, MomorError):
                     raise
@@ -145,6 +147,13 @@ class S3CatalogSource:
             return
         self._catalog, self._etag = catalog, answer.get("ETag")
         self._expires = self._clock() + self.ttl
+
+
+def _not_modified(exc: Exception) -> bool:
+    """S3's 304 to IfNoneMatch: the object is the one already served."""
+    if isinstance(exc, aws.AwsError):
+        return exc.status == 304
+    return getattr(exc, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode") == 304
 
 
 _source: CatalogSource | None = None

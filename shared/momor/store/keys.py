@@ -149,15 +149,14 @@ def saved_keys() -> dict[str, ProviderKey]:
 
 
 def _fetch(secret_id: str) -> str:
-    from botocore.exceptions import BotoCoreError, ClientError
-
+    # One signed POST (aws.lean_client), not a boto3 client: no service model to load on a cold start.
     try:
-        answer = aws.client("secretsmanager").get_secret_value(SecretId=secret_id)
-    except ClientError as exc:
+        answer = aws.lean_client("secretsmanager").get_secret_value(SecretId=secret_id)
+    except aws.AwsError as exc:
         # The error code and message name the secret and the reason, never its value.
+        if exc.status == 0:
+            raise KeysError(f"cannot reach Secrets Manager for {secret_id}: {exc}") from None
         raise KeysError(f"cannot read the saved keys secret {secret_id}: {exc}") from None
-    except BotoCoreError as exc:
-        raise KeysError(f"cannot reach Secrets Manager for {secret_id}: {exc}") from None
     if "SecretString" not in answer:
         raise KeysError(f"saved keys secret {secret_id} must be a SecretString")
     return answer["SecretString"]
