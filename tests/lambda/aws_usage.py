@@ -12,7 +12,8 @@ nothing here.
 
 Call sites, two kinds:
 - boto3: `<client>.<method>(...)` where the receiver is (or was assigned from) an expression
-  containing `<x>.client("s3" | "dynamodb" | "secretsmanager")` and the method is an operation of
+  containing `<x>.client("s3" | "dynamodb" | "secretsmanager")` (or `<x>.lean_client(...)`, the
+  signed single requests of store/aws.py, named like boto3's) and the method is an operation of
   that service's botocore model (so `client.exceptions` or `client.meta` are not operations).
 - the signed-HTTP DynamoDB path: a function that writes the `X-Amz-Target` header and takes an
   `operation` parameter is a sink; so is a function that passes its own `operation` to a sink; a
@@ -274,9 +275,11 @@ def operation_names(service: str) -> dict[str, str]:
 
 
 def _client_service(node: ast.AST) -> str | None:
-    """The service of a `<x>.client("svc")` call anywhere inside `node`."""
+    """The service of a `<x>.client("svc")` call anywhere inside `node`, or of `<x>.lean_client("svc")`
+    (store/aws.py's signed single requests, which keep boto3's method and argument names)."""
     for sub in ast.walk(node):
-        if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "client"
+        if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
+                and sub.func.attr in ("client", "lean_client")
                 and sub.args and isinstance(sub.args[0], ast.Constant) and sub.args[0].value in SERVICES):
             return sub.args[0].value
     return None
@@ -436,6 +439,10 @@ def unreadable_calls() -> list[str]:
                 if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "resource"
                         and sub.args and isinstance(sub.args[0], ast.Constant) and sub.args[0].value in SERVICES):
                     found.append(f"{module.name}:{qualname} line {sub.lineno}: boto3 resource API")
-                if isinstance(sub, ast.Constant) and sub.value == "X-Amz-Target" and "operation" not in params:
+                # A lean client's method named like boto3's (store/aws.py `get_secret_value`) is read at
+                # its call sites (`lean_client("secretsmanager").get_secret_value(...)`), as boto3's are.
+                boto3_named = any(qualname.rsplit(".", 1)[-1] in operation_names(svc) for svc in SERVICES)
+                if (isinstance(sub, ast.Constant) and sub.value == "X-Amz-Target" and "operation" not in params
+                        and not boto3_named):
                     found.append(f"{module.name}:{qualname} line {sub.lineno}: X-Amz-Target without `operation`")
     return found

@@ -79,11 +79,11 @@ async def test_a_stream_under_way_ends_with_an_error_before_the_invocation_does(
     endless = Endless()
     breakers = Breakers(failures=1)  # one failure counted would open the circuit
     s = session(endless.exchange, deadline=time.monotonic() + 0.3, breakers=breakers)
-    await s.open()
+    answer = await s.open()
     got = []
     with pytest.raises(ProviderError) as info:
         async with asyncio.timeout(HANG_BOUND):
-            async for event in s.events():
+            async for event in answer.events:
                 got.append(event)
     assert info.value.after_output and "ran out of time" in info.value.detail
     assert got, "output came before the deadline"
@@ -103,8 +103,7 @@ async def test_no_attempt_starts_once_the_invocation_is_nearly_over():
 async def test_off_lambda_the_configured_budget_alone_applies():
     endless = Endless()
     s = session(endless.exchange, deadline=None)
-    await s.open()
-    events = s.events()
+    answer = await s.open()
     for _ in range(20):  # still streaming: no deadline cut it
-        await anext(events)
-    await events.aclose()
+        await anext(answer.events)
+    await answer.close()

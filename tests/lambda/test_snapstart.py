@@ -17,7 +17,7 @@ from infra.emulators import Endpoints, provision
 from momor import providers
 from momor.config import reset_config
 from momor.lambda_stream import snapstart
-from momor.store import apikeys, catalog_source, keys, ratelimit
+from momor.store import apikeys, catalog_source, dynamo, keys, ratelimit
 from momor.store import aws as boto
 
 from . import rie
@@ -106,7 +106,7 @@ def test_momors_hooks_are_registered():
 def test_warm_does_the_first_calls_work_before_the_snapshot(deployed):
     providers._loaded.clear()  # as in a fresh process
     snapstart.warm()
-    assert set(snapstart.SERVICES) <= set(boto._clients)
+    assert set(snapstart.LEAN_SERVICES) <= set(boto._lean) and dynamo._signer is not None
     assert catalog_source.catalog_source().is_fresh()
     assert keys._cache is not None and "openai" in keys._cache.keys
     wires = {p.wire for p in catalog_source.get_catalog().providers}

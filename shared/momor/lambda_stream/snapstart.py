@@ -5,8 +5,9 @@ With SnapStart (template.yaml's SnapStart parameter) Lambda runs the init once p
 version, snapshots the environment's memory and starts every new environment from that snapshot.
 The streaming bridge runs these hooks around the snapshot (runner._snapshot_and_restore).
 
-Before the snapshot (the app and its imports are loaded already, by the init): make the boto3
-clients (importing botocore's machinery and loading the service models is most of their cost),
+Before the snapshot (the app and its imports are loaded already, by the init): make the AWS
+session, the lean S3 and Secrets Manager readers and the DynamoDB signer (importing botocore and
+resolving credentials is most of their cost),
 read the catalog from S3 (parsed and validated), import the provider wires it uses (imported
 lazily otherwise) and read the saved keys from Secrets Manager. Each is
 best effort: a missing setting or an unreachable store must not fail the version's publication;
@@ -35,7 +36,8 @@ from snapshot_restore_py import register_after_restore, register_before_snapshot
 
 logger = logging.getLogger("momor.lambda_stream")
 
-SERVICES = ("dynamodb", "s3", "secretsmanager")
+LEAN_SERVICES = ("s3", "secretsmanager")
+"""What the first call reads through store/aws.py's signed single requests (the catalog, the keys)."""
 
 
 def _best_effort(what: str, fn: Callable[..., Any], *args: Any) -> None:
@@ -49,10 +51,14 @@ def _best_effort(what: str, fn: Callable[..., Any], *args: Any) -> None:
 def warm() -> None:
     """Do before the snapshot what the first call would otherwise pay for."""
     from momor.config import get_config
-    from momor.store import aws, catalog_source, keys
+    from momor.store import aws, catalog_source, dynamo, keys
 
-    for service in SERVICES:
-        _best_effort(f"the {service} client", aws.client, service)
+    # The first call's AWS paths: the shared botocore session (credentials, region), the lean S3 and
+    # Secrets Manager readers and the signed DynamoDB caller; no boto3 client is on that path.
+    _best_effort("the AWS session", aws.session)
+    for service in LEAN_SERVICES:
+        _best_effort(f"the {service} reader", aws.lean_client, service)
+    _best_effort("the DynamoDB signer", dynamo._current)
     try:
         config = get_config()
     except Exception as exc:  # a bad configuration fails the app's build, not this optimisation
