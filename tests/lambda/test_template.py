@@ -29,6 +29,8 @@ ROUTES = [
     ("post", "/models", "ModelsFunction", True),
     ("post", "/models/chat", "ModelsFunction", True),
     ("post", "/models/two", "ModelsFunction", True),
+    ("post", "/models/decision", "DecisionFunction", False),
+    ("post", "/models/transcribe", "TranscribeFunction", False),
     ("post", "/v1/chat/completions", "ChatCompletionsFunction", True),
     ("post", "/models/completions", "ChatCompletionsFunction", True),
     ("post", "/messages", "MessagesFunction", True),
@@ -41,6 +43,8 @@ ROUTES = [
 ]
 FOLDERS = {
     "ModelsFunction": "models",
+    "DecisionFunction": "decision",
+    "TranscribeFunction": "transcribe",
     "ChatCompletionsFunction": "chat_completions",
     "MessagesFunction": "messages",
     "GenerationsFunction": "generations",
@@ -264,9 +268,12 @@ API_KEYS = {"Fn::GetAtt": ["ApiKeysTable", "Arn"]}
 RECORDS = {"Fn::GetAtt": ["RecordsTable", "Arn"]}
 SECRET = {"AWSSecretsManagerGetSecretValuePolicy": {"SecretArn": {"Ref": "ProviderKeysSecret"}}}
 
+ROUTED = [*STREAMING, "DecisionFunction", "TranscribeFunction"]
+"""Functions that route calls to providers: they read the catalog and the keys secret and write records."""
+
 GRANTS: dict[str, set[tuple[str, str]]] = {
     **{f: {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys"), ("dynamodb:PutItem", "records")}
-       for f in STREAMING},
+       for f in ROUTED},
     "GenerationsFunction": {("dynamodb:GetItem", "api-keys"), ("dynamodb:GetItem", "records")},
     "CatalogFunction": {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys")},
 }
@@ -294,5 +301,5 @@ def test_least_privilege(function):
             for resource in resources:
                 granted.add((action, _target(resource)))
     assert granted == GRANTS[function]
-    expected_templates = {**SECRET} if function in STREAMING else {}
+    expected_templates = {**SECRET} if function in ROUTED else {}
     assert templates(function) == expected_templates

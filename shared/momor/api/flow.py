@@ -139,7 +139,7 @@ async def _prepare(
     recorder.selectors = routed.written_selectors
     recorder.streaming = routed.call.stream
     check_provider_names(catalog, routed.prio, routed.prio_where)
-    candidates = plan(catalog, routed.selectors, routed.prio, routed.needs)
+    candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
     await admission.check()
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)

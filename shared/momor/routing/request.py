@@ -33,6 +33,8 @@ class Routed:
     gate: Callable[[Candidate, list[Any]], str | None] | None = None
     """Whether a candidate may be tried given the attempts so far (records.Attempt): None if it
     may, else why not (it is then skipped). The Anthropic door's overflow header uses it."""
+    kind: str = "chat"
+    """The kind of model the route serves (catalog `kind`): chat, decision or transcription."""
     reply: Any = None
     """What the dialect's writer needs from the request (doors are stateless): e.g. whether the
     caller asked for a usage chunk, the service tier asked, the overflow in force."""
