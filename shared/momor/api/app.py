@@ -39,10 +39,10 @@ def build_app(*factories: RouterFactory, backend: Backend | None = None, title: 
 def all_routes(backend: Backend | None = None) -> FastAPI:
     """Every route in one app: the local server's."""
     from ..dialects.anthropic import route as anthropic
-    from ..dialects.native import decision_route
+    from ..dialects.native import decision_route, transcribe
     from ..dialects.native import route as native
     from ..dialects.openai import route as openai
     from . import generations, model_list
 
-    return build_app(native.router, decision_route.router, openai.router, generations.router, anthropic.router,
-                     model_list.router, backend=backend)
+    return build_app(native.router, decision_route.router, transcribe.router, openai.router, generations.router,
+                     anthropic.router, model_list.router, backend=backend)
