@@ -33,7 +33,7 @@ def problem(response, status, field):
 class _Files(BaseHTTPRequestHandler):
     """A local web server for files by URL: /memo.wav, and /hop redirecting to a loopback address."""
 
-    def do_GET(self):  # noqa: N802 (http.server's name)
+    def do_GET(self):
         if self.path == "/hop":
             self.send_response(302)
             self.send_header("Location", f"http://127.0.0.1:{self.server.server_port}/memo.wav")

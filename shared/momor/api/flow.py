@@ -95,6 +95,11 @@ class Prepared:
     routed: Routed
     candidates: list[Candidate]
     resolve_key: KeyResolver
+    zdr: bool = False
+    """The call runs under zero data retention (asked for, or the caller's organization holds it)."""
+    exchange: Any = None
+    """The attempt loop's exchange, when a routing step (file processing) shapes what each
+    candidate is sent; None for the plain one."""
 
 
 Operation = Callable[[Prepared], Awaitable[Response]]
@@ -143,7 +148,7 @@ async def _prepare(
     zdr = routed.prio.zdr or _caller_zdr(caller)
     await admission.check()
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
-    return Prepared(door, backend, recorder, routed, candidates, resolve)
+    return Prepared(door, backend, recorder, routed, candidates, resolve, zdr)
 
 
 async def generate(p: Prepared) -> Response:
@@ -156,6 +161,7 @@ async def generate(p: Prepared) -> Response:
         resolve_key=p.resolve_key,
         network_timeout=routed.network_timeout,
         rollover=routed.rollover,
+        **({"exchange_fn": p.exchange} if p.exchange is not None else {}),
     )
     served = await session.open()
     if not routed.call.stream:

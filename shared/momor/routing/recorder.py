@@ -93,6 +93,8 @@ class Recorder:
     written: bool = False
     gateway_request_id: str | None = None
     """API Gateway's id for the request (Lambda only): the correlation id in the logs."""
+    conversions: list[Any] = field(default_factory=list)
+    """File conversions made before the attempt loop (conversion.Conversion), for the record."""
 
     @property
     def attempts(self) -> list[Attempt]:
@@ -124,6 +126,7 @@ class Recorder:
             status=self.status_code,
             attempts=self.attempts,
             finish_reason=self.finish_reason,
+            conversions=[c.to_dict() for c in self.conversions],
         )
         if served is not None:
             m = served.candidate.model

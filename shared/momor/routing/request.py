@@ -33,6 +33,8 @@ class Routed:
     gate: Callable[[Candidate, list[Any]], str | None] | None = None
     """Whether a candidate may be tried given the attempts so far (records.Attempt): None if it
     may, else why not (it is then skipped). The Anthropic door's overflow header uses it."""
+    processing: Any = None
+    """Seed 000 fileProcessing when it is not `none` (auto or directed, with its types)."""
     kind: str = "chat"
     """The kind of model the route serves (catalog `kind`): chat, decision or transcription."""
     reply: Any = None

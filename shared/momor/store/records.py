@@ -119,12 +119,15 @@ class CallRecord:
     cost: Decimal | None = None
     """Left out, the attempts' costs summed: what the whole call cost."""
     finish_reason: str | None = None
+    conversions: list[dict[str, Any]] = field(default_factory=list)
+    """File conversions made for the call (seed 000 fileProcessing), each with what it cost."""
     created: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
 
     def to_dict(self, ttl_days: int) -> dict[str, Any]:
         cost = self.cost
         if cost is None:
             cost = sum((a.cost for a in self.attempts if a.cost is not None), Decimal(0))
+            cost += sum((c["cost"] for c in self.conversions), Decimal(0))
         return {
             "id": self.id,
             "callerId": self.caller_id,
@@ -143,6 +146,7 @@ class CallRecord:
             "cost": cost,
             "finishReason": self.finish_reason,
             "status": self.status,
+            **({"conversions": self.conversions} if self.conversions else {}),
             "expiresAt": int(self.created.timestamp()) + ttl_days * 86_400,
         }
 
