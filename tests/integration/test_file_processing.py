@@ -44,7 +44,8 @@ def test_none_sends_the_pdf_as_is_and_a_text_only_model_cannot_take_it(momor, fa
 
 
 def test_auto_gives_a_text_only_model_the_pdfs_text(momor, fake):
-    response = momor.post("/models", body(bytes_file(PDF, "report.pdf", "application/pdf"), processing={"type": "auto"}))
+    pdf = bytes_file(PDF, "report.pdf", "application/pdf")
+    response = momor.post("/models", body(pdf, processing={"type": "auto"}))
     assert response.status_code == 200, response.text
     assert response.json()["model"]["name"] == "llama-3.3-70b"
     parts = user_content(fake.requests("deepinfra")[-1])
@@ -85,7 +86,8 @@ def test_auto_transcribes_audio_for_a_model_without_audio_input(momor, fake):
 
 def test_auto_fetches_a_url_pdf_for_a_wire_that_takes_only_bytes(momor, fake):
     with FileServer({"/report.pdf": (PDF, "application/pdf")}) as files:
-        file = {"type": "url", "value": f"{files.url}/report.pdf", "name": "report.pdf", "contentType": "application/pdf"}
+        file = {"type": "url", "value": f"{files.url}/report.pdf", "name": "report.pdf",
+                "contentType": "application/pdf"}
         none = momor.post("/models", body(file, model="gpt-5-mini"))
         problem(none, 502, "by address")  # seed 000's 502 without processing
         response = momor.post("/models", body(file, model="gpt-5-mini", processing={"type": "auto"}))
@@ -149,12 +151,11 @@ def test_directed_through_a_chat_model_that_reads_pdfs(momor, fake):
 
 def test_conversions_never_change_which_model_answers(momor, fake):
     pdf = bytes_file(PDF, "report.pdf", "application/pdf")
-    routing = {"model": None, "models": ["llama-3.3-70b", "gpt-5-mini"]}
     served = []
     for processing in (None, {"type": "auto"}):
         payload = body(pdf, processing=processing)
         payload.pop("model")
-        payload["models"] = routing["models"]
+        payload["models"] = ["llama-3.3-70b", "gpt-5-mini"]
         response = momor.post("/models", payload)
         assert response.status_code == 200, response.text
         served.append(response.json()["model"]["name"])
