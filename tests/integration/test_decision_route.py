@@ -152,3 +152,13 @@ def test_get_models_shows_each_models_kind(momor):
     assert entries["gpt-5-mini"]["kind"] == "chat"
     assert entries["gpt-5-nano-decide"]["kind"] == "decision"
     assert entries["whisper-1"]["kind"] == "transcription"
+
+
+def test_a_content_policy_refusal_is_final_here_too(momor, fake):
+    from tests.fakes.dialects import azure_content_filter_error
+
+    fake.script("mistral", fail(400, azure_content_filter_error()))
+    response = momor.post("/models/decision", body(model=None, models=["mistral-small-decide", "gpt-5-nano-decide"]))
+    assert response.status_code == 400, response.text
+    assert "content management policy" in response.json()["detail"]
+    assert not fake.requests("openai")

@@ -123,12 +123,13 @@ async def decide(
         for _ in range(2):  # the answer, then one retry with the options restated
             session = Session(held, [candidate], recorder, resolve_key=resolve_key, network_timeout=network_timeout)
             try:
-                await session.open()
-                async for _event in session.events():
-                    pass
+                await session.open()  # a final refusal (content policy) propagates, as on POST /models
             except NoCandidateServed as exc:
                 summaries.extend(exc.attempts)
                 break
+            try:
+                async for _event in session.events():
+                    pass
             except ProviderError as exc:  # a buffered answer that broke after opening
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail))
                 break
