@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -181,3 +182,15 @@ def test_none_under_zdr_is_still_served(momor, fake):
                                            "contentType": "image/png"}, model="claude-sonnet-4-5",
                                           processing={"type": "none"}, prioritization={"zdr": True}))
     assert response.status_code == 200, response.text
+
+
+def test_auto_without_a_transcription_model_sends_audio_as_is(momor, fake):
+    catalog = json.loads(json.dumps(momor.catalog))
+    catalog["models"] = [m for m in catalog["models"] if m.get("kind") != "transcription"]
+    momor.write_catalog(catalog)
+    wav = bytes_file(tiny_wav(), "memo.wav", "audio/wav")
+    auto = momor.post("/models", body(wav, model="gpt-5-mini", processing={"type": "auto"}))
+    none = momor.post("/models", body(wav, model="gpt-5-mini"))
+    problem(auto, 502, "memo.wav")  # what none gives: the wire cannot carry audio for this model
+    assert auto.json()["detail"] == none.json()["detail"]
+    assert not fake.requests("openai")

@@ -244,10 +244,16 @@ async def prepare(call: Call, candidates: list[Candidate], mode: str, types: dic
         messages = await converted_messages(call.messages, lambda f: directed_choice(f.content_type, types or {}),
                                             converter)
         return {c.label: messages for c in candidates}
+    # With no transcription model in the catalog, auto leaves audio as it is (the wire decides).
+    can_transcribe = any(m.kind == "transcription" and m.tier for m in converter.catalog.models)
+
+    def choose(file: File, candidate: Candidate) -> str | None:
+        how = auto_choice(file, candidate)
+        return None if how == processors.TRANSCRIPTION and not can_transcribe else how
+
     out: dict[str, list[Any]] = {}
     for candidate in candidates:
-        out[candidate.label] = await converted_messages(call.messages, lambda f, c=candidate: auto_choice(f, c),
-                                                        converter)
+        out[candidate.label] = await converted_messages(call.messages, lambda f, c=candidate: choose(f, c), converter)
     return out
 
 
