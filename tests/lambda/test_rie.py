@@ -357,7 +357,7 @@ def _json_headers(stack: Stack) -> dict[str, str]:
 def test_decision_function_answers_one_of_the_options(decision_fn, stack, kind):
     stack.fake.reset()
     stack.fake.script("mistral", reply(text="Hmm, hard to say."), reply(text="no"))
-    body = {**native_body(model="mistral-small-decide"), "options": ["yes", "no"]}
+    body = {**native_body(model="mistral-small-decide"), "options": ["yes", "no"], "keys": {"mistral": "sk-call-m"}}
     answer = decision_fn.invoke(rie.api_event(kind, "POST", "/models/decision", body=body,
                                               headers=_json_headers(stack)))
     assert answer.status == 200, f"{answer.text}\n{decision_fn.log()}"
@@ -392,6 +392,7 @@ def test_models_function_converts_a_pdf_with_the_layers_pypdf(models_fn, stack):
     pdf = {"type": "bytes", "value": base64.b64encode(pdf_with_text("Seven swans swimming.")).decode(),
            "name": "swans.pdf", "contentType": "application/pdf"}
     body = {"systemPrompt": "", "model": "llama-3.3-70b", "fileProcessing": {"type": "auto"},
+            "keys": {"deepinfra": "sk-call-d"},
             "messages": [{"type": "user", "value": "Read it.", "files": [pdf]}]}
     answer = models_fn.invoke(rie.api_event("rest", "POST", "/models", body=body, headers=_json_headers(stack)))
     assert answer.status == 200, f"{answer.text}\n{models_fn.log()}"

@@ -20,7 +20,7 @@ from ...api.backend import Backend
 from ...api.flow import Prepared, routed_call
 from ...call import Call
 from ...catalog import Catalog
-from ...config import get_config
+from ...config import describe_bytes, get_config
 from ...errors import RequestError
 from ...http import json_response
 from ...messages import File, UserMessage
@@ -71,8 +71,8 @@ def parse(raw: dict[str, Any]) -> Routed:
                            "audio file (audio/*).", param="file.contentType")
     if body.file.type == "bytes":  # checked before any provider is planned; a URL is checked as it is fetched
         limit = get_config().max_file_bytes
-        if len(body.file.value) * 3 // 4 > limit + 2:
-            raise RequestError(f"file: the file {body.file.name!r} is larger than the limit for one file.",
+        if len(body.file.value) * 3 // 4 > limit + 2:  # exact once decoded (routing/fetch.py file_bytes)
+            raise RequestError(f"file: the file {body.file.name!r} is larger than {describe_bytes(limit)}.",
                                status=413, param="file")
     return Routed(
         call=Call(system="", messages=[UserMessage(files=[body.file])]),
