@@ -194,3 +194,19 @@ def test_auto_without_a_transcription_model_sends_audio_as_is(momor, fake):
     problem(auto, 502, "memo.wav")  # what none gives: the wire cannot carry audio for this model
     assert auto.json()["detail"] == none.json()["detail"]
     assert not fake.requests("openai")
+
+
+def test_directed_transcription_processor_and_plain_text(momor, fake):
+    processing = {"type": "directed", "types": {"audio/*": "transcription", "text/*": "plain-text"}}
+    payload = body(bytes_file(tiny_wav(), "memo.wav", "audio/wav"), model="claude-sonnet-4-5", processing=processing)
+    payload["messages"][0]["files"].append(bytes_file("Ünïcode notes".encode(), "notes.txt", "text/plain"))
+    response = momor.post("/models", payload)
+    assert response.status_code == 200, response.text
+    assert fake.requests("openai")[0].json["model"] == "whisper-1"  # the cheapest transcription model
+    content = fake.requests("anthropic")[-1].json["messages"][0]["content"]
+    text = " ".join(c["text"] for c in content if c["type"] == "text")
+    assert "Transcript of memo.wav (0.50 s)." in text and "Ünïcode notes" in text
+    assert {c["type"] for c in content} == {"text"}
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [(c["file"], c["by"]) for c in record["conversions"]] == [("memo.wav", "whisper-1"),
+                                                                     ("notes.txt", "plain-text")]

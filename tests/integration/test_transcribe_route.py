@@ -157,3 +157,13 @@ def test_get_models_lists_transcription_prices(momor):
     assert whisper["kind"] == "transcription"
     assert whisper["offerings"][0]["prices"]["perMinute"] == 0.006
     assert json.dumps(whisper)  # plain JSON
+
+
+def test_a_passing_503_is_retried_on_the_same_offering(momor, fake):
+    fake.script("openai", fail(503))
+    response = momor.post("/models/transcribe", {"file": audio_file(), "model": "whisper-1"})
+    assert response.status_code == 200, response.text
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [(a["model"], a["status"], a["httpStatus"]) for a in record["attempts"]] == [
+        ("whisper-1", "failed", 503), ("whisper-1", "ok", 200)]
+    assert record["attempts"][0]["cost"] == 0
