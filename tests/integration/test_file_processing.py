@@ -210,3 +210,17 @@ def test_directed_transcription_processor_and_plain_text(momor, fake):
     record = momor.record(response.headers["x-momor-request-id"])
     assert [(c["file"], c["by"]) for c in record["conversions"]] == [("memo.wav", "whisper-1"),
                                                                      ("notes.txt", "plain-text")]
+
+
+def test_an_organization_held_to_zdr_cannot_process_files(momor, fake):
+    from momor.store import apikeys
+
+    key, _ = apikeys.create_api_key("zdr org", zdr=True)
+    headers = {**momor.headers(), "Authorization": f"Bearer {key}"}
+    pdf = bytes_file(PDF, "report.pdf", "application/pdf")
+    response = momor.post("/models", body(pdf, model="claude-sonnet-4-5", processing={"type": "auto"}),
+                          headers=headers)
+    problem(response, 400, "fileProcessing")
+    assert not fake.requests()
+    served = momor.post("/models", body(pdf, model="claude-sonnet-4-5"), headers=headers)
+    assert served.status_code == 200, served.text
