@@ -237,13 +237,17 @@ def _with_files(message: Any, files: list[File], texts: list[str]) -> Any:
     return message
 
 
+def offering_key(model: str, provider: str) -> str:
+    return f"{model}@{provider}"
+
+
 async def prepare(call: Call, candidates: list[Candidate], mode: str, types: dict[str, str] | None,
                   converter: Converter) -> dict[str, list[Any]]:
-    """Each candidate's messages (by Candidate.label), converted as `mode` asks."""
+    """Each candidate's messages (by offering_key), converted as `mode` asks."""
     if mode == "directed":
         messages = await converted_messages(call.messages, lambda f: directed_choice(f.content_type, types or {}),
                                             converter)
-        return {c.label: messages for c in candidates}
+        return {offering_key(c.model.name, c.provider.name): messages for c in candidates}
     # With no transcription model in the catalog, auto leaves audio as it is (the wire decides).
     can_transcribe = any(m.kind == "transcription" and m.tier for m in converter.catalog.models)
 
@@ -253,7 +257,8 @@ async def prepare(call: Call, candidates: list[Candidate], mode: str, types: dic
 
     out: dict[str, list[Any]] = {}
     for candidate in candidates:
-        out[candidate.label] = await converted_messages(call.messages, lambda f, c=candidate: choose(f, c), converter)
+        key = offering_key(candidate.model.name, candidate.provider.name)
+        out[key] = await converted_messages(call.messages, lambda f, c=candidate: choose(f, c), converter)
     return out
 
 
@@ -262,7 +267,7 @@ def converting_exchange(original: list[Any], per_candidate: dict[str, list[Any]]
     added after the caller's (a rollover's prefill) are kept behind them."""
 
     def exchange_converted(wire: Any, call: Call, target: Target, **kwargs: Any) -> AsyncIterator[Event]:
-        messages = per_candidate.get(f"{target.model.name}@{target.provider.name}")
+        messages = per_candidate.get(offering_key(target.model.name, target.provider.name))
         if messages is not None:
             call = dataclasses.replace(call, messages=[*messages, *call.messages[len(original):]])
         return base(wire, call, target, **kwargs)
