@@ -201,6 +201,7 @@ def provision(
     *,
     records_table: str = "momor-records",
     api_keys_table: str = "momor-api-keys",
+    memory_table: str = "momor-memory",
     catalog_bucket: str = "momor-catalog",
     catalog_key: str = "catalog.json",
     catalog_file: str | os.PathLike[str] | None = None,
@@ -212,8 +213,9 @@ def provision(
     ddb = endpoints.client("dynamodb")
     _create_table(ddb, records_table, "id")
     _create_table(ddb, api_keys_table, "keyHash")
-    # Records expire, and so do the rate-limit windows kept in the API-keys table.
-    for table in (records_table, api_keys_table):
+    _create_table(ddb, memory_table, "threadKey")
+    # Records expire, and so do the rate-limit windows kept in the API-keys table and memory threads.
+    for table in (records_table, api_keys_table, memory_table):
         if _ttl_off(ddb, table):
             ddb.update_time_to_live(
                 TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"}
@@ -235,6 +237,7 @@ def provision(
     return {
         "MOMOR_RECORDS_TABLE": records_table,
         "MOMOR_API_KEYS_TABLE": api_keys_table,
+        "MOMOR_MEMORY_TABLE": memory_table,
         "MOMOR_CATALOG_BUCKET": catalog_bucket,
         "MOMOR_CATALOG_KEY": catalog_key,
         "MOMOR_KEYS_SECRET": keys_secret,

@@ -73,6 +73,10 @@ class AwsResources:
         return self.env["MOMOR_API_KEYS_TABLE"]
 
     @property
+    def memory_table(self) -> str:
+        return self.env["MOMOR_MEMORY_TABLE"]
+
+    @property
     def bucket(self) -> str:
         return self.env["MOMOR_CATALOG_BUCKET"]
 
@@ -97,6 +101,7 @@ def momor_aws(aws: Endpoints, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsRe
         aws,
         records_table=f"records-{tag}",
         api_keys_table=f"api-keys-{tag}",
+        memory_table=f"memory-{tag}",
         catalog_bucket=f"catalog-{tag}",
         keys_secret=f"momor/keys-{tag}",
     )

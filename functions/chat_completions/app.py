@@ -1,4 +1,5 @@
-"""POST /v1/chat/completions and /models/completions: the OpenAI-compatible route (seed 001).
+"""POST /v1/chat/completions and /models/completions: the OpenAI-compatible route (seed 001);
+POST /router/v1/chat/completions and /router/chat/completions: its router alias (seed 003).
 
 `handler` serves buffered invocations (API Gateway -> Mangum); a streaming deployment runs the
 same `app` through momor.lambda_stream (see template.yaml).
@@ -7,7 +8,7 @@ same `app` through momor.lambda_stream (see template.yaml).
 from mangum import Mangum
 
 from momor.api.app import build_app
-from momor.dialects.openai import route
+from momor.dialects.openai import route, router_route
 
-app = build_app(route.router, title="Momor OpenAI-compatible route")
+app = build_app(route.router, router_route.router, title="Momor OpenAI-compatible route")
 handler = Mangum(app, lifespan="off")

@@ -108,12 +108,69 @@ class Provider(_Strict):
         return self
 
 
+class RouterFamily(_Strict):
+    """A family of providers the router prefers, in the order `router.families` lists them."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$")
+    """What a caller writes to force it: `<name>` or `<name>-auto` as the model."""
+    providers: list[str] = Field(min_length=1)
+    """Provider names or roots (a root stands for its regions)."""
+    fallback: list[str] = Field(default_factory=list)
+    """Families that back this one up when it is forced (NVIDIA falls back to Puter by default)."""
+
+
+class RouterClassifier(_Strict):
+    """The model that reads a prompt and names the tier to serve it with."""
+
+    model: str
+    """A model name from `models` (its offerings are tried in family order)."""
+    max_tokens: int = Field(16, alias="maxTokens", ge=1)
+    temperature: float = Field(0.0, ge=0)
+    """Near 0 for a repeatable answer (a wire that refuses 0 raises it itself, e.g. NVIDIA's clamp)."""
+    prompt_chars: int = Field(4000, alias="promptChars", ge=1)
+    """The last characters of the caller's prompt the classifier is shown."""
+
+
+def _default_families() -> list[RouterFamily]:
+    return [
+        RouterFamily(name="zen", providers=["zen"]),
+        RouterFamily(name="nvidia", providers=["nvidia"], fallback=["puter"]),
+        RouterFamily(name="puter", providers=["puter"]),
+    ]
+
+
+class RouterSettings(_Strict):
+    """The router alias (`POST /router/v1/chat/completions`, seed 003): families, classifier, tiers."""
+
+    families: list[RouterFamily] = Field(default_factory=_default_families)
+    """Preferred provider families, in order (default: zen, then nvidia, then puter)."""
+    classifier: RouterClassifier | None = None
+    """None: every auto-routed call is served with `defaultTier` (the record says so)."""
+    tiers: list[Tier] = Field(default_factory=lambda: ["low", "medium", "high"], min_length=1)
+    """The tiers the classifier chooses among."""
+    default_tier: Tier = Field("medium", alias="defaultTier")
+    """Serves a call whose classifier failed or answered something that is not one of `tiers`."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RouterSettings:
+        names = [f.name for f in self.families]
+        if len(set(names)) != len(names):
+            raise ValueError("families: names must be unique")
+        for i, family in enumerate(self.families):
+            for name in family.fallback:
+                if name not in names:
+                    raise ValueError(f"families[{i}].fallback: {name!r} is not a family")
+        return self
+
+
 class Catalog(_Strict):
     version: Literal[1] = 1
     cutoff: dt.date | None = None
     """tier/auto/* selectors leave out models released on or before this date (unless maxAge lets them in)."""
     providers: list[Provider]
     models: list[Model]
+    router: RouterSettings = Field(default_factory=RouterSettings)
+    """How the router alias routes (seed 003)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Catalog:
@@ -130,6 +187,9 @@ class Catalog(_Strict):
                     raise ValueError(
                         f"models[{i}].offerings[{j}].provider: {offering.provider!r} is not in providers"
                     )
+        classifier = self.router.classifier
+        if classifier is not None and classifier.model.lower() not in {m.lower() for m in models}:
+            raise ValueError(f"router.classifier.model: {classifier.model!r} is not in models")
         return self
 
     def provider(self, name: str) -> Provider:

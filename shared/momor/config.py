@@ -2,7 +2,8 @@
 
     storage     MOMOR_CATALOG_FILE (development) or MOMOR_CATALOG_BUCKET + MOMOR_CATALOG_KEY (S3),
                 MOMOR_CATALOG_TTL (60 s), MOMOR_KEYS_SECRET, MOMOR_KEYS_TTL (300 s),
-                MOMOR_RECORDS_TABLE, MOMOR_RECORD_TTL_DAYS (90), MOMOR_API_KEYS_TABLE
+                MOMOR_RECORDS_TABLE, MOMOR_RECORD_TTL_DAYS (90), MOMOR_API_KEYS_TABLE,
+                MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30)
     failures    MOMOR_RETRIES (2), MOMOR_RETRY_BASE_MS (250), MOMOR_RETRY_MAX_MS (4000),
                 MOMOR_MAX_RETRY_AFTER_S (20), MOMOR_CALL_BUDGET_S (300), MOMOR_CONNECT_TIMEOUT_S (10),
                 MOMOR_FIRST_TOKEN_TIMEOUT_S (120), MOMOR_IDLE_TIMEOUT_S (60),
@@ -56,6 +57,8 @@ class Config:
     records_table: str | None = _knob("MOMOR_RECORDS_TABLE")
     record_ttl_days: int = _knob("MOMOR_RECORD_TTL_DAYS", 90, kind=int, minimum=0)
     api_keys_table: str | None = _knob("MOMOR_API_KEYS_TABLE")
+    memory_table: str | None = _knob("MOMOR_MEMORY_TABLE")
+    memory_ttl_days: int = _knob("MOMOR_MEMORY_TTL_DAYS", 30, kind=int, minimum=0)
     # failures (routing/policy.py)
     retries: int = _knob("MOMOR_RETRIES", 2, kind=int, minimum=0, maximum=10)
     retry_base: float = _knob("MOMOR_RETRY_BASE_MS", 0.25, kind=float, minimum=0, scale=0.001)

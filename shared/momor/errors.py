@@ -40,10 +40,11 @@ class RoutingError(RequestError):
     status = 400
 
 
-ProviderErrorKind = Literal["connect", "timeout", "http", "protocol", "refused", "unsupported", "no_key"]
+ProviderErrorKind = Literal["connect", "timeout", "http", "protocol", "refused", "unsupported"]
 """connect/timeout: transport; http: an HTTP error status; protocol: a malformed or cut answer;
 refused: a final content-policy refusal; unsupported: the call carries something this offering's
-wire cannot carry (fails that offering only); no_key: no key for the provider."""
+wire cannot carry (fails that offering only). Which of them retry, fail over or stop is
+routing/policy.py's."""
 
 
 class ProviderError(MomorError):
@@ -69,16 +70,6 @@ class ProviderError(MomorError):
         self.headers = headers or {}
         self.retry_after = retry_after
         self.after_output = after_output
-
-    @property
-    def worth_failover(self) -> bool:
-        """Whether another candidate may succeed where this one failed.
-
-        A request the provider refuses as malformed (400/404/422) is still worth another
-        candidate, since "a provider that refuses one [parameter] moves the call to the next
-        candidate" (seed 000); a content-policy refusal is final.
-        """
-        return self.kind != "refused"
 
 
 @dataclass(slots=True)

@@ -64,10 +64,10 @@ def raw_item(momor_aws: Any, record_id: str) -> dict[str, Any]:
     ]
 
 
-def test_served_call_is_written_and_read_back(momor_aws: Any) -> None:
-    records.put_record(served_record())
+async def test_served_call_is_written_and_read_back(momor_aws: Any) -> None:
+    await records.put_record_async(served_record())
 
-    got = records.get_record("req-ok", "caller-a")
+    got = await records.get_record_async("req-ok", "caller-a")
 
     assert got is not None
     assert got["id"] == "req-ok"
@@ -97,10 +97,10 @@ def test_served_call_is_written_and_read_back(momor_aws: Any) -> None:
     assert got["cost"] == pytest.approx(0.00042)
 
 
-def test_costs_are_dynamodb_numbers_and_exact(momor_aws: Any) -> None:
+async def test_costs_are_dynamodb_numbers_and_exact(momor_aws: Any) -> None:
     record = served_record("req-cost")
     record.cost = Decimal("0.000123456789")
-    records.put_record(record)
+    await records.put_record_async(record)
 
     item = raw_item(momor_aws, "req-cost")
 
@@ -110,21 +110,21 @@ def test_costs_are_dynamodb_numbers_and_exact(momor_aws: Any) -> None:
     assert second["latencyMs"] == {"N": "340.25"}  # a float, stored through Decimal
 
 
-def test_expires_at_is_the_tables_ttl(momor_aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_expires_at_is_the_tables_ttl(momor_aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     ttl = momor_aws.client("dynamodb").describe_time_to_live(TableName=momor_aws.records_table)
     assert ttl["TimeToLiveDescription"] == {"TimeToLiveStatus": "ENABLED", "AttributeName": "expiresAt"}
 
-    records.put_record(served_record("req-90"))
+    await records.put_record_async(served_record("req-90"))
     monkeypatch.setenv("MOMOR_RECORD_TTL_DAYS", "7")
     reset_config()
-    records.put_record(served_record("req-7"))
+    await records.put_record_async(served_record("req-7"))
 
     created = int(CREATED.timestamp())
     assert raw_item(momor_aws, "req-90")["expiresAt"] == {"N": str(created + 90 * 86_400)}
     assert raw_item(momor_aws, "req-7")["expiresAt"] == {"N": str(created + 7 * 86_400)}
 
 
-def test_failed_call_is_recorded(momor_aws: Any) -> None:
+async def test_failed_call_is_recorded(momor_aws: Any) -> None:
     failed = CallRecord(
         id="req-failed",
         caller_id="caller-a",
@@ -138,9 +138,9 @@ def test_failed_call_is_recorded(momor_aws: Any) -> None:
             Attempt("azure", "gpt-test", "gpt-test-az", "none", "skipped", error="no key for azure"),
         ],
     )
-    records.put_record(failed)
+    await records.put_record_async(failed)
 
-    got = records.get_record("req-failed", "caller-a")
+    got = await records.get_record_async("req-failed", "caller-a")
 
     assert got is not None
     assert got["status"] == 502
@@ -152,23 +152,23 @@ def test_failed_call_is_recorded(momor_aws: Any) -> None:
     assert got["cost"] == 0
 
 
-def test_only_the_caller_that_made_the_call_reads_it(momor_aws: Any) -> None:
-    records.put_record(served_record("req-mine"))
-    assert records.get_record("req-mine", "caller-b") is None
-    assert records.get_record("req-missing", "caller-a") is None
-    assert records.get_record("req-mine", "caller-a") is not None
+async def test_only_the_caller_that_made_the_call_reads_it(momor_aws: Any) -> None:
+    await records.put_record_async(served_record("req-mine"))
+    assert await records.get_record_async("req-mine", "caller-b") is None
+    assert await records.get_record_async("req-missing", "caller-a") is None
+    assert await records.get_record_async("req-mine", "caller-a") is not None
 
 
-async def test_async_write_and_read(momor_aws: Any) -> None:
+async def test_write_and_read_on_the_request_path(momor_aws: Any) -> None:
     await records.put_record_async(served_record("req-async"))
     got = await records.get_record_async("req-async", "caller-a")
     assert got is not None and got["id"] == "req-async"
 
 
-def test_records_never_hold_a_key(momor_aws: Any) -> None:
+async def test_records_never_hold_a_key(momor_aws: Any) -> None:
     record = served_record("req-leak")
     record.attempts[0].error = f"HTTP 401: Incorrect API key provided: {SECRET}. " + "x" * 1000
-    records.put_record(record, secrets=[SECRET, ""])
+    await records.put_record_async(record, secrets=[SECRET, ""])
 
     everything = json.dumps(momor_aws.client("dynamodb").scan(TableName=momor_aws.records_table)["Items"])
     assert SECRET not in everything

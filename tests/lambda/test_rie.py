@@ -87,6 +87,7 @@ def stack(aws: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             catalog_bucket=f"rie-catalog-{tag}",
             catalog_file=catalog_file,
             keys_secret=f"momor/rie-keys-{tag}",
+            memory_table=f"rie-memory-{tag}",
             keys=SAVED_KEYS,
         )
         key, caller_id = _create_api_key(aws, names["MOMOR_API_KEYS_TABLE"])
@@ -303,6 +304,29 @@ def test_chat_completions_function_answers_in_openai_shape(chat_completions_fn, 
     refused = chat_completions_fn.invoke(rie.api_event(kind, "POST", "/v1/chat/completions", body=body,
                                                        headers={"Content-Type": "application/json"}))
     assert refused.status == 401 and refused.json()["error"]["message"]
+
+
+def test_router_alias_on_the_chat_completions_function_remembers_across_instances(chat_completions_fn, build,
+                                                                                   stack):
+    """The built function serves the router alias, and its thread lives in the memory table: a second
+    function process (another Lambda instance) continues it."""
+    stack.fake.reset()
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {stack.api_key}"}
+
+    def turn(fn: rie.LambdaFunction, text: str) -> rie.Answer:
+        body = {"model": "gpt-5-mini", "chat_id": "rie-thread", "messages": [{"role": "user", "content": text}]}
+        answer = fn.invoke(rie.api_event("rest", "POST", "/router/v1/chat/completions", body=body, headers=headers))
+        assert answer.status == 200, f"{answer.text}\n{fn.log()}"
+        assert answer.json()["chat_id"] == "rie-thread" and answer.headers["x-momor-chat-id"] == "rie-thread"
+        return answer
+
+    turn(chat_completions_fn, "First instance.")
+    with rie.LambdaFunction.from_build(build, "ChatCompletionsFunction", stack.env("ChatCompletionsFunction")) as other:
+        turn(other, "Second instance.")
+    assert stack.fake.requests("openai")[-1].json["messages"] == [
+        {"role": "user", "content": "First instance."}, {"role": "assistant", "content": "Echo: First instance."},
+        {"role": "user", "content": "Second instance."},
+    ]
 
 
 @pytest.mark.parametrize("kind", KINDS)

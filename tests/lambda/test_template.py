@@ -33,6 +33,8 @@ ROUTES = [
     ("post", "/models/transcribe", "TranscribeFunction", False),
     ("post", "/v1/chat/completions", "ChatCompletionsFunction", True),
     ("post", "/models/completions", "ChatCompletionsFunction", True),
+    ("post", "/router/v1/chat/completions", "ChatCompletionsFunction", True),
+    ("post", "/router/chat/completions", "ChatCompletionsFunction", True),
     ("post", "/messages", "MessagesFunction", True),
     ("post", "/messages/count_tokens", "MessagesFunction", True),
     ("post", "/v1/messages", "MessagesFunction", True),
@@ -104,15 +106,14 @@ def test_sam_build_makes_every_function_and_both_layers():
     wrapper = momor / "lambda_bootstrap.sh"
     assert wrapper.is_file() and os.access(wrapper, os.X_OK), "the exec wrapper must stay executable"
     deps = build.artifact("DependenciesLayer") / "python"
-    for package in ("fastapi", "mangum", "httpx2", "pydantic", "boto3", "aws_lambda_powertools", "orjson",
-                    "jsonschema"):
+    for package in ("fastapi", "mangum", "httpx2", "pydantic", "boto3", "aws_lambda_powertools", "orjson"):
         assert (deps / package).is_dir(), package
     # Compiled dependencies are Lambda's: CPython 3.13 on x86_64 Linux.
     assert list((deps / "pydantic_core").glob("*.cpython-313-x86_64-linux-gnu.so"))
     assert list((deps / "orjson").glob("*.cpython-313-x86_64-linux-gnu.so"))
     # No dev tooling or stray build state in the layers.
     assert not list((build.artifact("MomorLayer") / "python").glob("*.egg-info"))
-    assert not (deps / "pytest").exists()
+    assert not (deps / "pytest").exists() and not (deps / "jsonschema").exists()  # a test-only dependency
 
 
 # --- the template, read -------------------------------------------------------------------------------
@@ -206,7 +207,7 @@ def test_powertools_and_settings_env(function):
     all_vars = {**T["Globals"]["Function"]["Environment"]["Variables"],
                 **props(function).get("Environment", {}).get("Variables", {})}
     momor_vars = {name for name in all_vars if name.startswith("MOMOR_")} - {"MOMOR_ASGI_APP"}
-    assert momor_vars <= set(ENV_VARS), "a MOMOR_ variable momor.settings does not read"
+    assert momor_vars <= set(ENV_VARS), "a MOMOR_ variable momor.config does not read"
     assert all_vars["MOMOR_RECORDS_TABLE"] == {"Ref": "RecordsTable"}
     assert all_vars["MOMOR_API_KEYS_TABLE"] == {"Ref": "ApiKeysTable"}
     assert all_vars["MOMOR_CATALOG_BUCKET"] == {"Ref": "CatalogBucket"}
@@ -246,7 +247,10 @@ def test_tables():
     assert records["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
     keys = props("ApiKeysTable")
     assert keys["KeySchema"] == [{"AttributeName": "keyHash", "KeyType": "HASH"}]
-    for table in ("RecordsTable", "ApiKeysTable"):
+    memory = props("MemoryTable")
+    assert memory["KeySchema"] == [{"AttributeName": "threadKey", "KeyType": "HASH"}]
+    assert memory["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
+    for table in ("RecordsTable", "ApiKeysTable", "MemoryTable"):
         p = props(table)
         assert p["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
         assert p["BillingMode"] == "PAY_PER_REQUEST"
@@ -266,6 +270,7 @@ def test_bucket_and_secret():
 CATALOG_OBJECT = "arn:${AWS::Partition}:s3:::${CatalogBucket}/${CatalogKey}"
 API_KEYS = {"Fn::GetAtt": ["ApiKeysTable", "Arn"]}
 RECORDS = {"Fn::GetAtt": ["RecordsTable", "Arn"]}
+MEMORY = {"Fn::GetAtt": ["MemoryTable", "Arn"]}
 SECRET = {"AWSSecretsManagerGetSecretValuePolicy": {"SecretArn": {"Ref": "ProviderKeysSecret"}}}
 
 ROUTED = [*STREAMING, "DecisionFunction", "TranscribeFunction"]
@@ -274,6 +279,10 @@ ROUTED = [*STREAMING, "DecisionFunction", "TranscribeFunction"]
 GRANTS: dict[str, set[tuple[str, str]]] = {
     **{f: {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys"), ("dynamodb:PutItem", "records")}
        for f in ROUTED},
+    # The router alias keeps its threads (momor/store/memory.py: GetItem, PutItem, DeleteItem).
+    "ChatCompletionsFunction": {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys"),
+                                ("dynamodb:PutItem", "records"), ("dynamodb:GetItem", "memory"),
+                                ("dynamodb:PutItem", "memory"), ("dynamodb:DeleteItem", "memory")},
     "GenerationsFunction": {("dynamodb:GetItem", "api-keys"), ("dynamodb:GetItem", "records")},
     "CatalogFunction": {("s3:GetObject", "catalog"), ("dynamodb:GetItem", "api-keys")},
 }
@@ -284,6 +293,8 @@ def _target(resource: Any) -> str:
         return "api-keys"
     if resource == RECORDS:
         return "records"
+    if resource == MEMORY:
+        return "memory"
     if isinstance(resource, dict) and "Fn::Sub" in resource and sub_text(resource) == CATALOG_OBJECT:
         return "catalog"
     raise AssertionError(f"unexpected resource {resource!r}")

@@ -58,7 +58,7 @@ CATALOG = parse_catalog(
 
 
 def labels(candidates):
-    return [c.label for c in candidates]
+    return [f"{c.model.name}@{c.provider.name}" for c in candidates]
 
 
 def run(model=None, models=None, prio=None, needs=None):

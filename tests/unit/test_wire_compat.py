@@ -15,6 +15,7 @@ from momor.errors import ProviderError
 from momor.messages import ContentMessage, ThinkingMessage, UserMessage
 from momor.providers.base import Target
 from momor.providers.openai_chat import WIRE, map_error, parse_response
+from momor.routing.policy import classify
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "compat-secret-key-0123"
@@ -96,7 +97,7 @@ def test_azure_content_filter_error_is_a_final_refusal():
                                                     "content_filter_result": {"violence": {"filtered": True,
                                                                                            "severity": "medium"}}}}}
     error = map_error(400, json.dumps(body).encode(), {})
-    assert error.kind == "refused" and not error.worth_failover
+    assert error.kind == "refused" and classify(error) == "final"
     assert "content management policy" in error.detail
 
 

@@ -26,6 +26,7 @@ from momor.providers import wire_for
 from momor.providers.base import SSEEvent, Target
 from momor.providers.openai_chat import WIRE
 from momor.providers.sse import SSEDecoder
+from momor.routing.policy import classify
 
 API_KEY = "sk-test-secret-0123456789"
 PDF_B64 = "JVBERi0xLjQK"
@@ -149,7 +150,7 @@ def test_media_the_wire_or_model_cannot_take_is_unsupported(file: File, inputs: 
     with pytest.raises(ProviderError) as caught:
         build(Call(system="", messages=[user("x", [file])]), make_target(inputs=inputs))
     assert caught.value.kind == "unsupported"
-    assert caught.value.worth_failover
+    assert classify(caught.value) != "final"
 
 
 def test_consecutive_model_messages_form_one_assistant_message() -> None:
@@ -852,10 +853,10 @@ def test_compatible_servers_error_shapes_are_read(body: dict[str, Any]) -> None:
 def test_content_policy_refusal_is_refused(body: bytes) -> None:
     error = WIRE.map_error(400, body, {})
     assert error.kind == "refused"
-    assert not error.worth_failover
+    assert classify(error) == "final"
 
 
 def test_other_client_errors_are_http_and_worth_failover() -> None:
     error = WIRE.map_error(400, openai_error("Unsupported parameter: 'top_k'"), {})
     assert error.kind == "http"
-    assert error.worth_failover
+    assert classify(error) != "final"

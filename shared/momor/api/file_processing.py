@@ -7,7 +7,7 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from ..errors import RequestError
-from ..routing.conversion import Converter, converting_exchange, prepare
+from ..routing.conversion import Converter, converting_adjust, prepare
 from .flow import Prepared, generate
 
 
@@ -21,5 +21,5 @@ async def generate_processed(p: Prepared) -> Response:
     catalog = await p.backend.catalog()
     converter = Converter(catalog, p.routed.prio, p.resolve_key, p.recorder, p.routed.network_timeout)
     per_candidate = await prepare(p.routed.call, p.candidates, processing.type, processing.types, converter)
-    p.exchange = converting_exchange(p.routed.call.messages, per_candidate)
+    p.routed.adjust = converting_adjust(p.routed.call.messages, per_candidate, p.routed.adjust)
     return await generate(p)

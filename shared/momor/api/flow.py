@@ -95,11 +95,11 @@ class Prepared:
     routed: Routed
     candidates: list[Candidate]
     resolve_key: KeyResolver
+    after_answer: Callable[[Assembler], Awaitable[None]] | None = None
+    """Run once a complete answer is in, before its last byte leaves (the router's memory keeps the
+    answer here, so the caller's next turn finds it); a failed answer never reaches it."""
     zdr: bool = False
     """The call runs under zero data retention (asked for, or the caller's organization holds it)."""
-    exchange: Any = None
-    """The attempt loop's exchange, when a routing step (file processing) shapes what each
-    candidate is sent; None for the plain one."""
 
 
 Operation = Callable[[Prepared], Awaitable[Response]]
@@ -148,7 +148,7 @@ async def _prepare(
     zdr = routed.prio.zdr or _caller_zdr(caller)
     await admission.check()
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
-    return Prepared(door, backend, recorder, routed, candidates, resolve, zdr)
+    return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr)
 
 
 async def generate(p: Prepared) -> Response:
@@ -161,11 +161,11 @@ async def generate(p: Prepared) -> Response:
         resolve_key=p.resolve_key,
         network_timeout=routed.network_timeout,
         rollover=routed.rollover,
-        **({"exchange_fn": p.exchange} if p.exchange is not None else {}),
+        adjust=routed.adjust,
     )
     served = await session.open()
     if not routed.call.stream:
-        async for _ in session.events():
+        async for _ in _answered(p, session):
             pass
         recorder.status_code = 200
         recorder.finish_reason = session.assembler.finish.reason if session.assembler.finish else None
@@ -182,7 +182,7 @@ async def _streamed(p: Prepared, session: Session, served: Candidate) -> AsyncIt
     recorder = p.recorder
     recorder.status_code = 200
     try:
-        async for chunk in p.door.stream(recorder.request_id, p.routed, served, session.events()):
+        async for chunk in p.door.stream(recorder.request_id, p.routed, served, _answered(p, session)):
             yield chunk
     except ProviderError as exc:  # a door that lets one through still leaves a record
         recorder.error = exc.detail
@@ -196,6 +196,14 @@ async def _streamed(p: Prepared, session: Session, served: Candidate) -> AsyncIt
         # A caller that hangs up on the last byte cancels this task: the record is written anyway.
         with anyio.CancelScope(shield=True):
             await _record(p.backend, recorder)
+
+
+async def _answered(p: Prepared, session: Session) -> AsyncIterator[Event]:
+    """The session's events; once they are all in (a complete answer), `after_answer` runs."""
+    async for event in session.events():
+        yield event
+    if p.after_answer is not None:
+        await p.after_answer(session.assembler)
 
 
 def _gated(resolve: Any, gate: Callable[[Candidate, list[Any]], str | None] | None, recorder: Recorder) -> Any:

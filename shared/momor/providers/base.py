@@ -15,7 +15,7 @@ see `transport.py`. Wire modules never do I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -90,3 +90,15 @@ class Wire(Protocol):
     def stream_decoder(self, target: Target) -> StreamDecoder: ...
 
     def map_error(self, status: int, body: bytes, headers: dict[str, str]) -> ProviderError: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionWire:
+    """A wire made of a module's functions: the usual way to expose `WIRE` (see openai_chat.py).
+    A wire with more to offer (token counting, auth) is a class of its own (anthropic.py)."""
+
+    name: str
+    build_request: Callable[[Call, Target, bool], WireRequest]
+    parse_response: Callable[[bytes, Target], Iterable[Event]]
+    stream_decoder: Callable[[Target], StreamDecoder]
+    map_error: Callable[[int, bytes, dict[str, str]], ProviderError]

@@ -27,12 +27,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..call import Call
 from ..errors import ProviderError, ProviderErrorKind
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
-from .base import SSEEvent, Target, WireRequest
+from .base import FunctionWire, SSEEvent, Target
 from .openai_chat_request import TOOL_CALL_FIELDS, WIRE_NAME, build_request
-from .transport import retry_after_seconds
+from .transport import retry_after
 
 _FINISH_REASON_MAP: dict[str, Stop] = {
     "stop": "stop",
@@ -369,7 +368,7 @@ def map_error(status: int, body: bytes, headers: dict[str, str]) -> ProviderErro
         upstream_status=status,
         body=parsed,
         headers=headers,
-        retry_after=_retry_after(headers),
+        retry_after=retry_after(headers),
     )
 
 
@@ -415,34 +414,7 @@ def _error_kind(parsed: Any) -> ProviderErrorKind:
     return "refused" if codes & _CONTENT_POLICY_CODES else "http"
 
 
-def _retry_after(headers: dict[str, str]) -> float | None:
-    lower = {k.lower(): v for k, v in headers.items()}
-    milliseconds = lower.get("retry-after-ms")
-    if milliseconds:
-        try:
-            return max(0.0, float(milliseconds) / 1000)
-        except ValueError:
-            pass
-    return retry_after_seconds(lower.get("retry-after"))
-
-
 # ---------------------------------------------------------------------------------------------
 
 
-class OpenAIChatWire:
-    name = WIRE_NAME
-
-    def build_request(self, call: Call, target: Target, stream: bool) -> WireRequest:
-        return build_request(call, target, stream)
-
-    def parse_response(self, body: bytes, target: Target) -> list[Event]:
-        return parse_response(body, target)
-
-    def stream_decoder(self, target: Target) -> _ChatStreamDecoder:
-        return _ChatStreamDecoder()
-
-    def map_error(self, status: int, body: bytes, headers: dict[str, str]) -> ProviderError:
-        return map_error(status, body, headers)
-
-
-WIRE = OpenAIChatWire()
+WIRE = FunctionWire(WIRE_NAME, build_request, parse_response, lambda target: _ChatStreamDecoder(), map_error)

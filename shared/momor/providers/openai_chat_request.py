@@ -27,6 +27,7 @@ from ..messages import (
 )
 from .base import Target, WireRequest
 from .endpoint import endpoint
+from .openai_tools import tool_choice
 
 WIRE_NAME = "openai_chat"
 
@@ -76,7 +77,7 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
     body: dict[str, Any] = {"model": target.model_id, "messages": _map_messages(call, target)}
     if call.tools:
         body["tools"] = _map_tools(call.tools)
-        body.update(_map_tool_choice(call.params))
+        body.update(tool_choice(call.params))
     if call.response_schema is not None:
         body["response_format"] = _map_response_format(call.response_schema, call.params)
     body.update(_map_parameters(call.params, target))
@@ -261,26 +262,6 @@ def _map_tools(tools: list[Tool]) -> list[dict[str, Any]]:
             function["description"] = tool.description
         mapped.append({"type": "function", "function": function})
     return mapped
-
-
-def _map_tool_choice(params: Parameters) -> dict[str, Any]:
-    # Only sent with tools: OpenAI refuses tool_choice and parallel_tool_calls on a call without any.
-    body: dict[str, Any] = {}
-    if params.parallel_tool_calls is not None:
-        body["parallel_tool_calls"] = params.parallel_tool_calls
-    tool_use = params.tool_use
-    if tool_use is None:
-        return body
-    match tool_use.type:
-        case "auto" | "none":
-            body["tool_choice"] = tool_use.type
-        case "any":
-            body["tool_choice"] = "required"
-        case "use":
-            body["tool_choice"] = {"type": "function", "function": {"name": tool_use.name or ""}}
-        case _:
-            assert_never(tool_use.type)
-    return body
 
 
 def _map_response_format(schema: dict[str, Any], params: Parameters) -> dict[str, Any]:

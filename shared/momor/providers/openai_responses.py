@@ -40,12 +40,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..call import Call
 from ..errors import ProviderError, ProviderErrorKind
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
-from .base import SSEEvent, Target, WireRequest
+from .base import FunctionWire, SSEEvent, Target
 from .openai_responses_request import WIRE_NAME, build_request
-from .transport import retry_after_seconds
+from .transport import retry_after
 
 SUMMARY_SEPARATOR = "\n\n"
 """Between two summary parts of one reasoning item, streamed and whole alike."""
@@ -348,7 +347,7 @@ def map_error(status: int, body: bytes, headers: dict[str, str]) -> ProviderErro
     message = _message(error) or (parsed.strip()[:500] if isinstance(parsed, str) else "")
     detail = f"{WIRE_NAME} provider answered {status}" + (f": {message}" if message else ".")
     return ProviderError(detail, kind=_error_kind(error), upstream_status=status, body=parsed, headers=headers,
-                         retry_after=_retry_after(headers))
+                         retry_after=retry_after(headers))
 
 
 def _failed(error: Any) -> ProviderError:
@@ -381,34 +380,7 @@ def _error_kind(error: Any) -> ProviderErrorKind:
     return "http"
 
 
-def _retry_after(headers: dict[str, str]) -> float | None:
-    lower = {k.lower(): v for k, v in headers.items()}
-    milliseconds = lower.get("retry-after-ms")
-    if milliseconds:
-        try:
-            return max(0.0, float(milliseconds) / 1000)
-        except ValueError:
-            pass
-    return retry_after_seconds(lower.get("retry-after"))
-
-
 # ---------------------------------------------------------------------------------------------
 
 
-class OpenAIResponsesWire:
-    name = WIRE_NAME
-
-    def build_request(self, call: Call, target: Target, stream: bool) -> WireRequest:
-        return build_request(call, target, stream)
-
-    def parse_response(self, body: bytes, target: Target) -> list[Event]:
-        return parse_response(body, target)
-
-    def stream_decoder(self, target: Target) -> ResponsesStreamDecoder:
-        return ResponsesStreamDecoder()
-
-    def map_error(self, status: int, body: bytes, headers: dict[str, str]) -> ProviderError:
-        return map_error(status, body, headers)
-
-
-WIRE = OpenAIResponsesWire()
+WIRE = FunctionWire(WIRE_NAME, build_request, parse_response, lambda target: ResponsesStreamDecoder(), map_error)

@@ -25,6 +25,7 @@ from ..messages import (
     state_for,
 )
 from .base import Target, WireRequest
+from .openai_tools import tool_choice
 
 WIRE_NAME = "openai_responses"
 PATH = "/responses"
@@ -61,7 +62,7 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
     body["input"] = _map_messages(call.messages, target, store_false)
     if call.tools:
         body["tools"] = _map_tools(call.tools)
-        body.update(_map_tool_choice(call.params))
+        body.update(tool_choice(call.params, flat=True))
     if call.response_schema is not None:
         body["text"] = {"format": _map_text_format(call.response_schema, call.params)}
     body.update(_map_parameters(call.params))
@@ -227,25 +228,6 @@ def _map_tools(tools: list[Tool]) -> list[dict[str, Any]]:
             function["description"] = tool.description
         mapped.append(function)
     return mapped
-
-
-def _map_tool_choice(params: Parameters) -> dict[str, Any]:
-    body: dict[str, Any] = {}
-    if params.parallel_tool_calls is not None:
-        body["parallel_tool_calls"] = params.parallel_tool_calls
-    tool_use = params.tool_use
-    if tool_use is None:
-        return body
-    match tool_use.type:
-        case "auto" | "none":
-            body["tool_choice"] = tool_use.type
-        case "any":
-            body["tool_choice"] = "required"
-        case "use":
-            body["tool_choice"] = {"type": "function", "name": tool_use.name or ""}
-        case _:
-            assert_never(tool_use.type)
-    return body
 
 
 def _map_text_format(schema: dict[str, Any], params: Parameters) -> dict[str, Any]:

@@ -42,8 +42,9 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
-from .base import SSEEvent, Target, WireRequest
+from .base import FunctionWire, SSEEvent, Target, WireRequest
 from .endpoint import auth_headers
+from .openai_tools import tool_choice
 from .transport import retry_after_seconds
 
 WIRE_NAME = "puter"
@@ -84,7 +85,7 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
             {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
             for t in call.tools
         ]
-        args.update(_map_tool_choice(call.params))
+        args.update(tool_choice(call.params))
     args.update(_map_parameters(call.params, target))
     driver = target.provider.options.get("driver")
     body = {
@@ -152,25 +153,6 @@ def _map_file(file: File, target: Target) -> dict[str, Any]:
         raise _unsupported(f"{file.name!r} ({content_type}): only images")
     url = file.value if file.type == "url" else f"data:{content_type};base64,{file.value}"
     return {"type": "image_url", "image_url": {"url": url}}
-
-
-def _map_tool_choice(params: Parameters) -> dict[str, Any]:
-    args: dict[str, Any] = {}
-    if params.parallel_tool_calls is not None:
-        args["parallel_tool_calls"] = params.parallel_tool_calls
-    tool_use = params.tool_use
-    if tool_use is None:
-        return args
-    match tool_use.type:
-        case "auto" | "none":
-            args["tool_choice"] = tool_use.type
-        case "any":
-            args["tool_choice"] = "required"
-        case "use":
-            args["tool_choice"] = {"type": "function", "function": {"name": tool_use.name or ""}}
-        case _:
-            assert_never(tool_use.type)
-    return args
 
 
 def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
@@ -413,20 +395,4 @@ def _error(parsed: Any, status: int | None) -> ProviderError:
     )
 
 
-class PuterWire:
-    name = WIRE_NAME
-
-    def build_request(self, call: Call, target: Target, stream: bool) -> WireRequest:
-        return build_request(call, target, stream)
-
-    def parse_response(self, body: bytes, target: Target) -> list[Event]:
-        return parse_response(body, target)
-
-    def stream_decoder(self, target: Target) -> _PuterStreamDecoder:
-        return _PuterStreamDecoder()
-
-    def map_error(self, status: int, body: bytes, headers: dict[str, str]) -> ProviderError:
-        return map_error(status, body, headers)
-
-
-WIRE = PuterWire()
+WIRE = FunctionWire(WIRE_NAME, build_request, parse_response, lambda target: _PuterStreamDecoder(), map_error)

@@ -46,6 +46,18 @@ DEFAULT_TIMEOUTS = Timeouts()
 
 
 
+def retry_after(headers: dict[str, str]) -> float | None:
+    """The wait a provider asks for: OpenAI's `retry-after-ms` where sent (finer), else Retry-After."""
+    lower = {k.lower(): v for k, v in headers.items()}
+    milliseconds = lower.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(0.0, float(milliseconds) / 1000)
+        except ValueError:
+            pass
+    return retry_after_seconds(lower.get("retry-after"))
+
+
 def retry_after_seconds(value: str | None) -> float | None:
     """Retry-After as seconds: a number of seconds or an HTTP date."""
     if not value:

@@ -74,6 +74,7 @@ class Session:
         breakers: Breakers | None = None,
         exchange_fn: Exchange = exchange,
         rollover: bool = False,
+        adjust: Callable[[Call, Candidate], Call] | None = None,
     ) -> None:
         self.call = call
         self.candidates = candidates
@@ -84,6 +85,7 @@ class Session:
         self.breakers = breakers or process_breakers()
         self.exchange_fn = exchange_fn
         self.rollover = rollover
+        self.adjust = adjust
         self.served: Candidate | None = None
         self.assembler = Assembler()
         """The answer as the caller receives it (across a rollover, both offerings' parts)."""
@@ -176,7 +178,7 @@ class Session:
 
     async def _start(self, candidate: Candidate, key: ResolvedKey) -> None:
         target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source)
-        call = self.call
+        call = self.adjust(self.call, candidate) if self.adjust else self.call
         params = params_for(call.params, candidate)
         if params is not call.params:
             call = dataclasses.replace(call, params=params)

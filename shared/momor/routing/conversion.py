@@ -1,7 +1,8 @@
 """File processing (seed 000 `fileProcessing`): converting attached files before the model sees them.
 
-A routing step between planning and the attempt loop. It never changes which model answers: the
-plan is made as without it, and the conversions shape only what each candidate is sent.
+A routing step between planning and the attempt loop (its result is the call's `adjust`). It never
+changes which model answers: the plan is made as without it, and the conversions shape only what
+each candidate is sent.
 
 - `none`: files go as they are.
 - `auto`: for each candidate, what its model cannot read (catalog `capabilities.input`) is
@@ -21,7 +22,7 @@ a model keep their own attempts off the call's: they are not who answered).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -30,11 +31,8 @@ from ..call import Call
 from ..catalog import Catalog
 from ..config import get_config
 from ..errors import RequestError
-from ..events import Event
 from ..messages import ContentMessage, File, ToolResultMessage, UserMessage, attached_files
-from ..providers.base import Target
 from ..providers.openai_transcribe import Audio
-from ..providers.transport import exchange
 from . import processors
 from .attempts import KeyResolver, Session
 from .fetch import fetch_url, file_bytes
@@ -262,14 +260,18 @@ async def prepare(call: Call, candidates: list[Candidate], mode: str, types: dic
     return out
 
 
-def converting_exchange(original: list[Any], per_candidate: dict[str, list[Any]], base: Any = exchange) -> Any:
-    """The attempt loop's exchange, sending each candidate its converted messages. Messages the loop
-    added after the caller's (a rollover's prefill) are kept behind them."""
+def converting_adjust(original: list[Any], per_candidate: dict[str, list[Any]],
+                      then: Callable[[Call, Candidate], Call] | None = None) -> Callable[[Call, Candidate], Call]:
+    """The attempt loop's per-candidate adjustment (routing/request.py Routed.adjust), sending each
+    candidate its converted messages after any adjustment already in force. Messages the loop added
+    after the caller's (a rollover's prefill) are kept behind them."""
 
-    def exchange_converted(wire: Any, call: Call, target: Target, **kwargs: Any) -> AsyncIterator[Event]:
-        messages = per_candidate.get(offering_key(target.model.name, target.provider.name))
-        if messages is not None:
-            call = dataclasses.replace(call, messages=[*messages, *call.messages[len(original):]])
-        return base(wire, call, target, **kwargs)
+    def adjust(call: Call, candidate: Candidate) -> Call:
+        if then is not None:
+            call = then(call, candidate)
+        messages = per_candidate.get(offering_key(candidate.model.name, candidate.provider.name))
+        if messages is None:
+            return call
+        return dataclasses.replace(call, messages=[*messages, *call.messages[len(original):]])
 
-    return exchange_converted
+    return adjust

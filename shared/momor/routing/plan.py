@@ -32,10 +32,6 @@ class Candidate:
     offering: Offering
     provider: Provider
 
-    @property
-    def label(self) -> str:
-        return f"{self.model.name}@{self.provider.name}"
-
 
 @dataclass(slots=True, frozen=True)
 class Needs:

@@ -95,6 +95,10 @@ class Recorder:
     """API Gateway's id for the request (Lambda only): the correlation id in the logs."""
     conversions: list[Any] = field(default_factory=list)
     """File conversions made before the attempt loop (conversion.Conversion), for the record."""
+    router: dict[str, Any] | None = None
+    """The router alias's own steps, for the record (records.CallRecord.router)."""
+    classifier: list[AttemptTimer] = field(default_factory=list)
+    """The classifier's attempts (they never serve the call, so they are kept apart)."""
 
     @property
     def attempts(self) -> list[Attempt]:
@@ -127,6 +131,8 @@ class Recorder:
             attempts=self.attempts,
             finish_reason=self.finish_reason,
             conversions=[c.to_dict() for c in self.conversions],
+            router=self.router,
+            classifier_attempts=[t.attempt for t in self.classifier],
         )
         if served is not None:
             m = served.candidate.model

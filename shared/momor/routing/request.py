@@ -37,6 +37,9 @@ class Routed:
     """Seed 000 fileProcessing when it is not `none` (auto or directed, with its types)."""
     kind: str = "chat"
     """The kind of model the route serves (catalog `kind`): chat, decision or transcription."""
+    adjust: Callable[[Call, Candidate], Call] | None = None
+    """The call as one candidate is sent it, when that differs by candidate (the router's default
+    max_tokens, kept within each model's output maximum)."""
     reply: Any = None
     """What the dialect's writer needs from the request (doors are stateless): e.g. whether the
     caller asked for a usage chunk, the service tier asked, the overflow in force."""

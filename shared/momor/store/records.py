@@ -11,6 +11,9 @@ The item (attribute names as the GET route answers them):
     served        {model, provider, tier, publisher} or null
     usage, cost   cost in USD from the catalog's prices (a DynamoDB number, written as Decimal)
     finishReason, status (the HTTP status the caller got)
+    router        the router alias only (seed 003): {tier, tierSource: classifier | default |
+                  asked, tierNote, classifier: [attempts, as above], memory: {mode, turns}};
+                  the classifier's cost is in `cost`
     expiresAt     epoch seconds; the table's TTL attribute (MOMOR_RECORD_TTL_DAYS)
 
 A record never holds a secret: keys are not among its fields, error text is cut short, and any
@@ -30,7 +33,7 @@ from ..catalog import Prices
 from ..config import get_config
 from ..events import Usage
 from ..redact import redact
-from . import aws, dynamo
+from . import dynamo
 
 ERROR_TEXT_MAX = 300
 _MILLION = Decimal(1_000_000)
@@ -122,13 +125,17 @@ class CallRecord:
     conversions: list[dict[str, Any]] = field(default_factory=list)
     """File conversions made for the call (seed 000 fileProcessing), each with what it cost."""
     created: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
+    router: dict[str, Any] | None = None
+    """The router's own steps (tier, memory); `classifier_attempts` are written inside it."""
+    classifier_attempts: list[Attempt] = field(default_factory=list)
 
     def to_dict(self, ttl_days: int) -> dict[str, Any]:
         cost = self.cost
         if cost is None:
-            cost = sum((a.cost for a in self.attempts if a.cost is not None), Decimal(0))
+            every = [*self.attempts, *self.classifier_attempts]
+            cost = sum((a.cost for a in every if a.cost is not None), Decimal(0))
             cost += sum((c["cost"] for c in self.conversions), Decimal(0))
-        return {
+        document = {
             "id": self.id,
             "callerId": self.caller_id,
             "created": self.created.isoformat(timespec="milliseconds"),
@@ -149,6 +156,9 @@ class CallRecord:
             **({"conversions": self.conversions} if self.conversions else {}),
             "expiresAt": int(self.created.timestamp()) + ttl_days * 86_400,
         }
+        if self.router is not None:
+            document["router"] = {**self.router, "classifier": [a.to_dict() for a in self.classifier_attempts]}
+        return document
 
 
 def _clean(value: Any, secrets: tuple[str, ...]) -> Any:
@@ -191,34 +201,25 @@ def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | 
     return {name: serializer.serialize(value) for name, value in document.items()}
 
 
-def put_record(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
-    """Write the record. Raises botocore's errors: the caller logs them rather than failing a
-    call that has already been answered."""
-    table = get_config().need("records_table")
-    aws.client("dynamodb").put_item(TableName=table, Item=to_item(record, secrets=secrets))
-
-
 async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
-    """`put_record` for the request path: the same item, sent through `dynamo.call` (no boto3
-    client, no thread hop: see dynamo.py for why). Raises dynamo.DynamoError."""
+    """Write the record through `dynamo.call` (no boto3 client, no thread hop: see dynamo.py for
+    why). Raises dynamo.DynamoError: the caller logs it rather than failing a call that has
+    already been answered."""
     table = get_config().need("records_table")
     await dynamo.call("PutItem", {"TableName": table, "Item": to_item(record, secrets=secrets)})
 
 
-def get_record(record_id: str, caller_id: str) -> dict[str, Any] | None:
+async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | None:
     """The record as the GET route answers it, or None when it does not exist *or* belongs to
     another caller: the route answers 404 either way, so nobody learns another caller's ids."""
     from boto3.dynamodb.types import TypeDeserializer
 
     table = get_config().need("records_table")
     # Consistent read: a caller typically asks right after the call that wrote it.
-    answer = aws.client("dynamodb").get_item(TableName=table, Key={"id": {"S": record_id}}, ConsistentRead=True)
+    answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"id": {"S": record_id}},
+                                           "ConsistentRead": True})
     item = answer.get("Item")
     if item is None or item.get("callerId", {}).get("S") != caller_id:
         return None
     deserializer = TypeDeserializer()
     return _plain({name: deserializer.deserialize(value) for name, value in item.items()})
-
-
-async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | None:
-    return await aws.in_thread(get_record, record_id, caller_id)

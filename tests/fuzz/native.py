@@ -1,30 +1,15 @@
-"""Fuzzing POST /models (seed 000): whatever arrives, Momor answers a problem document or a model's
-answer, never a 5xx of its own, a hang or a traceback (the invariant is in conftest.py)."""
+"""The native dialect (POST /models, seed 000) for the fuzz suite: bodies, and what a clean answer is."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-import orjson
-import pytest
-from hypothesis import event, given, note
+from hypothesis import event
 from hypothesis import strategies as st
 
-from .conftest import (
-    FUZZ_SETTINGS,
-    allowed_5xx,
-    check_common,
-    headers_strategy,
-    huge_strings,
-    json_values,
-    mutated,
-    post,
-    raw_bodies,
-    sse_frames,
-)
-
-pytestmark = pytest.mark.emulators
+from .conftest import allowed_5xx, check_common, huge_strings, json_values, mutated, sse_frames
+from .dialect import Dialect
 
 PATH = "/models"
 
@@ -33,7 +18,6 @@ def base() -> dict[str, Any]:
     return {"systemPrompt": "Be brief.", "messages": [{"type": "user", "value": "Hello"}], "model": "gpt-5-mini"}
 
 
-VALID = json.dumps(base()).encode()
 
 _PARAMETERS = ["maxTokens", "temperature", "topP", "reasoningEffort", "toolUse", "strict", "stop", "seed",
                "frequencyPenalty", "presencePenalty", "parallelToolCalls", "topK", "serviceTier", "user",
@@ -148,56 +132,5 @@ def check_native(response) -> None:
     assert status < 500 or allowed_5xx(status, doc["detail"]), f"{status}: {doc['detail']}"
 
 
-def _show(label: str, value: Any) -> None:
-    text = value if isinstance(value, str | bytes) else json.dumps(value, ensure_ascii=False)
-    note(f"{label}: {text[:3000]!r}")
-
-
-@FUZZ_SETTINGS
-@given(body=json_values)
-def test_any_json_value_is_answered_cleanly(client, momor, body):
-    _show("body", body)
-    response = post(client, PATH, body=body, headers=momor.headers())
-    check_native(response)
-    if not isinstance(body, dict):
-        assert response.status_code == 400
-
-
-@FUZZ_SETTINGS.__class__(FUZZ_SETTINGS, max_examples=120)
-@given(body=native_bodies())
-def test_near_valid_bodies_are_answered_cleanly(client, momor, body):
-    _show("body", body)
-    check_native(post(client, PATH, body=body, headers=momor.headers()))
-
-
-@FUZZ_SETTINGS
-@given(body=typed_bodies())
-def test_typed_bodies_with_extreme_values_are_answered_cleanly(client, momor, body):
-    _show("body", body)
-    check_native(post(client, PATH, body=body, headers=momor.headers()))
-
-
-@FUZZ_SETTINGS
-@given(content=raw_bodies(VALID))
-def test_raw_bytes_are_answered_cleanly(client, momor, content):
-    _show("content", content)
-    response = post(client, PATH, content=content, headers=momor.headers())
-    check_native(response)
-    if not _json_object(content):  # a few are readable (b"{}", a surrogate pair) and then judged on their merits
-        assert response.status_code == 400, response.text
-
-
-def _json_object(content: bytes) -> bool:
-    try:
-        return isinstance(orjson.loads(content), dict)
-    except orjson.JSONDecodeError:
-        return False
-
-
-@FUZZ_SETTINGS
-@given(data=st.data())
-def test_random_headers_are_answered_cleanly(client, momor, data):
-    headers = data.draw(headers_strategy(momor.api_key), label="headers")
-    body = data.draw(st.sampled_from([base(), {**base(), "streaming": True}]) | native_bodies(), label="body")
-    response = post(client, PATH, body=body, headers=headers)
-    check_native(response)
+DIALECT = Dialect(name="native", path=PATH, base=base, stream_field="streaming", near_valid=native_bodies,
+                  check=check_native)

@@ -1,0 +1,219 @@
+"""POST /router/v1/chat/completions (and /router/chat/completions): the router alias (seed 003).
+
+The same Chat Completions dialect as `/v1/chat/completions` (same SDK compatibility, errors and
+streams: this door is the OpenAI door) plus what seed 003 adds, so an OpenAI SDK with
+`base_url=".../router/v1"` gets the router and one with `".../v1"` keeps seed 001 exactly:
+
+- memory: `chat_id` (or `conversation_id`, `thread_id`, `memory_id`, checked in that order),
+  `new_chat`, `context`; the thread in use comes back as `chat_id` in the JSON answer and as
+  `X-Momor-Chat-Id` (streams too). Loading and keeping turns is routing/memory.py's step.
+- `prompt`: a user message when `messages` is missing or empty.
+- `model` omitted, unknown, `auto` or `router`: classified (routing/classify.py) and served by
+  the provider families in order (routing/families.py); the tier chosen is `X-Momor-Tier`.
+- `<model>:<variant>` (a Zen variant such as `deepseek-v4-flash-free:max`): that model with the
+  variant as its `reasoning_effort`.
+- `max_tokens` left out: 2048 for a whole answer, 4096 for a stream, never above the serving
+  model's `maxOutputTokens`.
+
+None of these fields reaches a provider. Seed 000's `POST /models` stays stateless, and so does
+seed 001's route: memory lives on this alias only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from ...api.backend import Backend
+from ...api.flow import Prepared, Routed, generate, routed_call
+from ...call import Call
+from ...catalog import Catalog
+from ...errors import MomorError
+from ...events import Assembler
+from ...http import json_response
+from ...logs import logger
+from ...routing import families, memory
+from ...routing.classify import classify
+from ...routing.plan import Candidate
+from . import parse as openai
+from .route import OpenAIDoor
+
+PATHS = ("/router/v1/chat/completions", "/router/chat/completions")
+CHAT_ID_ALIASES = ("chat_id", "conversation_id", "thread_id", "memory_id")
+ROUTER_FIELDS = (*CHAT_ID_ALIASES, "new_chat", "context", "prompt")
+"""Read here and taken off the body: no provider knows them."""
+DEFAULT_MAX_TOKENS = 2048
+DEFAULT_MAX_TOKENS_STREAM = 4096
+_CONTEXT = {True: "auto", "auto": "auto", "full": "full", False: "off"}
+CHAT_ID_HEADER = "X-Momor-Chat-Id"
+TIER_HEADER = "X-Momor-Tier"
+
+
+@dataclass(slots=True)
+class RouterReply:
+    include_usage: bool
+    memory: memory.Ask
+    route: families.Ask
+    messages: list[Any]
+    """The caller's own messages (after `prompt`), before memory: what the new turn said."""
+    chat_id: str | None = None
+    tier: str | None = None
+    """The tier the classifier (or the default) chose; None when the caller named a model."""
+
+
+def read_memory(body: dict[str, Any]) -> memory.Ask:
+    """chat_id (or an alias), new_chat and context, checked. Raises a 400 naming the field."""
+    chat_id = None
+    for name in CHAT_ID_ALIASES:
+        value = body.get(name)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip():
+            raise openai.invalid(f"{name} must be a non-empty string.", name)
+        if len(value) > memory.CHAT_ID_MAX:
+            raise openai.invalid(f"{name} must be at most {memory.CHAT_ID_MAX} characters.", name)
+        chat_id = value
+        break
+    new = body.get("new_chat", False)
+    if not isinstance(new, bool):
+        raise openai.invalid("new_chat must be true or false.", "new_chat")
+    if new and chat_id is not None:
+        raise openai.invalid("new_chat starts a chat of its own: send it without chat_id (or an alias).", "new_chat")
+    context = body.get("context", "auto")
+    mode = _CONTEXT.get(context) if isinstance(context, bool | str) else None
+    if mode is None:
+        raise openai.invalid("context must be true, false, \"auto\" or \"full\".", "context")
+    return memory.Ask(chat_id, mode, new)  # type: ignore[arg-type]
+
+
+def _messages(body: dict[str, Any]) -> list[Any]:
+    messages = body.get("messages")
+    if isinstance(messages, list) and messages:
+        return messages
+    prompt = body.get("prompt")
+    if prompt is None:
+        return messages if isinstance(messages, list) else []
+    if not isinstance(prompt, str):
+        raise openai.invalid("prompt must be a string.", "prompt")
+    return [{"role": "user", "content": prompt}]
+
+
+def _ceiling(default: int) -> Any:
+    """The router's max_tokens for one candidate: `default`, within the model's output maximum."""
+
+    def adjust(call: Call, candidate: Candidate) -> Call:
+        cap = candidate.model.capabilities.max_output_tokens
+        ceiling = min(default, cap) if cap else default
+        params = call.params.model_copy(update={"max_tokens": ceiling})
+        raw = {**call.raw, "max_tokens": ceiling} if call.raw is not None else None
+        return dataclasses.replace(call, params=params, raw=raw)
+
+    return adjust
+
+
+class RouterDoor(OpenAIDoor):
+    def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
+        asked = read_memory(body)
+        messages = _messages(body)
+        route = families.read(body.get("model"), body.get("models"), catalog)
+        rest = {k: v for k, v in body.items() if k not in ROUTER_FIELDS}
+        rest["messages"] = messages
+        if route.variant is not None:
+            rest["model"] = route.selectors[0].name
+            rest.setdefault("reasoning_effort", route.variant)  # a Zen variant is a reasoning depth
+        if route.kind in ("auto", "family", "tier"):
+            # Planned again once the tier is known (router_operation); every model meanwhile.
+            rest.pop("models", None)
+            rest["model"] = "auto"
+        routed = openai.parse(rest)
+        routed.written_selectors = openai._written_selectors(body) if route.kind in ("model", "selectors") \
+            else body.get("model", "auto")
+        if body.get("max_tokens") is None and body.get("max_completion_tokens") is None:
+            routed.adjust = _ceiling(DEFAULT_MAX_TOKENS_STREAM if routed.call.stream else DEFAULT_MAX_TOKENS)
+        routed.reply = RouterReply(openai.include_usage(body), asked, route, messages)
+        return routed
+
+    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
+        response = super().answer(request_id, routed, candidate, assembler)
+        reply: RouterReply = routed.reply
+        body = orjson.loads(response.body)
+        body["chat_id"] = reply.chat_id
+        out = json_response(body)
+        out.headers.update(_headers(reply))
+        return out
+
+    def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]:
+        return {**super().stream_headers(routed, candidate), **_headers(routed.reply)}
+
+
+def _headers(reply: RouterReply) -> dict[str, str]:
+    headers = {CHAT_ID_HEADER: reply.chat_id} if reply.chat_id else {}
+    if reply.tier is not None:
+        headers[TIER_HEADER] = reply.tier
+    return headers
+
+
+def _chat_id(asked: memory.Ask, caller_id: str) -> str:
+    if asked.new:
+        return "chat_" + uuid.uuid4().hex
+    return asked.chat_id if asked.chat_id is not None else memory.default_chat_id(caller_id)
+
+
+def _canonical(turns: list[dict[str, Any]]) -> list[Any]:
+    return openai.map_messages(turns)[1]
+
+
+def operation(backend: Backend) -> Any:
+    """The router's steps between planning and the answer: memory, then classification."""
+
+    async def router_operation(p: Prepared) -> Response:
+        routed, recorder = p.routed, p.recorder
+        reply: RouterReply = routed.reply
+        reply.chat_id = _chat_id(reply.memory, recorder.caller_id)
+        try:
+            found = await memory.recall(reply.memory, recorder.caller_id, reply.chat_id)
+        except Exception:
+            logger.exception("memory not read", extra={"request_id": recorder.request_id})
+            raise MomorError("Conversation memory is unavailable; retry shortly.", status=503) from None
+        routed.call = memory.with_memory(routed.call, found.injected, _canonical)
+        catalog = await backend.catalog()
+        tier, note = None, {}
+        if reply.route.classified:
+            decided = await classify(catalog, routed.call, recorder, p.resolve_key, routed.prio)
+            tier, note = decided.tier, {"tierSource": decided.source, "tierNote": decided.note}
+        elif reply.route.kind == "tier":
+            tier, note = reply.route.tier, {"tierSource": "asked"}
+        reply.tier = tier
+        recorder.router = {
+            "route": reply.route.kind, "tier": tier, **note,
+            "memory": {"mode": reply.memory.mode, "injected": len(found.injected)},
+        }
+        p.candidates = families.candidates(reply.route, tier, catalog, routed.prio, routed.needs)
+
+        async def keep(assembler: Assembler) -> None:
+            await memory.remember(found, reply.messages, assembler)
+
+        p.after_answer = keep
+        return await generate(p)
+
+    return router_operation
+
+
+def router(backend: Backend) -> APIRouter:
+    api = APIRouter()
+    door = RouterDoor()
+    run = operation(backend)
+
+    async def create(request: Request) -> Response:
+        return await routed_call(request, door, backend, route=request.url.path, operation=run)
+
+    for path in PATHS:
+        api.add_api_route(path, create, methods=["POST"], include_in_schema=True)
+    return api
+
