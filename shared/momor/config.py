@@ -6,6 +6,7 @@
                 MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30)
     failures    MOMOR_RETRIES (2), MOMOR_RETRY_BASE_MS (250), MOMOR_RETRY_MAX_MS (4000),
                 MOMOR_MAX_RETRY_AFTER_S (20), MOMOR_CALL_BUDGET_S (300), MOMOR_CONNECT_TIMEOUT_S (10),
+                MOMOR_RESPONSE_TIMEOUT_S (30: the response headers),
                 MOMOR_FIRST_TOKEN_TIMEOUT_S (120), MOMOR_IDLE_TIMEOUT_S (60),
                 MOMOR_BREAKER_FAILURES (5), MOMOR_BREAKER_COOLDOWN_S (30)
     limits      MOMOR_RATE_LIMIT (600 requests a window; 0: none), MOMOR_RATE_WINDOW_S (60),
@@ -66,6 +67,7 @@ class Config:
     max_retry_after: float = _knob("MOMOR_MAX_RETRY_AFTER_S", 20.0, kind=float, minimum=0)
     call_budget: float = _knob("MOMOR_CALL_BUDGET_S", 300.0, kind=float, positive=True)
     connect_timeout: float = _knob("MOMOR_CONNECT_TIMEOUT_S", 10.0, kind=float, positive=True)
+    response_timeout: float = _knob("MOMOR_RESPONSE_TIMEOUT_S", 30.0, kind=float, positive=True)
     first_token_timeout: float = _knob("MOMOR_FIRST_TOKEN_TIMEOUT_S", 120.0, kind=float, positive=True)
     idle_timeout: float = _knob("MOMOR_IDLE_TIMEOUT_S", 60.0, kind=float, positive=True)
     breaker_failures: int = _knob("MOMOR_BREAKER_FAILURES", 5, kind=int, minimum=1)

@@ -4,7 +4,7 @@
     ├── RequestError                the caller's request is wrong (400, 401, 404, 406, 413, 415, 422)
     │   └── RoutingError            no candidate can be planned (unknown model or provider): 400
     ├── ProviderError               one upstream attempt failed; kept per attempt on the record
-    │   (kind: connect | timeout | http | protocol | refused)
+    │   (kind: connect | dropped | timeout | http | protocol | refused)
     └── NoCandidateServed           every candidate failed or was passed over: 502/503/429
 
 A ProviderError knows whether output had begun when it happened (`after_output`): before output
@@ -40,8 +40,12 @@ class RoutingError(RequestError):
     status = 400
 
 
-ProviderErrorKind = Literal["connect", "timeout", "http", "protocol", "refused", "unsupported"]
-"""connect/timeout: transport; http: an HTTP error status; protocol: a malformed or cut answer;
+ProviderErrorKind = Literal[
+    "connect", "dropped", "timeout", "http", "protocol", "refused", "unsupported"
+]
+"""connect/timeout: transport; dropped: the connection closed before any response byte (a pooled
+connection the provider had already closed: the keep-alive race); http: an HTTP error status;
+protocol: a malformed or cut answer;
 refused: a final content-policy refusal; unsupported: the call carries something this offering's
 wire cannot carry (fails that offering only). Which of them retry, fail over or stop is
 routing/policy.py's."""

@@ -59,12 +59,30 @@ class Usage:
     """Reasoning tokens counted apart from output (Gemini's thoughts)."""
     reasoning_tokens: int | None = None
     """The part of output_tokens spent reasoning (OpenAI's reasoning_tokens)."""
+    estimated: bool = False
+    """Set by the recorder when the provider reported no usage and Momor estimated it (tokens.py);
+    never by a wire, so a provider's count and Momor's guess cannot be mistaken for each other."""
 
     def merge(self, other: Usage) -> None:
-        for name in self.__slots__:
+        for name in COUNTS:
             value = getattr(other, name)
             if value is not None:
                 setattr(self, name, value)
+
+    def plus(self, other: Usage) -> Usage:
+        """Both usages summed, field by field (None where neither has a value): what two
+        attempts that each produced part of one answer were billed together."""
+        out = Usage(estimated=self.estimated or other.estimated)
+        for name in COUNTS:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine is not None or theirs is not None:
+                setattr(out, name, (mine or 0) + (theirs or 0))
+        return out
+
+    @property
+    def known(self) -> bool:
+        """Whether the provider reported both input and output tokens."""
+        return self.input_tokens is not None and self.output_tokens is not None
 
     def to_native(self, provider: str) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -78,7 +96,13 @@ class Usage:
             out["thoughtTokens"] = self.thought_tokens
         if self.reasoning_tokens is not None:
             out["reasoningTokens"] = self.reasoning_tokens
+        if self.estimated:
+            out["estimated"] = True
         return out
+
+
+COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "thought_tokens",
+           "reasoning_tokens")
 
 
 @dataclass(slots=True, frozen=True)
@@ -141,7 +165,13 @@ class _Part:
 
 @dataclass(slots=True)
 class Assembler:
-    """Keeps the parts of one turn as events arrive; `messages()` gives the finished turn."""
+    """Keeps the parts of one turn as events arrive; `messages()` gives the finished turn.
+
+    A stream's events are written out as they pass, so an assembler following one keeps only what
+    is asked of it: `keep_text=False` keeps no text (the parts' kinds and states, usage, finish and
+    the size of the output still), `keep_raw=False` no Raw events (only a buffered same-protocol
+    answer is written from them). Each kept copy would otherwise grow with every token.
+    """
 
     parts: dict[int, _Part] = field(default_factory=dict)
     usage: Usage = field(default_factory=Usage)
@@ -150,6 +180,10 @@ class Assembler:
     """True once anything the caller can see has been produced (text, reasoning or a tool call)."""
     raw: list[Raw] = field(default_factory=list)
     """The provider's own words, for a buffered same-protocol answer (empty unless passthrough)."""
+    output_bytes: int = 0
+    """UTF-8 bytes of every delta, kept or not: what an estimate of output tokens is made from."""
+    keep_text: bool = True
+    keep_raw: bool = True
 
     def add(self, event: Event) -> None:
         match event:
@@ -160,8 +194,11 @@ class Assembler:
                 if kind == "toolCall":
                     self.output_started = True
             case Delta(index=i, text=text):
-                self._open(i).chunks.append(text)
+                part = self._open(i)
                 if text:
+                    if self.keep_text:
+                        part.chunks.append(text)
+                    self.output_bytes += len(text.encode("utf-8"))
                     self.output_started = True
             case PartEnd(index=i, data=data):
                 part = self._open(i)
@@ -171,7 +208,7 @@ class Assembler:
                 self.usage.merge(usage)
             case Finish():
                 self.finish = event
-            case Raw():
+            case Raw() if self.keep_raw:
                 self.raw.append(event)
 
     def _open(self, index: int) -> _Part:

@@ -456,6 +456,7 @@ def ask(body: dict[str, Any]) -> Ask:
         stop=list(body.get("stop_sequences") or []),
         json_schema=fmt.get("schema") if fmt.get("type") == "json_schema" else None,
         input_tokens=count_input_tokens(body.get("system"), messages, body.get("tools")),
+        prefill=_text(last["content"]) if last["role"] == "assistant" else "",
     )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from .script import Reply
 
-_WORD = re.compile(r"\S+\s*")
+_WORD = re.compile(r"\s*\S+\s*")  # leading white space kept: a continued answer may start with it
 _SECRET = secrets.token_bytes(32)
 """Signs thinking text. Private to this process, like a provider's key: Momor cannot forge it."""
 
@@ -85,6 +85,8 @@ class Ask:
     json_schema: dict[str, Any] | None = None
     json_object: bool = False
     input_tokens: int = 0
+    prefill: str = ""
+    """The text of a final assistant message the answer must continue (Anthropic's prefill)."""
 
 
 @dataclass(slots=True)
@@ -119,6 +121,10 @@ def decide(ask: Ask, scripted: Reply | None, tool_id_prefix: str) -> Answer:
     default_text, default_calls = _default_output(ask, tool_id_prefix)
     if scripted.text is not None or scripted.tool_calls is not None:
         default_text, default_calls = scripted.text or "", []
+    if ask.prefill and default_text.startswith(ask.prefill):
+        # A prefilled answer continues the text; it does not repeat it (the API answers only what
+        # follows, leading white space included when the prefill stopped before it).
+        default_text = default_text[len(ask.prefill):]
     answer.text = default_text
     answer.tool_calls = [_tool_call(c, tool_id_prefix) for c in scripted.tool_calls or []] or default_calls
     if scripted.thinking is not None:

@@ -203,6 +203,16 @@ def test_silent_provider_streamed_fails_over_after_the_first_token_timeout(momor
     assert errors(record)[0].startswith("timeout:")
 
 
+@LEADS
+def test_a_provider_that_never_begins_its_answer_fails_over_after_the_response_timeout(momor, fake, call, tune, lead):
+    tune(MOMOR_RESPONSE_TIMEOUT_S=SHORT, MOMOR_FIRST_TOKEN_TIMEOUT_S=HOLD * 2)
+    fake.script(lead, hang(HOLD))
+    out = call(True, lead)
+    assert out.served() == (DUO, OTHER[lead]) and out.text() == ANSWER
+    assert SHORT <= out.seconds < SHORT + SLACK
+    assert errors(record_of(momor, out.request_id))[0].startswith("timeout: The provider did not begin")
+
+
 def test_silent_provider_buffered_fails_over_after_the_first_token_timeout(momor, fake, call, tune):
     tune(MOMOR_FIRST_TOKEN_TIMEOUT_S=SHORT, MOMOR_CALL_BUDGET_S=SHORT * 2)  # the budget keeps the bug short
     fake.script("backup", hang(HOLD))
@@ -268,6 +278,9 @@ def test_stream_cut_after_output_is_an_error_event_and_nothing_after(momor, fake
     assert fake.requests(OTHER[lead]) == []
     record = record_of(momor, out.request_id)
     assert attempts(record) == [(lead, "failed", None)] and record["finishReason"] is None
+    # What was delivered, who delivered it and why it ended (issue 10, item 30).
+    assert record["served"]["provider"] == lead and record["attempts"][0]["delivered"] is True
+    assert record["outcome"] == "failed" and "closed the connection" in record["error"]
 
 
 def test_the_sdk_raises_on_the_error_event(momor, fake, client):
@@ -337,7 +350,9 @@ def test_breaker_opens_after_failures_and_a_probe_after_the_cooldown_closes_it(m
     assert call(False).served() == (DUO, "flaky")
     out = call(False)
     assert out.served() == (DUO, "flaky") and arrivals.labels() == ["backup"] * 3 + ["flaky"] * 2
-    assert attempts(record_of(momor, out.request_id)) == [("flaky", "ok", 200)]
+    record = record_of(momor, out.request_id)  # the record says why backup was not asked first
+    assert attempts(record) == [("backup", "skipped", None), ("flaky", "ok", 200)]
+    assert errors(record)[0] == "circuit open: tried after the other candidates"
     time.sleep(1.2)
     assert call(False).served() == (DUO, "backup")
     assert call(False).served() == (DUO, "backup")
@@ -388,3 +403,27 @@ def test_a_failed_attempt_costs_the_tokens_its_provider_reported(momor, fake, ca
     out.error_event()
     (failed,) = record_of(momor, out.request_id)["attempts"]
     assert failed["usage"]["inputTokens"] > 0 and failed["cost"] > 0
+
+
+# --- overflow and the circuit breaker ---------------------------------------------------------------
+
+
+def test_an_open_circuit_on_the_asked_model_is_a_capacity_refusal_for_overflow(momor, fake, client, tune):
+    """Issue 10, item 29: once the asked offering's circuit opens, the breaker moves it behind the
+    overflow candidates; overflow must then serve (it used to skip them all: a 502)."""
+    tune(MOMOR_BREAKER_FAILURES=1, MOMOR_BREAKER_COOLDOWN_S=600, MOMOR_RETRIES=0)
+    fake.script("anthropic", fail(529), fail(529))
+    overflow = {"x-momor-overflow": "any"}
+    first = client.messages.with_raw_response.create(model="claude-sonnet-4-5", max_tokens=16,
+                                                     messages=[{"role": "user", "content": TEXT}],
+                                                     extra_headers=overflow)
+    assert first.headers["x-momor-overflow-step"] == "any"  # a 529: overflow served, the circuit opened
+    asked = len(fake.requests("anthropic"))
+    second = client.messages.with_raw_response.create(model="claude-sonnet-4-5", max_tokens=16,
+                                                      messages=[{"role": "user", "content": TEXT}],
+                                                      extra_headers=overflow)
+    assert second.status_code == 200 and second.headers["x-momor-overflow-step"] == "any"
+    assert len(fake.requests("anthropic")) == asked  # the sick offering was not asked again
+    record = record_of(momor, second.headers["x-momor-request-id"])
+    assert (record["attempts"][0]["provider"], record["attempts"][0]["status"]) == ("anthropic", "skipped")
+    assert errors(record)[0] == "circuit open: tried after the other candidates"

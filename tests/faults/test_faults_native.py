@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Any
 
+import httpx2
 import pytest
 
 from tests.fakes.script import cut, fail, hang, malformed, stall
@@ -35,12 +36,14 @@ from .support import (
     attempts,
     errors,
     no_garbage,
+    provider_entry,
     record_of,
     refuse_connections,
     retried_then_served,
     sse,
     stopwatch,
     with_context_windows,
+    write_variant,
 )
 
 pytestmark = pytest.mark.emulators
@@ -202,6 +205,63 @@ def test_silent_provider_streamed_fails_over_after_the_first_token_timeout(momor
     assert errors(record)[0].startswith("timeout:")
 
 
+@LEADS
+def test_a_provider_that_never_begins_its_answer_fails_over_after_the_response_timeout(momor, fake, tune, lead):
+    """No response headers: the response timeout, not the (long) first-token one (issue 10, item 28)."""
+    tune(MOMOR_RESPONSE_TIMEOUT_S=SHORT, MOMOR_FIRST_TOKEN_TIMEOUT_S=HOLD * 2)
+    fake.script(lead, hang(HOLD))
+    out = Outcome(momor, ask(True, lead))
+    assert out.served_by()["provider"] == OTHER[lead] and out.text() == ANSWER
+    assert SHORT <= out.seconds < SHORT + SLACK
+    record = record_of(momor, out.request_id)
+    assert attempts(record) == [(lead, "failed", None), (OTHER[lead], "ok", 200)]
+    assert errors(record)[0].startswith("timeout: The provider did not begin its answer")
+
+
+@LEADS
+def test_a_model_thinking_after_its_headers_is_not_cut_by_the_response_timeout(momor, fake, tune, lead):
+    """Headers at once, then a long silence before the first event (a reasoning model thinking):
+    bounded by the first-token timeout only."""
+    tune(MOMOR_RESPONSE_TIMEOUT_S=SHORT, MOMOR_FIRST_TOKEN_TIMEOUT_S=HOLD)
+    fake.script(lead, stall(after=0, seconds=SHORT * 2))
+    out = Outcome(momor, ask(True, lead))
+    assert out.served_by()["provider"] == lead and out.text() == ANSWER
+    assert out.seconds >= SHORT * 2
+    assert attempts(record_of(momor, out.request_id)) == [(lead, "ok", 200)]
+
+
+def test_a_stream_whose_provider_sends_no_usage_is_recorded_with_an_estimate_never_zero(momor, fake):
+    """An OpenAI-wire provider that is sent no stream_options (as Mistral is) sends no usage chunk:
+    the record estimates the usage and says so (issue 10, item 15)."""
+    write_variant(momor, lambda c: provider_entry(c, "flaky").setdefault("options", {}).update(streamOptions=False))
+    out = Outcome(momor, ask(True, "flaky"))
+    assert out.served_by()["provider"] == "flaky" and out.text() == ANSWER
+    assert "stream_options" not in fake.requests("flaky")[-1].json
+    record = record_of(momor, out.request_id)
+    usage = record["attempts"][0]["usage"]
+    assert usage["estimated"] is True and usage["inputTokens"] > 0 and usage["outputTokens"] > 0
+    assert record["usage"]["estimated"] is True and record["cost"] > 0
+
+
+def test_a_caller_who_hangs_up_mid_stream_is_recorded_as_cancelled_with_what_it_received(momor, fake):
+    """Issue 10, item 16: the attempt is 'cancelled' (not failed without status or usage), with the
+    usage of what was sent, and the record is written at once (not when the generator is collected)."""
+    fake.script("flaky", stall(after=4, seconds=2))
+    with httpx2.stream("POST", momor.url + "/models", json=ask(True, "flaky"), headers=momor.headers(),
+                       timeout=30) as response:
+        request_id = response.headers["x-momor-request-id"]
+        for line in response.iter_lines():
+            if line.startswith("event: delta"):
+                break  # the caller has some of the answer, and hangs up
+    record = record_of(momor, request_id)
+    assert record["outcome"] == "cancelled" and record["status"] == 200
+    [attempt] = record["attempts"]
+    assert attempt["status"] == "cancelled" and attempt["delivered"] is True
+    assert attempt["usage"]["outputTokens"] > 0 and attempt["usage"]["estimated"] is True
+    assert attempt["cost"] > 0 and attempt["latencyMs"] is not None
+    assert record["served"]["provider"] == "flaky"
+
+
 def test_silent_provider_buffered_fails_over_after_the_first_token_timeout(momor, fake, tune):
     # The budget only keeps this test short while the bug stands: 1.5 s is ample for backup.
     tune(MOMOR_FIRST_TOKEN_TIMEOUT_S=SHORT, MOMOR_CALL_BUDGET_S=SHORT * 2)
@@ -266,7 +326,10 @@ def test_stream_cut_after_output_ends_on_an_error_frame_by_default(momor, fake, 
     assert len(fake.requests(lead)) == 1 and fake.requests(OTHER[lead]) == []  # stop: nobody else asked
     record = record_of(momor, out.request_id)
     assert attempts(record) == [(lead, "failed", None)]
-    assert record["finishReason"] is None and record["served"] is None
+    # What was delivered, who delivered it and why it ended (issue 10, item 30).
+    assert record["finishReason"] is None and record["served"]["provider"] == lead
+    assert record["outcome"] == "failed" and "closed the connection" in record["error"]
+    assert record["attempts"][0]["delivered"] is True and record["status"] == 200
 
 
 @LEADS
@@ -369,12 +432,23 @@ def test_rollover_lets_backup_finish_what_flaky_began(momor, fake, tune, step):
     assert prefill["role"] == "assistant"
     sent = prefill["content"] if isinstance(prefill["content"], str) else prefill["content"][0]["text"]
     assert sent == had.rstrip()  # exactly what the caller had, trimmed as Anthropic requires
+    # The backup continues the trimmed prefill (its text starts with the white space the caller
+    # already has): the joined answer is what one provider would have sent (issue 10, item 27).
+    assert had != had.rstrip() and out.text() == ANSWER
     assert out.seconds < SHORT + SLACK
     no_garbage(out.stream.text if out.stream else "")
     record = record_of(momor, out.request_id)
     assert attempts(record) == [("flaky", "failed", None), ("backup", "ok", 200)]
     assert record["served"]["provider"] == "backup" and record["finishReason"]
-    assert out.frames[-1][1]["usage"]["provider"] == "backup"
+    assert record["outcome"] == "complete"
+    assert [a["delivered"] for a in record["attempts"]] == [True, True]
+    end_usage = out.frames[-1][1]["usage"]
+    assert end_usage["provider"] == "backup"
+    # The end frame reports the whole answer's usage: each delivering attempt's, summed.
+    by_attempt = [a["usage"] for a in record["attempts"]]
+    assert all(u is not None for u in by_attempt)
+    assert end_usage["outputTokens"] == sum(u["outputTokens"] for u in by_attempt)
+    assert record["usage"]["outputTokens"] == end_usage["outputTokens"]
 
 
 def test_rollover_with_no_offering_able_to_finish_ends_on_an_error_frame(momor, fake):
@@ -401,7 +475,9 @@ def test_breaker_opens_after_failures_and_a_probe_after_the_cooldown_closes_it(m
     out = Outcome(momor, ask(streamed))  # open: flaky goes behind backup, which serves
     assert out.served_by()["provider"] == "backup"
     assert arrivals.labels()[4:] == ["backup"]
-    assert attempts(record_of(momor, out.request_id)) == [("backup", "ok", 200)]
+    record = record_of(momor, out.request_id)  # the record says why flaky was not asked first
+    assert attempts(record) == [("flaky", "skipped", None), ("backup", "ok", 200)]
+    assert errors(record)[0] == "circuit open: tried after the other candidates"
 
     time.sleep(1.2)  # past the cool-down: one call probes flaky, which has recovered
     assert Outcome(momor, ask(streamed)).served_by()["provider"] == "flaky"

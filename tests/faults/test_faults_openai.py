@@ -224,6 +224,16 @@ def test_silent_provider_streamed_fails_over_after_the_first_token_timeout(momor
     assert errors(record)[0].startswith("timeout:")
 
 
+@LEADS
+def test_a_provider_that_never_begins_its_answer_fails_over_after_the_response_timeout(momor, fake, call, tune, lead):
+    tune(MOMOR_RESPONSE_TIMEOUT_S=SHORT, MOMOR_FIRST_TOKEN_TIMEOUT_S=HOLD * 2)
+    fake.script(lead, hang(HOLD))
+    out = call(True, lead)
+    assert out.provider() == OTHER[lead] and out.text() == ANSWER
+    assert SHORT <= out.seconds < SHORT + SLACK
+    assert errors(record_of(momor, out.request_id))[0].startswith("timeout: The provider did not begin")
+
+
 def test_silent_provider_buffered_fails_over_after_the_first_token_timeout(momor, fake, call, tune):
     tune(MOMOR_FIRST_TOKEN_TIMEOUT_S=SHORT, MOMOR_CALL_BUDGET_S=SHORT * 2)  # the budget keeps the bug short
     fake.script("flaky", hang(HOLD))
@@ -283,6 +293,9 @@ def test_stream_cut_after_output_is_one_error_chunk_and_never_moves(momor, fake,
     assert len(fake.requests(lead)) == 1 and fake.requests(OTHER[lead]) == []
     record = record_of(momor, out.request_id)
     assert attempts(record) == [(lead, "failed", None)] and record["finishReason"] is None
+    # What was delivered, who delivered it and why it ended (issue 10, item 30).
+    assert record["served"]["provider"] == lead and record["attempts"][0]["delivered"] is True
+    assert record["outcome"] == "failed" and "closed the connection" in record["error"]
 
 
 def test_the_sdk_raises_on_the_error_chunk_and_nothing_else_is_asked(momor, fake, client):
@@ -356,7 +369,9 @@ def test_streamed_breaker_opens_after_failures_and_a_probe_after_the_cooldown_cl
     assert call(streamed).provider() == "backup"
     out = call(streamed)
     assert out.provider() == "backup" and arrivals.labels() == ["flaky"] * 3 + ["backup"] * 2
-    assert attempts(record_of(momor, out.request_id)) == [("backup", "ok", 200)]
+    record = record_of(momor, out.request_id)  # the record says why flaky was not asked first
+    assert attempts(record) == [("flaky", "skipped", None), ("backup", "ok", 200)]
+    assert errors(record)[0] == "circuit open: tried after the other candidates"
     time.sleep(1.2)
     assert call(streamed).provider() == "flaky"
     assert call(streamed).provider() == "flaky"

@@ -405,6 +405,8 @@ def test_count_tokens_on_the_anthropic_offering(momor, fake, client):
     record = momor.record(raw.headers["x-momor-request-id"])
     assert record["status"] == 200 and record["route"].endswith("/count_tokens")
     assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("anthropic", "ok")]
+    assert record["outcome"] == "complete" and record["error"] is None
+    assert record["served"]["provider"] == "anthropic"
 
 
 def test_count_tokens_estimated_elsewhere(momor, fake, client):

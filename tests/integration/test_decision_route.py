@@ -82,7 +82,7 @@ def test_a_text_answer_outside_the_options_is_asked_again_once(momor, fake):
     assert [(a["status"], a.get("error")) for a in record["attempts"]] == [
         ("failed", "invalid: the answer was not one of the options"), ("ok", None)]
     assert record["attempts"][0]["cost"] > 0  # the provider billed the rejected answer
-    assert record["served"]["model"] == "mistral-small-decide"
+    assert record["served"]["model"] == "mistral-small-decide" and record["outcome"] == "complete"
 
 
 def test_two_misses_fail_over_to_the_next_candidate(momor, fake):
@@ -96,8 +96,11 @@ def test_two_misses_fail_over_to_the_next_candidate(momor, fake):
 
 def test_every_candidate_missing_is_a_502_never_an_answer_outside_the_options(momor, fake):
     fake.script("mistral", reply(text="maybe"), reply(text="perhaps"))
-    doc = problem(momor.post("/models/decision", body(model="mistral-small-decide")), 502, "not one of the options")
+    response = momor.post("/models/decision", body(model="mistral-small-decide"))
+    doc = problem(response, 502, "not one of the options")
     assert "mistral-small-decide" in doc["detail"]
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert record["outcome"] == "failed" and record["served"] is None
 
 
 def test_provider_failures_fail_over_like_any_call(momor, fake):

@@ -455,8 +455,8 @@ def test_anthropic_refuses_altered_thinking_text(ant: anthropic.Anthropic) -> No
 def test_anthropic_refuses_altered_signature(ant: anthropic.Anthropic) -> None:
     messages = _thinking_turns(ant)
     thinking = dict(messages[1]["content"][0])
-    messages[1] = {"role": "assistant", "content": [{**thinking, "signature": "A" + thinking["signature"][1:]},
-                                                    messages[1]["content"][1]]}
+    altered = ("B" if thinking["signature"][0] == "A" else "A") + thinking["signature"][1:]  # never the same
+    messages[1] = {"role": "assistant", "content": [{**thinking, "signature": altered}, messages[1]["content"][1]]}
     with pytest.raises(anthropic.BadRequestError, match="Invalid `signature`"):
         _replay(ant, messages)
 

@@ -287,13 +287,15 @@ def test_a_stream_cut_after_output_ends_with_an_error_frame_by_default(momor, fa
     assert "delta" in kinds and kinds[-1] == "error" and "end" not in kinds
     assert frames[-1][1]["status"] == 502
     record = momor.record(response.headers["x-momor-request-id"])
-    assert record["attempts"][0]["status"] == "failed" and record["served"] is None
+    assert record["attempts"][0]["status"] == "failed" and record["attempts"][0]["delivered"] is True
+    assert record["served"]["provider"] == "flaky"  # who delivered what the caller got
+    assert record["outcome"] == "failed" and "closed the connection" in record["error"]
 
 
 def test_rollover_lets_the_next_candidate_finish_the_answer(momor, fake):
     fake.script("flaky", cut(after=4))
     response, frames = momor.stream(
-        "/models", body(model="duo", streaming=True, streamFailureBehavior="rollover"))
+        "/models", body("one two three four", model="duo", streaming=True, streamFailureBehavior="rollover"))
     kinds = [e for e, _ in frames]
     assert "rollover" in kinds and kinds[-1] == "end", kinds
     switched = dict(frames)["rollover"]
@@ -309,6 +311,7 @@ def test_rollover_lets_the_next_candidate_finish_the_answer(momor, fake):
     # One message, continued: the caller's conversation gets the whole text once.
     messages = [d["message"] for e, d in frames if e == "message"]
     assert messages == [{"type": "content", "value": before + after}]
+    assert before + after == "Echo: one two three four"  # joined as one provider would have sent it
     record = momor.record(response.headers["x-momor-request-id"])
     assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("flaky", "failed"), ("backup", "ok")]
     assert record["served"]["provider"] == "backup"

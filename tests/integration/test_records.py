@@ -90,6 +90,7 @@ async def test_served_call_is_written_and_read_back(momor_aws: Any) -> None:
         "error": "HTTP 503: overloaded",
         "usage": None,
         "cost": None,
+        "delivered": False,
     }
     assert second["keySource"] == "call" and second["status"] == "ok" and second["latencyMs"] == 340.25
     assert second["usage"]["cacheReadTokens"] == 100

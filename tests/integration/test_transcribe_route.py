@@ -76,6 +76,7 @@ def test_whisper_transcript_priced_by_the_minute(momor, fake):
     assert sent.json["file"]["size"] == len(tiny_wav(1.5))
     record = momor.record(response.headers["x-momor-request-id"])
     assert record["route"] == "/models/transcribe" and record["served"]["model"] == "whisper-1"
+    assert record["outcome"] == "complete"
     assert record["cost"] == pytest.approx(0.006 * 2 / 60)
 
 

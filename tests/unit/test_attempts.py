@@ -35,6 +35,7 @@ CATALOG = parse_catalog({
     ],
 })
 
+_pause = asyncio.sleep  # not the one tests replace to watch the attempt loop's waits
 ANSWER = [PartStart(0, "content"), Delta(0, "hi"), PartEnd(0), UsageEvent(Usage(3, 1)), Finish("stop", "stop")]
 FAST = Policy(retries=2, retry_base=0.001, retry_max=0.002, first_token_timeout=0.3, idle_timeout=0.3)
 
@@ -50,19 +51,31 @@ class Script:
     def __init__(self, **steps):
         self.steps = {k: list(v) for k, v in steps.items()}
         self.calls: list[str] = []
+        self.sent: list[Call] = []
+        """The call each request was sent, in order."""
+        self.closed: list[str] = []
+        """Offerings whose exchange was closed before its answer ended."""
 
     async def exchange(self, wire, call, target, *, stream, timeouts):
         offering = target.offering.provider
         self.calls.append(offering)
+        self.sent.append(call)
         queue = self.steps.get(offering, [ANSWER])
         step = queue.pop(0) if len(queue) > 1 else queue[0]
-        if isinstance(step, ProviderError):
+        if isinstance(step, BaseException):
             raise step
-        for item in step:
-            if isinstance(item, float):
-                await asyncio.sleep(item)  # a silence on the wire
-            else:
-                yield item
+        try:
+            for item in step:
+                if isinstance(item, float):
+                    await asyncio.sleep(item)  # a silence on the wire
+                elif isinstance(item, BaseException):
+                    raise item  # a failure mid-answer
+                else:
+                    yield item
+                    await _pause(0)  # the next event is read off the network: the loop runs
+        except GeneratorExit:
+            self.closed.append(offering)
+            raise
 
 
 def session(script, selectors="m", policy=FAST, stream=False, breakers=None, resolve=None, order=()):
@@ -74,8 +87,8 @@ def session(script, selectors="m", policy=FAST, stream=False, breakers=None, res
                    policy=policy, breakers=breakers or Breakers(), exchange_fn=script.exchange)
 
 
-async def drain(s):
-    return [e async for e in s.events()]
+async def drain(answer):
+    return [e async for e in answer.events]
 
 
 def statuses(s):
@@ -85,8 +98,9 @@ def statuses(s):
 async def test_a_passing_503_is_retried_then_served():
     script = Script(a=[http(503), ANSWER])
     s = session(script)
-    assert (await s.open()).provider.name == "a"
-    await drain(s)
+    answer = await s.open()
+    assert answer.served.provider.name == "a"
+    await drain(answer)
     assert script.calls == ["a", "a"]
     assert statuses(s) == [("a", "failed", 503), ("a", "ok", 200)]
 
@@ -94,7 +108,7 @@ async def test_a_passing_503_is_retried_then_served():
 async def test_retries_are_bounded_then_the_next_candidate_serves():
     script = Script(a=[http(500)])
     s = session(script)
-    assert (await s.open()).provider.name == "b"
+    assert (await s.open()).served.provider.name == "b"
     assert script.calls == ["a", "a", "a", "b"]
 
 
@@ -114,7 +128,7 @@ async def test_retry_after_is_honoured(monkeypatch):
 async def test_a_retry_after_longer_than_momor_waits_fails_over_at_once():
     script = Script(a=[http(429, retry_after=3600)])
     s = session(script)
-    assert (await s.open()).provider.name == "b"
+    assert (await s.open()).served.provider.name == "b"
     assert script.calls == ["a", "b"]
 
 
@@ -122,7 +136,7 @@ async def test_a_retry_after_longer_than_momor_waits_fails_over_at_once():
 async def test_refusals_fail_over_without_retrying(status):
     script = Script(a=[http(status)])
     s = session(script)
-    assert (await s.open()).provider.name == "b"
+    assert (await s.open()).served.provider.name == "b"
     assert script.calls == ["a", "b"]
 
 
@@ -141,7 +155,7 @@ async def test_context_length_exceeded_moves_to_a_larger_window_only():
     assert context_exceeded(too_long)
     script = Script(a=[too_long])
     s = session(script, selectors=None, order=("a", "b", "c"))
-    served = await s.open()
+    served = (await s.open()).served
     assert served.provider.name == "c"
     assert script.calls == ["a", "c"]  # b serves the same 8000-token model: passed over
     assert ("b", "skipped", None) in statuses(s)
@@ -152,7 +166,7 @@ async def test_a_silent_provider_fails_over_after_the_first_token_timeout():
     s = session(script, stream=True)
     loop = asyncio.get_running_loop()
     started = loop.time()
-    assert (await s.open()).provider.name == "b"
+    assert (await s.open()).served.provider.name == "b"
     assert loop.time() - started < 2.0  # bounded by the 0.3 s timeout, not the 5 s silence
     assert s.recorder.attempts[0].error.startswith("timeout")
 
@@ -161,9 +175,9 @@ async def test_a_stream_that_stalls_after_output_is_an_error_not_a_finish():
     stalls = [PartStart(0, "content"), Delta(0, "par"), 5.0, Delta(0, "tial"), PartEnd(0), Finish("stop", "stop")]
     script = Script(a=[stalls])
     s = session(script, stream=True)
-    await s.open()
+    answer = await s.open()
     with pytest.raises(ProviderError) as info:
-        await drain(s)
+        await drain(answer)
     assert info.value.after_output and info.value.kind == "timeout"
     assert statuses(s) == [("a", "failed", None)]
 
@@ -171,9 +185,9 @@ async def test_a_stream_that_stalls_after_output_is_an_error_not_a_finish():
 async def test_a_stream_cut_without_a_finish_is_an_error():
     script = Script(a=[[PartStart(0, "content"), Delta(0, "half")]])
     s = session(script, stream=True)
-    await s.open()
+    answer = await s.open()
     with pytest.raises(ProviderError, match="before the answer was complete"):
-        await drain(s)
+        await drain(answer)
 
 
 async def test_the_call_budget_stops_new_attempts():
@@ -188,7 +202,7 @@ async def test_candidates_without_a_key_are_passed_over_and_said_so():
     script = Script()
     s = session(script, resolve=lambda c: "no key for this provider" if c.provider.name == "a"
                 else ResolvedKey("k", "saved"))
-    assert (await s.open()).provider.name == "b"
+    assert (await s.open()).served.provider.name == "b"
     assert statuses(s)[0] == ("a", "skipped", None)
 
 
@@ -222,7 +236,7 @@ async def test_the_breaker_opens_then_probes_then_closes():
     assert breakers.state("a/m-a") == "half_open"
     script.steps["a"] = [ANSWER]
     script.calls.clear()
-    assert (await session(script, breakers=breakers).open()).provider.name == "a"  # the probe
+    assert (await session(script, breakers=breakers).open()).served.provider.name == "a"  # the probe
     assert breakers.state("a/m-a") == "closed"
 
 

@@ -189,3 +189,31 @@ def test_a_call_key_that_cannot_go_in_a_header_is_refused(key: str) -> None:
         with pytest.raises(RequestError) as refused:
             call_key({"openai": value}, "openai")
         assert "printable ASCII" in refused.value.detail and key not in refused.value.detail
+
+
+@pytest.mark.emulators
+async def test_the_resolver_never_fetches_on_the_event_loop_once_the_cache_expires(
+    momor_aws: Any, secrets_calls: CountingSecrets, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failover can come long after the call read its keys; a resolver that went back to the cache
+    then would fetch the secret synchronously, stalling the event loop (issue 10, item 21)."""
+    from momor.api.backend import Backend
+    from momor.catalog import parse_catalog
+    from momor.routing.plan import plan
+    from momor.routing.selectors import parse_prioritization, parse_selectors
+
+    set_secret(momor_aws, SAVED)
+    resolve = await Backend().key_resolver({}, zdr=False)
+    assert secrets_calls.calls == 1
+    now = keys.time.monotonic()
+    monkeypatch.setattr(keys.time, "monotonic", lambda: now + 301)  # the cache has expired
+
+    catalog = parse_catalog({
+        "providers": [{"name": "openai", "wire": "openai_chat", "baseUrl": "http://127.0.0.1:9/v1"}],
+        "models": [{"name": "m", "publisher": "p", "tier": "low",
+                    "offerings": [{"provider": "openai", "id": "m", "prices": {"input": 1, "output": 1}}]}],
+    })
+    [candidate] = plan(catalog, parse_selectors("m", None), parse_prioritization({}))
+    resolved = resolve(candidate)
+    assert resolved.key == KEY and resolved.source == "saved"  # type: ignore[union-attr]
+    assert secrets_calls.calls == 1  # answered from the keys the call read, not fetched again

@@ -7,7 +7,7 @@ the keys secret is cached with a max age, callers are cached briefly after a loo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,9 +39,10 @@ class Backend:
         return await ratelimit.admit(caller.id, key_hash=apikeys.key_hash(token))
 
     async def key_resolver(self, call_keys: dict[str, Any], *, zdr: bool) -> KeyResolver:
-        # Warm the saved-keys cache (off the event loop when stale); lookups below are memory reads.
-        await keys.saved_keys_async()
-        return _resolver(call_keys, zdr)
+        # The saved keys are read once per call (off the event loop when stale) and the resolver
+        # keeps them: failover may come long after, when the cache has expired, and refetching
+        # then would be a blocking Secrets Manager call on the event loop, stalling every call.
+        return _resolver(call_keys, zdr, await keys.saved_keys_async())
 
     async def write_record(self, record: records.CallRecord, secrets: Iterable[str]) -> None:
         await records.put_record_async(record, secrets=secrets)
@@ -50,13 +51,13 @@ class Backend:
         return await records.get_record_async(record_id, caller_id)
 
 
-def _resolver(call_keys: dict[str, Any], zdr: bool) -> KeyResolver:
+def _resolver(call_keys: dict[str, Any], zdr: bool, saved_keys: Mapping[str, keys.ProviderKey]) -> KeyResolver:
     """Per-call keys override saved ones; under zdr only a covered saved key serves (seed 000:
     saved keys marked zdr, or Momor's keys its own agreements cover; never a key sent with the call)."""
 
     def resolve(candidate: Candidate) -> ResolvedKey | str:
         name = candidate.provider.name
-        saved = keys.saved_key(name)
+        saved = keys.key_in(saved_keys, name)
         if zdr:
             if saved is not None and (saved.zdr or candidate.provider.zdr):
                 return ResolvedKey(saved.key, "saved", dict(saved.extra))

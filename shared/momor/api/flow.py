@@ -26,12 +26,12 @@ from starlette.responses import Response, StreamingResponse
 
 from .. import background, metrics
 from ..catalog import Catalog
-from ..errors import MomorError, ProviderError, RequestError
+from ..errors import MomorError, RequestError
 from ..events import Assembler, Event
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..logs import logger
 from ..redact import redact
-from ..routing.attempts import KeyResolver, Session
+from ..routing.attempts import Answer, KeyResolver, Session
 from ..routing.plan import Candidate, check_provider_names, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
@@ -119,9 +119,15 @@ async def routed_call(
             await _record(backend, recorder)  # a stream records itself when it ends
     except Exception as caught:
         exc = caught if isinstance(caught, MomorError) else _unexpected(caught, request_id)
-        recorder.status_code, recorder.error = exc.status, exc.detail
+        recorder.status_code = exc.status
+        recorder.end("failed", exc.detail)
         await _record(backend, recorder)
         response = door.error(request_id, exc)
+    except asyncio.CancelledError:  # the caller left before the answer: recorded all the same
+        recorder.end("cancelled", "The caller left before the answer was complete.")
+        with anyio.CancelScope(shield=True):
+            await _record(backend, recorder)
+        raise
     response.headers[REQUEST_ID_HEADER] = request_id
     response.headers.update(await admission.headers())
     return response
@@ -161,49 +167,65 @@ async def generate(p: Prepared) -> Response:
         resolve_key=p.resolve_key,
         network_timeout=routed.network_timeout,
         rollover=routed.rollover,
+        keep_text=p.after_answer is not None,
         adjust=routed.adjust,
     )
-    served = await session.open()
+    answer = await session.open()
+    recorder.status_code = 200
     if not routed.call.stream:
-        async for _ in _answered(p, session):
+        async for _ in _answered(p, answer):
             pass
-        recorder.status_code = 200
-        recorder.finish_reason = session.assembler.finish.reason if session.assembler.finish else None
+        recorder.finish_reason = answer.assembler.finish.reason if answer.assembler.finish else None
         await _record(p.backend, recorder)
-        return p.door.answer(recorder.request_id, routed, served, session.assembler)
-    return StreamingResponse(
-        _streamed(p, session, served),
+        return p.door.answer(recorder.request_id, routed, answer.served, answer.assembler)
+    return _RecordedStream(
+        p.door.stream(recorder.request_id, routed, answer.served, _answered(p, answer)),
+        ended=lambda: _stream_ended(p, answer),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, served)},
+        headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, answer.served)},
     )
 
 
-async def _streamed(p: Prepared, session: Session, served: Candidate) -> AsyncIterator[bytes]:
-    recorder = p.recorder
-    recorder.status_code = 200
+class _RecordedStream(StreamingResponse):
+    """A stream that ends its answer and writes its record the moment it stops, however it stops.
+
+    A caller who hangs up while a chunk is being sent leaves the body generator suspended at its
+    yield: Starlette raises out of `send()` and never closes it, so its clean-up (and the record)
+    would wait for the garbage collector. Here it is closed at once, shielded from the
+    cancellation that ended the stream.
+    """
+
+    def __init__(self, content: AsyncIterator[bytes], *, ended: Callable[[], Awaitable[None]], **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._ended = ended
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
+                await self._ended()
+
+
+async def _stream_ended(p: Prepared, answer: Answer) -> None:
+    """The stream's record: how it ended (the session recorded complete, failed or cancelled, and
+    what each attempt produced), who delivered it and with what finish."""
     try:
-        async for chunk in p.door.stream(recorder.request_id, p.routed, served, _answered(p, session)):
-            yield chunk
-    except ProviderError as exc:  # a door that lets one through still leaves a record
-        recorder.error = exc.detail
-        raise
-    finally:
-        finish = session.assembler.finish
-        recorder.finish_reason = finish.reason if finish else None
-        if finish is None and recorder.error is None:
-            failed = next((a for a in reversed(recorder.attempts) if a.status == "failed"), None)
-            recorder.error = failed.error if failed else "The caller left before the answer was complete."
-        # A caller that hangs up on the last byte cancels this task: the record is written anyway.
-        with anyio.CancelScope(shield=True):
-            await _record(p.backend, recorder)
+        await answer.close()
+    except Exception:  # closing the provider's stream must never cost the record
+        logger.exception("closing the stream failed", extra={"request_id": p.recorder.request_id})
+    finish = answer.assembler.finish
+    p.recorder.finish_reason = finish.reason if finish else None
+    await _record(p.backend, p.recorder)
 
 
-async def _answered(p: Prepared, session: Session) -> AsyncIterator[Event]:
-    """The session's events; once they are all in (a complete answer), `after_answer` runs."""
-    async for event in session.events():
+async def _answered(p: Prepared, answer: Answer) -> AsyncIterator[Event]:
+    """The answer's events; once they are all in (a complete answer), `after_answer` runs."""
+    async for event in answer.events:
         yield event
     if p.after_answer is not None:
-        await p.after_answer(session.assembler)
+        await p.after_answer(answer.assembler)
 
 
 def _gated(resolve: Any, gate: Callable[[Candidate, list[Any]], str | None] | None, recorder: Recorder) -> Any:

@@ -31,15 +31,20 @@ from .sse import SSEDecoder
 class Timeouts:
     connect: float = 10.0
     first_byte: float = 60.0
-    """How long the provider may take to begin its answer (response headers)."""
+    """The longest wait for any one read (httpx's read timeout), headers included."""
     idle: float = 60.0
     """The longest silence between two reads of a stream or body."""
+    response: float | None = None
+    """How long the provider may take to begin its answer: the request sent and its response
+    headers back; None: first_byte. The attempt loop sets it for a stream (Policy.response_timeout);
+    a buffered answer's headers come with the whole answer, so first_byte bounds it."""
 
     def shortened(self, limit: float | None) -> Timeouts:
         """networkTimeout only ever shortens (seed 000)."""
         if limit is None:
             return self
-        return Timeouts(min(self.connect, limit), min(self.first_byte, limit), min(self.idle, limit))
+        response = None if self.response is None else min(self.response, limit)
+        return Timeouts(min(self.connect, limit), min(self.first_byte, limit), min(self.idle, limit), response)
 
 
 DEFAULT_TIMEOUTS = Timeouts()
@@ -97,10 +102,12 @@ async def exchange(
     timeout = httpx2.Timeout(
         connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle, pool=timeouts.connect
     )
+    opening = client.stream("POST", request.url or _url(target, request.path), json=request.body, headers=headers,
+                            timeout=timeout)
     with provider_errors(target):
-        async with client.stream(
-            "POST", request.url or _url(target, request.path), json=request.body, headers=headers, timeout=timeout
-        ) as response:
+        async with contextlib.AsyncExitStack() as stack:
+            begin = timeouts.response if timeouts.response is not None else timeouts.first_byte
+            response = await _begin(stack, opening, begin)
             if response.status_code >= 400:
                 body = await response.aread()
                 raise wire.map_error(response.status_code, body, dict(response.headers))
@@ -115,6 +122,22 @@ async def exchange(
                     yield Raw(body.decode("utf-8", "replace"))
                 for event in wire.parse_response(body, target):
                     yield event
+
+
+async def _begin(stack: contextlib.AsyncExitStack, opening: Any, limit: float) -> httpx2.Response:
+    """The response, once its headers are in, within `limit` seconds.
+
+    A connection closed before any response byte is `dropped`, not a cut answer: nothing was
+    produced, and the usual cause is the keep-alive race (a pooled connection the provider closed
+    while idle, as after a Lambda thaw), so the attempt loop retries it.
+    """
+    try:
+        async with asyncio.timeout(limit):
+            return await stack.enter_async_context(opening)
+    except TimeoutError:
+        raise ProviderError(f"The provider did not begin its answer within {limit:g} s.", kind="timeout") from None
+    except (httpx2.RemoteProtocolError, httpx2.ReadError, httpx2.WriteError) as exc:
+        raise ProviderError("The provider closed the connection before answering.", kind="dropped") from exc
 
 
 @contextlib.contextmanager

@@ -6,30 +6,38 @@ stream, events are held back until the first visible output (text, reasoning or 
 only then is the candidate committed to and its events passed on. A failure after that is the
 stream's to end (seed 000 `streamFailureBehavior`): the doors write the error frame, or with
 rollover the next candidate able to continue finishes the answer (see rollover.py).
+
+`Session.open()` returns an `Answer`: what served, its events and the answer as the caller
+receives it. Reading the events to the end records the call complete; a failure records it
+failed; a caller who stops reading (the events closed, the task cancelled) records it cancelled,
+with what each attempt produced, at once. `Answer.close()` ends an answer wherever it stands.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import anyio
 
 from ..call import Call, Parameters
 from ..config import derived
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
-from ..events import Assembler, Continued, Event, Finish
+from ..events import Assembler, Continued, Event, Finish, Usage
 from ..providers import wire_for_call
 from ..providers.base import Target
 from ..providers.transport import Timeouts, exchange
-from .breaker import Breakers
+from .breaker import DEFERRED, Breakers
 from .plan import Candidate
 from .policy import Policy, classify, context_exceeded, counts_against_breaker, current_policy
 from .recorder import AttemptTimer, Recorder
-from .rollover import Renumber, can_continue, prefill_call
+from .rollover import Prefill, Renumber, can_continue, prefill_call
 
 # Parameter attribute name -> the native name the catalog lists in `parameters`.
 _NATIVE_NAMES = {name: (f.alias or name) for name, f in Parameters.model_fields.items()}
@@ -59,8 +67,52 @@ def params_for(params: Parameters, candidate: Candidate) -> Parameters:
     return params.model_copy(update={k: None for k in given if k not in kept})
 
 
+@dataclass(slots=True)
+class _Serving:
+    """One offering's answer under way: its attempt, what it has produced, its events to come."""
+
+    candidate: Candidate
+    attempt: AttemptTimer
+    produced: Assembler
+    held: list[Event]
+    """Events read before the offering was committed to, not yet passed on."""
+    rest: AsyncIterator[Event] | None
+
+
+@dataclass(slots=True, frozen=True)
+class Answer:
+    """What `Session.open` returns: the offering that serves, and its answer."""
+
+    served: Candidate
+    events: AsyncGenerator[Event, None]
+    """Its events, held ones first, then the rest as they arrive (read once; `close` ends it)."""
+    assembler: Assembler
+    """The answer as the caller receives it (filled as `events` is read; across a rollover, every
+    offering's parts). A stream keeps no Raw events here, and its text only for a rollover."""
+    _serving: _Serving
+    _recorder: Recorder
+
+    async def close(self) -> None:
+        """End the answer where the caller left it, at once (not when the garbage collector
+        finds its generator): an answer read to its end is untouched; one the caller stopped
+        reading is recorded as cancelled, with what its offering produced."""
+        await self.events.aclose()  # a stream stopped mid-way records its own cancellation
+        if self._recorder.outcome is None:  # never read at all (or left during a rollover)
+            if not self._serving.attempt.ended:
+                self._serving.attempt.cancel(self._serving.produced)
+            if self._serving.rest is not None:
+                await _aclose(self._serving.rest)
+            self._recorder.end("cancelled", "The caller left before the answer was complete.")
+
+
 class Session:
-    """One routed call over its planned candidates."""
+    """One routed call over its planned candidates.
+
+    `open()` tries candidates until one has begun its answer and returns it (an `Answer`); the
+    session's own state is only what stays true for the whole call (the caller's call, the
+    candidates, the deadline). What an offering is serving travels as a value, so a rollover
+    cannot confuse one offering's answer with another's.
+    """
 
     def __init__(
         self,
@@ -74,6 +126,7 @@ class Session:
         breakers: Breakers | None = None,
         exchange_fn: Exchange = exchange,
         rollover: bool = False,
+        keep_text: bool = False,
         adjust: Callable[[Call, Candidate], Call] | None = None,
     ) -> None:
         self.call = call
@@ -85,18 +138,13 @@ class Session:
         self.breakers = breakers or process_breakers()
         self.exchange_fn = exchange_fn
         self.rollover = rollover
+        self.keep_text = keep_text
+        """A stream keeps its text for a rollover, or when the route needs the whole answer after it
+        (the router's memory)."""
         self.adjust = adjust
-        self.served: Candidate | None = None
-        self.assembler = Assembler()
-        """The answer as the caller receives it (across a rollover, both offerings' parts)."""
-        self._segment = Assembler()
-        """What the offering now serving has produced."""
-        self._held: list[Event] = []
-        self._rest: AsyncIterator[Event] | None = None
-        self._attempt: AttemptTimer | None = None
         self._deadline = time.monotonic() + self.policy.call_budget
 
-    async def open(self) -> Candidate:
+    async def open(self) -> Answer:
         """Try candidates until one has begun its answer. Raises NoCandidateServed, or the
         provider's own error when it is final (a content-policy refusal)."""
         summaries: list[AttemptSummary] = []
@@ -108,40 +156,47 @@ class Session:
                 self.recorder.skip(candidate, reason)
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, reason))
                 continue
-            outcome = await self._try(candidate, summaries)
-            if outcome is None:
-                return candidate
-            if outcome == "context":
+            serving = await self._try(candidate, self.call, summaries)
+            if isinstance(serving, _Serving):
+                stream = self.call.stream
+                sent = Assembler(keep_raw=not stream, keep_text=not stream or self.rollover or self.keep_text)
+                return Answer(candidate, self._events(serving, sent), sent, serving, self.recorder)
+            if serving == "context":
                 larger_than = window or 0
         raise NoCandidateServed(summaries, status=_overall_status(self.recorder))
 
     def _breaker_order(self) -> list[Candidate]:
-        """Offerings whose circuit is open go behind every other candidate."""
-        allowed = [c for c in self.candidates if self.breakers.allows(_circuit(c))]
-        return allowed + [c for c in self.candidates if not self.breakers.allows(_circuit(c))]
+        """Offerings whose circuit is open go behind every other candidate, and the record says so
+        before anything is tried (overflow reads it as the asked model's capacity refusing)."""
+        closed = [c for c in self.candidates if self.breakers.allows(_circuit(c))]
+        opened = [c for c in self.candidates if not self.breakers.allows(_circuit(c))]
+        for candidate in opened:
+            self.recorder.skip(candidate, DEFERRED)
+        return closed + opened
 
-    async def _try(self, candidate: Candidate, summaries: list[AttemptSummary]) -> str | None:
-        """Attempts at one offering, retries included. None when it serves; otherwise why not."""
+    async def _try(self, candidate: Candidate, call: Call, summaries: list[AttemptSummary]) -> _Serving | str:
+        """Attempts at one offering, retries included: what it serves, or why it does not."""
         resolved = self.resolve_key(candidate)
         if isinstance(resolved, str):
             self.recorder.skip(candidate, resolved)
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, resolved))
             return "skipped"
+        circuit = _circuit(candidate)
         for retry in range(self.policy.retries + 1):
             if time.monotonic() >= self._deadline:
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name,
                                                 "the call's time budget ran out"))
                 return "budget"
-            attempt = self.recorder.begin(candidate, resolved.source, resolved.key)
-            self.breakers.begin(_circuit(candidate))
+            attempt = self.recorder.begin(candidate, resolved.source, resolved.key, call)
+            self.breakers.begin(circuit)
             try:
-                await self._start(candidate, resolved)
+                serving = await self._start(candidate, resolved, call, attempt)
             except ProviderError as exc:
                 attempt.fail(exc)
                 if counts_against_breaker(exc):
-                    self.breakers.failure(_circuit(candidate))
+                    self.breakers.failure(circuit)
                 else:  # it answered (a refusal of this request or key): the offering itself is up
-                    self.breakers.success(_circuit(candidate))
+                    self.breakers.success(circuit)
                 decision = classify(exc)
                 if decision == "final":
                     exc.status = exc.upstream_status or 400
@@ -152,9 +207,14 @@ class Session:
                     continue
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail))
                 return "context" if context_exceeded(exc) else "failed"
-            self.breakers.success(_circuit(candidate))
-            self.served, self._attempt = candidate, attempt
-            return None
+            except BaseException as exc:
+                # No verdict on the offering (the caller hung up, or Momor failed): the attempt says
+                # so, and a probe it was must not hold the circuit half-open for ever.
+                _unfinished(attempt, exc)
+                self.breakers.release(circuit)
+                raise
+            self.breakers.success(circuit)
+            return serving
         return "failed"  # unreachable: the last retry returns from the except branch
 
     def _retry_delay(self, exc: ProviderError, retry: int) -> float | None:
@@ -171,21 +231,25 @@ class Session:
     def _timeouts(self) -> Timeouts:
         p = self.policy
         remaining = max(0.001, self._deadline - time.monotonic())
-        # A buffered upstream answer's first token comes with its last: the first-token timeout
-        # bounds the whole answer's arrival there (raise it for long non-streamed generations).
+        # A buffered upstream answer's first token comes with its last (its headers too): the
+        # first-token timeout bounds the whole answer's arrival there (raise it for long
+        # non-streamed generations). A stream's headers come at once, however long the model
+        # then thinks: the response timeout bounds them.
         first = min(p.first_token_timeout, remaining)
-        return Timeouts(p.connect_timeout, first, p.idle_timeout).shortened(self.network_timeout)
+        response = min(p.response_timeout, first) if self.call.stream else first
+        return Timeouts(p.connect_timeout, first, p.idle_timeout, response).shortened(self.network_timeout)
 
-    async def _start(self, candidate: Candidate, key: ResolvedKey) -> None:
+    async def _start(self, candidate: Candidate, key: ResolvedKey, call: Call, attempt: AttemptTimer) -> _Serving:
         target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source)
-        call = self.adjust(self.call, candidate) if self.adjust else self.call
+        call = self.adjust(call, candidate) if self.adjust else call
         params = params_for(call.params, candidate)
         if params is not call.params:
             call = dataclasses.replace(call, params=params)
         wire = wire_for_call(candidate.provider.wire, call)
         timeouts = self._timeouts()
         stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts)
-        assembler = Assembler()
+        # What a stream's offering produces is written out as it passes: keep no copy of it.
+        produced = Assembler(keep_raw=not call.stream, keep_text=not call.stream)
         held: list[Event] = []
         try:
             # A stream is committed to at its first visible output, which must come within the
@@ -194,8 +258,8 @@ class Session:
             async with asyncio.timeout(timeouts.first_byte if call.stream else None):  # buffered: httpx bounds it
                 async for event in stream:
                     held.append(event)
-                    assembler.add(event)
-                    if call.stream and assembler.output_started:
+                    produced.add(event)
+                    if call.stream and produced.output_started:
                         break
         except TimeoutError:
             await _aclose(stream)
@@ -204,77 +268,106 @@ class Session:
         except BaseException:
             await _aclose(stream)
             raise
-        if assembler.finish is None and not call.stream:
+        if produced.finish is None and not call.stream:
             await _aclose(stream)
             raise ProviderError("The provider's answer ended without a finish.", kind="protocol")
-        self._segment, self._held, self._rest = assembler, held, stream
+        return _Serving(candidate, attempt, produced, held, stream)
 
-    async def events(self) -> AsyncIterator[Event]:
+    async def _events(self, serving: _Serving, sent: Assembler) -> AsyncIterator[Event]:
         """The served candidate's events: those held back, then the rest as they arrive.
 
         A failure after output (a cut, a stall past the idle timeout, a malformed chunk) raises
         ProviderError with after_output=True, unless rollover lets another candidate finish the
         answer (a `Continued` event marks the switch). Every attempt, with the usage seen so
-        far, is on the record either way.
+        far, is on the record either way, and so is how the call ended: complete, failed, or
+        cancelled when the caller hangs up (its generator is closed or its task cancelled).
         """
-        assert self.served is not None, "open() first"
         renumber: Renumber | None = None
         while True:
             try:
-                async for event in self._served_events():
-                    mapped = renumber(event) if renumber else event
-                    if mapped is not None:
-                        self.assembler.add(mapped)
-                        yield mapped
+                # aclosing: a caller who stops reading closes this offering's events at once too.
+                async with contextlib.aclosing(self._served_events(serving)) as events:
+                    async for event in events:
+                        mapped = renumber(event) if renumber else event
+                        if mapped is not None:
+                            sent.add(mapped)
+                            yield mapped
+                self.recorder.end("complete")
                 return
             except ProviderError as exc:
                 exc.after_output = True
-                continued = await self._roll_over(exc) if self.rollover else None
-                if continued is None:
+                following = await self._roll_over(sent, serving, exc) if self.rollover else None
+                if following is None:
+                    self.recorder.end("failed", exc.detail)
                     raise
-                renumber = Renumber(self.assembler)
-                yield continued
+                serving, prefill = following
+                renumber = Renumber(sent, prefill.trimmed, self._delivered_usage())
+                m = serving.candidate.model
+                yield Continued(m.name, m.tier, m.publisher, serving.candidate.provider.name, exc.detail)
+            except (asyncio.CancelledError, GeneratorExit):
+                self.recorder.end("cancelled", "The caller left before the answer was complete.")
+                raise
+            except Exception as exc:
+                self.recorder.end("failed", f"Momor failed unexpectedly ({type(exc).__name__}).")
+                raise
 
-    async def _served_events(self) -> AsyncIterator[Event]:
-        """One offering's events to the end of its answer; its attempt ends ok or failed."""
-        attempt, segment = self._attempt, self._segment
-        assert attempt is not None and self.served is not None
+    async def _served_events(self, serving: _Serving) -> AsyncIterator[Event]:
+        """One offering's events to the end of its answer; its attempt ends ok, failed or
+        cancelled, with what it produced."""
+        attempt, produced, circuit = serving.attempt, serving.produced, _circuit(serving.candidate)
+        attempt.attempt.delivered = True  # what it produced from here on reaches the caller
         try:
-            for event in self._held:
+            held, serving.held = serving.held, []
+            for event in held:
                 yield event
-            if self._rest is not None and segment.finish is None:
-                async for event in self._following(self._rest):
-                    segment.add(event)
+            del held
+            if serving.rest is not None and produced.finish is None:
+                async for event in self._following(serving.rest):
+                    produced.add(event)
                     yield event
                     if isinstance(event, Finish):
                         break
-            if segment.finish is None:
+            if produced.finish is None:
                 raise ProviderError("The provider's stream ended before the answer was complete.",
                                     kind="protocol")
         except ProviderError as exc:
-            attempt.fail(exc, usage=segment.usage)
+            attempt.fail(exc, produced)
             if counts_against_breaker(exc):
-                self.breakers.failure(_circuit(self.served))
+                self.breakers.failure(circuit)
+            raise
+        except BaseException as exc:
+            _unfinished(attempt, exc, produced)
             raise
         finally:
-            if self._rest is not None:
-                await _aclose(self._rest)
-                self._rest = None
-        attempt.succeed(segment)
+            if serving.rest is not None:
+                rest, serving.rest = serving.rest, None
+                with anyio.CancelScope(shield=True):
+                    await _aclose(rest)
+        attempt.succeed(produced)
 
-    async def _roll_over(self, exc: ProviderError) -> Continued | None:
+    def _delivered_usage(self) -> Usage:
+        """What every offering that delivered part of the answer so far used, summed."""
+        total = Usage()
+        for a in self.recorder.attempts:
+            if a.delivered and a.usage is not None:
+                total = total.plus(a.usage)
+        return total
+
+    async def _roll_over(
+        self, sent: Assembler, failed: _Serving, exc: ProviderError
+    ) -> tuple[_Serving, Prefill] | None:
         """Hand the answer to the next candidate that can continue it, or None if none can."""
-        call = prefill_call(self.call, self.assembler)
-        failed = self.served
-        if call is None or failed is None:
+        prefill = prefill_call(self.call, sent)  # the caller's call, whatever earlier rollovers sent
+        if prefill is None:
             return None
-        rest = self.candidates[self.candidates.index(failed) + 1:]
-        self.call = call
+        rest = self.candidates[self.candidates.index(failed.candidate) + 1:]
         summaries: list[AttemptSummary] = []
         for candidate in rest:
-            if can_continue(candidate) and await self._try(candidate, summaries) is None:
-                m = candidate.model
-                return Continued(m.name, m.tier, m.publisher, candidate.provider.name, exc.detail)
+            if not can_continue(candidate):
+                continue
+            serving = await self._try(candidate, prefill.call, summaries)
+            if isinstance(serving, _Serving):
+                return serving, prefill
         return None
 
     async def _following(self, stream: AsyncIterator[Event]) -> AsyncIterator[Event]:
@@ -307,6 +400,14 @@ async def _aclose(stream: AsyncIterator[Event]) -> None:
     aclose = getattr(stream, "aclose", None)
     if aclose is not None:
         await aclose()
+
+
+def _unfinished(attempt: AttemptTimer, exc: BaseException, produced: Assembler | None = None) -> None:
+    """An attempt ended by something other than the provider: the caller leaving, or a bug."""
+    if isinstance(exc, (asyncio.CancelledError, GeneratorExit)):
+        attempt.cancel(produced)
+    else:
+        attempt.broke(exc, produced)
 
 
 def _overall_status(recorder: Recorder) -> int:

@@ -4,8 +4,10 @@
     half-open --(the probe succeeds)--> closed;  --(the probe fails)--> open again
 
 While open, the offering is moved behind every other candidate (it still serves when nothing else
-can, so a single-offering model is not refused outright). In half-open one call at a time is let
-through as a probe. On Lambda each instance keeps its own breakers: an instance learns of a sick
+can, so a single-offering model is not refused outright); the record says so (DEFERRED), and
+overflow reads that as the asked model's capacity refusing the call. In half-open one call at a
+time is let through as a probe; a probe that ends without a verdict (the caller hung up, a bug)
+releases the circuit for the next one. On Lambda each instance keeps its own breakers: an instance learns of a sick
 offering from its own calls, and a new instance starts closed (see the README).
 """
 
@@ -17,12 +19,16 @@ from typing import Literal
 
 State = Literal["closed", "open", "half_open"]
 
+DEFERRED = "circuit open: tried after the other candidates"
+"""The note a candidate whose circuit is open gets on the record before the others are tried."""
+
 
 @dataclass(slots=True)
 class _Circuit:
     failures: int = 0
     opened_at: float | None = None
     probing: bool = False
+    probe_started: float = 0.0
 
 
 class Breakers:
@@ -46,12 +52,23 @@ class Breakers:
         if state == "closed":
             return True
         if state == "half_open":
-            return not self._circuits[key].probing
+            circuit = self._circuits[key]
+            # A probe that never reached a verdict (its call vanished: a frozen Lambda, a bug)
+            # must not hold the circuit half-open forever: after a cool-down, another may go.
+            return not circuit.probing or self.clock() - circuit.probe_started >= self.cooldown
         return False
 
     def begin(self, key: str) -> None:
         if self.state(key) == "half_open":
-            self._circuits[key].probing = True
+            circuit = self._circuits[key]
+            circuit.probing, circuit.probe_started = True, self.clock()
+
+    def release(self, key: str) -> None:
+        """The attempt ended without a verdict on the offering (the caller hung up, or Momor
+        failed): a probe it was lets the next call probe instead."""
+        circuit = self._circuits.get(key)
+        if circuit is not None:
+            circuit.probing = False
 
     def success(self, key: str) -> None:
         self._circuits.pop(key, None)

@@ -78,11 +78,10 @@ async def classify(
     own = Recorder(recorder.request_id, recorder.route, recorder.dialect)
     try:
         planned = candidates(Ask("model", selectors=(Selector(name=config.model),)), None, catalog, prio, Needs())
-        session = Session(ask, planned, own, resolve_key=resolve_key)
-        await session.open()
-        async for _ in session.events():
+        reply = await Session(ask, planned, own, resolve_key=resolve_key).open()
+        async for _ in reply.events:
             pass
-        answer = "".join(m.value for m in session.assembler.messages() if isinstance(m, ContentMessage))
+        answer = "".join(m.value for m in reply.assembler.messages() if isinstance(m, ContentMessage))
     except MomorError as exc:
         return Classification(settings.default_tier, "default", f"the classifier failed: {exc.detail}"[:300])
     finally:

@@ -141,11 +141,11 @@ class Converter:
         call = Call(system="", messages=[UserMessage(value=EXTRACT_PROMPT, files=[file])])
         sub = self._sub_recorder()
         session = Session(call, candidates, sub, resolve_key=self.resolve_key, network_timeout=self.network_timeout)
-        served = await session.open()
-        async for _ in session.events():
+        answer = await session.open()
+        async for _ in answer.events:
             pass
-        text = "".join(m.value for m in session.assembler.messages() if isinstance(m, ContentMessage))
-        self._note(file, where, "text", served.model.name, served.provider.name, sub)
+        text = "".join(m.value for m in answer.assembler.messages() if isinstance(m, ContentMessage))
+        self._note(file, where, "text", answer.served.model.name, answer.served.provider.name, sub)
         return text
 
     def _sub_recorder(self) -> Recorder:

@@ -40,5 +40,7 @@ async def count_input_tokens(
             timer.fail(exc)
             continue
         timer.succeed_free()
+        recorder.end("complete")
         return count, "provider"
+    recorder.end("complete")
     return tokens.count_input_tokens(call), "estimate"

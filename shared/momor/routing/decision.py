@@ -123,20 +123,21 @@ async def decide(
         for _ in range(2):  # the answer, then one retry with the options restated
             session = Session(held, [candidate], recorder, resolve_key=resolve_key, network_timeout=network_timeout)
             try:
-                await session.open()  # a final refusal (content policy) propagates, as on POST /models
+                opened = await session.open()  # a final refusal (content policy) propagates, as on POST /models
             except NoCandidateServed as exc:
                 summaries.extend(exc.attempts)
                 break
             try:
-                async for _event in session.events():
+                async for _event in opened.events:
                     pass
             except ProviderError as exc:  # a buffered answer that broke after opening
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail))
+                _reopen(recorder)
                 break
-            answer = answer_text(session.assembler.messages(), strategy)
+            answer = answer_text(opened.assembler.messages(), strategy)
             choice = match(answer, options)
             if choice is not None:
-                return Decision(choice, candidate, session.assembler.usage)
+                return Decision(choice, candidate, opened.assembler.usage)
             _reject(recorder)
             held = _corrected(held, answer, options)
         else:
@@ -146,7 +147,15 @@ async def decide(
 
 
 def _reject(recorder: Recorder) -> None:
-    """The last attempt answered, but outside the options: a failure (its billed cost stays)."""
+    """The last attempt answered, but outside the options: a failure (its billed cost stays), not
+    what the caller gets, and the call goes on."""
     attempt = recorder.timers[-1].attempt
     attempt.status = "failed"
     attempt.error = f"invalid: {REJECTED}"
+    attempt.delivered = False
+    _reopen(recorder)
+
+
+def _reopen(recorder: Recorder) -> None:
+    """The Session ended the call when its answer was read; a decision may still go on."""
+    recorder.outcome, recorder.error = None, None

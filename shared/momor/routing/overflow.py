@@ -3,7 +3,9 @@
 Modes (the Anthropic route's `x-momor-overflow`): off; model (the same model on offerings the
 selector left out); class (models of the same tier); any (any model). Overflow candidates are
 planned after the asked ones and tried only once every asked attempt failed for capacity (429,
-503, 529); otherwise they are skipped, and the record says why. Flex and free-tier calls do not
+503, 529); otherwise they are skipped, and the record says why. An asked offering whose circuit is
+open counts as a capacity refusal: the breaker moves it behind every other candidate (the record
+says so first), so it has not been tried when the overflow candidates come up. Flex and free-tier calls do not
 overflow (seed 004).
 """
 
@@ -14,6 +16,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..errors import MomorError
+from .breaker import DEFERRED
 from .plan import Candidate, plan
 from .request import Routed
 from .selectors import Selector
@@ -49,10 +52,17 @@ class Overflow:
     def gate(self, candidate: Candidate, attempts: list[Any]) -> str | None:
         if self.step(candidate) == "off":
             return None
-        tried = [a for a in attempts if a.status != "skipped" and (a.model, a.provider) in self.asked]
-        if tried and all(a.http_status in CAPACITY_STATUSES for a in tried):
+        tried = [a for a in attempts if (a.model, a.provider) in self.asked and _refusal(a) is not None]
+        if tried and all(_refusal(a) for a in tried):
             return None
         return "overflow: the asked model's own capacity did not refuse the call"
+
+
+def _refusal(attempt: Any) -> bool | None:
+    """Whether an asked attempt refused for capacity; None when it says nothing (skipped)."""
+    if attempt.status == "skipped":
+        return True if attempt.error == DEFERRED else None
+    return attempt.http_status in CAPACITY_STATUSES
 
 
 def asked_candidates(request: Routed, catalog: Catalog) -> list[Candidate]:

@@ -1,8 +1,10 @@
 """How the attempt loop treats a failure: retry the same offering, fail over, or stop.
 
     retry      429 (after its Retry-After), 500, 502, 503, 504, 529, a connection that failed
-               before any byte: the same offering, a bounded number of times, with exponential
-               backoff and full jitter (never a tight loop), inside the call's total budget
+               or was closed before any response byte (a pooled connection the provider had
+               already closed, typically after a Lambda thaw): the same offering, a bounded
+               number of times, with exponential backoff and full jitter (never a tight loop),
+               inside the call's total budget
     failover   a provider silent past its timeout, a saved key refused (401/403), a request the
                provider refuses as written (400/404/422: a parameter it does not take), a
                malformed or cut answer, content its wire cannot carry, context length exceeded
@@ -46,9 +48,14 @@ class Policy:
     call_budget: float = 300.0
     """The whole call's time for planning, attempts and waits; past it no new attempt starts."""
     connect_timeout: float = 10.0
+    response_timeout: float = 30.0
+    """How long a streamed call's provider may take to begin its answer (its response headers):
+    a provider that never answers fails over after this, not after the first-token timeout."""
     first_token_timeout: float = 120.0
-    """How long an offering may take to show its first output; past it, fail over. For a buffered
-    call, whose upstream answer comes whole, it bounds that answer's arrival."""
+    """How long an offering may take to show its first output; past it, fail over. A reasoning
+    model may think long after its headers arrive, so this is longer than the response timeout.
+    For a buffered call, whose upstream answer (headers included) comes whole, it bounds that
+    answer's arrival."""
     idle_timeout: float = 60.0
     """The longest silence inside a stream before it counts as stalled."""
     breaker_failures: int = 5
@@ -86,7 +93,7 @@ def context_exceeded(exc: ProviderError) -> bool:
 def classify(exc: ProviderError) -> Decision:
     if exc.kind == "refused":
         return "final"
-    if exc.kind == "connect":
+    if exc.kind in ("connect", "dropped"):
         return "retry"
     if exc.kind == "http" and exc.upstream_status in RETRY_STATUSES:
         return "retry"
@@ -94,7 +101,9 @@ def classify(exc: ProviderError) -> Decision:
 
 
 def counts_against_breaker(exc: ProviderError) -> bool:
-    """Failures that say the offering is unwell, not that the request or key was wrong."""
+    """Failures that say the offering is unwell, not that the request or key was wrong. A
+    connection dropped before any response byte says nothing of the offering (the pool kept a
+    connection the provider had closed), and a 4xx refusal is an answer from a working offering."""
     return exc.kind in ("connect", "timeout", "protocol") or (
         exc.kind == "http" and exc.upstream_status in RETRY_STATUSES
     )

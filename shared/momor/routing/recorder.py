@@ -7,52 +7,102 @@ The keys used are remembered only so `records` can blank them should one ever le
 
 from __future__ import annotations
 
+import functools
+import math
 import time
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
+from ..call import Call
 from ..errors import ProviderError
 from ..events import Assembler, Usage
 from ..store.records import Attempt, CallRecord, Served, cost_usd
+from ..tokens import BYTES_PER_TOKEN, count_input_tokens
 from .plan import Candidate
 
 
 @dataclass(slots=True)
 class AttemptTimer:
-    """One attempt in progress: the stored `Attempt` plus when it started."""
+    """One attempt in progress: the stored `Attempt` plus when it started and what it was sent."""
 
     attempt: Attempt
     candidate: Candidate
+    call: Call | None = None
+    """The call as this offering was sent it (a rollover's prefill included), for estimates."""
     started: float = field(default_factory=time.perf_counter)
+
+    @property
+    def ended(self) -> bool:
+        return self.attempt.latency_ms is not None
 
     def _end(self) -> None:
         self.attempt.latency_ms = round((time.perf_counter() - self.started) * 1000, 2)
 
-    def fail(self, exc: ProviderError, usage: Usage | None = None) -> None:
+    def fail(self, exc: ProviderError, produced: Assembler | None = None) -> None:
+        """Failed; `produced` is what the offering sent before it failed, if anything."""
         self._end()
         self.attempt.status = "failed"
         self.attempt.http_status = exc.upstream_status
         self.attempt.error = f"{exc.kind}: {exc.detail}"
-        self.attempt.cost = Decimal(0)  # a failed attempt costs nothing unless the provider billed it
-        if usage is not None and (usage.input_tokens or usage.output_tokens):
-            # Tokens a provider reported before it failed were billed by it.
-            self.attempt.usage = usage
-            self.attempt.cost = cost_usd(usage, self.candidate.offering.prices)
+        self._bill(produced)
+
+    def broke(self, exc: BaseException, produced: Assembler | None = None) -> None:
+        """Momor itself failed during this attempt (a bug): failed, saying so, with no verdict on
+        the offering."""
+        self._end()
+        self.attempt.status = "failed"
+        self.attempt.error = f"momor: {type(exc).__name__}"
+        self._bill(produced)
+
+    def cancel(self, produced: Assembler | None = None) -> None:
+        """The caller hung up while this attempt was under way: it ends with what was received,
+        which the provider billed."""
+        self._end()
+        self.attempt.status = "cancelled"
+        self.attempt.error = "cancelled: the caller left before the answer was complete"
+        self._bill(produced)
+
+    def _bill(self, produced: Assembler | None) -> None:
+        self.attempt.cost = Decimal(0)  # an unfinished attempt costs nothing unless the provider billed it
+        if produced is None:
+            return
+        reported = produced.usage
+        if produced.output_started or reported.input_tokens or reported.output_tokens:
+            # Output it produced, and tokens it reported before it stopped, were billed by it.
+            self.attempt.usage = billed(reported, self.call, produced)
+            self.attempt.cost = cost_usd(self.attempt.usage, self.candidate.offering.prices)
 
     def succeed_free(self) -> None:
         """An answer that is not billed (token counting)."""
         self._end()
         self.attempt.status, self.attempt.http_status, self.attempt.cost = "ok", 200, Decimal(0)
+        self.attempt.delivered = True  # its answer (the count) is what the caller gets
 
     def succeed(self, assembler: Assembler) -> None:
         self._end()
         self.attempt.status = "ok"
         self.attempt.http_status = 200
-        self.attempt.usage = assembler.usage
-        self.attempt.cost = cost_usd(assembler.usage, self.candidate.offering.prices)
+        self.attempt.usage = billed(assembler.usage, self.call, assembler)
+        self.attempt.cost = cost_usd(self.attempt.usage, self.candidate.offering.prices)
+
+
+def billed(reported: Usage, call: Call | None, produced: Assembler) -> Usage:
+    """The provider's usage; where it reported no input or output count (a stream without a usage
+    chunk, as Mistral's may be), Momor's estimate of it (tokens.py), marked as an estimate. Never
+    a silent zero: a record with no count would read as a free answer."""
+    if reported.known or call is None:
+        return reported
+    usage = Usage()
+    usage.merge(reported)
+    if usage.input_tokens is None:
+        usage.input_tokens = count_input_tokens(call)
+    if usage.output_tokens is None:
+        usage.output_tokens = math.ceil(produced.output_bytes / BYTES_PER_TOKEN)
+    usage.estimated = True
+    return usage
 
 
 def _attempt(candidate: Candidate, key_source: Any, status: Any) -> Attempt:
@@ -88,6 +138,8 @@ class Recorder:
     timers: list[AttemptTimer] = field(default_factory=list)
     status_code: int = 0
     error: str | None = None
+    """Why the call did not complete: the reason the caller was given, or why its stream ended."""
+    outcome: Literal["complete", "failed", "cancelled"] | None = None
     finish_reason: str | None = None
     secrets: set[str] = field(default_factory=set)
     written: bool = False
@@ -109,14 +161,22 @@ class Recorder:
         timer.attempt.error, timer.attempt.latency_ms, timer.attempt.cost = reason, 0.0, Decimal(0)
         self.timers.append(timer)
 
-    def begin(self, candidate: Candidate, key_source: str, key: str) -> AttemptTimer:
+    def begin(self, candidate: Candidate, key_source: str, key: str, call: Call | None = None) -> AttemptTimer:
         self.secrets.add(key)
-        timer = AttemptTimer(_attempt(candidate, key_source, "failed"), candidate)
+        timer = AttemptTimer(_attempt(candidate, key_source, "failed"), candidate, call)
         self.timers.append(timer)
         return timer
 
+    def end(self, outcome: Literal["complete", "failed", "cancelled"], error: str | None = None) -> None:
+        """How the call ended; the first word stands (a stream that failed, then was closed,
+        failed)."""
+        if self.outcome is None:
+            self.outcome, self.error = outcome, error
+
     def served(self) -> AttemptTimer | None:
-        return next((t for t in self.timers if t.attempt.status == "ok"), None)
+        """The attempt that delivered the answer: the last one whose output reached the caller
+        (after a rollover, the one that continued it), whether it completed or not."""
+        return next((t for t in reversed(self.timers) if t.attempt.delivered), None)
 
     def to_record(self) -> CallRecord:
         served = self.served()
@@ -133,9 +193,12 @@ class Recorder:
             conversions=[c.to_dict() for c in self.conversions],
             router=self.router,
             classifier_attempts=[t.attempt for t in self.classifier],
+            outcome=self.outcome,
+            error=self.error,
         )
         if served is not None:
             m = served.candidate.model
             record.served = Served(m.name, served.candidate.provider.name, m.tier, m.publisher)
-            record.usage = served.attempt.usage
+            usages = [t.attempt.usage for t in self.timers if t.attempt.delivered and t.attempt.usage]
+            record.usage = functools.reduce(Usage.plus, usages) if usages else None
         return record

@@ -5,10 +5,18 @@ assistant message (a prefill), so it continues the text instead of starting agai
 candidates whose catalog capabilities say `prefill` are asked. Its events are then renumbered onto
 the parts the caller already has: its first text part continues the interrupted one.
 
+The prefill is always built from the caller's own call and everything the caller has received,
+however many offerings produced it: a second rollover sends the whole answer so far once, never
+the first prefill again.
+
 Only an answer that is text so far can be continued: a half-sent reasoning block or tool call
 cannot be handed to another model without a duplicated or garbled answer, so the stream then
 ends with an error. Anthropic refuses a prefill that ends in white space and a prefill with
-thinking on, so the prefill is trimmed and the continuation asks for no reasoning.
+thinking on, so the prefill is sent without its trailing white space and the continuation asks
+for no reasoning. The caller already has that white space, and the continuing model writes it
+again at the start of its text (it continues from the trimmed prefill): the continuation's
+leading characters that repeat it are dropped, so the joined answer is, character for character,
+the one a single provider would have sent.
 """
 
 from __future__ import annotations
@@ -16,22 +24,33 @@ from __future__ import annotations
 import dataclasses
 
 from ..call import Call
-from ..events import Assembler, Delta, Event, PartEnd, PartStart, Raw
+from ..events import COUNTS, Assembler, Delta, Event, PartEnd, PartStart, Raw, Usage, UsageEvent
 from ..messages import ContentMessage
 from .plan import Candidate
 
 
-def prefill_call(call: Call, sent: Assembler) -> Call | None:
-    """The call that continues `sent`, or None when what was sent cannot be continued."""
+@dataclasses.dataclass(slots=True, frozen=True)
+class Prefill:
+    call: Call
+    """The caller's call plus the answer so far, trimmed, as a final assistant message."""
+    trimmed: str
+    """The white space cut from the end of the answer so far (the caller already has it)."""
+
+
+def prefill_call(call: Call, sent: Assembler) -> Prefill | None:
+    """How to continue `sent` (everything the caller has received) from `call` (the caller's own
+    call, never an earlier prefill), or None when what was sent cannot be continued."""
     if any(part.kind != "content" for part in sent.parts.values()):
         return None
-    text = "".join("".join(sent.parts[i].chunks) for i in sorted(sent.parts)).rstrip()
+    whole = "".join("".join(sent.parts[i].chunks) for i in sorted(sent.parts))
+    text = whole.rstrip()
     if not text:
         return None
     params = call.params.model_copy(update={"reasoning_effort": None})
-    return dataclasses.replace(
+    continued = dataclasses.replace(
         call, messages=[*call.messages, ContentMessage(value=text)], params=params, raw=None, raw_wire=None
     )
+    return Prefill(continued, whole[len(text):])
 
 
 def can_continue(candidate: Candidate) -> bool:
@@ -39,24 +58,59 @@ def can_continue(candidate: Candidate) -> bool:
 
 
 class Renumber:
-    """Maps a continuing candidate's part indices onto the parts the caller already has."""
+    """Maps a continuing candidate's events onto the answer the caller already has: part indices
+    onto its parts, the leading white space the caller already has dropped, and its usage added
+    to what the earlier offerings used (the caller is told what the whole answer used)."""
 
-    def __init__(self, sent: Assembler) -> None:
+    def __init__(self, sent: Assembler, trimmed: str, earlier: Usage) -> None:
         open_text = [i for i, p in sent.parts.items() if p.kind == "content" and not p.done]
         self._join = open_text[-1] if open_text else None
         self._offset = max(sent.parts, default=-1) + 1
         self._map: dict[int, int] = {}
+        self._joined: int | None = None
+        """The continuing candidate's index of the part that continues the caller's open one."""
+        self._trimmed = trimmed
+        self._earlier = earlier
 
     def __call__(self, event: Event) -> Event | None:
         match event:
             case PartStart(index=i, kind="content") if self._join is not None:
-                self._map[i], self._join = self._join, None
+                self._map[i], self._join, self._joined = self._join, None, i
                 return None  # the caller already has this part open
             case PartStart(index=i):
                 self._map[i] = i + self._offset
                 return dataclasses.replace(event, index=self._map[i])
-            case Delta(index=i) | PartEnd(index=i):
+            case Delta(index=i, text=text):
+                if i == self._joined and self._trimmed:
+                    text = self._skip_repeated(text)
+                    if not text:
+                        return None
+                return Delta(self._map.get(i, i + self._offset), text)
+            case PartEnd(index=i):
                 return dataclasses.replace(event, index=self._map.get(i, i + self._offset))
+            case UsageEvent(usage=usage):
+                return UsageEvent(_added(self._earlier, usage))
             case Raw():
                 return None
         return event
+
+    def _skip_repeated(self, text: str) -> str:
+        """`text` without the leading characters the caller already has (the trimmed white
+        space, as far as the continuation repeats it). Once the continuation writes anything
+        else, nothing more is skipped."""
+        same = 0
+        while same < min(len(text), len(self._trimmed)) and text[same] == self._trimmed[same]:
+            same += 1
+        self._trimmed = self._trimmed[same:] if same == len(text) else ""
+        return text[same:]
+
+
+def _added(earlier: Usage, reported: Usage) -> Usage:
+    """`reported` with `earlier` added to each count it reports (and only those: usage comes in
+    pieces, and a later piece's missing field must not overwrite an earlier piece's sum)."""
+    out = Usage()
+    for name in COUNTS:
+        value = getattr(reported, name)
+        if value is not None:
+            setattr(out, name, value + (getattr(earlier, name) or 0))
+    return out

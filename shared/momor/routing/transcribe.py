@@ -125,6 +125,6 @@ def _succeeded(timer: AttemptTimer, candidate: Candidate, transcript: Transcript
     cost = cost_usd(transcript.usage, prices)
     if prices.per_minute is not None and seconds is not None:
         cost += Decimal(str(prices.per_minute)) * Decimal(str(seconds)) / 60
-    timer.succeed_free()
+    timer.succeed_free()  # delivered: its transcript is what the caller gets
     timer.attempt.usage, timer.attempt.cost = transcript.usage, cost
     return Transcribed(candidate, transcript, seconds, cost)

@@ -189,7 +189,12 @@ def _load_json(raw: str) -> tuple[Any, str | None]:
 
 def saved_key(provider_name: str) -> ProviderKey | None:
     """The deployment's key for `provider_name` (exact name, then root), or None."""
-    keys = saved_keys()
+    return key_in(saved_keys(), provider_name)
+
+
+def key_in(keys: Mapping[str, ProviderKey], provider_name: str) -> ProviderKey | None:
+    """`provider_name`'s key among `keys` (exact name, then root): a lookup in a set of saved keys
+    already in hand, which never fetches (the attempt loop's resolver runs on the event loop)."""
     for entry in _candidates(provider_name):
         if entry in keys:
             return keys[entry]

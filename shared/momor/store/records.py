@@ -7,10 +7,16 @@ The item (attribute names as the GET route answers them):
     created       ISO 8601, UTC
     dialect, route, selectors (as the caller wrote them), streaming
     attempts      [{provider, model, offeringId, keySource: call|saved|none,
-                    status: ok|failed|skipped, httpStatus, latencyMs, error, usage, cost}]
-    served        {model, provider, tier, publisher} or null
-    usage, cost   cost in USD from the catalog's prices (a DynamoDB number, written as Decimal)
-    finishReason, status (the HTTP status the caller got)
+                    status: ok|failed|cancelled|skipped, delivered, httpStatus, latencyMs, error,
+                    usage, cost}]; `delivered`: some of its output reached the caller
+    attemptsOmitted  how many attempts are left out of a very long list (ATTEMPTS_MAX), or absent
+    served        {model, provider, tier, publisher} of the offering that delivered the answer (the
+                  last one, after a rollover), even when the answer then failed; or null
+    usage, cost   usage of the whole answer (every delivering attempt's, summed); cost in USD from
+                  the catalog's prices, every attempt's (a DynamoDB number, written as Decimal).
+                  A usage Momor estimated (the provider reported none) says `estimated: true`
+    outcome       complete | failed | cancelled (the caller hung up); error: why it was not complete
+    finishReason, status (the HTTP status the caller got: 200 once a stream has begun)
     router        the router alias only (seed 003): {tier, tierSource: classifier | default |
                   asked, tierNote, classifier: [attempts, as above], memory: {mode, turns}};
                   the classifier's cost is in `cost`
@@ -36,6 +42,11 @@ from ..redact import redact
 from . import dynamo
 
 ERROR_TEXT_MAX = 300
+ATTEMPTS_MAX = 60
+"""Attempts kept on a record. Each is at most about 1 KB (names, a cut error text, usage), and a
+DynamoDB item holds at most 400 KB: a longer list (many candidates times their retries) keeps its
+first attempts and its last few, and says how many it left out."""
+ATTEMPTS_KEPT_LAST = 10
 _MILLION = Decimal(1_000_000)
 
 
@@ -73,13 +84,15 @@ class Attempt:
     offering_id: str
     """The provider's own model id."""
     key_source: Literal["call", "saved", "none"]
-    status: Literal["ok", "failed", "skipped"]
+    status: Literal["ok", "failed", "cancelled", "skipped"]
     http_status: int | None = None
     latency_ms: float | None = None
     error: str | None = None
     """Short text for people; never a key (see the module docstring)."""
     usage: Usage | None = None
     cost: Decimal | None = None
+    delivered: bool = False
+    """Some of its output reached the caller."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +101,7 @@ class Attempt:
             "offeringId": self.offering_id,
             "keySource": self.key_source,
             "status": self.status,
+            "delivered": self.delivered,
             "httpStatus": self.http_status,
             "latencyMs": self.latency_ms,
             "error": self.error[:ERROR_TEXT_MAX] if self.error else self.error,
@@ -124,6 +138,9 @@ class CallRecord:
     finish_reason: str | None = None
     conversions: list[dict[str, Any]] = field(default_factory=list)
     """File conversions made for the call (seed 000 fileProcessing), each with what it cost."""
+    outcome: Literal["complete", "failed", "cancelled"] | None = None
+    error: str | None = None
+    """Why the call did not complete (the reason the caller was given, or why its stream ended)."""
     created: dt.datetime = field(default_factory=lambda: dt.datetime.now(dt.UTC))
     router: dict[str, Any] | None = None
     """The router's own steps (tier, memory); `classifier_attempts` are written inside it."""
@@ -135,6 +152,10 @@ class CallRecord:
             every = [*self.attempts, *self.classifier_attempts]
             cost = sum((a.cost for a in every if a.cost is not None), Decimal(0))
             cost += sum((c["cost"] for c in self.conversions), Decimal(0))
+        kept = self.attempts
+        omitted = len(kept) - ATTEMPTS_MAX
+        if omitted > 0:
+            kept = [*kept[:ATTEMPTS_MAX - ATTEMPTS_KEPT_LAST], *kept[-ATTEMPTS_KEPT_LAST:]]
         document = {
             "id": self.id,
             "callerId": self.caller_id,
@@ -143,7 +164,8 @@ class CallRecord:
             "route": self.route,
             "selectors": self.selectors,
             "streaming": self.streaming,
-            "attempts": [a.to_dict() for a in self.attempts],
+            "attempts": [a.to_dict() for a in kept],
+            **({"attemptsOmitted": omitted} if omitted > 0 else {}),
             "served": (
                 {"model": s.model, "provider": s.provider, "tier": s.tier, "publisher": s.publisher}
                 if (s := self.served)
@@ -152,6 +174,8 @@ class CallRecord:
             "usage": self.usage.to_native(self.served.provider if self.served else "") if self.usage else None,
             "cost": cost,
             "finishReason": self.finish_reason,
+            "outcome": self.outcome,
+            "error": self.error[:ERROR_TEXT_MAX] if self.error else None,
             "status": self.status,
             **({"conversions": self.conversions} if self.conversions else {}),
             "expiresAt": int(self.created.timestamp()) + ttl_days * 86_400,

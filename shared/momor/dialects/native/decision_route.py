@@ -35,6 +35,7 @@ async def _decide(p: Prepared) -> Response:
     decision = await decide(routed.call, routed.reply, p.candidates, p.recorder, resolve_key=p.resolve_key,
                             network_timeout=routed.network_timeout)
     p.recorder.status_code = 200
+    p.recorder.end("complete")
     p.recorder.finish_reason = "stop"
     return json_response({
         "type": "decision",

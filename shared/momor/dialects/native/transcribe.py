@@ -98,6 +98,7 @@ async def _transcribe(p: Prepared) -> Response:
     done = await transcribe(audio, p.candidates, p.recorder, resolve_key=p.resolve_key, language=job.language,
                             prompt=job.prompt, network_timeout=p.routed.network_timeout)
     p.recorder.status_code = 200
+    p.recorder.end("complete")
     answer: dict[str, Any] = {"type": "transcript", "text": done.transcript.text}
     language = done.transcript.language or job.language
     if language:
