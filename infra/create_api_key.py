@@ -1,8 +1,15 @@
-"""Create a Momor API key: `python -m infra.create_api_key NAME [--zdr] [--owner WHO]`.
+"""Create a Momor API key, or change one's spend limits and admin flag.
 
-Stores only the key's hash in MOMOR_API_KEYS_TABLE (or --table) and prints the key once, on
-stdout, so it can be piped into a secret store; the caller id goes to stderr. The key cannot be
+    python -m infra.create_api_key NAME [--zdr] [--owner WHO] [--admin] [--daily-usd N] [--monthly-usd N]
+    python -m infra.create_api_key --update CALLER_ID [--admin | --no-admin] [--daily-usd N|none] [--monthly-usd N|none]
+
+Creating stores only the key's hash in MOMOR_API_KEYS_TABLE (or --table) and prints the key once,
+on stdout, so it can be piped into a secret store; the caller id goes to stderr. The key cannot be
 shown again: lose it and create another.
+
+Limits are US dollars per UTC day and per UTC month (momor/budgets.py); `none` removes one. An
+admin key's GET /usage and console show every key's calls. Running processes see a change within
+a minute (the API-key cache).
 """
 
 from __future__ import annotations
@@ -10,22 +17,69 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from decimal import Decimal, InvalidOperation
+from typing import Any
 
-from momor.config import reset_config
-from momor.store import apikeys
+from momor.config import get_config, reset_config
+from momor.store import apikeys, aws, budgets
+
+
+def _usd(text: str) -> Decimal | None:
+    if text.lower() == "none":
+        return None
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise argparse.ArgumentTypeError(f"not an amount of dollars: {text!r}") from None
+    if value < 0 or not value.is_finite():
+        raise argparse.ArgumentTypeError("a limit is a finite amount, zero or more")
+    return value
+
+
+def find_key_hash(caller_id: str) -> str:
+    """The API-key item's hash for a caller id. A scan of the API-keys table, filtered: fine for
+    an administrator's occasional command, never done on a request's path."""
+    ddb = aws.client("dynamodb")
+    request: dict[str, Any] = {
+        "TableName": get_config().need("api_keys_table"),
+        "FilterExpression": "#id = :id AND attribute_exists(#created)",
+        "ExpressionAttributeNames": {"#id": "id", "#created": "created"},
+        "ExpressionAttributeValues": {":id": {"S": caller_id}},
+        "ProjectionExpression": "keyHash",
+    }
+    while True:
+        page = ddb.scan(**request)
+        if page.get("Items"):
+            return page["Items"][0]["keyHash"]["S"]
+        if "LastEvaluatedKey" not in page:
+            raise SystemExit(f"no API key has the caller id {caller_id!r}")
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Create a Momor API key and print it once.")
-    parser.add_argument("name", help="who or what the key is for")
+    parser = argparse.ArgumentParser(description="Create a Momor API key (printed once), or change one.")
+    parser.add_argument("name", nargs="?", help="who or what a new key is for")
+    parser.add_argument("--update", metavar="CALLER_ID", help="change this existing key instead of creating one")
     parser.add_argument("--owner", help="the person or team answerable for it")
     parser.add_argument("--zdr", action="store_true", help="hold every call made with it to zero data retention")
+    parser.add_argument("--admin", action=argparse.BooleanOptionalAction, default=None,
+                        help="its usage and console show every key's calls")
+    parser.add_argument("--daily-usd", type=_usd, default=False, metavar="N|none", help="spend limit per UTC day")
+    parser.add_argument("--monthly-usd", type=_usd, default=False, metavar="N|none", help="spend limit per UTC month")
     parser.add_argument("--table", help="the API-keys table (default: $MOMOR_API_KEYS_TABLE)")
     args = parser.parse_args(argv)
+    if (args.name is None) == (args.update is None):
+        parser.error("give either NAME (create a key) or --update CALLER_ID")
     if args.table:
         os.environ["MOMOR_API_KEYS_TABLE"] = args.table
         reset_config()
+    if args.update:
+        budgets.set_limits(find_key_hash(args.update), daily=args.daily_usd, monthly=args.monthly_usd,
+                           admin=args.admin)
+        print(f"updated key {args.update}", file=sys.stderr)
+        return
     key, caller = apikeys.create_api_key(args.name, zdr=args.zdr, owner=args.owner)
+    budgets.set_limits(apikeys.key_hash(key), daily=args.daily_usd, monthly=args.monthly_usd, admin=args.admin)
     print(f"created key for {caller.name!r}: caller id {caller.id}, zdr={caller.zdr}", file=sys.stderr)
     print(key)
 

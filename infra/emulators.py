@@ -211,7 +211,7 @@ def provision(
     """Create the tables, bucket (with the catalog, if given) and keys secret; return the MOMOR_*
     variables naming them. Creating what already exists is not an error, so it can run twice."""
     ddb = endpoints.client("dynamodb")
-    _create_table(ddb, records_table, "id")
+    _create_table(ddb, records_table, "id", indexes=True)
     _create_table(ddb, api_keys_table, "keyHash")
     _create_table(ddb, memory_table, "threadKey")
     # Records expire, and so do the rate-limit windows kept in the API-keys table and memory threads.
@@ -244,13 +244,22 @@ def provision(
     }
 
 
-def _create_table(ddb: Any, name: str, partition_key: str) -> None:
+def _create_table(ddb: Any, name: str, partition_key: str, *, indexes: bool = False) -> None:
+    """A table; with `indexes`, the records table's usage indexes (momor.usage) too."""
+    extra: dict[str, Any] = {}
+    attributes = [{"AttributeName": partition_key, "AttributeType": "S"}]
+    if indexes:
+        from momor.store.usage import index_definitions
+
+        more, extra["GlobalSecondaryIndexes"] = index_definitions()
+        attributes += more
     try:
         ddb.create_table(
             TableName=name,
-            AttributeDefinitions=[{"AttributeName": partition_key, "AttributeType": "S"}],
+            AttributeDefinitions=attributes,
             KeySchema=[{"AttributeName": partition_key, "KeyType": "HASH"}],
             BillingMode="PAY_PER_REQUEST",
+            **extra,
         )
     except ddb.exceptions.ResourceInUseException:
         return

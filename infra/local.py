@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
         from momor.api.app import all_routes
         from momor.store import apikeys
 
-        apikeys.accept_local_key(args.api_key, name="local")
+        apikeys.accept_local_key(args.api_key, name="local", admin=True)  # the operator sees every key
         print(f"Momor is serving on http://{args.host}:{args.port} (API key: {args.api_key})", flush=True)
         uvicorn.run(all_routes(), host=args.host, port=args.port, log_level="info", lifespan="off")
 

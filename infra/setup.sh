@@ -41,6 +41,11 @@ if [ ! -x .sam-venv/bin/sam ]; then
   .sam-venv/bin/python -m pip install -q aws-sam-cli
 fi
 
+if ! command -v make >/dev/null 2>&1; then
+  # sam build runs the layers' Makefiles (BuildMethod: makefile in template.yaml).
+  (apt-get update -qq && apt-get install -y -qq make) >/dev/null
+fi
+
 if ! command -v java >/dev/null 2>&1; then
   # DynamoDB Local runs on Java 17+.
   (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless) >/dev/null
@@ -49,4 +54,13 @@ want=$(stamp infra/package-lock.json)
 if [ "$(cat infra/node_modules/.momor-installed 2>/dev/null)" != "$want" ]; then
   npm ci --prefix infra --no-audit --no-fund --loglevel=error
   echo "$want" > infra/node_modules/.momor-installed
+fi
+
+# The console's chart library, vendored from npm into the static files the layer ships
+# (shared/momor/console/, gitignored): `sam build` then packs it with the rest of the package.
+cp infra/node_modules/chart.js/dist/chart.umd.min.js shared/momor/console/chart.umd.min.js
+
+# Headless Chromium and its WebDriver, for the console's browser test (tests/browser).
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver) >/dev/null
 fi

@@ -60,6 +60,7 @@ class Config:
     api_keys_table: str | None = _knob("MOMOR_API_KEYS_TABLE")
     memory_table: str | None = _knob("MOMOR_MEMORY_TABLE")
     memory_ttl_days: int = _knob("MOMOR_MEMORY_TTL_DAYS", 30, kind=int, minimum=0)
+    usage_max_records: int = _knob("MOMOR_USAGE_MAX_RECORDS", 20_000, kind=int, minimum=1)  # store/usage.py
     # failures (routing/policy.py)
     retries: int = _knob("MOMOR_RETRIES", 2, kind=int, minimum=0, maximum=10)
     retry_base: float = _knob("MOMOR_RETRY_BASE_MS", 0.25, kind=float, minimum=0, scale=0.001)

@@ -8,18 +8,14 @@
 # replace the rest, as AWS's Lambda Web Adapter does with its own wrapper.
 #
 # MOMOR_ASGI_APP names the ASGI app as module:attr, relative to the task root (app:app when the
-# function's CodeUri is functions/<route>/). Without it the stock runtime runs, buffered, with the
-# function's Handler (handler = Mangum(app)), so a function without the variable still answers.
+# function's CodeUri is functions/<route>/). Without it the loop fails the init through the Runtime
+# API (Runtime.MalformedHandlerName): a streaming function must never fall back to the stock,
+# buffered runtime, whose JSON answers a STREAM integration cannot read.
 set -euo pipefail
 
 if [ "$#" -lt 1 ]; then
   echo "lambda_bootstrap.sh: expected the interpreter and its arguments" >&2
   exit 127
-fi
-
-if [ -z "${MOMOR_ASGI_APP:-}" ]; then
-  echo "lambda_bootstrap.sh: MOMOR_ASGI_APP is not set; starting the stock runtime (no streaming)" >&2
-  exec "$@"
 fi
 
 interpreter="$1"
@@ -34,4 +30,4 @@ fi
 task_root="${LAMBDA_TASK_ROOT:-/var/task}"
 export PYTHONPATH="${task_root}:/opt/python/lib/python${version}/site-packages:/opt/python${PYTHONPATH:+:${PYTHONPATH}}"
 
-exec "$interpreter" -m momor.lambda_stream "$MOMOR_ASGI_APP"
+exec "$interpreter" -m momor.lambda_stream "${MOMOR_ASGI_APP:-}"

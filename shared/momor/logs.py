@@ -2,16 +2,48 @@
 
 Nothing secret is ever passed to it: keys live only in `Target.api_key` and key objects whose
 repr hides them, and error texts are Momor's own.
+
+Verbosity is POWERTOOLS_LOG_LEVEL's (template.yaml sets it from the LogLevel parameter). Lambda's
+own filter (LoggingConfig.ApplicationLogLevel) is left at TRACE, letting every line through: it
+reads a JSON line's `level` key and counts a line without one as INFO, so at WARN or ERROR it
+dropped the metric lines (EMF documents carry no level). Powertools prefers Lambda's level
+(AWS_LAMBDA_LOG_LEVEL, TRACE there: everything) to its own when both are set, so the level is
+set here on its logger directly. Every other line a function writes is JSON with a `level` too:
+the streaming bridge's through `json_handler`, the stock runtime's through its own JSON format.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 
 from aws_lambda_powertools import Logger
 
-logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME", "momor"))
+SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "momor")
+
+
+def level() -> str:
+    """POWERTOOLS_LOG_LEVEL as the logging module names it (INFO when unset or unknown)."""
+    name = (os.environ.get("POWERTOOLS_LOG_LEVEL") or "INFO").strip().upper()
+    return name if isinstance(logging.getLevelName(name), int) else "INFO"
+
+
+def json_handler() -> logging.Handler:
+    """A stdout handler writing Powertools' JSON lines (`level`, `message`, `timestamp`, `service`)."""
+    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(LambdaPowertoolsFormatter(service=SERVICE))
+    return handler
+
+
+logger = Logger(service=SERVICE)
+logging.getLogger(logger.name).setLevel(level())
+if os.environ.get("AWS_LAMBDA_LOG_LEVEL"):
+    # The stock runtime sets the root logger to Lambda's level (TRACE: DEBUG), which would let every
+    # library's debug lines through; Lambda's level is for its filter only.
+    logging.getLogger().setLevel(level())
 
 # At DEBUG the AWS SDK logs whole responses, Secrets Manager's SecretString (every saved key)
 # among them. Its loggers are held at INFO whatever the root level is.

@@ -209,7 +209,7 @@ class Runtime:
         self.standin = RuntimeAPIStandin().start()
         self.bridges: list[BridgeProcess] = []
 
-    def start(self, app_spec: str, *, via_wrapper: bool = False) -> BridgeProcess:
+    def start(self, app_spec: str, *, via_wrapper: bool = False, env: dict[str, str] | None = None) -> BridgeProcess:
         """Run the bridge for `app_spec`: directly with `-m`, or as the managed runtime would.
 
         Through the wrapper it runs the way /var/runtime/bootstrap does it (`wrapper interpreter
@@ -218,12 +218,12 @@ class Runtime:
         """
         if via_wrapper:
             args = [str(BOOTSTRAP), sys.executable, "/var/runtime/bootstrap.py"]
-            env = bridge_env(self.standin, MOMOR_ASGI_APP=app_spec, LAMBDA_TASK_ROOT=str(REPO))
+            process_env = bridge_env(self.standin, MOMOR_ASGI_APP=app_spec, LAMBDA_TASK_ROOT=str(REPO), **(env or {}))
             cwd = self.tmp
         else:
             args = [sys.executable, "-m", "momor.lambda_stream", app_spec]
-            env, cwd = bridge_env(self.standin), REPO
-        bridge = BridgeProcess(args, env, cwd, self.tmp / f"bridge-{len(self.bridges)}.log")
+            process_env, cwd = bridge_env(self.standin, **(env or {})), REPO
+        bridge = BridgeProcess(args, process_env, cwd, self.tmp / f"bridge-{len(self.bridges)}.log")
         self.bridges.append(bridge)
         return bridge
 

@@ -5,7 +5,8 @@ Lambda does), and records what comes back:
   - POST .../invocation/{id}/response, buffered (Content-Length) or streamed (chunked, with
     trailers); each chunk is recorded with the monotonic time at which it had fully arrived, so a
     test can tell a streamed body from one sent all at once;
-  - POST .../invocation/{id}/error and POST /runtime/init/error, with their JSON payloads.
+  - POST .../invocation/{id}/error, POST /runtime/init/error and (SnapStart) /runtime/restore/error,
+    with their JSON payloads; GET /runtime/restore/next waits until the test calls `restore()`.
 Anything it cannot parse as HTTP (say, bytes after a stream already ended) is kept in
 `protocol_errors` so a test can assert there were none.
 
@@ -89,6 +90,9 @@ class RuntimeAPIStandin:
         self.responses: dict[str, StreamedResponse] = {}
         self.errors: dict[str, PostedError] = {}
         self.init_errors: list[PostedError] = []
+        self.restore_errors: list[PostedError] = []
+        self.restore_calls = 0
+        self._restored = threading.Event()
         self.protocol_errors: list[str] = []
         self.next_calls = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -172,6 +176,17 @@ class RuntimeAPIStandin:
     def wait_error(self, request_id: str, timeout: float = 20.0) -> PostedError:
         return self._wait(lambda: self.errors.get(request_id), timeout, f"/error for {request_id}")
 
+    def restore(self) -> None:
+        """SnapStart: answer /restore/next (the environment has been restored from its snapshot)."""
+        self._restored.set()
+
+    def wait_restore_call(self, timeout: float = 20.0) -> None:
+        self._wait(lambda: self.restore_calls or None, timeout, "GET /restore/next")
+
+    def wait_restore_error(self, timeout: float = 20.0) -> PostedError:
+        return self._wait(lambda: self.restore_errors[0] if self.restore_errors else None, timeout,
+                          "/restore/error")
+
     def wait_init_error(self, timeout: float = 20.0) -> PostedError:
         return self._wait(lambda: self.init_errors[0] if self.init_errors else None, timeout, "/init/error")
 
@@ -216,6 +231,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def do_GET(self) -> None:
+        if self.path == f"{API}/restore/next":
+            # SnapStart: the snapshot is taken while this waits; the test says when it is restored.
+            with self.standin._changed:
+                self.standin.restore_calls += 1
+                self.standin._changed.notify_all()
+            while not self.standin._restored.wait(0.2):
+                if self.standin._stopping.is_set():
+                    self.close_connection = True
+                    return
+            self._reply(200)
+            return
         if self.path != f"{API}/invocation/next":
             self._reply(404, b'{"errorType":"NotFound"}')
             return
@@ -235,6 +261,8 @@ class _Handler(BaseHTTPRequestHandler):
         parts = self.path.removeprefix(API + "/").split("/")
         if parts == ["init", "error"]:
             self.standin.init_errors.append(self._read_error(None))
+        elif parts == ["restore", "error"]:
+            self.standin.restore_errors.append(self._read_error(None))
         elif len(parts) == 3 and parts[0] == "invocation" and parts[2] == "error":
             self.standin.errors[parts[1]] = self._read_error(parts[1])
         elif len(parts) == 3 and parts[0] == "invocation" and parts[2] == "response":

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 
 from infra.emulators import Endpoints, provision
+from momor import invocation
 from momor.store import apikeys
 from tests.fakes import FakeProviders
-from tests.fakes.script import reply
+from tests.fakes.script import reply, stall
 from tests.media import pdf_with_text, tiny_wav
 
 from . import rie
@@ -266,6 +267,22 @@ def test_bridge_buffered_answer(models_stream_fn, stack):
     assert answer.json()["messages"] == [{"type": "content", "value": "Echo: Hello there"}]
 
 
+@pytest.mark.parametrize("function", ["ModelsFunction", "ChatCompletionsFunction", "MessagesFunction"])
+def test_a_streaming_function_without_its_exec_wrapper_fails_its_init(build, stack, function):
+    """The template's own Handler under the stock runtime client: before, a buffered JSON answer
+    (status 200) that API Gateway's STREAM integration cannot read; now an init failure that says why."""
+    handler = rie.load_template()["Resources"][function]["Properties"]["Handler"]
+    event = rie.api_event("rest", "POST", "/models", body=native_body(),
+                          headers={"Content-Type": "application/json", "Authorization": f"Bearer {stack.api_key}"})
+    fn = rie.LambdaFunction.from_build(build, function, stack.env(function), handler=handler)
+    # The emulator answers 502 when the init fails.
+    with fn, pytest.raises(rie.HarnessError) as failed:
+        answer = fn.invoke_raw(event)
+        pytest.fail(f"answered instead of failing its init: {answer[:300]!r}")
+    assert '"errorType": "ExecWrapperMissing"' in str(failed.value)
+    assert "AWS_LAMBDA_EXEC_WRAPPER" in str(failed.value)
+
+
 # --- the other dialects' functions, each invoked once through the emulator ------------------------
 
 
@@ -421,3 +438,81 @@ def test_models_function_converts_a_pdf_with_the_layers_pypdf(models_fn, stack):
     answer = models_fn.invoke(rie.api_event("rest", "POST", "/models", body=body, headers=_json_headers(stack)))
     assert answer.status == 200, f"{answer.text}\n{models_fn.log()}"
     assert "Seven swans swimming." in answer.json()["messages"][0]["value"]
+
+
+@pytest.fixture(scope="module")
+def usage_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
+    with rie.LambdaFunction.from_build(build, "UsageFunction", stack.env("UsageFunction")) as fn:
+        yield fn
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_usage_function_sums_the_calls_and_serves_the_console(usage_fn, models_fn, stack, kind):
+    headers = {"Authorization": f"Bearer {stack.api_key}"}
+    made = models_fn.invoke(rie.api_event(kind, "POST", "/models", body=native_body(),
+                                          headers={"Content-Type": "application/json", **headers}))
+    assert made.status == 200, made.text
+    answer = usage_fn.invoke(rie.api_event(kind, "GET", "/usage", headers=headers))
+    assert answer.status == 200, f"{answer.text}\n{usage_fn.log()}"
+    doc = answer.json()
+    assert doc["scope"] == "own" and doc["caller"]["id"] == stack.caller_id
+    assert made.headers["x-momor-request-id"] in {c["id"] for c in doc["latest"]}
+    assert doc["totals"]["calls"] == len(doc["latest"]) >= 1
+    page = usage_fn.invoke(rie.api_event(kind, "GET", "/console"))
+    assert page.status == 200 and page.headers["content-type"].startswith("text/html")
+    assert "console/console.js" in page.text
+    library = usage_fn.invoke(rie.api_event(kind, "GET", "/console/chart.umd.min.js", resource="/console/{name}",
+                                            path_parameters={"name": "chart.umd.min.js"}))
+    assert library.status == 200 and library.headers["content-type"].startswith("text/javascript")
+    assert usage_fn.invoke(rie.api_event(kind, "GET", "/usage")).status == 401
+
+
+# --- the invocation's deadline bounds the call (momor.invocation) ------------------------------------
+
+SHORT_TIMEOUT = int(invocation.MARGIN_S) + 6
+"""A function timeout a few seconds past the margin: the call must end on its own before Lambda's."""
+
+
+@pytest.fixture(scope="module")
+def models_stream_short_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
+    env = stack.env("ModelsFunction") | {"MOMOR_IDLE_TIMEOUT_S": "600"}  # only the deadline can end it
+    with rie.LambdaFunction.from_build(build, "ModelsFunction", env, streaming=True, timeout=SHORT_TIMEOUT) as fn:
+        yield fn
+
+
+def test_a_stream_longer_than_the_invocation_ends_with_an_error_frame_and_a_record(
+    models_stream_short_fn, generations_fn, stack
+):
+    """Before: Lambda (here the emulator) killed the invocation mid-stream: no error frame, no record."""
+    stack.fake.reset()
+    stack.fake.script("openai", reply(text="one two three four", chunks=4))  # warm the function first
+    warm = rie.api_event("rest", "POST", "/models", body=native_body(streaming=True),
+                         headers={"Content-Type": "application/json", "Authorization": f"Bearer {stack.api_key}"})
+    assert models_stream_short_fn.invoke(warm).status == 200
+    stack.fake.script("openai", stall(after=3, seconds=10 * SHORT_TIMEOUT))
+    answer = models_stream_short_fn.invoke(warm, timeout=4 * SHORT_TIMEOUT)
+    assert answer.status == 200, f"{answer.text}\n{models_stream_short_fn.log()}"
+    frames = sse_frames(answer.text)
+    kinds = [name for name, _ in frames]
+    assert kinds[0] == "start" and "delta" in kinds, kinds
+    assert kinds[-1] == "error", f"{kinds}\n{models_stream_short_fn.log()}"
+    assert "ran out of time" in frames[-1][1]["detail"]
+
+    request_id = answer.headers["x-momor-request-id"]
+    read = rie.api_event("rest", "GET", f"/generations/{request_id}", resource="/generations/{id}",
+                         path_parameters={"id": request_id}, headers={"Authorization": f"Bearer {stack.api_key}"})
+    record = generations_fn.invoke(read)
+    assert record.status == 200, f"{record.text}\n{models_stream_short_fn.log()}"
+    doc = record.json()
+    assert doc["attempts"][-1]["status"] == "failed" and "ran out of time" in doc["attempts"][-1]["error"]
+
+
+def test_the_local_invoke_tool_answers(capsys):
+    """The README's way to invoke a function without Docker (tests/lambda/invoke.py) works as documented."""
+    from . import invoke
+
+    assert invoke.main(["CatalogFunction", "GET", "/v1/models"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "200", out[:500]
+    body = json.loads(out.split("\n\n", 1)[1])
+    assert {m["id"] for m in body["data"]} >= {"openai/gpt-5-mini"}

@@ -321,6 +321,17 @@ def test_an_app_that_cannot_be_imported_is_an_init_error(runtime: Runtime) -> No
     assert bridge.wait_exit() != 0
 
 
+def test_the_wrapper_without_momor_asgi_app_fails_the_init(runtime: Runtime) -> None:
+    """It used to start the stock runtime, which answers buffered JSON a STREAM integration cannot read."""
+    bridge = runtime.start("", via_wrapper=True)
+
+    error = runtime.standin.wait_init_error()
+
+    assert error.payload["errorType"] == "Runtime.MalformedHandlerName"
+    assert "MOMOR_ASGI_APP is not set" in error.payload["errorMessage"]
+    assert bridge.wait_exit() != 0
+
+
 # ---------------------------------------------------------------- event sources
 
 

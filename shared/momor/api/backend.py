@@ -15,7 +15,7 @@ from ..catalog import Catalog
 from ..config import Config, get_config
 from ..routing.attempts import KeyResolver, ResolvedKey
 from ..routing.plan import Candidate
-from ..store import apikeys, keys, ratelimit, records
+from ..store import apikeys, budgets, keys, ratelimit, records
 from ..store.catalog_source import get_catalog_async
 
 Caller = apikeys.Caller
@@ -37,6 +37,13 @@ class Backend:
     async def admit(self, caller: Caller, token: str) -> ratelimit.RateState:
         """Count the call against the caller's rate limit (atomic in DynamoDB)."""
         return await ratelimit.admit(caller.id, key_hash=apikeys.key_hash(token))
+
+    async def admit_budget(self, caller: Caller) -> budgets.BudgetState | None:
+        """Admit the call against the key's spend limits, if it has any (budgets.py)."""
+        return await budgets.admit(caller) if budgets.has_budget(caller) else None
+
+    async def add_spend(self, spend: budgets.Spend, record: records.CallRecord) -> None:
+        await budgets.add_spend(spend, records.total_cost(record))
 
     async def key_resolver(self, call_keys: dict[str, Any], *, zdr: bool) -> KeyResolver:
         # The saved keys are read once per call (off the event loop when stale) and the resolver

@@ -24,7 +24,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .. import background, metrics
+from .. import background, invocation, metrics
 from ..catalog import Catalog
 from ..errors import MomorError, RequestError
 from ..events import Assembler, Event
@@ -35,6 +35,7 @@ from ..routing.attempts import Answer, KeyResolver, Session
 from ..routing.plan import Candidate, check_provider_names, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
+from ..store.budgets import BudgetState
 from ..store.ratelimit import RateState
 from .backend import Backend, Caller
 
@@ -65,24 +66,32 @@ class Door(Protocol):
 
 
 class _Admission:
-    """The rate-limit check, started as soon as the caller is known and awaited only before a
-    provider is called, so its DynamoDB round trip overlaps reading and planning the request."""
+    """The rate-limit and budget checks, started as soon as the caller is known and awaited only
+    before a provider is called, so their DynamoDB round trips overlap reading and planning."""
 
     def __init__(self) -> None:
         self.task: asyncio.Future[RateState] | None = None
+        self.budget: asyncio.Future[BudgetState | None] | None = None
 
     def start(self, backend: Backend, caller: Caller, token: str) -> None:
         self.task = asyncio.ensure_future(backend.admit(caller, token))
+        self.budget = asyncio.ensure_future(backend.admit_budget(caller))
 
-    async def check(self) -> None:
+    async def check(self, recorder: Recorder) -> None:
         state = await self.task if self.task else None
         if state is not None and not state.allowed:
             raise RequestError(f"Rate limit exceeded: {state.limit} requests a window; retry in "
                                f"{state.retry_after} s.", status=429)
+        budget = await self.budget if self.budget else None
+        if budget is not None and not budget.allowed:
+            raise budget.refusal()  # 402, before any provider is called
+        recorder.spend = budget.spend if budget is not None else None
 
     async def headers(self) -> dict[str, str]:
-        """X-RateLimit-* for every answer to a known caller, refusals included."""
-        return (await self.task).headers() if self.task else {}
+        """X-RateLimit-* and X-Momor-Budget-Remaining for every answer to a known caller."""
+        headers = (await self.task).headers() if self.task else {}
+        budget = await self.budget if self.budget else None
+        return headers | budget.headers() if budget is not None else headers
 
 
 @dataclass(slots=True)
@@ -98,6 +107,8 @@ class Prepared:
     after_answer: Callable[[Assembler], Awaitable[None]] | None = None
     """Run once a complete answer is in, before its last byte leaves (the router's memory keeps the
     answer here, so the caller's next turn finds it); a failed answer never reaches it."""
+    deadline: float | None = None
+    """When the Lambda invocation ends, less a margin (momor.invocation); None off Lambda."""
     zdr: bool = False
     """The call runs under zero data retention (asked for, or the caller's organization holds it)."""
 
@@ -141,6 +152,7 @@ async def _prepare(
     if caller is None or token is None:
         raise RequestError("A valid Momor API key is required.", status=401)
     recorder.caller_id = caller.id
+    recorder.caller_name = caller.name
     admission.start(backend, caller, token)
     check_content_type(request)
     check_accept(request)
@@ -152,9 +164,10 @@ async def _prepare(
     check_provider_names(catalog, routed.prio, routed.prio_where)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
-    await admission.check()
+    await admission.check(recorder)
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
-    return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr)
+    return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr,
+                    deadline=invocation.deadline(request.scope))
 
 
 async def generate(p: Prepared) -> Response:
@@ -169,8 +182,10 @@ async def generate(p: Prepared) -> Response:
         rollover=routed.rollover,
         keep_text=p.after_answer is not None,
         adjust=routed.adjust,
+        deadline=p.deadline,
     )
     answer = await session.open()
+    recorder.mark_first_byte()
     recorder.status_code = 200
     if not routed.call.stream:
         async for _ in _answered(p, answer):
@@ -263,6 +278,7 @@ async def _record(backend: Backend, recorder: Recorder) -> None:
     if recorder.written:
         return
     recorder.written = True
+    recorder.mark_end()
     await background.later(recorder.request_id, _write(backend, recorder))
 
 
@@ -286,6 +302,11 @@ async def _write(backend: Backend, recorder: Recorder) -> None:
         await backend.write_record(record, recorder.secrets)
     except Exception:
         logger.exception("call record not written", extra={"request_id": recorder.request_id})
+    if recorder.spend is not None:
+        try:
+            await backend.add_spend(recorder.spend, record)
+        except Exception:
+            logger.exception("call cost not added to the key's budget", extra={"request_id": recorder.request_id})
     try:
         metrics.emit(record)
     except Exception:

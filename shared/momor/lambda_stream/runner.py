@@ -129,6 +129,42 @@ def _report_init_error(loop: asyncio.AbstractEventLoop, api: RuntimeAPI, exc: Ba
     return 1
 
 
+def _snapshot_and_restore(loop: asyncio.AbstractEventLoop, api: RuntimeAPI) -> int | None:
+    """SnapStart, as the stock runtime does it: the before-snapshot hooks (latest registered
+    first), /restore/next (Lambda snapshots the environment while it waits, and answers once this
+    copy is restored), then the after-restore hooks in their order. Hooks are registered with
+    snapshot_restore_py (momor.lambda_stream.snapstart registers Momor's own). A failure before the
+    snapshot is an init error (exit 64), after the restore a restore error (exit 65), with the
+    stock runtime's error types and codes. None: carry on serving."""
+    from snapshot_restore_py import get_after_restore, get_before_snapshot
+
+    from momor.lambda_stream import snapstart  # noqa: F401  (registers Momor's hooks)
+
+    try:
+        for func, args, kwargs in reversed(list(get_before_snapshot())):
+            func(*args, **kwargs)
+        loop.run_until_complete(api.restore_next())
+    except Exception as exc:
+        logger.error("before-snapshot hook failed", exc_info=exc)
+        _post(loop, api.post_init_error(error_payload(exc, "Runtime.BeforeSnapshotError")))
+        return 64
+    try:
+        for func, args, kwargs in list(get_after_restore()):
+            func(*args, **kwargs)
+    except Exception as exc:
+        logger.error("after-restore hook failed", exc_info=exc)
+        _post(loop, api.post_restore_error(error_payload(exc, "Runtime.AfterRestoreError")))
+        return 65
+    return None
+
+
+def _post(loop: asyncio.AbstractEventLoop, report: Any) -> None:
+    try:
+        loop.run_until_complete(report)
+    except RuntimeAPIError:
+        logger.exception("could not report the failure")
+
+
 def _configure_logging() -> None:
     # stdout and stderr are pipes to CloudWatch: line-buffer them so lines are not held back.
     for stream in (sys.stdout, sys.stderr):
@@ -136,8 +172,13 @@ def _configure_logging() -> None:
         if reconfigure is not None:
             reconfigure(line_buffering=True)
     if not logging.getLogger().handlers:
-        level = os.environ.get("AWS_LAMBDA_LOG_LEVEL", "INFO").upper()
-        logging.basicConfig(level=level, format="[%(levelname)s]\t%(asctime)s\t%(name)s\t%(message)s")
+        # JSON with a `level` on every line, at POWERTOOLS_LOG_LEVEL (see momor/logs.py): plain
+        # text counts as INFO to Lambda's log-level filter, which dropped the bridge's errors.
+        from momor import logs
+
+        root = logging.getLogger()
+        root.addHandler(logs.json_handler())
+        root.setLevel(logs.level())
 
 
 def main(argv: list[str]) -> int:
@@ -150,12 +191,20 @@ def main(argv: list[str]) -> int:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
+        if not spec:
+            raise InitError("Runtime.MalformedHandlerName",
+                            "MOMOR_ASGI_APP is not set: name the function's ASGI app as module:attr (app:app)")
         app = load_app(spec)
         adapter = Mangum(app, lifespan="off")  # lifespan is run here, once, not per invocation
         lifespan = LifespanCycle(app, "auto")
         lifespan.__enter__()  # raises LifespanFailure when startup fails
     except Exception as exc:
         return _report_init_error(loop, api, exc)
+
+    if os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start":
+        failed = _snapshot_and_restore(loop, api)
+        if failed is not None:
+            return failed
 
     task = loop.create_task(serve(adapter, api, lifespan.lifespan_state))
     # Lambda sends SIGTERM before shutting an environment down (when extensions are registered):

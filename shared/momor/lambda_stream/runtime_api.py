@@ -173,6 +173,17 @@ class RuntimeAPI:
         """Report a failure to start (import, app lookup, lifespan startup)."""
         return await self._post_error("init/error", payload)
 
+    async def restore_next(self) -> None:
+        """SnapStart: tell Lambda the init (and the before-snapshot hooks) are done. It returns
+        once this environment has been restored from the snapshot, possibly much later."""
+        reply = await self._exchange("GET", "restore/next", {})
+        if reply.status != 200:
+            raise RuntimeAPIError(f"/restore/next answered {reply.status}: {reply.body[:200]!r}")
+
+    async def post_restore_error(self, payload: dict[str, object]) -> Reply:
+        """SnapStart: report a failure of the after-restore hooks."""
+        return await self._post_error("restore/error", payload)
+
     async def open_stream(self, request_id: str) -> ResponseStream:
         """Start the streaming /response request; the body follows chunk by chunk."""
         reader, writer = await self._connect()

@@ -128,6 +128,7 @@ class Session:
         rollover: bool = False,
         keep_text: bool = False,
         adjust: Callable[[Call, Candidate], Call] | None = None,
+        deadline: float | None = None,
     ) -> None:
         self.call = call
         self.candidates = candidates
@@ -142,7 +143,10 @@ class Session:
         """A stream keeps its text for a rollover, or when the route needs the whole answer after it
         (the router's memory)."""
         self.adjust = adjust
-        self._deadline = time.monotonic() + self.policy.call_budget
+        budget_end = time.monotonic() + self.policy.call_budget
+        self._deadline = budget_end if deadline is None else min(budget_end, deadline)
+        self._hard_deadline = deadline
+        """The invocation's end less a margin (momor.invocation): a stream under way stops by then too."""
 
     async def open(self) -> Answer:
         """Try candidates until one has begun its answer. Raises NoCandidateServed, or the
@@ -332,7 +336,7 @@ class Session:
                                     kind="protocol")
         except ProviderError as exc:
             attempt.fail(exc, produced)
-            if counts_against_breaker(exc):
+            if counts_against_breaker(exc) and not isinstance(exc, _OutOfTime):
                 self.breakers.failure(circuit)
             raise
         except BaseException as exc:
@@ -374,14 +378,25 @@ class Session:
         """The stream's events, each within the idle timeout: a stalled stream is an error."""
         idle = self._timeouts().idle
         while True:
+            left = None if self._hard_deadline is None else self._hard_deadline - time.monotonic()
             try:
-                async with asyncio.timeout(idle):
+                async with asyncio.timeout(idle if left is None else min(idle, left)):
                     event = await anext(stream)
             except StopAsyncIteration:
                 return
             except TimeoutError:
+                if left is not None and left < idle:
+                    raise _OutOfTime() from None
                 raise ProviderError(f"The provider's stream stalled for {idle:g} s.", kind="timeout") from None
             yield event
+
+
+class _OutOfTime(ProviderError):
+    """The Lambda invocation is about to end: the answer stops here, with an error the caller sees
+    and a record, instead of being cut by Lambda. Not the provider's fault (no breaker failure)."""
+
+    def __init__(self) -> None:
+        super().__init__("The call ran out of time: the Lambda invocation was about to end.", kind="timeout")
 
 
 @derived

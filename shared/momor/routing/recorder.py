@@ -134,6 +134,7 @@ class Recorder:
     dialect: str
     streaming: bool = False
     caller_id: str = ""
+    caller_name: str = ""
     selectors: Any = None
     timers: list[AttemptTimer] = field(default_factory=list)
     status_code: int = 0
@@ -151,6 +152,20 @@ class Recorder:
     """The router alias's own steps, for the record (records.CallRecord.router)."""
     classifier: list[AttemptTimer] = field(default_factory=list)
     """The classifier's attempts (they never serve the call, so they are kept apart)."""
+    started: float = field(default_factory=time.perf_counter)
+    first_byte_ms: float | None = None
+    """Set when a model has begun and the answer may start (flow.py): the call's first byte."""
+    spend: Any = None
+    """budgets.Spend the call's cost is added to once written, when the key has a budget."""
+
+    latency_ms: float | None = None
+    """Set when the call ends (`mark_end`), before its record is written after the answer."""
+
+    def mark_first_byte(self) -> None:
+        self.first_byte_ms = round((time.perf_counter() - self.started) * 1000, 2)
+
+    def mark_end(self) -> None:
+        self.latency_ms = round((time.perf_counter() - self.started) * 1000, 2)
 
     @property
     def attempts(self) -> list[Attempt]:
@@ -183,6 +198,7 @@ class Recorder:
         record = CallRecord(
             id=self.request_id,
             caller_id=self.caller_id,
+            caller_name=self.caller_name or None,
             dialect=self.dialect,
             route=self.route,
             selectors=_bounded(self.selectors),
@@ -195,6 +211,8 @@ class Recorder:
             classifier_attempts=[t.attempt for t in self.classifier],
             outcome=self.outcome,
             error=self.error,
+            latency_ms=self.latency_ms,
+            first_byte_ms=self.first_byte_ms,
         )
         if served is not None:
             m = served.candidate.model

@@ -23,6 +23,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
+from decimal import Decimal
 
 from ..config import get_config
 from . import aws, dynamo
@@ -39,6 +40,11 @@ class Caller:
     name: str
     zdr: bool = False
     """The organization holds every call to zero data retention."""
+    admin: bool = False
+    """`admin` on the key's item: GET /usage shows every key's calls, not only its own."""
+    budget_daily: Decimal | None = None
+    budget_monthly: Decimal | None = None
+    """Spend limits in USD (`budgetDailyUsd`, `budgetMonthlyUsd` on the item); see budgets.py."""
 
 
 def key_hash(key: str) -> str:
@@ -54,10 +60,10 @@ _cache: dict[str, tuple[Caller, float]] = {}
 _lock = threading.Lock()
 
 
-def accept_local_key(key: str, *, name: str = "local", zdr: bool = False) -> Caller:
+def accept_local_key(key: str, *, name: str = "local", zdr: bool = False, admin: bool = False) -> Caller:
     """Accept `key` in this process without a table (the dev server's --api-key)."""
     digest = key_hash(key)
-    caller = Caller(id=_caller_id(digest), name=name, zdr=zdr)
+    caller = Caller(id=_caller_id(digest), name=name, zdr=zdr, admin=admin)
     _local[digest] = caller
     return caller
 
@@ -120,7 +126,19 @@ async def _lookup(table: str, digest: str) -> Caller | None:
         id=item.get("id", {}).get("S") or _caller_id(digest),
         name=item.get("name", {}).get("S", ""),
         zdr=item.get("zdr", {}).get("BOOL", False),
+        admin=item.get("admin", {}).get("BOOL", False),
+        budget_daily=_usd(item.get("budgetDailyUsd")),
+        budget_monthly=_usd(item.get("budgetMonthlyUsd")),
     )
+
+
+def _usd(value: dict[str, str] | None) -> Decimal | None:
+    """A limit attribute as Decimal; absent, unreadable or negative means no limit."""
+    try:
+        usd = Decimal(value["N"]) if value and "N" in value else None
+    except ArithmeticError:
+        return None
+    return usd if usd is not None and usd >= 0 else None
 
 
 def create_api_key(name: str, *, zdr: bool = False, owner: str | None = None) -> tuple[str, Caller]:

@@ -3,7 +3,7 @@
 The item (attribute names as the GET route answers them):
 
     id            the request id (X-Momor-Request-Id); the table's partition key
-    callerId      `apikeys.Caller.id`, never the API key
+    callerId      `apikeys.Caller.id`, never the API key; callerName, the key's name
     created       ISO 8601, UTC
     dialect, route, selectors (as the caller wrote them), streaming
     attempts      [{provider, model, offeringId, keySource: call|saved|none,
@@ -20,6 +20,8 @@ The item (attribute names as the GET route answers them):
     router        the router alias only (seed 003): {tier, tierSource: classifier | default |
                   asked, tierNote, classifier: [attempts, as above], memory: {mode, turns}};
                   the classifier's cost is in `cost`
+    latencyMs, firstByteMs   the whole call, and until its answer could begin (a model had begun)
+    day           the UTC date of `created`: the partition of the records' `byDay` index (usage.py)
     expiresAt     epoch seconds; the table's TTL attribute (MOMOR_RECORD_TTL_DAYS)
 
 A record never holds a secret: keys are not among its fields, error text is cut short, and any
@@ -145,13 +147,13 @@ class CallRecord:
     router: dict[str, Any] | None = None
     """The router's own steps (tier, memory); `classifier_attempts` are written inside it."""
     classifier_attempts: list[Attempt] = field(default_factory=list)
+    latency_ms: float | None = None
+    first_byte_ms: float | None = None
+    caller_name: str | None = None
+    """The API key's name (not secret), so usage can show whose calls these are."""
 
     def to_dict(self, ttl_days: int) -> dict[str, Any]:
-        cost = self.cost
-        if cost is None:
-            every = [*self.attempts, *self.classifier_attempts]
-            cost = sum((a.cost for a in every if a.cost is not None), Decimal(0))
-            cost += sum((c["cost"] for c in self.conversions), Decimal(0))
+        cost = total_cost(self)
         kept = self.attempts
         omitted = len(kept) - ATTEMPTS_MAX
         if omitted > 0:
@@ -159,6 +161,7 @@ class CallRecord:
         document = {
             "id": self.id,
             "callerId": self.caller_id,
+            "callerName": self.caller_name,
             "created": self.created.isoformat(timespec="milliseconds"),
             "dialect": self.dialect,
             "route": self.route,
@@ -177,12 +180,24 @@ class CallRecord:
             "outcome": self.outcome,
             "error": self.error[:ERROR_TEXT_MAX] if self.error else None,
             "status": self.status,
+            "latencyMs": self.latency_ms,
+            "firstByteMs": self.first_byte_ms,
+            "day": self.created.date().isoformat(),
             **({"conversions": self.conversions} if self.conversions else {}),
             "expiresAt": int(self.created.timestamp()) + ttl_days * 86_400,
         }
         if self.router is not None:
             document["router"] = {**self.router, "classifier": [a.to_dict() for a in self.classifier_attempts]}
         return document
+
+
+def total_cost(record: CallRecord) -> Decimal:
+    """What the whole call cost: its own `cost`, else its attempts' costs summed."""
+    if record.cost is not None:
+        return record.cost
+    every = [*record.attempts, *record.classifier_attempts]
+    spent = sum((a.cost for a in every if a.cost is not None), Decimal(0))
+    return spent + sum((c["cost"] for c in record.conversions), Decimal(0))  # file processing's own calls
 
 
 def _clean(value: Any, secrets: tuple[str, ...]) -> Any:
@@ -221,6 +236,10 @@ def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | 
     # Longest first, so a key that contains another is blanked whole.
     blank = tuple(sorted((s for s in secrets if s), key=len, reverse=True))
     document = _clean(record.to_dict(ttl_days), blank)
+    if not document.get("callerId"):
+        # A refusal before the caller was known: an index key may not be an empty string, and
+        # leaving it out keeps the call out of every caller's usage (the byCaller index is sparse).
+        document.pop("callerId", None)
     serializer = TypeSerializer()
     return {name: serializer.serialize(value) for name, value in document.items()}
 

@@ -261,6 +261,7 @@ def error_chunk(request_id: str, candidate: Candidate, status: int, message: str
 _ERROR_KINDS: dict[int, tuple[str, str | None]] = {
     400: ("invalid_request_error", "invalid_value"),
     401: ("invalid_request_error", "invalid_api_key"),
+    402: ("insufficient_quota", "budget_exceeded"),  # the key's spend limit (budgets.py)
     403: ("invalid_request_error", "forbidden"),
     404: ("invalid_request_error", "not_found"),
     406: ("invalid_request_error", "not_acceptable"),

@@ -1,0 +1,101 @@
+"""GET /usage (a key's usage over a time range, as JSON) and GET /console (the page that charts it).
+
+/usage?from=&to=&group=model|provider|route|key: the caller's own calls, or every key's for an
+admin key (`admin` on its API-key item); see usage.py for what is counted and how the read is
+bounded. With the key's budget, when it has one: spend against each limit.
+
+/console and /console/<asset>: static files from momor/console (shipped in the layer; the chart
+library is vendored there by infra/setup.sh from infra/node_modules). The page holds no secret: the
+API key a person signs in with stays in the tab's session storage and goes only to /usage.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from .. import background
+from ..errors import RequestError
+from ..http import PROBLEM, bearer_token, json_response, new_request_id
+from ..store import budgets, usage
+from .backend import Backend, Caller
+from .flow import REQUEST_ID_HEADER
+
+CONSOLE = Path(__file__).resolve().parents[1] / "console"
+_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+          ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}
+# Everything the page loads comes from here; no inline script, so an injected one cannot run.
+_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+
+
+def _problem(status: int, detail: str) -> Response:
+    return json_response({"status": status, "detail": detail}, status, PROBLEM)
+
+
+def _static(name: str) -> Response:
+    path = CONSOLE / name
+    media_type = _TYPES.get(path.suffix)
+    # Only plain files of this one folder: no "..", no sub-folders, no other extension.
+    if media_type is None or "/" in name or name.startswith(".") or not path.is_file():
+        return _problem(404, "No such file.")
+    response = Response(path.read_bytes(), media_type=media_type)
+    response.headers["Content-Security-Policy"] = _CSP
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-cache"
+    return response
+
+
+def router(backend: Backend) -> APIRouter:
+    api = APIRouter()
+
+    async def get_usage(request: Request) -> Response:
+        request_id = new_request_id()
+        caller = await backend.authenticate(bearer_token(request))
+        if caller is None:
+            response = _problem(401, "A valid Momor API key is required.")
+        else:
+            try:
+                response = json_response(await _usage(request, caller))
+            except RequestError as exc:
+                response = _problem(exc.status, exc.detail)
+        response.headers[REQUEST_ID_HEADER] = request_id
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    async def console_page() -> Response:
+        return _static("index.html")
+
+    async def console_asset(name: str) -> Response:
+        return _static(name)
+
+    api.add_api_route("/usage", get_usage, methods=["GET"])
+    api.add_api_route("/console", console_page, methods=["GET"])
+    api.add_api_route("/console/{name}", console_asset, methods=["GET"])
+    return api
+
+
+async def _usage(request: Request, caller: Caller) -> dict[str, Any]:
+    query = request.query_params
+    group = query.get("group") or "model"
+    if group not in usage.GROUPS:
+        raise RequestError(f"`group` must be one of {', '.join(usage.GROUPS)}.")
+    span = usage.parse_range(query.get("from"), query.get("to"), dt.datetime.now(dt.UTC))
+    await background.drain()  # this process's own record writes still under way (local server)
+    records, truncated = await usage.query(span, None if caller.admin else caller.id)
+    answer = usage.summarize(records, span, group)
+    budget = await budgets.current(caller)
+    return {
+        "scope": "all" if caller.admin else "own",
+        "caller": {"id": caller.id, "name": caller.name, "admin": caller.admin},
+        "truncated": truncated,
+        "records": len(records),
+        **answer,
+        "budget": budget.to_json() if budget is not None else None,
+    }
+

@@ -1,0 +1,342 @@
+// Momor console: signs in with an API key (kept in this tab's session storage only), reads
+// GET /usage once per view and draws it. Every text that came from a record (model names, error
+// messages) is set with textContent, never parsed as HTML.
+"use strict";
+
+(function () {
+  const KEY = "momor.apiKey";
+  const PALETTE = ["#4f46e5", "#06b6d4", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#ec4899", "#84cc16",
+    "#64748b"];
+  const $ = (id) => document.getElementById(id);
+  const state = { usage: null, group: "model", charts: {} };
+
+  // ---------------------------------------------------------------------------------- formatting
+  // Cost: whole cents from $1, two to four decimals from a cent, six below (calls often cost fractions).
+  function usd(v) {
+    v = Number(v) || 0;
+    if (v === 0) return "$0";
+    if (v >= 1) return "$" + v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
+    if (v >= 0.01) return "$" + v.toFixed(4).replace(/0{1,2}$/, "");  // $0.50, $0.125, $0.0123
+    return "$" + v.toFixed(6);
+  }
+  // Axis ticks: enough decimals to tell neighbouring ticks apart, however small the amounts.
+  function usdTick(v) {
+    if (v === 0) return "$0";
+    if (v >= 1) return usd(v);
+    return "$" + v.toFixed(Math.max(2, Math.ceil(-Math.log10(Math.abs(v))) + 1));
+  }
+  const int = (v) => (Number(v) || 0).toLocaleString("en-US");
+  const pct = (v) => (100 * (Number(v) || 0)).toFixed(1) + "%";
+  function ms(v) {
+    if (v === null || v === undefined) return "–";
+    return v >= 1000 ? (v / 1000).toFixed(2) + " s" : Math.round(v) + " ms";
+  }
+  function when(iso) {
+    const d = new Date(iso);
+    return d.toLocaleString(undefined, { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit",
+      second: "2-digit", hour12: false });
+  }
+  const dayLabel = (day) => new Date(day + "T00:00:00Z").toLocaleDateString(undefined,
+    { month: "short", day: "numeric", timeZone: "UTC" });
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === "class") node.className = v;
+      else if (k.startsWith("data-") || k === "title" || k === "role") node.setAttribute(k, v);
+      else node[k] = v;
+    }
+    for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c ?? "")));
+    return node;
+  }
+
+  // ---------------------------------------------------------------------------------- sign in / out
+  function show(view) {
+    $("signin").hidden = view !== "signin";
+    $("dashboard").hidden = view !== "dashboard";
+    $("controls").hidden = view !== "dashboard";
+  }
+
+  async function fetchUsage(key) {
+    const days = Number($("range").value);
+    const from = new Date(Date.now() - days * 86400000).toISOString();
+    const response = await fetch("usage?" + new URLSearchParams({ from, group: "model" }), {
+      headers: { Authorization: "Bearer " + key },
+      cache: "no-store",
+    });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) {
+      const error = new Error(body.detail || "The usage request failed (" + response.status + ").");
+      error.status = response.status;
+      throw error;
+    }
+    return body;
+  }
+
+  async function load() {
+    const key = sessionStorage.getItem(KEY);
+    if (!key) return show("signin");
+    document.body.setAttribute("data-state", "loading");
+    try {
+      state.usage = await fetchUsage(key);
+    } catch (error) {
+      if (error.status === 401) {
+        sessionStorage.removeItem(KEY);
+        $("signin-error").textContent = "That key was not accepted.";
+        show("signin");
+      } else {
+        $("truncated").hidden = false;
+        $("truncated").textContent = error.message;
+        show("dashboard");
+      }
+      document.body.setAttribute("data-state", "error");
+      return;
+    }
+    show("dashboard");
+    render(state.usage);
+    document.body.setAttribute("data-state", "ready");
+  }
+
+  $("signin-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const key = $("apikey").value.trim();
+    if (!key) return;
+    $("signin-error").textContent = "";
+    sessionStorage.setItem(KEY, key);
+    $("apikey").value = "";
+    load();
+  });
+  $("signout").addEventListener("click", () => {
+    sessionStorage.removeItem(KEY);
+    state.usage = null;
+    show("signin");
+  });
+  $("refresh").addEventListener("click", load);
+  $("range").addEventListener("change", load);
+
+  // ---------------------------------------------------------------------------------- the page
+  function render(u) {
+    const who = $("who");
+    who.replaceChildren(u.caller.name || u.caller.id, u.scope === "all" ? el("span", { class: "badge" }, "all keys")
+      : el("span", { class: "badge" }, "own calls"));
+    const t = u.totals;
+    setFigure("kpi-cost", usd(t.costUsd), t.costUsd);
+    setFigure("kpi-calls", int(t.calls), t.calls);
+    setFigure("kpi-failed", int(t.failed), t.failed);
+    setFigure("kpi-saved", int(t.saved), t.saved);
+    setFigure("kpi-failure-rate", pct(t.failureRate) + " failure rate", t.failureRate);
+    setFigure("kpi-tokens", int(t.inputTokens) + " in · " + int(t.outputTokens) + " out", t.inputTokens);
+    setFigure("kpi-routes", u.groups.route.length + (u.groups.route.length === 1 ? " route" : " routes"));
+    setFigure("kpi-latency", ms(t.latencyMs.p50), t.latencyMs.p50);
+    setFigure("kpi-first-byte", "p95 " + ms(t.latencyMs.p95) + " · first byte " + ms(t.firstByteMs.p50) + " / "
+      + ms(t.firstByteMs.p95));
+    const note = $("truncated");
+    note.hidden = !u.truncated;
+    note.textContent = u.truncated ? "Showing the newest " + int(u.records) + " calls of this range." : "";
+    renderBudget(u.budget);
+    renderCharts(u);
+    renderTop();
+    renderLatest(u.latest);
+  }
+
+  function setFigure(test, text, value) {
+    const node = document.querySelector('[data-test="' + test + '"]');
+    node.textContent = text;
+    if (value !== undefined) node.setAttribute("data-value", String(value));
+  }
+
+  function renderBudget(b) {
+    $("budget").hidden = !b;
+    if (!b) return;
+    const meters = [];
+    for (const [label, limit, spent, resets] of [["Today", b.dailyUsd, b.spentTodayUsd, b.dayResets],
+      ["This month", b.monthlyUsd, b.spentThisMonthUsd, b.monthResets]]) {
+      if (limit === null || limit === undefined) continue;
+      const share = limit > 0 ? Math.min(spent / limit, 1) : 1;
+      const fill = el("div", { class: "fill" + (share >= 1 ? " over" : share >= 0.8 ? " warn" : "") });
+      fill.style.width = (100 * share).toFixed(1) + "%";
+      meters.push(el("div", { class: "meter", "data-test": "budget-" + (label === "Today" ? "day" : "month") },
+        el("div", { class: "top" }, el("strong", {}, label), el("span", {}, usd(spent) + " of " + usd(limit))),
+        el("div", { class: "track" }, fill),
+        el("div", { class: "foot" }, "resets " + new Date(resets).toLocaleString())));
+    }
+    $("budget-meters").replaceChildren(...meters);
+  }
+
+  // ---------------------------------------------------------------------------------- charts
+  function chart(id, config) {
+    if (state.charts[id]) state.charts[id].destroy();
+    if (typeof Chart === "undefined") return;  // the library is missing: figures and tables still work
+    Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;
+    Chart.defaults.color = "#667085";
+    Chart.defaults.borderColor = "#eef1f6";
+    state.charts[id] = new Chart($(id), config);
+  }
+
+  function renderCharts(u) {
+    const days = u.days.map((d) => d.day);
+    const labels = days.map(dayLabel);
+    // Cost per day stacked by model: the eight costliest models, the rest as "other".
+    const models = u.groups.model.map((g) => g.name);
+    const top = models.slice(0, 8);
+    const names = models.length > 8 ? [...top, "other"] : top;
+    const cost = Object.fromEntries(names.map((n) => [n, days.map(() => 0)]));
+    for (const point of u.series) {
+      const name = top.includes(point.model) ? point.model : "other";
+      const i = days.indexOf(point.day);
+      if (i >= 0 && cost[name]) cost[name][i] += point.costUsd;
+    }
+    chart("chart-cost", {
+      type: "bar",
+      data: { labels, datasets: names.map((n, i) => ({ label: n, data: cost[n], backgroundColor: PALETTE[i % 9],
+        borderRadius: 4, maxBarThickness: 48 })) },
+      options: baseOptions({ stacked: true, money: true }),
+    });
+    chart("chart-calls", {
+      data: {
+        labels,
+        datasets: [
+          { type: "bar", label: "Calls", data: u.days.map((d) => d.calls), backgroundColor: "#c7d2fe",
+            borderRadius: 4, maxBarThickness: 40, yAxisID: "y" },
+          { type: "bar", label: "Failed", data: u.days.map((d) => d.failed), backgroundColor: "#fca5a5",
+            borderRadius: 4, maxBarThickness: 40, yAxisID: "y" },
+          { type: "line", label: "Failure rate", data: u.days.map((d) => 100 * d.failureRate),
+            borderColor: "#e5484d", backgroundColor: "#e5484d", tension: 0, pointRadius: 3, yAxisID: "rate" },
+        ],
+      },
+      options: {
+        ...baseOptions({}),
+        scales: {
+          x: { grid: { display: false } },
+          y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: "calls" } },
+          rate: { position: "right", beginAtZero: true, suggestedMax: 10, grid: { display: false },
+            ticks: { callback: (v) => v + "%" } },
+        },
+      },
+    });
+    const providers = u.groups.provider.filter((g) => g.latencyMs.p50 !== null);
+    const series = [["First byte p50", "firstByteMs", "p50", "#a5b4fc"], ["First byte p95", "firstByteMs", "p95", "#4f46e5"],
+      ["Whole call p50", "latencyMs", "p50", "#99f6e4"], ["Whole call p95", "latencyMs", "p95", "#0d9488"]];
+    chart("chart-latency", {
+      type: "bar",
+      data: { labels: providers.map((g) => g.name),
+        datasets: series.map(([label, field, q, color]) => ({ label, data: providers.map((g) => g[field][q]),
+          backgroundColor: color, borderRadius: 4, maxBarThickness: 22 })) },
+      options: baseOptions({ unit: "ms" }),
+    });
+  }
+
+  function baseOptions({ stacked = false, money = false, unit = "" }) {
+    const tick = money ? usdTick : unit ? (v) => v + " " + unit : undefined;
+    return {
+      responsive: true,
+      maintainAspectRatio: false,
+      animation: false,
+      interaction: { mode: "index", intersect: false },
+      plugins: {
+        legend: { position: "bottom", labels: { boxWidth: 10, boxHeight: 10, usePointStyle: true } },
+        tooltip: { callbacks: money ? { label: (c) => c.dataset.label + ": " + usd(c.parsed.y) } : {} },
+      },
+      scales: {
+        x: { stacked, grid: { display: false } },
+        y: { stacked, beginAtZero: true, ticks: tick ? { callback: tick } : {} },
+      },
+    };
+  }
+
+  // ---------------------------------------------------------------------------------- tables
+  document.querySelectorAll("#top-tabs button").forEach((button) => {
+    button.addEventListener("click", () => {
+      state.group = button.dataset.group;
+      document.querySelectorAll("#top-tabs button").forEach((b) =>
+        b.setAttribute("aria-selected", String(b === button)));
+      renderTop();
+    });
+  });
+
+  function renderTop() {
+    const u = state.usage;
+    const rows = (u.groups[state.group] || []).map((g) => {
+      let name = g.label || g.name;
+      if (state.group === "key" && g.name === u.caller.id) name = (u.caller.name || g.name) + " (this key)";
+      return el("tr", { "data-name": g.name },
+        el("td", { class: "name" }, name),
+        el("td", { class: "num", "data-test": "calls" }, int(g.calls)),
+        el("td", { class: "num", "data-test": "failed" }, int(g.failed) + (g.calls ? " (" + pct(g.failureRate) + ")" : "")),
+        el("td", { class: "num hide-sm" }, int(g.saved)),
+        el("td", { class: "num hide-sm" }, int(g.inputTokens) + " / " + int(g.outputTokens)),
+        el("td", { class: "num", "data-test": "cost" }, usd(g.costUsd)),
+        el("td", { class: "num hide-sm" }, ms(g.latencyMs.p50) + " / " + ms(g.latencyMs.p95)));
+    });
+    $("top-body").replaceChildren(...(rows.length ? rows : [emptyRow(7, "No calls in this range yet.")]));
+  }
+
+  function emptyRow(span, text) {
+    return el("tr", {}, el("td", { class: "empty", colSpan: span }, text));
+  }
+
+  function servedBy(call) {
+    const s = call.served;
+    if (s) return s.model + " @ " + s.provider;
+    const last = (call.attempts || []).slice(-1)[0];
+    return last ? "— (" + last.model + " @ " + last.provider + " failed)" : "— (not routed)";
+  }
+
+  function renderLatest(calls) {
+    const rows = calls.map((call) => {
+      const status = el("span", { class: "pill " + (call.failed ? "bad" : "ok") }, String(call.status));
+      const servedCell = el("td", {}, servedBy(call));
+      if (call.saved) servedCell.append(el("span", { class: "pill saved", title: "saved by failover" }, "saved"));
+      const row = el("tr", { "data-id": call.id, tabIndex: 0 },
+        el("td", {}, when(call.created)), servedCell, el("td", { class: "hide-sm" }, call.route),
+        el("td", { class: "num" }, status), el("td", { class: "num hide-sm" }, String((call.attempts || []).length)),
+        el("td", { class: "num hide-sm" }, ms(call.latencyMs)), el("td", { class: "num" }, usd(call.cost)));
+      row.addEventListener("click", () => openDrawer(call));
+      row.addEventListener("keydown", (e) => { if (e.key === "Enter") openDrawer(call); });
+      return row;
+    });
+    $("latest-body").replaceChildren(...(rows.length ? rows : [emptyRow(7, "No calls in this range yet.")]));
+  }
+
+  // ---------------------------------------------------------------------------------- the drawer
+  function openDrawer(call) {
+    $("drawer-title").textContent = servedBy(call);
+    $("drawer-id").textContent = call.id;
+    const usage = call.usage || {};
+    const facts = [["When", when(call.created)], ["Route", call.route + " (" + call.dialect + ")"],
+      ["Status", call.status + (call.finishReason ? " · " + call.finishReason : "")],
+      ["Streaming", call.streaming ? "yes" : "no"], ["First byte", ms(call.firstByteMs)], ["Whole call", ms(call.latencyMs)],
+      ["Tokens", int(usage.inputTokens) + " in · " + int(usage.outputTokens) + " out"], ["Cost", usd(call.cost)]];
+    if (call.callerId) facts.splice(2, 0, ["Key", call.callerName ? call.callerName + " · " + call.callerId : call.callerId]);
+    $("drawer-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+    const steps = (call.attempts || []).map((a, i) => {
+      const verdict = a.status === "ok" ? "served" : a.status === "skipped" ? "skipped" : "failed";
+      const meta = [a.httpStatus ? "HTTP " + a.httpStatus : null, a.status === "skipped" ? null : ms(a.latencyMs),
+        a.keySource && a.keySource !== "none" ? a.keySource + " key" : null, usd(a.cost)].filter(Boolean).join(" · ");
+      const item = el("li", { class: a.status, "data-test": "attempt", "data-provider": a.provider,
+        "data-status": a.status },
+        el("span", { class: "dot" }),
+        el("div", { class: "head" }, el("span", {}, (i + 1) + ". " + a.model + " @ " + a.provider),
+          el("span", { class: "pill " + (a.status === "ok" ? "ok" : "bad") }, verdict)),
+        el("div", { class: "meta" }, a.offeringId + " · " + meta));
+      if (a.error) item.append(el("div", { class: "why" }, a.error));
+      return item;
+    });
+    $("drawer-timeline").replaceChildren(...(steps.length ? steps : [el("li", { class: "skipped" },
+      el("span", { class: "dot" }), el("div", { class: "meta" }, "No provider was tried: the call was refused first."))]));
+    $("drawer").classList.add("open");
+    $("drawer").setAttribute("aria-hidden", "false");
+    $("scrim").hidden = false;
+  }
+
+  function closeDrawer() {
+    $("drawer").classList.remove("open");
+    $("drawer").setAttribute("aria-hidden", "true");
+    $("scrim").hidden = true;
+  }
+  $("drawer-close").addEventListener("click", closeDrawer);
+  $("scrim").addEventListener("click", closeDrawer);
+  document.addEventListener("keydown", (e) => { if (e.key === "Escape") closeDrawer(); });
+
+  load();
+})();

@@ -1,0 +1,291 @@
+"""Usage over a time range, read from two indexes on the records table (never a scan).
+
+    byCaller   partition `callerId`, sort `created`: one key's calls (what a normal key sees)
+    byDay      partition `day` (UTC date), sort `created`: every key's calls, a day at a time (admin)
+
+Both project only what usage needs (no selectors), so reading a call costs a fraction of its item.
+byDay puts a whole day's calls under one partition key: DynamoDB spreads a hot partition's writes
+by sort key, and an index that falls behind throttles the table's writes, so a deployment making
+more than about a thousand calls a second would shard the day (`day#n`) and query each shard.
+The cost of a request is bounded: a range is at most MAX_RANGE_DAYS, and at most MAX_RECORDS (env
+MOMOR_USAGE_MAX_RECORDS) records are read, newest first; past that the answer says `truncated` and
+covers the newest calls only. Refusals made before the caller was known carry no `callerId` and
+so appear in no one's usage (the byCaller index is sparse).
+
+`summarize` is pure: items in, the answer's numbers out.
+
+A call *failed* when its answer was an error (status >= 400) or it never finished (a stream that
+broke or was left). A call was *saved* when it succeeded after an attempt at another offering had
+failed: failover, or a rollover that finished a broken stream. Latency percentiles are
+nearest-rank over the calls that have the figure: `firstByteMs` (until a model had begun, so the
+answer could start) and `latencyMs` (the whole call).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from ..config import get_config
+from ..errors import RequestError
+from . import dynamo
+
+BY_CALLER = "byCaller"
+BY_DAY = "byDay"
+PROJECTED = ["id", "created", "route", "dialect", "status", "streaming", "served", "usage", "cost", "attempts",
+             "finishReason", "latencyMs", "firstByteMs", "callerName"]
+"""Non-key attributes both indexes carry (template.yaml and infra/emulators.py create them so)."""
+GROUPS = ("model", "provider", "route", "key")
+DEFAULT_DAYS = 7
+MAX_RANGE_DAYS = 90
+MAX_RECORDS = 20_000
+"""The default of MOMOR_USAGE_MAX_RECORDS (config.py)."""
+LATEST = 50
+_PAGE = 1000
+
+
+def max_records() -> int:
+    return get_config().usage_max_records
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    start: dt.datetime
+    end: dt.datetime
+    """Exclusive."""
+
+    def days(self) -> list[str]:
+        first, last = self.start.date(), (self.end - dt.timedelta(microseconds=1)).date()
+        return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
+
+
+def _instant(text: str, name: str, *, end: bool) -> dt.datetime:
+    """ISO 8601 date or date-time (UTC when no offset). A bare date as `to` means the whole day."""
+    try:
+        if len(text) == 10:
+            day = dt.date.fromisoformat(text)
+            return dt.datetime.combine(day + dt.timedelta(days=1 if end else 0), dt.time(), dt.UTC)
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise RequestError(f"`{name}` must be an ISO 8601 date or date-time, not {text[:40]!r}.") from None
+    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+
+
+def parse_range(start: str | None, end: str | None, now: dt.datetime) -> Range:
+    """`from` and `to` as the route takes them: default the last DEFAULT_DAYS days up to now."""
+    stop = _instant(end, "to", end=True) if end else now
+    begin = _instant(start, "from", end=False) if start else stop - dt.timedelta(days=DEFAULT_DAYS)
+    if begin >= stop:
+        raise RequestError("`from` must be before `to`.")
+    if stop - begin > dt.timedelta(days=MAX_RANGE_DAYS):
+        raise RequestError(f"A range may span at most {MAX_RANGE_DAYS} days.")
+    return Range(begin, stop)
+
+
+def _stamp(moment: dt.datetime) -> str:
+    """The records' `created` form (records.py: isoformat, milliseconds, +00:00), so text order is time order."""
+    return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds")
+
+
+async def query(span: Range, caller_id: str | None) -> tuple[list[dict[str, Any]], bool]:
+    """The calls in `span`, newest first: one caller's (byCaller), or everyone's (None: byDay, a
+    query per day). Returns (items, truncated)."""
+    table = get_config().need("records_table")
+    limit = max_records()
+    if caller_id is not None:
+        partitions = [(BY_CALLER, "callerId", caller_id)]
+    else:
+        partitions = [(BY_DAY, "day", day) for day in reversed(span.days())]
+    items: list[dict[str, Any]] = []
+    for index, name, value in partitions:
+        key: dict[str, Any] | None = None
+        while True:
+            request: dict[str, Any] = {
+                "TableName": table,
+                "IndexName": index,
+                "KeyConditionExpression": "#p = :p AND #c BETWEEN :a AND :b",
+                "ExpressionAttributeNames": {"#p": name, "#c": "created"},
+                "ExpressionAttributeValues": {
+                    ":p": {"S": value},
+                    ":a": {"S": _stamp(span.start)},
+                    # BETWEEN is inclusive: the last millisecond before the exclusive end.
+                    ":b": {"S": _stamp(span.end - dt.timedelta(milliseconds=1))},
+                },
+                "ScanIndexForward": False,
+                "Limit": min(_PAGE, limit - len(items) + 1),
+            }
+            if key:
+                request["ExclusiveStartKey"] = key
+            answer = await dynamo.call("Query", request, timeout=10.0)
+            items.extend(answer.get("Items", []))
+            if len(items) > limit:
+                return [_document(i) for i in items[:limit]], True
+            key = answer.get("LastEvaluatedKey")
+            if not key:
+                break
+    return [_document(i) for i in items], False
+
+
+def _document(item: dict[str, Any]) -> dict[str, Any]:
+    from boto3.dynamodb.types import TypeDeserializer
+
+    from .records import _plain
+
+    deserializer = TypeDeserializer()
+    return _plain({name: deserializer.deserialize(value) for name, value in item.items()})
+
+
+# ---------------------------------------------------------------------------------------------
+# Summaries (pure)
+
+
+def failed(record: dict[str, Any]) -> bool:
+    return (record.get("status") or 0) >= 400 or not record.get("finishReason")
+
+
+def saved(record: dict[str, Any]) -> bool:
+    """Succeeded after an attempt at another offering failed (failover or rollover)."""
+    if failed(record):
+        return False
+    attempts = record.get("attempts") or []
+    served = next((a for a in attempts if a.get("status") == "ok"), None)
+    if served is None:
+        return False
+    where = (served.get("provider"), served.get("offeringId"))
+    return any(a.get("status") == "failed" and (a.get("provider"), a.get("offeringId")) != where for a in attempts)
+
+
+def group_of(record: dict[str, Any], group: str) -> str:
+    """The record's name in a grouping; a call nothing served goes under its last attempt's model
+    or provider, or "(not routed)" when no attempt was made."""
+    if group == "route":
+        return str(record.get("route") or "?")
+    if group == "key":
+        return str(record.get("callerId") or "?")
+    served = record.get("served") or {}
+    if served.get(group):
+        return str(served[group])
+    attempts = record.get("attempts") or []
+    return str(attempts[-1].get(group)) if attempts else "(not routed)"
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    """Nearest-rank percentile (a value that occurred), None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(math.ceil(q / 100 * len(ordered)) - 1, 0)]
+
+
+@dataclass
+class Stats:
+    calls: int = 0
+    failed: int = 0
+    saved: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: Decimal = Decimal(0)
+    latency: list[float] = field(default_factory=list)
+    first_byte: list[float] = field(default_factory=list)
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.calls += 1
+        self.failed += failed(record)
+        self.saved += saved(record)
+        usage = record.get("usage") or {}
+        self.input_tokens += int(usage.get("inputTokens") or 0)
+        self.output_tokens += int(usage.get("outputTokens") or 0)
+        self.cache_read_tokens += int(usage.get("cacheReadTokens") or 0)
+        self.cache_write_tokens += int(usage.get("cacheWriteTokens") or 0)
+        # str(): the float DynamoDB's Decimal became (records._plain) back to its exact digits.
+        self.cost += Decimal(str(record.get("cost") or 0))
+        if isinstance(record.get("latencyMs"), int | float):
+            self.latency.append(float(record["latencyMs"]))
+        if isinstance(record.get("firstByteMs"), int | float):
+            self.first_byte.append(float(record["firstByteMs"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "failed": self.failed,
+            "failureRate": round(self.failed / self.calls, 4) if self.calls else 0.0,
+            "saved": self.saved,
+            "inputTokens": self.input_tokens,
+            "outputTokens": self.output_tokens,
+            "cacheReadTokens": self.cache_read_tokens,
+            "cacheWriteTokens": self.cache_write_tokens,
+            "costUsd": float(self.cost),
+            "latencyMs": {"p50": percentile(self.latency, 50), "p95": percentile(self.latency, 95)},
+            "firstByteMs": {"p50": percentile(self.first_byte, 50), "p95": percentile(self.first_byte, 95)},
+        }
+
+
+def _ranked(stats: dict[str, Stats], labels: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    rows = [{"name": name, **({"label": labels[name]} if labels and name in labels else {}), **s.to_json()}
+            for name, s in stats.items()]
+    return sorted(rows, key=lambda r: (-r["costUsd"], -r["calls"], r["name"]))
+
+
+def latest_call(record: dict[str, Any]) -> dict[str, Any]:
+    """One call as the console's list and timeline show it (the index's projection, as stored)."""
+    return {**record, "failed": failed(record), "saved": saved(record)}
+
+
+def summarize(records: Iterable[dict[str, Any]], span: Range, group: str) -> dict[str, Any]:
+    """Totals, a series per day (and per day and `group`), totals per group for every grouping,
+    and the LATEST newest calls. `records` newest first, as `query` returns them."""
+    totals = Stats()
+    days: dict[str, Stats] = {day: Stats() for day in span.days()}
+    series: dict[str, dict[str, Stats]] = defaultdict(lambda: defaultdict(Stats))
+    breakdown: dict[str, dict[str, Stats]] = {g: defaultdict(Stats) for g in GROUPS}
+    latest: list[dict[str, Any]] = []
+    key_names: dict[str, str] = {}
+    for record in records:
+        day = str(record.get("created", ""))[:10]
+        totals.add(record)
+        days.setdefault(day, Stats()).add(record)
+        series[day][group_of(record, group)].add(record)
+        for name, stats in breakdown.items():
+            stats[group_of(record, name)].add(record)
+        if record.get("callerId") and record.get("callerName"):
+            key_names.setdefault(str(record["callerId"]), str(record["callerName"]))  # newest name wins
+        if len(latest) < LATEST:
+            latest.append(latest_call(record))
+    return {
+        "from": span.start.isoformat(),
+        "to": span.end.isoformat(),
+        "group": group,
+        "totals": totals.to_json(),
+        "days": [{"day": day, **days[day].to_json()} for day in sorted(days)],
+        "series": [
+            {"day": day, group: name, **stats.to_json()}
+            for day in sorted(series)
+            for name, stats in sorted(series[day].items())
+        ],
+        "groups": {name: _ranked(stats, key_names if name == "key" else None) for name, stats in breakdown.items()},
+        "latest": latest,
+    }
+
+
+def index_definitions() -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
+    """The records table's extra attribute definitions and its two indexes, in CreateTable's
+    shape (infra/emulators.py; template.yaml declares the same, tests/lambda checks they agree)."""
+    attributes = [{"AttributeName": name, "AttributeType": "S"} for name in ("callerId", "day", "created")]
+    indexes = [
+        {
+            "IndexName": index,
+            "KeySchema": [{"AttributeName": partition, "KeyType": "HASH"},
+                          {"AttributeName": "created", "KeyType": "RANGE"}],
+            "Projection": {"ProjectionType": "INCLUDE",
+                           "NonKeyAttributes": PROJECTED + (["callerId"] if index == BY_DAY else [])},
+        }
+        for index, partition in ((BY_CALLER, "callerId"), (BY_DAY, "day"))
+    ]
+    return attributes, indexes
