@@ -88,6 +88,21 @@ class Call:
     """The wire `raw` is written in ("openai_chat", "anthropic"). An offering on that same wire is
     sent `raw` with only what the seeds say Momor changes, and answers in its own words (`Raw`
     events); any other wire is sent the canonical translation."""
+    n: int = 1
+    """How many choices the caller asked for (Chat Completions' n). A wire that answers several
+    declares `answers_choices`; the planner tries its offerings first, the rest answer one."""
+    json_object: bool = False
+    """A JSON object is asked for without a schema (Chat Completions' json_object format)."""
+    betas: tuple[str, ...] = ()
+    """Anthropic beta features the caller asked for (its `anthropic-beta` header), sent to an
+    Anthropic offering beside the catalog's own; other wires have no such switch."""
+
+    @property
+    def answer_schema(self) -> dict[str, Any] | None:
+        """The schema the answer is held to: responseSchema, or any JSON object for json_object."""
+        if self.response_schema is not None:
+            return self.response_schema
+        return {"type": "object"} if self.json_object else None
 
     def passthrough(self, wire: str) -> bool:
         return self.raw is not None and self.raw_wire == wire

@@ -98,9 +98,11 @@ def _too_deep(value: Any) -> bool:
 
 
 def sse(event: str | None, data: bytes) -> bytes:
-    """One server-sent event frame."""
+    """One server-sent event frame. Data of several lines (a provider's own event, passed
+    through, may be) goes as one `data:` line each, which a reader joins back with newlines."""
     head = b"event: " + event.encode() + b"\n" if event else b""
-    return head + b"data: " + data + b"\n\n"
+    lines = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+    return head + b"".join(b"data: " + line + b"\n" for line in lines) + b"\n"
 
 
 PROBLEM = "application/problem+json"

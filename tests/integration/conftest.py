@@ -71,7 +71,8 @@ def catalog_for_tests(fake_url: str) -> dict[str, Any]:
             "publisher": "momor",
             "tier": "medium",
             "released": "2025-10-01",
-            "capabilities": {"tools": True, "reasoning": ["low", "medium", "high"], "maxOutputTokens": 8192,
+            # It takes `none`: a call that leaves reasoningEffort out asks it not to reason (seed 000).
+            "capabilities": {"tools": True, "reasoning": ["none", "low", "medium", "high"], "maxOutputTokens": 8192,
                              "input": ["text", "image", "pdf"], "prefill": True},
             "offerings": [
                 {"provider": "flaky", "id": "duo-flaky", "prices": {"input": 1.0, "output": 2.0}},

@@ -445,6 +445,38 @@ def test_service_tier_header(momor, fake, client, model, provider, offering):
     assert sent["service_tier"] == ("auto" if provider == "anthropic" else "priority")
     # Anthropic names the tier it billed in its answer; the fake bills standard.
     assert headers["x-momor-service-tier"] == ("standard" if provider == "anthropic" else "priority")
+    # Seed 004: x-ratelimit-over-limit says whether the asked tier was the one billed (issue 10: 36).
+    assert headers["x-ratelimit-over-limit"] == ("true" if provider == "anthropic" else "false")
+
+
+@PAIRS
+def test_a_stream_does_not_claim_the_asked_tier_as_billed(momor, fake, client, model, provider, offering):
+    """Issue 10 (36): a stream's headers leave before the provider names the tier it billed."""
+    with client.messages.stream(model=model, max_tokens=16, messages=USER,
+                                extra_headers={"x-momor-service-tier": "priority"}) as stream:
+        stream.get_final_message()
+        headers = stream.response.headers
+    assert "x-momor-service-tier" not in headers and "x-ratelimit-over-limit" not in headers
+    with client.messages.stream(model=model, max_tokens=16, messages=USER) as stream:
+        stream.get_final_message()
+        assert stream.response.headers["x-momor-service-tier"] == "standard"
+
+
+def test_overflow_bills_the_asked_models_price(momor, fake, client):
+    """Seed 004: you pay the price of the model that you asked for (issue 10: 36)."""
+    fake.script("openai", *[fail(429)] * 6)
+    _, headers = _raw_create(client, model="gpt-5-mini", max_tokens=16, messages=USER,
+                             extra_headers={"x-momor-overflow": "class"})
+    assert headers["x-momor-overflow-step"] == "class"
+    momor.settle()
+    record = momor.record(headers["x-momor-request-id"])
+    served = next(a for a in record["attempts"] if a["status"] == "ok")
+    assert served["provider"] == "flaky"  # duo, at 1.0/2.0 per million; gpt-5-mini is priced otherwise
+    usage = served["usage"]
+    prices = next(m for m in momor.catalog["models"] if m["name"] == "gpt-5-mini")["offerings"][0]["prices"]
+    asked = (usage["inputTokens"] * prices["input"] + usage["outputTokens"] * prices["output"]) / 1e6
+    assert float(record["cost"]) == pytest.approx(asked)
+    assert float(served["cost"]) != pytest.approx(asked)  # the attempt keeps what the provider charged
 
 
 def test_bad_service_tier_is_refused(momor, fake, client):
@@ -531,3 +563,47 @@ def test_values_of_the_wrong_type_are_refused_not_crashed_on(momor):
     odd_effort = {**base, "max_tokens": 4096, "thinking": {"type": "adaptive"}, "output_config": {"effort": ["x"]}}
     answered = httpx2.post(momor.url + "/v1/messages", json=odd_effort, headers=headers, timeout=30)
     assert answered.status_code < 500, answered.text
+
+
+# --- refusals, retries and request ids, as the SDK sees them (issue 10: 8, 12) -----------------------
+
+
+def test_a_request_every_candidate_refuses_is_a_400_not_retried(momor, fake):
+    client = anthropic.Anthropic(base_url=momor.url, api_key=momor.api_key, max_retries=2)
+    fake.script("anthropic", fail(400))
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        client.messages.create(model=CLAUDE[0], max_tokens=16, messages=USER)
+    assert caught.value.body["error"]["type"] == "invalid_request_error"
+    assert caught.value.response.headers["x-should-retry"] == "false"
+    assert len(fake.requests("anthropic")) == 1
+    assert caught.value.request_id == caught.value.response.headers["x-momor-request-id"]
+
+
+def test_a_server_failure_everywhere_says_a_retry_may_help(momor, fake, client):
+    fake.script("anthropic", *[fail(500)] * 3)
+    with pytest.raises(anthropic.InternalServerError) as caught:
+        client.messages.create(model=CLAUDE[0], max_tokens=16, messages=USER)
+    assert caught.value.response.headers["x-should-retry"] == "true"
+
+
+@PAIRS
+def test_a_streams_request_id_is_the_sdks(momor, fake, client, model, provider, offering):
+    with client.messages.stream(model=model, max_tokens=64, messages=USER) as stream:
+        stream.get_final_message()
+        headers = stream.response.headers
+    assert headers["request-id"] == headers["x-momor-request-id"] == headers["x-request-id"]
+
+
+def test_the_callers_anthropic_beta_reaches_the_provider_beside_the_catalogs(momor, fake, client):
+    """Issue 10 (10): beta features the caller turned on were silently off."""
+    catalog = dict(momor.catalog)
+    catalog["providers"] = [{**p, "options": {**p.get("options", {}), "beta": ["catalog-beta-1"]}}
+                            if p["name"] == "anthropic" else p for p in catalog["providers"]]
+    momor.write_catalog(catalog)
+    client.beta.messages.create(model=CLAUDE[0], max_tokens=16, messages=USER,
+                                betas=["context-1m-2025-08-07", "catalog-beta-1"])
+    sent = fake.requests("anthropic")[-1].headers["anthropic-beta"]
+    assert sent.split(",") == ["catalog-beta-1", "context-1m-2025-08-07"]
+    client.messages.count_tokens(model=CLAUDE[0], messages=USER,
+                                 extra_headers={"anthropic-beta": "token-counting-2024-11-01"})
+    assert "token-counting-2024-11-01" in fake.requests("anthropic")[-1].headers["anthropic-beta"]

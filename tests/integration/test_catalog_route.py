@@ -57,3 +57,47 @@ def test_key_required(momor, fake):
     assert httpx2.get(momor.url + "/v1/models", timeout=30).status_code == 401
     ok = httpx2.get(momor.url + "/v1/models", headers={"x-api-key": momor.api_key}, timeout=30)
     assert ok.status_code == 200 and ok.headers["x-momor-request-id"]
+
+
+# --- models.retrieve and unknown paths (issue 10: 11) ---------------------------------------------
+
+
+def test_both_sdks_retrieve_a_model_by_its_id(momor, fake):
+    claude = anthropic.Anthropic(base_url=momor.url, api_key=momor.api_key, max_retries=0)
+    info = claude.models.retrieve("anthropic/claude-sonnet-4-5")
+    assert info.id == "anthropic/claude-sonnet-4-5" and info.type == "model"
+    assert info.display_name == "claude-sonnet-4-5" and info.created_at.date().isoformat() == "2025-09-29"
+    gpt = openai.OpenAI(base_url=momor.url + "/v1", api_key=momor.api_key, max_retries=0)
+    model = gpt.models.retrieve("openai/gpt-5-mini")
+    assert model.id == "openai/gpt-5-mini" and model.object == "model" and model.owned_by == "openai"
+    assert momor.get("/models/momor/duo").json()["offerings"][0]["provider"] == "flaky"
+
+
+def test_an_unknown_model_is_a_404_in_each_sdks_shape(momor, fake):
+    claude = anthropic.Anthropic(base_url=momor.url, api_key=momor.api_key, max_retries=0)
+    with pytest.raises(anthropic.NotFoundError) as caught:
+        claude.models.retrieve("acme/nothing")
+    assert caught.value.body["error"]["type"] == "not_found_error" and "acme/nothing" in caught.value.message
+    assert caught.value.request_id == caught.value.response.headers["x-momor-request-id"]
+    gpt = openai.OpenAI(base_url=momor.url + "/v1", api_key=momor.api_key, max_retries=0)
+    with pytest.raises(openai.NotFoundError) as raised:
+        gpt.models.retrieve("acme/nothing")
+    assert raised.value.type == "invalid_request_error" and "acme/nothing" in raised.value.message
+    assert raised.value.response.headers["x-should-retry"] == "false"
+    problem = momor.get("/models/acme/nothing")
+    assert problem.status_code == 404 and problem.headers["content-type"] == "application/problem+json"
+
+
+def test_unknown_paths_answer_in_each_routes_error_shape(momor, fake):
+    gpt = openai.OpenAI(base_url=momor.url + "/v1", api_key=momor.api_key, max_retries=0)
+    with pytest.raises(openai.NotFoundError) as raised:
+        gpt.embeddings.create(model="openai/gpt-5-mini", input="hi")
+    assert raised.value.type == "invalid_request_error" and "/v1/embeddings" in raised.value.message
+    claude = anthropic.Anthropic(base_url=momor.url, api_key=momor.api_key, max_retries=0)
+    with pytest.raises(anthropic.NotFoundError) as caught:
+        claude.messages.batches.list()
+    assert caught.value.body["type"] == "error" and caught.value.body["error"]["type"] == "not_found_error"
+    wrong_method = httpx2.get(momor.url + "/v1/messages", headers={"anthropic-version": "2023-06-01"}, timeout=30)
+    assert wrong_method.status_code == 405 and wrong_method.json()["error"]["type"] == "invalid_request_error"
+    native = httpx2.get(momor.url + "/nowhere", timeout=30)
+    assert native.status_code == 404 and native.json()["status"] == 404

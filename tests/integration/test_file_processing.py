@@ -40,7 +40,7 @@ def user_content(request) -> list:
 
 def test_none_sends_the_pdf_as_is_and_a_text_only_model_cannot_take_it(momor, fake):
     response = momor.post("/models", body(bytes_file(PDF, "report.pdf", "application/pdf")))
-    problem(response, 502, "report.pdf")
+    problem(response, 400, "report.pdf")
     assert not fake.requests("deepinfra")  # refused before it was sent: the wire cannot carry a PDF
 
 
@@ -90,7 +90,7 @@ def test_auto_fetches_a_url_pdf_for_a_wire_that_takes_only_bytes(momor, fake):
         file = {"type": "url", "value": f"{files.url}/report.pdf", "name": "report.pdf",
                 "contentType": "application/pdf"}
         none = momor.post("/models", body(file, model="gpt-5-mini"))
-        problem(none, 502, "by address")  # seed 000's 502 without processing
+        problem(none, 400, "by address")  # refused as written without processing
         response = momor.post("/models", body(file, model="gpt-5-mini", processing={"type": "auto"}))
     assert response.status_code == 200, response.text
     parts = user_content(fake.requests("openai")[-1])
@@ -191,7 +191,7 @@ def test_auto_without_a_transcription_model_sends_audio_as_is(momor, fake):
     wav = bytes_file(tiny_wav(), "memo.wav", "audio/wav")
     auto = momor.post("/models", body(wav, model="gpt-5-mini", processing={"type": "auto"}))
     none = momor.post("/models", body(wav, model="gpt-5-mini"))
-    problem(auto, 502, "memo.wav")  # what none gives: the wire cannot carry audio for this model
+    problem(auto, 400, "memo.wav")  # what none gives: the wire cannot carry audio for this model
     assert auto.json()["detail"] == none.json()["detail"]
     assert not fake.requests("openai")
 

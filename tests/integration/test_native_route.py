@@ -248,11 +248,35 @@ def test_406_when_accept_allows_neither_json_nor_sse(momor):
         (json.dumps(body(messages=[{"type": "robot"}])).encode(), "messages"),
         (json.dumps(body(model="no-such-model")).encode(), "no-such-model"),
         (json.dumps(body(tools=[WEATHER, WEATHER])).encode(), "unique"),
+        # Seed 000: responseSchema needs a model whose structuredOutput is jsonSchema (issue 10: 34).
+        (json.dumps(body(model="duo", responseSchema={"type": "object"})).encode(), "structuredOutput"),
+        # Seed 000: a tool's description and parameters are required (issue 10: 35).
+        (json.dumps(body(tools=[{"name": "f", "parameters": {"type": "object"}}])).encode(),
+         "tools[0].description is required"),
+        (json.dumps(body(tools=[WEATHER, {"name": "g", "description": "G."}])).encode(),
+         "tools[1].parameters is required"),
+        (json.dumps(body(parameters={"temprature": 0.5})).encode(), "parameters.temprature"),
+        (json.dumps(body(parameters={"networkTimeout": "soon"})).encode(), "parameters.networkTimeout"),
+        # Longer than any date Python holds: a 400 naming the field, not a 500 (issue 10: 23).
+        (json.dumps(body(prioritization={"maxAge": "P9999999999Y"})).encode(), "prioritization.maxAge"),
+        (json.dumps(body(parameters={"networkTimeout": "PT99999999999999999999S"})).encode(),
+         "parameters.networkTimeout"),
+        (json.dumps(body(parameters={"networkTimeout": "9999999999.00:00:00"})).encode(),
+         "parameters.networkTimeout"),
     ],
 )
 def test_400s_are_problem_documents(momor, payload, fragment):
     doc = problem(momor.post("/models", content=payload), 400)
     assert fragment in doc["detail"]
+
+
+def test_parameter_values_are_not_checked(momor, fake):
+    """Seed 000: values are not checked (issue 10: 35). One the call cannot carry is left off."""
+    response = momor.post("/models", body(parameters={"temperature": "hot", "serviceTier": "ultra",
+                                                      "reasoningEffort": "max", "maxTokens": 40}))
+    assert response.status_code == 200, response.text
+    sent = fake.requests("openai")[-1].json
+    assert "temperature" not in sent and "service_tier" not in sent and sent["max_completion_tokens"] == 40
 
 
 def test_refusals_leave_a_record(momor):
@@ -292,6 +316,14 @@ def test_a_stream_cut_after_output_ends_with_an_error_frame_by_default(momor, fa
     assert record["outcome"] == "failed" and "closed the connection" in record["error"]
 
 
+def _without_reasoning_depths(momor, model):
+    """The model takes `none`, so the call (no reasoningEffort: none) streams text, not reasoning."""
+    catalog = dict(momor.catalog)
+    catalog["models"] = [{**m, "capabilities": {**m["capabilities"], "reasoning": ["none", "low"]}}
+                         if m["name"] == model else m for m in catalog["models"]]
+    momor.write_catalog(catalog)
+
+
 def test_rollover_lets_the_next_candidate_finish_the_answer(momor, fake):
     fake.script("flaky", cut(after=4))
     response, frames = momor.stream(
@@ -315,6 +347,19 @@ def test_rollover_lets_the_next_candidate_finish_the_answer(momor, fake):
     record = momor.record(response.headers["x-momor-request-id"])
     assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("flaky", "failed"), ("backup", "ok")]
     assert record["served"]["provider"] == "backup"
+
+
+def test_leaving_reasoning_effort_out_asks_each_provider_not_to_reason(momor, fake):
+    """Seed 000: none, also what leaving it out sends, asks the model not to reason (issue 10: 33)."""
+    assert momor.post("/models", body()).status_code == 200
+    assert fake.requests("openai")[-1].json["reasoning_effort"] == "minimal"  # gpt-5-mini has no off
+    assert momor.post("/models", body(parameters={"reasoningEffort": "none"})).status_code == 200
+    assert fake.requests("openai")[-1].json["reasoning_effort"] == "minimal"
+    _without_reasoning_depths(momor, "gpt-5-mini")
+    assert momor.post("/models", body()).status_code == 200
+    assert fake.requests("openai")[-1].json["reasoning_effort"] == "none"
+    assert momor.post("/models", body(model="claude-sonnet-4-5")).status_code == 200
+    assert "thinking" not in fake.requests("anthropic")[-1].json
 
 
 def test_rollover_without_a_candidate_that_takes_a_prefill_ends_with_an_error(momor, fake):
@@ -370,3 +415,59 @@ def test_an_unexpected_failure_answers_in_shape_with_a_record(momor, monkeypatch
     problem(response, 500)
     assert "sk-never-shown" not in response.text and "Traceback" not in response.text
     assert momor.record(response.headers["x-momor-request-id"])["status"] == 500
+
+
+# --- rules no test held before (issue 10: tests that cannot fail) ---------------------------------
+
+
+def test_a_zdr_api_key_holds_every_call_to_zdr(momor, fake):
+    """An organization whose key is marked zdr is held to it even when the call says false."""
+    from momor.store import apikeys
+
+    plaintext, _ = apikeys.create_api_key("zdr org", zdr=True)
+    headers = {"Authorization": f"Bearer {plaintext}", "Content-Type": "application/json"}
+    refused = momor.post("/models", body(prioritization={"zdr": False}), headers=headers)
+    doc = problem(refused, 503)  # gpt-5-mini's only offering is on openai, whose saved key is not zdr
+    assert "zero data retention" in doc["detail"] and fake.requests("openai") == []
+    ok = momor.post("/models", body(model="claude-sonnet-4-5", keys={"anthropic": "sk-per-call"}), headers=headers)
+    assert ok.status_code == 200  # on the saved zdr key, never the one sent with the call
+    assert fake.requests("anthropic")[-1].headers["x-api-key"] == SAVED_KEYS["anthropic"]["key"]
+    assert momor.post("/models", body()).status_code == 200  # the same call on a key that is not zdr
+
+
+def test_a_parameter_reaches_only_providers_whose_catalog_entry_lists_it(momor, fake):
+    """Seed 000: an optional parameter goes only to an offering whose catalog entry honours it."""
+    params = {"frequencyPenalty": 0.5, "presencePenalty": 0.25, "topK": 5, "temperature": 0.5, "maxTokens": 40}
+    response = momor.post("/models", body(model="mistral-small", parameters=params))
+    assert response.status_code == 200, response.text
+    sent = fake.requests("mistral")[-1].json
+    assert sent["max_tokens"] == 40 and sent["temperature"] == 0.5  # mistral lists these
+    assert not {"frequency_penalty", "presence_penalty", "top_k"} & set(sent)  # and not these
+    del params["topK"]  # deepinfra lists it, but the fake (OpenAI's strictness) refuses top_k
+    assert momor.post("/models", body(model="llama-3.3-70b", parameters=params)).status_code == 200
+    sent = fake.requests("deepinfra")[-1].json
+    assert (sent["frequency_penalty"], sent["presence_penalty"]) == (0.5, 0.25)
+
+
+def test_the_body_cap_holds_without_a_content_length(momor):
+    """A chunked body declares no size: the cap is counted as it arrives."""
+    chunk = b" " * (1024 * 1024)
+
+    def chunks():
+        yield b'{"systemPrompt": "", "messages": [{"type": "user", "value": "x"}], "pad": "'
+        for _ in range(31):
+            yield chunk
+        yield b'"}'
+
+    import httpx2
+
+    response = httpx2.post(momor.url + "/models", content=chunks(), headers=momor.headers(), timeout=60)
+    assert "content-length" not in {k.lower() for k in response.request.headers}
+    problem(response, 413)
+
+
+@pytest.mark.parametrize("accept", ["application/json;q=0", "application/json; q=0, text/event-stream;q=0.0",
+                                    "*/*;q=0"])
+def test_accept_with_q_zero_refuses_the_type(momor, accept):
+    problem(momor.post("/models", body(), headers=momor.headers(Accept=accept)), 406)
+    assert momor.post("/models", body(), headers=momor.headers(Accept=accept + ", */*;q=0.1")).status_code == 200

@@ -495,3 +495,88 @@ def test_no_saved_key_leaks_into_answers(momor, fake, client):
     assert raw.status_code == 200
     for secret in ("sk-saved-flaky-0006", "sk-saved-backup-0005", SAVED_KEYS["openai"]):
         assert secret not in raw.text
+
+
+# --- refusals, retries and request ids, as the SDK sees them (issue 10: 8, 12) -----------------------
+
+
+@pytest.fixture
+def retrying_client(momor):
+    """The SDK as callers use it: its own retries on."""
+    with openai.OpenAI(base_url=momor.url + "/v1", api_key=momor.api_key, max_retries=2) as sdk:
+        yield sdk
+
+
+def test_a_request_every_candidate_refuses_is_the_refusals_400_with_its_param_and_not_retried(
+        momor, fake, retrying_client):
+    with pytest.raises(openai.BadRequestError) as raised:
+        retrying_client.chat.completions.create(model=GPT, messages=[user("hi")], temperature=5)
+    error = raised.value
+    assert error.status_code == 400 and error.type == "invalid_request_error"
+    assert error.param == "temperature"  # the provider's own error object named it
+    assert error.response.headers["x-should-retry"] == "false"
+    assert len(fake.requests("openai")) == 1  # neither Momor nor the SDK asked again
+
+
+def test_refusals_of_different_statuses_are_a_400(momor, fake, client):
+    fake.script("flaky", fail(422))
+    fake.script("backup", fail(404, {"type": "error", "error": {"type": "not_found_error", "message": "no"}}))
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.chat.completions.create(model="duo", messages=[user("hi")], max_tokens=100)
+    assert raised.value.response.headers["x-should-retry"] == "false" and raised.value.param is None
+
+
+def test_one_refusal_among_server_failures_stays_a_retryable_502(momor, fake, client):
+    fake.script("flaky", fail(400))
+    fake.script("backup", fail(500), fail(500), fail(500))
+    with pytest.raises(openai.InternalServerError) as raised:
+        client.chat.completions.create(model="duo", messages=[user("hi")], max_tokens=100)
+    assert raised.value.status_code == 502
+    assert raised.value.response.headers["x-should-retry"] == "true"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_the_sdk_reads_the_calls_id_as_its_request_id(momor, fake, client, stream):
+    raw = client.chat.completions.with_raw_response.create(model=GPT, messages=[user("hi")], stream=stream)
+    request_id = raw.headers["x-momor-request-id"]
+    assert raw.request_id == request_id == raw.headers["request-id"]
+    if stream:
+        assert [c for c in raw.parse()]  # the stream itself still reads
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.chat.completions.create(model="no-such-model", messages=[user("hi")])
+    assert raised.value.request_id == raised.value.response.headers["x-momor-request-id"]
+
+
+def test_a_chat_completions_call_gets_no_cache_breakpoints_on_anthropic(momor, fake, client):
+    """Seed 000: a Chat Completions call has no caching (issue 10: 32)."""
+    client.chat.completions.create(model=CLAUDE, max_completion_tokens=50, tools=[WEATHER],
+                                   messages=[{"role": "system", "content": "Be brief."}, user("Hello")])
+    sent = fake.requests("anthropic")[-1].json
+    assert "cache_control" not in json.dumps(sent)
+    # The same call through POST /models caches by default: the test can see a breakpoint.
+    momor.post("/models", {"systemPrompt": "Be brief.", "messages": [{"type": "user", "value": "Hello"}],
+                           "model": CLAUDE})
+    assert "cache_control" in json.dumps(fake.requests("anthropic")[-1].json)
+
+
+def test_json_object_on_anthropic_is_held_to_an_object(momor, fake, client):
+    """Issue 10 (13): response_format json_object was dropped on the way to Claude."""
+    answer = client.chat.completions.create(model=CLAUDE, max_completion_tokens=200, messages=[user("Hi")],
+                                            response_format={"type": "json_object"})
+    assert isinstance(json.loads(answer.choices[0].message.content), dict)
+    assert answer.choices[0].finish_reason == "stop"
+    sent = fake.requests("anthropic")[-1].json
+    assert sent["tools"][-1]["input_schema"] == {"type": "object"}
+
+
+def test_max_completion_tokens_bounds_reasoning_on_anthropic(momor, fake, client):
+    """Issue 10 (9): 300 asked with reasoning went to Claude as max_tokens 2048."""
+    client.chat.completions.create(model=CLAUDE, max_completion_tokens=3000, reasoning_effort="high",
+                                   messages=[user("Hi")])
+    sent = fake.requests("anthropic")[-1].json
+    assert sent["max_tokens"] == 3000 and sent["thinking"]["budget_tokens"] < 3000
+    with pytest.raises(openai.BadRequestError) as raised:  # no budget fits in 300: the offering is passed over
+        client.chat.completions.create(model=CLAUDE, max_completion_tokens=300, reasoning_effort="low",
+                                       messages=[user("Hi")])
+    assert raised.value.response.headers["x-should-retry"] == "false"
+    assert len(fake.requests("anthropic")) == 1  # it never reached the provider with a larger ceiling

@@ -157,7 +157,7 @@ def run_representative_calls(momor: Any, fake: Any, capture: Capture) -> None:
     assert failed_stream.status_code == 200, failed_stream.text
     # Refusals of requests that carry keys.
     for label, body in [
-        ("refused: bad parameter", native(keys={"openai": PER_CALL["openai"]}, parameters={"maxTokens": "many"})),
+        ("refused: bad parameter", native(keys={"openai": PER_CALL["openai"]}, parameters={"maxTokenz": 5})),
         ("refused: keys of the wrong type", native(keys=[PER_CALL["openai"]])),
         ("refused: unknown model", native(model="no-such-model", keys={"openai": PER_CALL["openai"]})),
         ("refused: zdr with a per-call key", native(prioritization={"zdr": True},

@@ -55,6 +55,8 @@ ROUTES = [
     ("get", "/usage", "UsageFunction", False),
     ("get", "/console", "UsageFunction", False),
     ("get", "/console/{name}", "UsageFunction", False),
+    ("get", "/models/{id+}", "CatalogFunction", False),
+    ("get", "/v1/models/{id+}", "CatalogFunction", False),
 ]
 FOLDERS = {
     "ModelsFunction": "models",

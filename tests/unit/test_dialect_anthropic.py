@@ -438,3 +438,15 @@ def test_token_estimate():
     assert tokens.file_tokens(pdf) == 2 * tokens.PDF_PAGE
     with_tool = Call(system="", messages=[UserMessage(value="")], tools=[Tool(name="f")])
     assert tokens.count_input_tokens(with_tool) > tokens.count_input_tokens(Call(system="", messages=[UserMessage()]))
+
+
+def test_a_passthrough_event_of_several_data_lines_reads_back_whole_in_the_sdk():
+    """Issue 10 (24): a provider's event whose data spans lines was re-framed as one `data:` line
+    followed by bare lines, which an SSE reader drops or misreads."""
+    from anthropic._streaming import SSEDecoder
+
+    data = '{"type":"content_block_delta",\n"index":0,\r\n"delta":{"type":"text_delta","text":"hi"}}'
+    framed = answer.passthrough_event(Raw(data, "content_block_delta"), "r1", candidate())
+    [event] = list(SSEDecoder().iter_bytes(iter([framed])))
+    assert event.event == "content_block_delta"
+    assert json.loads(event.data) == json.loads(data)

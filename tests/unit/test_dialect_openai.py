@@ -151,6 +151,15 @@ def test_tool_choice(choice, expected):
     assert use is not None and (use.type, use.name) == expected
 
 
+def test_n_and_a_json_object_format_reach_the_canonical_call_and_its_needs():
+    """Issue 10 (13): n and json_object were lost on the way to a translated wire."""
+    req = door.parse(body(n=3, response_format={"type": "json_object"}))
+    assert req.call.n == 3 and req.call.json_object and req.call.answer_schema == {"type": "object"}
+    assert req.needs.choices == 3 and req.needs.json_object and not req.needs.schema_required
+    plain = door.parse(body(n="x"))
+    assert plain.call.n == 1 and not plain.call.json_object and plain.call.answer_schema is None
+
+
 def test_values_the_canonical_call_cannot_hold_are_left_off_it_not_refused():
     req = door.parse(body(temperature="hot", service_tier="ultra", top_p=0.5, max_tokens=0))
     assert req.call.params.temperature is None and req.call.params.service_tier is None

@@ -173,6 +173,29 @@ def test_candidates_that_fit_the_call_come_first():
     assert run("auto", needs=Needs(tools=True))[-1] == "cheap-z@deepinfra"
 
 
+def test_a_native_response_schema_is_served_only_by_models_that_hold_one():
+    """Seed 000: responseSchema needs a model whose structuredOutput is jsonSchema (issue 10: 34).
+    A Chat Completions json_schema only prefers them (seed 001): the rest stay as backup."""
+    assert run("tier/high", needs=Needs(json_schema=True, schema_required=True)) == ["claude-y@anthropic"]
+    assert len(run("tier/high", needs=Needs(json_schema=True))) == 4
+    with pytest.raises(RoutingError, match="structuredOutput is jsonSchema") as info:
+        run("gpt-x", needs=Needs(json_schema=True, schema_required=True))
+    assert info.value.param == "responseSchema"
+
+
+def test_a_json_object_answer_goes_first_to_models_that_keep_it():
+    assert run("tier/high", needs=Needs(json_object=True))[0] == "claude-y@anthropic"
+    assert run("tier/high", needs=Needs())[0] == "gpt-x@azure@us"
+
+
+def test_n_choices_go_first_to_offerings_whose_wire_answers_them():
+    """Issue 10 (13): the openai_chat wire declares answers_choices, the anthropic wire does not."""
+    many = run("auto", needs=Needs(choices=3))
+    assert many[-1] == "claude-y@anthropic" and run("auto")[-1] == "claude-y@anthropic"
+    assert run(models=["claude-y", "gpt-x"], needs=Needs(choices=2))[0] == "gpt-x@azure@us"
+    assert run(models=["claude-y", "gpt-x"])[0] == "claude-y@anthropic"
+
+
 def test_sort_other_than_price_and_bad_types_are_refused():
     with pytest.raises(RoutingError, match="price"):
         parse_prioritization({"sort": "latency"})

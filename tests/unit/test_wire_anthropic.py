@@ -43,12 +43,15 @@ def target(
     max_output: int | None = 64000,
     reasoning: tuple[str, ...] = ("low", "medium", "high"),
     media: tuple[str, ...] = ("text", "image", "pdf"),
+    schema_asked: bool = False,
+    parameters: tuple[str, ...] = ("caching",),
 ) -> Target:
-    provider = Provider(name="anthropic", wire="anthropic", baseUrl="https://api.anthropic.com", options=options or {})
+    provider = Provider(name="anthropic", wire="anthropic", baseUrl="https://api.anthropic.com", options=options or {},
+                        parameters=list(parameters))
     offering = Offering(provider="anthropic", id="claude-sonnet-4-5", prices=Prices(input=3, output=15))
     caps = Capabilities(tools=True, reasoning=list(reasoning), maxOutputTokens=max_output, input=list(media))
     model = Model(name="claude-sonnet", publisher="anthropic", capabilities=caps, offerings=[offering])
-    return Target(provider=provider, offering=offering, model=model, api_key=KEY)
+    return Target(provider=provider, offering=offering, model=model, api_key=KEY, schema_asked=schema_asked)
 
 
 def body_for(call: Call, tgt: Target | None = None, stream: bool = False) -> dict[str, Any]:
@@ -312,10 +315,21 @@ def test_reasoning_effort_sets_a_budget_below_max_tokens(effort: str, budget: in
     assert body["max_tokens"] == 64000
 
 
-def test_budget_raises_max_tokens_within_the_cap() -> None:
-    body = body_for(hi(maxTokens=2000, reasoningEffort="high"))
+def test_budget_raises_max_tokens_within_the_cap_when_the_caller_set_no_ceiling() -> None:
+    body = body_for(hi(reasoningEffort="high"), target(max_output=None))
     assert body["thinking"]["budget_tokens"] == 16384
     assert body["max_tokens"] == 16384 + 1024
+
+
+def test_the_callers_ceiling_bounds_reasoning_and_answer_together() -> None:
+    """Issue 10 (9): maxTokens 300 with reasoning went out as 2048, past the caller's cost cap."""
+    body = body_for(hi(maxTokens=2000, reasoningEffort="high"))
+    assert body["max_tokens"] == 2000 and body["thinking"]["budget_tokens"] == 1024
+    body = body_for(hi(maxTokens=8000, reasoningEffort="high"))
+    assert body["max_tokens"] == 8000 and body["thinking"]["budget_tokens"] == 8000 - 1024
+    with pytest.raises(ProviderError) as info:  # no budget fits: the offering is refused, not widened
+        body_for(hi(maxTokens=300, reasoningEffort="low"))
+    assert info.value.kind == "unsupported"
 
 
 def test_budget_shrinks_when_the_cap_is_too_low() -> None:
@@ -439,6 +453,17 @@ def test_emulated_structured_output_beside_real_tools() -> None:
     assert body_for(call)["tool_choice"] == {"type": "tool", "name": "respond"}
 
 
+def test_a_json_object_answer_is_held_to_an_object_not_dropped() -> None:
+    """Issue 10 (13): Chat Completions' json_object went to Claude as nothing at all."""
+    call = hi()
+    call.json_object = True
+    body = body_for(call)
+    assert body["tools"][-1]["name"] == "respond" and body["tools"][-1]["input_schema"] == {"type": "object"}
+    assert body["tool_choice"] == {"type": "tool", "name": "respond"}
+    native = body_for(call, target({"structuredOutputs": True}))
+    assert native["output_config"]["format"] == {"type": "json_schema", "schema": {"type": "object"}}
+
+
 def test_respond_is_a_reserved_tool_name_when_emulating() -> None:
     call = hi()
     call.response_schema, call.tools = SCHEMA, [Tool(name="respond")]
@@ -494,6 +519,12 @@ def test_cache_breakpoints(caching: str | None, expected: list[str]) -> None:
     for block in body.get("system", []):
         if "cache_control" in block:
             assert block["cache_control"] == {"type": "ephemeral"}
+
+
+@pytest.mark.parametrize("caching", [None, "auto", "tools,system,messages"])
+def test_no_breakpoints_on_a_provider_whose_catalog_entry_does_not_list_caching(caching: str | None) -> None:
+    """Issue 10 (32): the router leaves caching off such a provider, and the wire read the gap as auto."""
+    assert breakpoints(body_for(cached_call(caching), target(parameters=()))) == []
 
 
 def test_breakpoint_skips_blocks_that_cannot_carry_one() -> None:
@@ -589,14 +620,33 @@ def test_finish_reason_map(reason: str, stop: str) -> None:
 
 def test_emulated_respond_call_comes_back_as_content() -> None:
     body = message([{"type": "tool_use", "id": "toolu_1", "name": "respond", "input": {"city": "Oslo"}}], "tool_use")
-    assembler = assemble(WIRE.parse_response(body, target()))
+    assembler = assemble(WIRE.parse_response(body, target(schema_asked=True)))
     [answer] = assembler.messages()
     assert answer.type == "content"
     assert json.loads(answer.value) == {"city": "Oslo"}
     assert assembler.finish == Finish(reason="tool_use", stop="stop")
     # With native structured outputs, a tool called respond is just a tool.
-    native = assemble(WIRE.parse_response(body, target({"structuredOutputs": True})))
+    native = assemble(WIRE.parse_response(body, target({"structuredOutputs": True}, schema_asked=True)))
     assert native.messages()[0].type == "toolCall"
+
+
+def test_the_callers_own_respond_tool_is_a_tool_call_when_no_schema_was_asked() -> None:
+    """Issue 10 (14): a caller's tool named respond came back as text on Claude."""
+    body = message([{"type": "tool_use", "id": "toolu_1", "name": "respond", "input": {"city": "Oslo"}}], "tool_use")
+    assembler = assemble(WIRE.parse_response(body, target()))
+    [call] = assembler.messages()
+    assert call.type == "toolCall" and call.call.name == "respond"
+    assert assembler.finish == Finish(reason="tool_use", stop="tool_calls")
+    streamed = run_stream(sse(
+        START,
+        block_start(0, {"type": "tool_use", "id": "toolu_1", "name": "respond", "input": {}}),
+        block_delta(0, {"type": "input_json_delta", "partial_json": '{"city": "Oslo"}'}),
+        block_stop(0),
+        message_delta("tool_use", 12),
+        STOP,
+    ))
+    assert [m.type for m in streamed.messages()] == ["toolCall"]
+    assert streamed.finish == Finish(reason="tool_use", stop="tool_calls")
 
 
 @pytest.mark.parametrize("body", [b"not json", b"[]", b'{"type": "message"}', b'{"content": [], "stop_reason": null}'])
@@ -736,7 +786,7 @@ def test_stream_redacted_thinking_and_emulated_answer() -> None:
         message_delta("tool_use", 12),
         STOP,
     )
-    assembler = run_stream(text)
+    assembler = run_stream(text, target(schema_asked=True))
     thinking, answer = assembler.messages()
     assert thinking == ThinkingMessage(value="", data={"wire": "anthropic", "redacted": "opaque-data"})
     assert answer == ContentMessage(value='{"city": "Oslo"}')

@@ -39,8 +39,10 @@ def make_target(
     inputs: tuple[str, ...] = ("text", "image", "pdf"),
     reasoning: tuple[str, ...] = (),
     api_key: str = API_KEY,
+    parameters: tuple[str, ...] = ("reasoningEffort",),
 ) -> Target:
-    provider = Provider(name="openai", wire="openai_chat", baseUrl="https://api.openai.com/v1", options=options or {})
+    provider = Provider(name="openai", wire="openai_chat", baseUrl="https://api.openai.com/v1", options=options or {},
+                        parameters=list(parameters))
     offering = Offering(provider="openai", id="gpt-5-mini", prices=Prices(input=0.25, output=2.0))
     model = Model(
         name="gpt-5-mini",
@@ -381,16 +383,26 @@ def test_store_option_is_honoured(store: bool, expected: bool) -> None:
         ("medium", ("high", "xhigh"), "high"),
         ("high", ("low", "medium"), "medium"),
         ("high", (), None),
-        ("none", ("low", "high"), None),
+        # Seed 000: none, and leaving it out, ask the model not to reason: `none` where the model
+        # takes it, else its lowest depth (issue 10: 33); a model that does not reason gets nothing.
+        ("none", ("high", "low"), "low"),
         ("none", ("none", "low"), "none"),
+        (None, ("minimal", "low", "high"), "minimal"),
+        (None, ("none", "low"), "none"),
+        (None, (), None),
     ],
 )
 def test_reasoning_effort_goes_as_a_depth_the_model_takes(
-    effort: str, depths: tuple[str, ...], expected: str | None
+    effort: str | None, depths: tuple[str, ...], expected: str | None
 ) -> None:
     call = Call(system="", messages=[user()], params=Parameters(reasoningEffort=effort))
     body = build(call, make_target(reasoning=depths))
     assert body.get("reasoning_effort") == expected
+
+
+def test_no_reasoning_effort_goes_to_a_provider_that_does_not_take_it() -> None:
+    call = Call(system="", messages=[user()])
+    assert "reasoning_effort" not in build(call, make_target(reasoning=("low", "high"), parameters=()))
 
 
 def test_stream_asks_for_usage_unless_the_provider_takes_no_stream_options() -> None:

@@ -13,8 +13,11 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from ..http import PROBLEM, json_response
+from ..errors import MomorError
+from ..http import new_request_id
 from .backend import Backend
+from .error_shape import error_response
+from .flow import id_headers, retry_header
 
 RouterFactory = Callable[[Backend], APIRouter]
 
@@ -25,11 +28,18 @@ def build_app(*factories: RouterFactory, backend: Backend | None = None, title: 
     for factory in factories:
         app.include_router(factory(backend))
 
-    # Starlette's own refusals (unknown path, wrong method) as problem documents too.
+    # Starlette's own refusals (unknown path, wrong method) in the shape of whoever asked:
+    # Anthropic's or OpenAI's error on their routes, a problem document elsewhere.
     async def http_error(request: Request, exc: Exception) -> Response:
         status = getattr(exc, "status_code", 400)
-        detail = getattr(exc, "detail", "Bad request.")
-        return json_response({"status": status, "detail": str(detail)}, status, PROBLEM)
+        detail = str(getattr(exc, "detail", "Bad request."))
+        if status == 404 and detail == "Not Found":
+            detail = f"No route answers {request.method} {request.url.path}."
+        error = MomorError(detail, status=status)
+        request_id = new_request_id()
+        response = error_response(request, error, request_id)
+        response.headers.update({**retry_header(error), **id_headers(request_id)})
+        return response
 
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, http_error)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Protocol
 
 import anyio
@@ -25,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from .. import background, invocation, metrics
-from ..catalog import Catalog
+from ..catalog import Catalog, Prices
 from ..errors import MomorError, RequestError
 from ..events import Assembler, Event
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
@@ -37,9 +38,22 @@ from ..routing.recorder import Recorder
 from ..routing.request import Routed
 from ..store.budgets import BudgetState
 from ..store.ratelimit import RateState
+from ..store.records import cost_usd
 from .backend import Backend, Caller
 
 REQUEST_ID_HEADER = "X-Momor-Request-Id"
+
+
+def id_headers(request_id: str) -> dict[str, str]:
+    """The call's id under every name a caller reads it by: Momor's own, the OpenAI SDK's
+    (`x-request-id`, its `_request_id`) and the Anthropic SDK's (`request-id`)."""
+    return {REQUEST_ID_HEADER: request_id, "x-request-id": request_id, "request-id": request_id}
+
+
+def retry_header(exc: MomorError) -> dict[str, str]:
+    """x-should-retry, which both SDKs obey over their own status rules: a refusal of the request
+    as written is not retried, a failure that may pass is."""
+    return {"x-should-retry": "true" if exc.retryable else "false"}
 
 
 class Door(Protocol):
@@ -134,12 +148,13 @@ async def routed_call(
         recorder.end("failed", exc.detail)
         await _record(backend, recorder)
         response = door.error(request_id, exc)
+        response.headers.update(retry_header(exc))
     except asyncio.CancelledError:  # the caller left before the answer: recorded all the same
         recorder.end("cancelled", "The caller left before the answer was complete.")
         with anyio.CancelScope(shield=True):
             await _record(backend, recorder)
         raise
-    response.headers[REQUEST_ID_HEADER] = request_id
+    response.headers.update(id_headers(request_id))
     response.headers.update(await admission.headers())
     return response
 
@@ -191,7 +206,7 @@ async def generate(p: Prepared) -> Response:
         async for _ in _answered(p, answer):
             pass
         recorder.finish_reason = answer.assembler.finish.reason if answer.assembler.finish else None
-        await _record(p.backend, recorder)
+        await _record(p.backend, recorder, routed)
         return p.door.answer(recorder.request_id, routed, answer.served, answer.assembler)
     return _RecordedStream(
         p.door.stream(recorder.request_id, routed, answer.served, _answered(p, answer)),
@@ -232,7 +247,7 @@ async def _stream_ended(p: Prepared, answer: Answer) -> None:
         logger.exception("closing the stream failed", extra={"request_id": p.recorder.request_id})
     finish = answer.assembler.finish
     p.recorder.finish_reason = finish.reason if finish else None
-    await _record(p.backend, p.recorder)
+    await _record(p.backend, p.recorder, p.routed)
 
 
 async def _answered(p: Prepared, answer: Answer) -> AsyncIterator[Event]:
@@ -272,19 +287,34 @@ def _caller_zdr(caller: Caller) -> bool:
     return bool(getattr(caller, "zdr", False))
 
 
-async def _record(backend: Backend, recorder: Recorder) -> None:
+async def _record(backend: Backend, recorder: Recorder, routed: Routed | None = None) -> None:
     """The record, a log line and metrics, once per call: after the answer where that is safe
     (background.py), since holding the answer for a DynamoDB write was most of Momor's cost."""
     if recorder.written:
         return
     recorder.written = True
     recorder.mark_end()
-    await background.later(recorder.request_id, _write(backend, recorder))
+    billed = routed.billed_prices if routed is not None else None
+    await background.later(recorder.request_id, _write(backend, recorder, billed))
 
 
-async def _write(backend: Backend, recorder: Recorder) -> None:
+def _billed_cost(recorder: Recorder, billed: Callable[[Candidate], Prices | None]) -> Decimal | None:
+    """The call's cost with the served answer at the prices the caller pays (overflow: the asked
+    model's); None when those are the served offering's own. Failed attempts keep their cost."""
+    served = recorder.served()
+    prices = billed(served.candidate) if served is not None else None
+    if served is None or prices is None or served.attempt.usage is None:
+        return None
+    others = sum((a.cost for a in recorder.attempts if a is not served.attempt and a.cost is not None), Decimal(0))
+    return others + cost_usd(served.attempt.usage, prices)
+
+
+async def _write(backend: Backend, recorder: Recorder, billed: Callable[[Candidate], Prices | None] | None = None
+                 ) -> None:
     """A record that cannot be written is logged loudly, never allowed to fail the answer."""
     record = recorder.to_record()
+    if billed is not None:
+        record.cost = _billed_cost(recorder, billed)
     served = record.served
     logger.info(
         "call",

@@ -7,6 +7,10 @@ both SDKs' `models.list()`: each entry carries OpenAI's fields (`id`, `object`, 
 `deprecated`, `capabilities`, `offerings` with each provider and its prices in US dollars per
 million tokens). The page is always whole: `has_more` is false, `first_id`/`last_id` name its ends.
 
+GET /models/{id} (and /v1/models/{id}) is one entry, as both SDKs' `models.retrieve(id)` read
+it; the id holds a `/`. An id the catalog does not serve is a 404 in the shape of the SDK that
+asked (api/error_shape.py).
+
 `id` is `publisher/name` in lowercase, a selector POST /models, /messages and /chat/completions
 all take. The key is read from `Authorization: Bearer` or `X-API-Key`.
 """
@@ -20,10 +24,11 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from ..catalog import Catalog, Model
-from ..errors import MomorError
-from ..http import PROBLEM, bearer_token, json_response, new_request_id
+from ..errors import MomorError, RequestError
+from ..http import bearer_token, json_response, new_request_id
 from .backend import Backend
-from .flow import REQUEST_ID_HEADER
+from .error_shape import error_response
+from .flow import id_headers, retry_header
 
 _EPOCH = dt.date(1970, 1, 1)
 
@@ -76,23 +81,44 @@ def _api_key(request: Request) -> str | None:
     return bearer_token(request) or request.headers.get("x-api-key", "").strip() or None
 
 
+def find_model(catalog: Catalog, wanted: str) -> Model | None:
+    """The servable model whose id (or, as a courtesy, name) is `wanted`, case aside."""
+    wanted = wanted.lower()
+    served = [m for m in catalog.models if m.tier is not None]
+    return next((m for m in served if model_id(m) == wanted), None) or next(
+        (m for m in served if m.name.lower() == wanted), None)
+
+
 def router(backend: Backend) -> APIRouter:
     api = APIRouter()
 
-    async def list_models(request: Request) -> Response:
+    async def answer(request: Request, build: Any) -> Response:
         request_id = new_request_id()
         try:
             caller = await backend.authenticate(_api_key(request))
             if caller is None:
-                response = json_response({"status": 401, "detail": "A valid Momor API key is required."}, 401,
-                                         PROBLEM)
-            else:
-                response = json_response(model_list(await backend.catalog()))
+                raise RequestError("A valid Momor API key is required.", status=401)
+            response = json_response(build(await backend.catalog()))
         except MomorError as exc:
-            response = json_response({"status": exc.status, "detail": exc.detail}, exc.status, PROBLEM)
-        response.headers[REQUEST_ID_HEADER] = request_id
+            response = error_response(request, exc, request_id)
+            response.headers.update(retry_header(exc))
+        response.headers.update(id_headers(request_id))
         return response
+
+    async def list_models(request: Request) -> Response:
+        return await answer(request, model_list)
+
+    async def retrieve_model(request: Request, wanted: str) -> Response:
+        def build(catalog: Catalog) -> dict[str, Any]:
+            model = find_model(catalog, wanted)
+            if model is None:
+                raise RequestError(f"The model {wanted!r} is not served here; GET /models lists those that are.",
+                                   status=404)
+            return model_entry(model)
+
+        return await answer(request, build)
 
     for path in ("/models", "/v1/models"):
         api.add_api_route(path, list_models, methods=["GET"])
+        api.add_api_route(path + "/{wanted:path}", retrieve_model, methods=["GET"])
     return api

@@ -256,7 +256,7 @@ def _emulate_schema(call: Call, tools: list[Block], choice: Block | None) -> tup
     respond = {
         "name": RESPOND_TOOL,
         "description": _RESPOND_DESCRIPTION,
-        "input_schema": call.response_schema,
+        "input_schema": call.answer_schema,
     }
     use = call.params.tool_use
     if not tools or (use is not None and use.type == "none"):
@@ -282,9 +282,19 @@ def _max_tokens(params: Parameters, caps: Capabilities) -> int:
     return min(params.max_tokens, cap) if cap else params.max_tokens
 
 
-def _thinking_budget(effort: str, max_tokens: int, cap: int | None) -> tuple[int, int] | None:
-    """(budget_tokens, max_tokens) with 1024 <= budget < max_tokens, or None when no budget fits."""
+def _thinking_budget(effort: str, max_tokens: int, cap: int | None, ceiling_asked: bool) -> tuple[int, int] | None:
+    """(budget_tokens, max_tokens) with 1024 <= budget < max_tokens, or None when no budget fits.
+
+    A ceiling the caller set bounds reasoning and answer together (it is their cost cap): the
+    budget shrinks to fit inside it, and an offering where none fits is refused, never sent a
+    larger max_tokens. Without one, max_tokens grows to make room, within the model's cap."""
     budget = _THINKING_BUDGETS[effort]
+    if ceiling_asked:
+        budget = max(_MIN_THINKING_BUDGET, min(budget, max_tokens - _ANSWER_ROOM))
+        if budget >= max_tokens:
+            raise _unsupported(f"reasoning needs a budget of at least {_MIN_THINKING_BUDGET} tokens inside "
+                               f"maxTokens, and {max_tokens} leaves no room for it")
+        return budget, max_tokens
     if budget >= max_tokens:
         # Thinking counts toward max_tokens: make room for it and for an answer, within the cap.
         wanted = budget + _ANSWER_ROOM
@@ -319,7 +329,7 @@ def _map_thinking(call: Call, target: Target, body: dict[str, Any], forced_tool:
         body["thinking"] = {"type": "adaptive"}
         body.setdefault("output_config", {})["effort"] = effort
         return True
-    fitted = _thinking_budget(effort, body["max_tokens"], caps.max_output_tokens)
+    fitted = _thinking_budget(effort, body["max_tokens"], caps.max_output_tokens, call.params.max_tokens is not None)
     if fitted is None:
         return False
     budget, body["max_tokens"] = fitted
@@ -381,11 +391,12 @@ def _map_tools_and_schema(call: Call, target: Target, body: dict[str, Any]) -> b
     """Sets tools, tool_choice and the response format; True when a tool call is forced."""
     tools = _map_tools(call.tools)
     choice = _map_tool_choice(call.params, bool(tools))
-    if call.response_schema is not None:
+    schema = call.answer_schema  # json_object too: held to any JSON object, not dropped
+    if schema is not None:
         if target.provider.options.get("structuredOutputs"):
             body.setdefault("output_config", {})["format"] = {
                 "type": "json_schema",
-                "schema": call.response_schema,
+                "schema": schema,
             }
         else:
             if any(tool.name == RESPOND_TOOL for tool in call.tools):
@@ -398,11 +409,15 @@ def _map_tools_and_schema(call: Call, target: Target, body: dict[str, Any]) -> b
     return choice is not None and choice["type"] in ("any", "tool")
 
 
-def _headers(target: Target) -> dict[str, str]:
+def _headers(target: Target, call_betas: tuple[str, ...] = ()) -> dict[str, str]:
+    """The key, the API version and `anthropic-beta`: the catalog's betas for this provider, then
+    the caller's own (each once), so a beta the caller turned on reaches the provider."""
     headers = {"x-api-key": target.api_key, "anthropic-version": API_VERSION}
-    beta = target.provider.options.get("beta")
-    if beta:
-        headers["anthropic-beta"] = beta if isinstance(beta, str) else ",".join(beta)
+    beta = target.provider.options.get("beta") or []
+    betas = [beta] if isinstance(beta, str) else list(beta)
+    names = [n.strip() for item in [*betas, *call_betas] for n in item.split(",") if n.strip()]
+    if names:
+        headers["anthropic-beta"] = ",".join(dict.fromkeys(names))
     return headers
 
 
@@ -489,15 +504,15 @@ def passthrough_request(call: Call, target: Target, stream: bool) -> WireRequest
         body["stream"] = True
     else:
         body.pop("stream", None)
-    return WireRequest(path="/v1/messages", body=body, headers=_headers(target))
+    return WireRequest(path="/v1/messages", body=body, headers=_headers(target, call.betas))
 
 
-def count_tokens_request(raw: dict[str, Any], target: Target) -> WireRequest:
+def count_tokens_request(raw: dict[str, Any], target: Target, betas: tuple[str, ...] = ()) -> WireRequest:
     """POST /v1/messages/count_tokens for the caller's Anthropic body, on this offering."""
     body = {k: v for k, v in raw.items() if k in _COUNT_FIELDS}
     body["model"] = target.model_id
     body["messages"] = _passthrough_messages(body.get("messages"))
-    return WireRequest(path="/v1/messages/count_tokens", body=body, headers=_headers(target))
+    return WireRequest(path="/v1/messages/count_tokens", body=body, headers=_headers(target, betas))
 
 
 class AnthropicWire:
@@ -507,8 +522,8 @@ class AnthropicWire:
         """count_tokens for this offering: the caller's own Anthropic body where there is one, else
         the translated request, each less what the counting endpoint refuses."""
         if call.passthrough(WIRE_NAME) and call.raw is not None:
-            return count_tokens_request(call.raw, target)
-        return count_tokens_request(self.build_request(call, target, stream=False).body, target)
+            return count_tokens_request(call.raw, target, call.betas)
+        return count_tokens_request(self.build_request(call, target, stream=False).body, target, call.betas)
 
     def parse_count(self, body: bytes) -> int:
         try:
@@ -533,10 +548,13 @@ class AnthropicWire:
         forced_tool = _map_tools_and_schema(call, target, body)
         thinking = _map_thinking(call, target, body, forced_tool)
         _map_sampling(call.params, thinking, body)
-        _map_caching(call.params.caching, body)
+        # Caching is Momor's to place only where the catalog says the provider honours it; elsewhere
+        # the provider's own default holds (seed 000), which for Anthropic is no breakpoints.
+        honoured = "caching" in target.provider.parameters
+        _map_caching(call.params.caching if honoured else "none", body)
         if stream:
             body["stream"] = True
-        return WireRequest(path="/v1/messages", body=body, headers=_headers(target))
+        return WireRequest(path="/v1/messages", body=body, headers=_headers(target, call.betas))
 
     def parse_response(self, body: bytes, target: Target) -> Iterable[Event]:
         return anthropic_response.parse_response(body, target)

@@ -61,7 +61,9 @@ def _protocol(detail: str) -> ProviderError:
 
 
 def _emulating(target: Target) -> bool:
-    return not target.provider.options.get("structuredOutputs")
+    """The call's responseSchema went out as the `respond` tool. Without a schema a tool of
+    that name is the caller's own, and comes back as a tool call."""
+    return target.schema_asked and not target.provider.options.get("structuredOutputs")
 
 
 def _int(usage: dict[str, Any], key: str) -> int | None:

@@ -39,6 +39,10 @@ class Target:
     key_source: str = "saved"
     """"saved" (the deployment's own keys) or "call" (sent with the call): some rules differ,
     e.g. OpenAI is sent store=false on the deployment's keys (seed 001)."""
+    schema_asked: bool = False
+    """The call asks for a responseSchema (or a json_object answer): a wire that emulates one
+    (Anthropic's `respond` tool) reads that tool's call back as the answer only then; otherwise a
+    tool of that name is the caller's own."""
 
     @property
     def model_id(self) -> str:
@@ -102,3 +106,5 @@ class FunctionWire:
     parse_response: Callable[[bytes, Target], Iterable[Event]]
     stream_decoder: Callable[[Target], StreamDecoder]
     map_error: Callable[[int, bytes, dict[str, str]], ProviderError]
+    answers_choices: bool = False
+    """Whether the wire answers as many choices as `n` asks for (routing/plan.py prefers such wires)."""

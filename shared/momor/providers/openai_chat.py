@@ -417,4 +417,6 @@ def _error_kind(parsed: Any) -> ProviderErrorKind:
 # ---------------------------------------------------------------------------------------------
 
 
-WIRE = FunctionWire(WIRE_NAME, build_request, parse_response, lambda target: _ChatStreamDecoder(), map_error)
+# Chat Completions answers as many choices as n asks for.
+WIRE = FunctionWire(WIRE_NAME, build_request, parse_response, lambda target: _ChatStreamDecoder(), map_error,
+                    answers_choices=True)

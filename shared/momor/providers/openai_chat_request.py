@@ -283,6 +283,10 @@ def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
     if params.seed is not None:
         body[_option_str(options, "seedField", "seed")] = params.seed
     effort = _map_reasoning_effort(params.reasoning_effort, target.model.capabilities.reasoning)
+    if params.reasoning_effort in (None, "none") and "reasoningEffort" in target.provider.parameters:
+        # Seed 000: none, also what leaving it out sends, asks the model not to reason. A
+        # reasoning model left without reasoning_effort reasons at its default depth.
+        effort = _least_reasoning(target.model.capabilities.reasoning)
     if effort is not None:
         body["reasoning_effort"] = effort
     store = options.get("store")
@@ -299,6 +303,13 @@ def _raise_temperature(body: dict[str, Any], options: dict[str, Any]) -> None:
     numbers = isinstance(floor, (int, float)) and isinstance(value, (int, float)) and not isinstance(value, bool)
     if numbers and value < floor:
         body["temperature"] = floor
+
+
+def _least_reasoning(depths: list[str]) -> str | None:
+    """How the model is asked not to reason: `none` where it takes it, else its lowest depth (it
+    has no off); None for a model that does not reason (it is sent nothing)."""
+    known = sorted((d for d in depths if d in REASONING_DEPTHS), key=REASONING_DEPTHS.index)
+    return known[0] if known else None
 
 
 def _map_reasoning_effort(effort: str | None, depths: list[str]) -> str | None:

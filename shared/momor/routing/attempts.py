@@ -209,7 +209,7 @@ class Session:
                 if delay is not None:
                     await asyncio.sleep(delay)
                     continue
-                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail))
+                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail, exc))
                 return "context" if context_exceeded(exc) else "failed"
             except BaseException as exc:
                 # No verdict on the offering (the caller hung up, or Momor failed): the attempt says
@@ -244,7 +244,8 @@ class Session:
         return Timeouts(p.connect_timeout, first, p.idle_timeout, response).shortened(self.network_timeout)
 
     async def _start(self, candidate: Candidate, key: ResolvedKey, call: Call, attempt: AttemptTimer) -> _Serving:
-        target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source)
+        target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source,
+                        schema_asked=call.answer_schema is not None)
         call = self.adjust(call, candidate) if self.adjust else call
         params = params_for(call.params, candidate)
         if params is not call.params:

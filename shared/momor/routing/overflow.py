@@ -6,7 +6,7 @@ planned after the asked ones and tried only once every asked attempt failed for 
 503, 529); otherwise they are skipped, and the record says why. An asked offering whose circuit is
 open counts as a capacity refusal: the breaker moves it behind every other candidate (the record
 says so first), so it has not been tried when the overflow candidates come up. Flex and free-tier calls do not
-overflow (seed 004).
+overflow (seed 004), and an overflow answer is billed at the asked model's price.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..catalog import Catalog
+from ..catalog import Catalog, Prices
 from ..errors import MomorError
 from .breaker import DEFERRED
 from .plan import Candidate, plan
@@ -32,6 +32,12 @@ class Overflow:
     asked: frozenset[tuple[str, str]] = frozenset()
     models: frozenset[str] = frozenset()
     tiers: frozenset[str] = frozenset()
+    prices: Prices | None = None
+    """The asked model's prices (its first planned offering's): what an overflow answer is billed at."""
+
+    def billed_prices(self, candidate: Candidate) -> Prices | None:
+        """Seed 004: you pay the price of the model you asked for, whatever overflow served."""
+        return None if self.step(candidate) == "off" else self.prices
 
     def step(self, candidate: Candidate) -> str:
         if (candidate.model.name, candidate.provider.name) in self.asked or self.mode == "off":
@@ -82,4 +88,5 @@ def overflow_for(mode: str, asked: list[Candidate], tier: str | None) -> Overflo
         asked=frozenset((c.model.name, c.provider.name) for c in asked),
         models=frozenset(c.model.name for c in asked),
         tiers=frozenset(c.model.tier for c in asked if c.model.tier),
+        prices=asked[0].offering.prices,
     )

@@ -12,8 +12,9 @@ The rules (seed 000):
 - Several selectors are tried in the order given; an offering already planned is not repeated.
 - Each route serves one kind of model (catalog `kind`): chat routes never reach a decision or
   transcription model, and the other way round.
-- Offerings that fit the call (tools, a response schema, attached media) come first; the others
-  stay behind them as backup (seed 001).
+- Offerings that fit the call (tools, a response schema, a JSON object answer, attached media, n
+  choices) come first; the others stay behind them as backup (seed 001). A native responseSchema
+  is a requirement (seed 000): models without structuredOutput jsonSchema are left out.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 from ..catalog import Catalog, Model, Offering, Provider
 from ..errors import RoutingError
+from ..providers import wire_for
 from .selectors import Prioritization, Selector
 
 
@@ -40,6 +42,13 @@ class Needs:
     tools: bool = False
     json_schema: bool = False
     media: frozenset[str] = frozenset()
+    json_object: bool = False
+    """A JSON answer without a schema: models whose structuredOutput is jsonObject or jsonSchema."""
+    choices: int = 1
+    """n > 1: offerings whose wire answers several choices (it declares `answers_choices`)."""
+    schema_required: bool = False
+    """The schema is a requirement, not a preference (seed 000: responseSchema needs a model whose
+    structuredOutput is jsonSchema): other models are left out, not kept as backup."""
 
 
 def check_provider_names(catalog: Catalog, prio: Prioritization, where: str) -> None:
@@ -85,7 +94,20 @@ def _fits(candidate: Candidate, needs: Needs) -> bool:
         return False
     if needs.json_schema and caps.structured_output != "jsonSchema":
         return False
+    if needs.json_object and caps.structured_output == "none":
+        return False
+    if needs.choices > 1 and not _answers_choices(candidate.provider):
+        return False
     return needs.media <= set(caps.input)
+
+
+def _answers_choices(provider: Provider) -> bool:
+    """Whether the provider's wire answers n choices; a wire this build does not know, no."""
+    try:
+        wire = wire_for(provider.wire)
+    except KeyError:
+        return False
+    return bool(getattr(wire, "answers_choices", False))
 
 
 def _price(offering: Offering) -> float:
@@ -157,5 +179,10 @@ def plan(
     if not planned:
         what = "model" if kind == "chat" else f"{kind} model"
         raise RoutingError(f"No {what} in the catalog matches the selectors under this prioritization.")
+    if needs.schema_required:
+        planned = [c for c in planned if c.model.capabilities.structured_output == "jsonSchema"]
+        if not planned:
+            raise RoutingError("responseSchema needs a model whose structuredOutput is jsonSchema, and no model "
+                               "the selectors name has one.", param="responseSchema")
     # A stable partition: what fits the call first, the rest behind as backup.
     return [c for c in planned if _fits(c, needs)] + [c for c in planned if not _fits(c, needs)]

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..call import Call
+from ..catalog import Prices
 from .plan import Candidate, Needs
 from .selectors import Prioritization, Selector
 
@@ -40,6 +41,9 @@ class Routed:
     adjust: Callable[[Call, Candidate], Call] | None = None
     """The call as one candidate is sent it, when that differs by candidate (the router's default
     max_tokens, kept within each model's output maximum)."""
+    billed_prices: Callable[[Candidate], Prices | None] | None = None
+    """The prices the caller pays for an answer `candidate` served, where they are not its own
+    offering's: overflow bills the asked model's price (seed 004). None: the offering's own."""
     reply: Any = None
     """What the dialect's writer needs from the request (doors are stateless): e.g. whether the
     caller asked for a usage chunk, the service tier asked, the overflow in force."""

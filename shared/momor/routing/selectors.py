@@ -166,6 +166,13 @@ def parse_duration(value: Any, where: str) -> dt.timedelta:
 
     A month counts thirty days and a year 365 (seed 000).
     """
+    try:
+        return _duration(value, where)
+    except OverflowError:  # longer than any date Python can hold: a caller's error, not Momor's
+        raise RoutingError(f"{where}: {value!r} is longer than any duration Momor can use", param=where) from None
+
+
+def _duration(value: Any, where: str) -> dt.timedelta:
     if isinstance(value, str):
         if m := _ISO.match(value):
             g = {k: float(v) if v else 0.0 for k, v in m.groupdict().items()}

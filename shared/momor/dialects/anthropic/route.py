@@ -6,7 +6,9 @@ from `X-API-Key` or `Authorization: Bearer` (the SDK sends the latter).
 
 Headers (seed 004; the names are Momor's):
 
-    request   x-momor-service-tier   priority | standard | flex: the capacity the call is served
+    request   anthropic-beta         Anthropic's own: sent on to an Anthropic offering, merged
+                                     with the betas its catalog entry lists.
+              x-momor-service-tier   priority | standard | flex: the capacity the call is served
                                      from, sent to offerings whose provider honours serviceTier.
               x-momor-cache-token    the token a previous answer gave: its offering is tried first
                                      (its provider leads prioritization.order), so the provider's
@@ -24,14 +26,21 @@ Headers (seed 004; the names are Momor's):
     response  x-momor-service-tier   the tier billed: the provider's own word where its answer
                                      names one (an Anthropic offering's usage.service_tier, whole
                                      answers), otherwise the tier asked for where the provider
-                                     honours serviceTier, else standard.
+                                     honours serviceTier, else standard. A stream asking a tier
+                                     of a provider that honours one leaves it out: its headers
+                                     go before the provider says (its usage names the tier).
+              x-ratelimit-over-limit true when a tier was asked and another was billed (the asked
+                                     tier's capacity was over its limit, or the offering has no
+                                     such tier), false when the asked tier was billed; absent
+                                     when no tier was asked or the billed tier is not yet known.
               x-momor-cache-token    the token naming the offering that served.
               x-momor-overflow-step  off (an asked offering served) | model | class | any.
               x-momor-token-count    count_tokens only: provider (the Anthropic offering's own
                                      count_tokens endpoint: exact for that model) or estimate
                                      (momor.tokens' local heuristic).
               request-id             Momor's request id, as Anthropic's SDK reads it
-                                     (`_request_id`); X-Momor-Request-Id carries the same.
+                                     (`_request_id`), on streams too; X-Momor-Request-Id and
+                                     x-request-id carry the same (api/flow.py).
 """
 
 from __future__ import annotations
@@ -62,6 +71,7 @@ TIER_HEADER = "x-momor-service-tier"
 CACHE_HEADER = "x-momor-cache-token"
 OVERFLOW_HEADER = "x-momor-overflow"
 STEP_HEADER = "x-momor-overflow-step"
+OVER_LIMIT_HEADER = "x-ratelimit-over-limit"
 COUNT_HEADER = "x-momor-token-count"
 TIERS = ("priority", "standard", "flex")
 OVERFLOW = ("off", "model", "class", "any")
@@ -117,6 +127,7 @@ class AnthropicDoor:
         tier = _header_choice(request, TIER_HEADER, TIERS)
         mode = _header_choice(request, OVERFLOW_HEADER, OVERFLOW) or "off"
         req = anthropic.parse(body, require_max_tokens=self.require_max_tokens)
+        req.call.betas = tuple(request.headers.getlist("anthropic-beta"))
         if tier is not None:
             req.call.params = req.call.params.model_copy(update={"service_tier": tier})
         req.prio = with_affinity(req.prio, request.headers.get(CACHE_HEADER), catalog)
@@ -125,18 +136,24 @@ class AnthropicDoor:
         overflow = overflow_for(mode, asked, tier)
         req.selectors = req.selectors + overflow.selectors()
         req.gate = overflow.gate if overflow.mode != "off" else None
+        req.billed_prices = overflow.billed_prices if overflow.mode != "off" else None
         req.reply = Reply(tier, overflow)
         return req
 
-    def _headers(self, request_id: str, reply: Reply, candidate: Candidate, billed: str | None = None
+    def _headers(self, reply: Reply, candidate: Candidate, billed: str | None = None, *, streaming: bool = False
                  ) -> dict[str, str]:
+        headers = {CACHE_HEADER: cache_token(candidate), STEP_HEADER: reply.overflow.step(candidate)}
         honoured = "serviceTier" in candidate.provider.parameters
-        return {
-            TIER_HEADER: billed or (reply.tier if reply.tier and honoured else "standard"),
-            CACHE_HEADER: cache_token(candidate),
-            STEP_HEADER: reply.overflow.step(candidate),
-            "request-id": request_id,
-        }
+        if billed is None and reply.tier and honoured and streaming:
+            # A stream's headers leave before the provider says which tier it billed (Anthropic
+            # names it in the stream's usage): the asked tier is not claimed as billed.
+            return headers
+        tier = billed or (reply.tier if reply.tier and honoured else "standard")
+        headers[TIER_HEADER] = tier
+        if reply.tier:
+            # Seed 004: whether the asked tier was over its limit, so another was billed.
+            headers[OVER_LIMIT_HEADER] = "false" if tier == reply.tier else "true"
+        return headers
 
     def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
         if assembler.raw:
@@ -147,12 +164,10 @@ class AnthropicDoor:
             body = orjson.dumps(anthropic_answer.message(request_id, candidate, assembler))
             billed = None
         return Response(body, media_type="application/json",
-                        headers=self._headers(request_id, routed.reply, candidate, billed))
+                        headers=self._headers(routed.reply, candidate, billed))
 
     def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]:
-        headers = self._headers("", routed.reply, candidate)
-        headers.pop("request-id")
-        return headers
+        return self._headers(routed.reply, candidate, streaming=True)
 
     async def stream(
         self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
@@ -197,7 +212,6 @@ async def _count(p: Prepared) -> Response:
     p.recorder.status_code = 200
     response = json_response({"input_tokens": count})
     response.headers[COUNT_HEADER] = how
-    response.headers["request-id"] = p.recorder.request_id
     return response
 
 

@@ -46,6 +46,35 @@ class NativeBody(BaseModel):
     stream_failure_behavior: Literal["stop", "rollover"] = Field("stop", alias="streamFailureBehavior")
     file_processing: FileProcessing = Field(default_factory=FileProcessing, alias="fileProcessing")
 
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _values_not_checked(cls, given: Any) -> Any:
+        """Seed 000: parameter values are not checked. A value the canonical call cannot hold (a
+        word or type it does not know) is left off the call, never refused; a name that is not a
+        parameter still is, and networkTimeout, which Momor reads and never sends, is checked."""
+        if not isinstance(given, dict):
+            return given
+        kept = dict(given)
+        for name, value in given.items():
+            if name not in _PARAMETER_NAMES or name in _CHECKED_PARAMETERS:
+                continue
+            try:
+                Parameters.model_validate({name: value})
+            except ValidationError:
+                del kept[name]
+        return kept
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools_described(cls, tools: Any) -> Any:
+        """Seed 000: a tool's description and parameters are required (the canonical Tool, which
+        other dialects fill, defaults them)."""
+        for n, tool in enumerate(tools if isinstance(tools, list) else []):
+            missing = [k for k in ("description", "parameters") if isinstance(tool, dict) and k not in tool]
+            if missing:
+                raise ValueError(f"tools[{n}].{missing[0]} is required")
+        return tools
+
     @field_validator("tools")
     @classmethod
     def _unique_tool_names(cls, tools: list[Tool]) -> list[Tool]:
@@ -57,6 +86,8 @@ class NativeBody(BaseModel):
 
 
 _MESSAGE_TAGS = {"user", "content", "thinking", "toolCall", "toolResult"}
+_PARAMETER_NAMES = {f.alias or name for name, f in Parameters.model_fields.items()} | set(Parameters.model_fields)
+_CHECKED_PARAMETERS = {"networkTimeout", "network_timeout"}
 
 
 def _validation_detail(exc: ValidationError) -> tuple[str, str]:
@@ -100,7 +131,7 @@ def parse(raw: dict[str, Any]) -> Routed:
         selectors=selectors,
         prio=prio,
         keys=body.keys,
-        needs=needs_of(call),
+        needs=needs_of(call, schema_required=True),
         written_selectors=raw.get("models", raw.get("model", "auto")),
         network_timeout=network_timeout_seconds(timeout) if timeout is not None else None,
         rollover=body.stream_failure_behavior == "rollover",
@@ -159,12 +190,13 @@ def _media_kind(content_type: str) -> str:
     return "text"
 
 
-def needs_of(call: Call) -> Needs:
+def needs_of(call: Call, *, schema_required: bool = False) -> Needs:
     media = set()
     for m in call.messages:
         media.update(_media_kind(f.content_type) for f in attached_files(m))
     return Needs(tools=bool(call.tools), json_schema=call.response_schema is not None,
-                 media=frozenset(media - {"text"}))
+                 media=frozenset(media - {"text"}), json_object=call.json_object, choices=call.n,
+                 schema_required=schema_required and call.response_schema is not None)
 
 
 def _inline_size(file: File, where: str, limit: int) -> int:

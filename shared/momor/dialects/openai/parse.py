@@ -100,9 +100,11 @@ def to_call(body: dict[str, Any], stream: bool) -> Call:
     system, conversation = map_messages(messages)
     params = map_parameters(body)
     raw = {k: v for k, v in body.items() if k not in ROUTING_FIELDS}
-    schema, strict = map_response_format(body.get("response_format"))
+    fmt = body.get("response_format")
+    schema, strict = map_response_format(fmt)
     if strict is not None:
         params = params.model_copy(update={"strict": strict})
+    n = body.get("n")
     return Call(
         system=system,
         messages=conversation,
@@ -112,6 +114,8 @@ def to_call(body: dict[str, Any], stream: bool) -> Call:
         stream=stream,
         raw=raw,
         raw_wire=RAW_WIRE,
+        n=n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1,
+        json_object=isinstance(fmt, dict) and fmt.get("type") == "json_object",
     )
 
 
@@ -386,6 +390,8 @@ def map_parameters(body: dict[str, Any]) -> Parameters:
     tool_use = map_tool_choice(body.get("tool_choice"))
     if tool_use is not None:
         given["tool_use"] = tool_use
+    # Seed 000: a Chat Completions call has no caching; Momor places no breakpoints of its own.
+    given["caching"] = "none"
     return _lenient_parameters(given)
 
 

@@ -75,7 +75,7 @@ class OpenAIDoor:
             yield openai_answer.error_chunk(request_id, candidate, 502, exc.detail)
 
     def error(self, request_id: str, exc: MomorError) -> Response:
-        return json_response(openai_answer.error_object(exc.status, exc.detail), exc.status)
+        return json_response(openai_answer.error_object(exc.status, exc.detail, exc.provider_param), exc.status)
 
 
 def _same_protocol(routed: Routed, candidate: Candidate) -> bool:
