@@ -22,6 +22,10 @@ from .errors import MomorError
 
 Tier = Literal["free", "low", "medium", "high", "xhigh", "tierless"]
 TIERS: tuple[str, ...] = ("free", "low", "medium", "high", "xhigh", "tierless")
+Kind = Literal["chat", "decision", "transcription"]
+"""What a model is for, and so which route serves it (seed 000): /models, /models/chat and
+/models/two reach chat models only, /models/decision decision models, /models/transcribe
+transcription models."""
 WIRES: tuple[str, ...] = ("openai_chat", "anthropic", "puter", "openai_responses", "gemini", "vertex")
 
 
@@ -36,6 +40,9 @@ class Prices(_Strict):
     output: float = Field(ge=0)
     cache_read: float | None = Field(None, alias="cacheRead", ge=0)
     cache_write: float | None = Field(None, alias="cacheWrite", ge=0)
+    per_minute: float | None = Field(None, alias="perMinute", ge=0)
+    """US dollars per minute of audio (transcription models priced by the minute); when given, a
+    transcription is billed by its duration and the token prices apply only to reported tokens."""
 
 
 class Offering(_Strict):
@@ -71,6 +78,8 @@ class Model(_Strict):
 
     publisher: str
     """Who made it (the seeds' ownedBy)."""
+    kind: Kind = "chat"
+    """chat (the default), decision or transcription: each route serves only its own kind."""
     tier: Tier | None = None
     """A model with no tier is not yet classified and is never served."""
     released: dt.date | None = None

@@ -11,6 +11,7 @@
     POST /{label}/v1/projects/{p}/locations/{l}/publishers/google/models/{m}:generateContent      Vertex
          (and :streamGenerateContent?alt=sse; publishers/anthropic/models/{m}:rawPredict, :streamRawPredict)
     POST /{label}/token                        Vertex: the OAuth token endpoint of a test service account
+    POST /{label}/v1/audio/transcriptions      OpenAI audio transcription (multipart, openai_transcribe.py)
     GET  /healthz
     POST /_fake/script  {"label", "model"?, "steps": [{"kind": ..., ...}]}
     POST /_fake/service_account  {"email", "publicKey": PEM}   (Vertex: whose assertions /{label}/token accepts)
@@ -31,7 +32,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs
 
-from . import anthropic, openai_chat, openai_responses, puter, vertex
+from . import anthropic, openai_chat, openai_responses, openai_transcribe, puter, vertex
 from .behaviour import decide
 from .dialects import OPENAI, Dialect, dialect_for
 from .errors import Invalid
@@ -85,6 +86,8 @@ def _resolve_google(route: str, query: str, state: FakeState) -> _Route | None:
 
 def _resolve(label: str, route: str) -> _Route | None:
     dialect = dialect_for(label)
+    if route == "v1/audio/transcriptions":  # any OpenAI-compatible label hosts Whisper-style transcription
+        return _Route(openai_transcribe)
     parts = openai_chat.match_route(dialect, route)
     if parts is not None:
         return _Route(openai_chat, False, dialect, parts)
@@ -122,6 +125,9 @@ class FakeApp:
             return
         raw = await read_body(receive)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        if resolved.wire is openai_transcribe:
+            await self._transcribe(send, label, method, path, headers, raw)
+            return
         try:
             body = json.loads(raw) if raw else None
         except ValueError:
@@ -191,6 +197,44 @@ class FakeApp:
                            garbage=getattr(wire, "malformed_line", b'data: {"garbage\n\n'))
         else:
             await send_json_misbehaving(send, receive, wire.whole(answer, body, *dialect), headers, misbehaviour)
+
+    async def _transcribe(self, send: Send, label: str, method: str, path: str, headers: dict[str, str],
+                          raw: bytes) -> None:
+        """A transcription: auth, the multipart form, then the next scripted step or the default."""
+        wire = openai_transcribe
+        record = RecordedRequest(label, method, path, headers, None)
+        self.state.record(record)
+        request_id = wire.new_request_id()
+        fields: dict[str, str] = {}
+        upload = None
+        try:
+            problem = wire.check_auth(headers)
+            if problem is not None:
+                raise problem
+            fields, upload = wire.parse_form(headers.get("content-type", ""), raw)
+            record.json = wire.recorded(fields, upload)
+            wire.validate(fields, upload)
+        except Invalid as invalid:
+            record.status = invalid.status
+            await send_json(send, invalid.status, wire.error_body(invalid.status, invalid.message, invalid.param,
+                                                                  invalid.code), wire.response_headers(request_id))
+            return
+        assert upload is not None
+        step = self.state.next_step(label, fields["model"])
+        record.step = step_to_json(step)["kind"] if step is not None else None
+        if isinstance(step, Fail):
+            record.status = step.status
+            payload = step.body if step.body is not None else wire.error_body(step.status)
+            await send_json(send, step.status, payload, {**wire.response_headers(request_id), **(step.headers or {})})
+            return
+        content_type, body = wire.answer(fields, upload, step.text if isinstance(step, Reply) else None)
+        record.status = 200
+        if isinstance(body, str):
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(b"content-type", content_type.encode())]})
+            await send({"type": "http.response.body", "body": body.encode()})
+            return
+        await send_json(send, 200, body, wire.response_headers(request_id))
 
     async def _refuse(self, send: Send, resolved: _Route, record: RecordedRequest, problem: Invalid) -> None:
         wire = resolved.wire

@@ -8,6 +8,7 @@ the fake providers. Events are SAM CLI's own samples (REST API and HTTP API shap
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from momor import invocation
 from momor.store import apikeys
 from tests.fakes import FakeProviders
 from tests.fakes.script import reply, stall
+from tests.media import pdf_with_text, tiny_wav
 
 from . import rie
 
@@ -371,6 +373,71 @@ def test_catalog_function_lists_the_models(catalog_fn, stack, kind):
     assert {"openai/gpt-5-mini", "anthropic/claude-sonnet-4-5"} <= ids
     refused = catalog_fn.invoke(rie.api_event(kind, "GET", "/v1/models"))
     assert refused.status == 401
+
+
+# --- the decision and transcription functions, and file processing in the built layers -------------
+
+
+@pytest.fixture(scope="module")
+def decision_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
+    with rie.LambdaFunction.from_build(build, "DecisionFunction", stack.env("DecisionFunction")) as fn:
+        yield fn
+
+
+@pytest.fixture(scope="module")
+def transcribe_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
+    with rie.LambdaFunction.from_build(build, "TranscribeFunction", stack.env("TranscribeFunction")) as fn:
+        yield fn
+
+
+def _json_headers(stack: Stack) -> dict[str, str]:
+    return {"Content-Type": "application/json", "Authorization": f"Bearer {stack.api_key}"}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_decision_function_answers_one_of_the_options(decision_fn, stack, kind):
+    stack.fake.reset()
+    stack.fake.script("mistral", reply(text="Hmm, hard to say."), reply(text="no"))
+    body = {**native_body(model="mistral-small-decide"), "options": ["yes", "no"], "keys": {"mistral": "sk-call-m"}}
+    answer = decision_fn.invoke(rie.api_event(kind, "POST", "/models/decision", body=body,
+                                              headers=_json_headers(stack)))
+    assert answer.status == 200, f"{answer.text}\n{decision_fn.log()}"
+    doc = answer.json()
+    assert doc["type"] == "decision" and doc["choice"] == "no"
+    assert doc["model"]["name"] == "mistral-small-decide" and len(stack.fake.requests("mistral")) == 2
+    twice = {**body, "options": ["yes", "yes"]}
+    duplicate = decision_fn.invoke(rie.api_event(kind, "POST", "/models/decision", body=twice,
+                                                 headers=_json_headers(stack)))
+    assert "options[1]" in assert_problem(duplicate, 400)["detail"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_transcribe_function_answers_a_transcript(transcribe_fn, stack, kind):
+    stack.fake.reset()
+    wav = {"type": "bytes", "value": base64.b64encode(tiny_wav(1.0)).decode(), "name": "memo.wav",
+           "contentType": "audio/wav"}
+    answer = transcribe_fn.invoke(rie.api_event(kind, "POST", "/models/transcribe",
+                                                body={"file": wav, "model": "whisper-1"}, headers=_json_headers(stack)))
+    assert answer.status == 200, f"{answer.text}\n{transcribe_fn.log()}"
+    doc = answer.json()
+    assert doc["type"] == "transcript" and doc["text"] == "Transcript of memo.wav (1.00 s)."
+    assert doc["durationSeconds"] == 1 and doc["model"]["name"] == "whisper-1"
+    not_audio = transcribe_fn.invoke(rie.api_event(
+        kind, "POST", "/models/transcribe", body={"file": {**wav, "contentType": "text/plain"}},
+        headers=_json_headers(stack)))
+    assert "file.contentType" in assert_problem(not_audio, 400)["detail"]
+
+
+def test_models_function_converts_a_pdf_with_the_layers_pypdf(models_fn, stack):
+    stack.fake.reset()
+    pdf = {"type": "bytes", "value": base64.b64encode(pdf_with_text("Seven swans swimming.")).decode(),
+           "name": "swans.pdf", "contentType": "application/pdf"}
+    body = {"systemPrompt": "", "model": "llama-3.3-70b", "fileProcessing": {"type": "auto"},
+            "keys": {"deepinfra": "sk-call-d"},
+            "messages": [{"type": "user", "value": "Read it.", "files": [pdf]}]}
+    answer = models_fn.invoke(rie.api_event("rest", "POST", "/models", body=body, headers=_json_headers(stack)))
+    assert answer.status == 200, f"{answer.text}\n{models_fn.log()}"
+    assert "Seven swans swimming." in answer.json()["messages"][0]["value"]
 
 
 @pytest.fixture(scope="module")

@@ -56,10 +56,11 @@ def build_app(*factories: RouterFactory, backend: Backend | None = None, title: 
 def all_routes(backend: Backend | None = None) -> FastAPI:
     """Every route in one app: the local server's."""
     from ..dialects.anthropic import route as anthropic
+    from ..dialects.native import decision_route, transcribe
     from ..dialects.native import route as native
     from ..dialects.openai import route as openai
     from ..dialects.openai import router_route
     from . import generations, model_list, usage
 
-    return build_app(native.router, openai.router, router_route.router, generations.router, anthropic.router,
-                     model_list.router, usage.router, backend=backend)
+    return build_app(native.router, decision_route.router, transcribe.router, openai.router, router_route.router,
+                     generations.router, anthropic.router, model_list.router, usage.router, backend=backend)

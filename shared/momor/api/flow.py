@@ -123,6 +123,8 @@ class Prepared:
     answer here, so the caller's next turn finds it); a failed answer never reaches it."""
     deadline: float | None = None
     """When the Lambda invocation ends, less a margin (momor.invocation); None off Lambda."""
+    zdr: bool = False
+    """The call runs under zero data retention (asked for, or the caller's organization holds it)."""
 
 
 Operation = Callable[[Prepared], Awaitable[Response]]
@@ -175,11 +177,12 @@ async def _prepare(
     recorder.selectors = routed.written_selectors
     recorder.streaming = routed.call.stream
     check_provider_names(catalog, routed.prio, routed.prio_where)
-    candidates = plan(catalog, routed.selectors, routed.prio, routed.needs)
+    candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
     await admission.check(recorder)
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
-    return Prepared(door, backend, recorder, routed, candidates, resolve, deadline=invocation.deadline(request.scope))
+    return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr,
+                    deadline=invocation.deadline(request.scope))
 
 
 async def generate(p: Prepared) -> Response:

@@ -3,7 +3,7 @@
 Every servable model (one with a tier), deprecated ones included and marked. One list serves
 both SDKs' `models.list()`: each entry carries OpenAI's fields (`id`, `object`, `created`,
 `owned_by`) and Anthropic's (`type`, `id`, `display_name`, `created_at`, `lifecycle`,
-`max_tokens`, `max_input_tokens`), beside Momor's own (`name`, `publisher`, `tier`, `released`,
+`max_tokens`, `max_input_tokens`), beside Momor's own (`name`, `publisher`, `tier`, `kind`, `released`,
 `deprecated`, `capabilities`, `offerings` with each provider and its prices in US dollars per
 million tokens). The page is always whole: `has_more` is false, `first_id`/`last_id` name its ends.
 
@@ -51,6 +51,7 @@ def model_entry(model: Model) -> dict[str, Any]:
         "name": model.name,
         "publisher": model.publisher,
         "tier": model.tier,
+        "kind": model.kind,
         "released": model.released.isoformat() if model.released else None,
         "deprecated": model.deprecated,
         "capabilities": caps.model_dump(by_alias=True),

@@ -20,6 +20,8 @@ _MODULES = {
     "openai_responses": "momor.providers.openai_responses",
     "gemini": "momor.providers.gemini",
     "vertex": "momor.providers.vertex",
+    # Not a catalog wire: the transcription route reaches it through a provider on an OpenAI wire.
+    "openai_transcribe": "momor.providers.openai_transcribe",
 }
 # A wire whose provider also speaks other wires at the same base URL with the same key. A call that
 # came in speaking one of those goes over it, so the caller's body passes through (seed 001: an

@@ -191,6 +191,24 @@ async def count_tokens(
         return wire.parse_count(response.content)  # type: ignore[attr-defined]
 
 
+async def post_multipart(
+    wire: Any, request: Any, target: Target, *, timeouts: Timeouts = DEFAULT_TIMEOUTS,
+    client: httpx2.AsyncClient | None = None,
+) -> bytes:
+    """A non-streaming multipart exchange (audio transcription: openai_transcribe.MultipartRequest):
+    the whole answer's body, or the wire's ProviderError."""
+    client = client or shared_client()
+    headers = {**target.provider.headers, **request.headers}
+    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
+                             pool=timeouts.connect)
+    with provider_errors(target):
+        response = await client.post(request.url or _url(target, request.path), data=request.fields,
+                                     files={"file": request.file}, headers=headers, timeout=timeout)
+        if response.status_code >= 400:
+            raise wire.map_error(response.status_code, response.content, dict(response.headers))
+        return response.content
+
+
 async def _read_body(response: httpx2.Response, idle: float) -> bytes:
     """The whole body, each read within the idle timeout: a body that stalls mid-way is an error."""
     chunks: list[bytes] = []

@@ -10,6 +10,8 @@ The rules (seed 000):
 - order leads (in its order), then the cheapest offering (input + output price), then name for a
   stable order. ignore takes providers out of the call.
 - Several selectors are tried in the order given; an offering already planned is not repeated.
+- Each route serves one kind of model (catalog `kind`): chat routes never reach a decision or
+  transcription model, and the other way round.
 - Offerings that fit the call (tools, a response schema, a JSON object answer, attached media, n
   choices) come first; the others stay behind them as backup (seed 001). A native responseSchema
   is a requirement (seed 000): models without structuredOutput jsonSchema are left out.
@@ -113,12 +115,16 @@ def _price(offering: Offering) -> float:
 
 
 def _selector_candidates(
-    selector: Selector, catalog: Catalog, prio: Prioritization, today: dt.date
+    selector: Selector, catalog: Catalog, prio: Prioritization, today: dt.date, kind: str
 ) -> list[Candidate]:
     if selector.provider is not None and not catalog.knows_provider(selector.provider):
         raise RoutingError(f"provider {selector.provider!r} is not a provider this deployment serves")
-    models = [m for m in catalog.models if m.tier is not None and _model_matches(selector, m)]
+    matching = [m for m in catalog.models if m.tier is not None and _model_matches(selector, m)]
+    models = [m for m in matching if m.kind == kind]
     if selector.exact and not models:
+        if matching:
+            raise RoutingError(f"model {selector.name!r} is a {matching[0].kind} model; this route serves "
+                               f"{kind} models only")
         known = any(m.name.lower() == (selector.name or "").lower() for m in catalog.models)
         why = "is not classified yet and cannot be served" if known else "is not in the catalog"
         raise RoutingError(f"model {selector.name!r} {why}")
@@ -148,8 +154,10 @@ def plan(
     needs: Needs | None = None,
     *,
     today: dt.date | None = None,
+    kind: str = "chat",
 ) -> list[Candidate]:
-    """The candidates to try, in order. Raises RoutingError when nothing can serve the call."""
+    """The candidates to try, in order, among models of `kind` (the route's). Raises RoutingError
+    when nothing can serve the call."""
     today = today or dt.datetime.now(dt.UTC).date()
     needs = needs or Needs()
     order = prio.order
@@ -161,7 +169,7 @@ def plan(
     planned: list[Candidate] = []
     seen: set[tuple[str, str]] = set()
     for selector in selectors:
-        found = _selector_candidates(selector, catalog, prio, today)
+        found = _selector_candidates(selector, catalog, prio, today, kind)
         found = [c for c in found if not any(_provider_matches(e, c.provider, catalog) for e in prio.ignore)]
         for c in sorted(found, key=rank):
             key = (c.model.name, c.provider.name)
@@ -169,7 +177,8 @@ def plan(
                 seen.add(key)
                 planned.append(c)
     if not planned:
-        raise RoutingError("No model in the catalog matches the selectors under this prioritization.")
+        what = "model" if kind == "chat" else f"{kind} model"
+        raise RoutingError(f"No {what} in the catalog matches the selectors under this prioritization.")
     if needs.schema_required:
         planned = [c for c in planned if c.model.capabilities.structured_output == "jsonSchema"]
         if not planned:

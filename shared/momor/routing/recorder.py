@@ -146,6 +146,8 @@ class Recorder:
     written: bool = False
     gateway_request_id: str | None = None
     """API Gateway's id for the request (Lambda only): the correlation id in the logs."""
+    conversions: list[Any] = field(default_factory=list)
+    """File conversions made before the attempt loop (conversion.Conversion), for the record."""
     router: dict[str, Any] | None = None
     """The router alias's own steps, for the record (records.CallRecord.router)."""
     classifier: list[AttemptTimer] = field(default_factory=list)
@@ -204,6 +206,7 @@ class Recorder:
             status=self.status_code,
             attempts=self.attempts,
             finish_reason=self.finish_reason,
+            conversions=[c.to_dict() for c in self.conversions],
             router=self.router,
             classifier_attempts=[t.attempt for t in self.classifier],
             outcome=self.outcome,

@@ -34,6 +34,10 @@ class Routed:
     gate: Callable[[Candidate, list[Any]], str | None] | None = None
     """Whether a candidate may be tried given the attempts so far (records.Attempt): None if it
     may, else why not (it is then skipped). The Anthropic door's overflow header uses it."""
+    processing: Any = None
+    """Seed 000 fileProcessing when it is not `none` (auto or directed, with its types)."""
+    kind: str = "chat"
+    """The kind of model the route serves (catalog `kind`): chat, decision or transcription."""
     adjust: Callable[[Call, Candidate], Call] | None = None
     """The call as one candidate is sent it, when that differs by candidate (the router's default
     max_tokens, kept within each model's output maximum)."""

@@ -138,6 +138,8 @@ class CallRecord:
     cost: Decimal | None = None
     """Left out, the attempts' costs summed: what the whole call cost."""
     finish_reason: str | None = None
+    conversions: list[dict[str, Any]] = field(default_factory=list)
+    """File conversions made for the call (seed 000 fileProcessing), each with what it cost."""
     outcome: Literal["complete", "failed", "cancelled"] | None = None
     error: str | None = None
     """Why the call did not complete (the reason the caller was given, or why its stream ended)."""
@@ -181,6 +183,7 @@ class CallRecord:
             "latencyMs": self.latency_ms,
             "firstByteMs": self.first_byte_ms,
             "day": self.created.date().isoformat(),
+            **({"conversions": self.conversions} if self.conversions else {}),
             "expiresAt": int(self.created.timestamp()) + ttl_days * 86_400,
         }
         if self.router is not None:
@@ -193,7 +196,8 @@ def total_cost(record: CallRecord) -> Decimal:
     if record.cost is not None:
         return record.cost
     every = [*record.attempts, *record.classifier_attempts]
-    return sum((a.cost for a in every if a.cost is not None), Decimal(0))
+    spent = sum((a.cost for a in every if a.cost is not None), Decimal(0))
+    return spent + sum((c["cost"] for c in record.conversions), Decimal(0))  # file processing's own calls
 
 
 def _clean(value: Any, secrets: tuple[str, ...]) -> Any:

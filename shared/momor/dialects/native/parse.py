@@ -135,7 +135,39 @@ def parse(raw: dict[str, Any]) -> Routed:
         written_selectors=raw.get("models", raw.get("model", "auto")),
         network_timeout=network_timeout_seconds(timeout) if timeout is not None else None,
         rollover=body.stream_failure_behavior == "rollover",
+        processing=_file_processing(body.file_processing, prio.zdr),
     )
+
+
+def _type_key(key: str) -> bool:
+    """A media type (type/subtype) or a prefix ending in its only `*`."""
+    if "*" in key[:-1]:
+        return False
+    if key.endswith("*"):
+        return True
+    kind, _, sub = key.partition("/")
+    return bool(kind and sub)
+
+
+def _file_processing(fp: FileProcessing, zdr: bool) -> FileProcessing | None:
+    """fileProcessing, checked: None for `none` (files go as they are)."""
+    if fp.type == "none":
+        return None
+    if zdr:
+        raise RequestError(f"fileProcessing: {fp.type!r} is refused under zero data retention; only none is "
+                           "allowed (a conversion would send the file elsewhere).", param="fileProcessing")
+    if fp.type == "directed":
+        if not fp.types:
+            raise RequestError("fileProcessing.types: directed needs at least one media type mapped to a processor "
+                               "or model.", param="fileProcessing.types")
+        for key, value in fp.types.items():
+            where = f"fileProcessing.types[{key!r}]"
+            if not _type_key(key):
+                raise RequestError(f"{where}: a media type (application/pdf) or a prefix ending in * (audio/*).",
+                                   param=where)
+            if not value.strip():
+                raise RequestError(f"{where}: must name a processor or a model.", param=where)
+    return fp
 
 
 def network_timeout_seconds(value: str) -> float:

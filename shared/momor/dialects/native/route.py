@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from ...api.backend import Backend
+from ...api.file_processing import generate_processed
 from ...api.flow import Routed, routed_call
 from ...catalog import Catalog
 from ...errors import MomorError, ProviderError
@@ -56,7 +57,7 @@ def router(backend: Backend) -> APIRouter:
     door = NativeDoor()
 
     async def create(request: Request) -> Response:
-        return await routed_call(request, door, backend, route=request.url.path)
+        return await routed_call(request, door, backend, route=request.url.path, operation=generate_processed)
 
     for path in ("/models", "/models/chat", "/models/two"):
         api.add_api_route(path, create, methods=["POST"], include_in_schema=True)

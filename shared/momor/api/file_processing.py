@@ -1,0 +1,25 @@
+"""The native route's generation with file processing (seed 000 `fileProcessing`): the conversions
+(routing/conversion.py) run as a routing step between the plan and the attempt loop, and the loop
+sends each candidate its converted messages. With `none` it is the plain generation."""
+
+from __future__ import annotations
+
+from starlette.responses import Response
+
+from ..errors import RequestError
+from ..routing.conversion import Converter, converting_adjust, prepare
+from .flow import Prepared, generate
+
+
+async def generate_processed(p: Prepared) -> Response:
+    processing = p.routed.processing
+    if processing is None:
+        return await generate(p)
+    if p.zdr:  # the caller's organization holds every call to zero data retention
+        raise RequestError(f"fileProcessing: {processing.type!r} is refused under zero data retention; only none "
+                           "is allowed.", param="fileProcessing")
+    catalog = await p.backend.catalog()
+    converter = Converter(catalog, p.routed.prio, p.resolve_key, p.recorder, p.routed.network_timeout)
+    per_candidate = await prepare(p.routed.call, p.candidates, processing.type, processing.types, converter)
+    p.routed.adjust = converting_adjust(p.routed.call.messages, per_candidate, p.routed.adjust)
+    return await generate(p)

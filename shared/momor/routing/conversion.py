@@ -1,0 +1,277 @@
+"""File processing (seed 000 `fileProcessing`): converting attached files before the model sees them.
+
+A routing step between planning and the attempt loop (its result is the call's `adjust`). It never
+changes which model answers: the plan is made as without it, and the conversions shape only what
+each candidate is sent.
+
+- `none`: files go as they are.
+- `auto`: for each candidate, what its model cannot read (catalog `capabilities.input`) is
+  converted: a PDF to its text (pdf-text), audio to a transcript (transcription), a text file to
+  inline text (plain-text); and a file given by URL that the candidate's wire takes only as bytes is
+  fetched (routing/fetch.py: timeout, size limit, no redirect to a private address).
+- `directed`: `types` maps a media type, or a prefix ending in `*`, to a processor (processors.py)
+  or a model's name; each matching file is converted for every candidate. A transcription model
+  transcribes; a chat model is asked for the file's text (a buffered call of its own).
+
+A converted file leaves the message and its text joins the message's text (a user message's value,
+a tool result's content), under a line naming the file. Each conversion is done once per call,
+whichever candidates need it, and listed on the record with what it cost (conversions made through
+a model keep their own attempts off the call's: they are not who answered).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from ..call import Call
+from ..catalog import Catalog
+from ..config import get_config
+from ..errors import RequestError
+from ..messages import ContentMessage, File, ToolResultMessage, UserMessage, attached_files
+from ..providers.openai_transcribe import Audio
+from . import processors
+from .attempts import KeyResolver, Session
+from .fetch import fetch_url, file_bytes
+from .plan import Candidate, plan
+from .recorder import Recorder
+from .selectors import Prioritization, Selector
+from .transcribe import transcribe
+
+URL_MEDIA: dict[str, frozenset[str]] = {
+    "openai_chat": frozenset({"image"}),
+    "openai_responses": frozenset({"image", "pdf"}),
+    "anthropic": frozenset({"image", "pdf"}),
+    "puter": frozenset({"image"}),
+}
+"""What each wire can send by address; any other file given by URL must be fetched for it (a wire
+not listed takes nothing by address)."""
+
+EXTRACT_PROMPT = ("Write out the full text content of the attached file, exactly and completely, with no "
+                  "commentary. For audio, write the transcript.")
+
+
+def media_kind(content_type: str) -> str:
+    content_type = content_type.split(";", 1)[0].strip().lower()
+    if content_type.startswith("image/"):
+        return "image"
+    if content_type.startswith("audio/"):
+        return "audio"
+    return "pdf" if content_type == "application/pdf" else "text"
+
+
+@dataclass(slots=True)
+class Conversion:
+    """One conversion, as the record lists it."""
+
+    where: str
+    name: str
+    content_type: str
+    to: str
+    """text, transcript or bytes (a URL fetched)."""
+    by: str
+    """The processor, or the model that converted it."""
+    provider: str | None = None
+    cost: Decimal = Decimal(0)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"where": self.where, "file": self.name, "contentType": self.content_type,
+                               "to": self.to, "by": self.by, "cost": self.cost}
+        if self.provider:
+            out["provider"] = self.provider
+        return out
+
+
+@dataclass(slots=True)
+class Converter:
+    """Conversions of one call, each made at most once."""
+
+    catalog: Catalog
+    prio: Prioritization
+    resolve_key: KeyResolver
+    recorder: Recorder
+    network_timeout: float | None = None
+    done: dict[tuple[str, str], str | File] = field(default_factory=dict)
+
+    async def convert(self, file: File, where: str, how: str) -> str | File:
+        """`file` as text (a processor or model named `how`) or, for how == "fetch", as bytes."""
+        key = (where, how)
+        if key not in self.done:
+            self.done[key] = await self._convert(file, where, how)
+        return self.done[key]
+
+    async def _convert(self, file: File, where: str, how: str) -> str | File:
+        limit = get_config().max_file_bytes
+        if how == "fetch":
+            data, _ = await fetch_url(file.value, where, limit=limit)
+            self._note(file, where, "bytes", "fetch")
+            return File(type="bytes", value=_b64(data), name=file.name, contentType=file.content_type)
+        if how in (processors.PDF_TEXT, processors.PLAIN_TEXT):
+            data = await file_bytes(file.value, file.type, where, limit=limit)
+            text = (processors.pdf_text if how == processors.PDF_TEXT else processors.plain_text)(data, where)
+            self._note(file, where, "text", how)
+            return text
+        if how == processors.TRANSCRIPTION:
+            return await self._transcribed(file, where, None)
+        model = next((m for m in self.catalog.models if m.name.lower() == how.lower()), None)
+        if model is None:
+            raise RequestError(f"fileProcessing.types: {how!r} is neither a processor ({', '.join(processors.NAMES)}) "
+                               "nor a model in the catalog.", param="fileProcessing.types")
+        if model.kind == "transcription":
+            return await self._transcribed(file, where, model.name)
+        return await self._through_model(file, where, model.name)
+
+    async def _transcribed(self, file: File, where: str, model: str | None) -> str:
+        if media_kind(file.content_type) != "audio":
+            raise RequestError(f"{where}: only audio can be transcribed, not {file.content_type!r}.", param=where)
+        data = await file_bytes(file.value, file.type, where, limit=get_config().max_file_bytes)
+        selectors = [Selector(name=model)] if model else [Selector()]
+        candidates = plan(self.catalog, selectors, self.prio, kind="transcription")
+        sub = self._sub_recorder()
+        done = await transcribe(Audio(data, file.name, file.content_type), candidates, sub,
+                                resolve_key=self.resolve_key, network_timeout=self.network_timeout)
+        self._note(file, where, "transcript", done.candidate.model.name, done.candidate.provider.name, sub)
+        return done.transcript.text
+
+    async def _through_model(self, file: File, where: str, model: str) -> str:
+        candidates = plan(self.catalog, [Selector(name=model)], self.prio)
+        call = Call(system="", messages=[UserMessage(value=EXTRACT_PROMPT, files=[file])])
+        sub = self._sub_recorder()
+        session = Session(call, candidates, sub, resolve_key=self.resolve_key, network_timeout=self.network_timeout)
+        answer = await session.open()
+        async for _ in answer.events:
+            pass
+        text = "".join(m.value for m in answer.assembler.messages() if isinstance(m, ContentMessage))
+        self._note(file, where, "text", answer.served.model.name, answer.served.provider.name, sub)
+        return text
+
+    def _sub_recorder(self) -> Recorder:
+        return Recorder(self.recorder.request_id, self.recorder.route, self.recorder.dialect)
+
+    def _note(self, file: File, where: str, to: str, by: str, provider: str | None = None,
+              sub: Recorder | None = None) -> None:
+        cost = Decimal(0)
+        if sub is not None:
+            self.recorder.secrets |= sub.secrets
+            cost = sum((a.cost for a in sub.attempts if a.cost is not None), Decimal(0))
+        self.recorder.conversions.append(Conversion(where, file.name, file.content_type, to, by, provider, cost))
+
+
+def _b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode()
+
+
+def directed_choice(content_type: str, types: dict[str, str]) -> str | None:
+    """The processor or model `types` names for a media type: an exact entry, else the longest
+    matching prefix ending in `*`."""
+    media = content_type.split(";", 1)[0].strip().lower()
+    exact = {k.lower(): v for k, v in types.items() if not k.endswith("*")}
+    if media in exact:
+        return exact[media]
+    prefixes = sorted(((k[:-1].lower(), v) for k, v in types.items() if k.endswith("*")), key=lambda kv: -len(kv[0]))
+    return next((v for prefix, v in prefixes if media.startswith(prefix)), None)
+
+
+def auto_choice(file: File, candidate: Candidate) -> str | None:
+    """What `auto` does with a file for one candidate: a processor, "fetch", or None (send as is)."""
+    kind = media_kind(file.content_type)
+    readable = set(candidate.model.capabilities.input)
+    if kind == "text":  # no wire takes a text attachment; other binary types are left for the wire to refuse
+        return processors.PLAIN_TEXT if _textual(file.content_type) else None
+    if kind not in readable:
+        return {"pdf": processors.PDF_TEXT, "audio": processors.TRANSCRIPTION}.get(kind)
+    if file.type == "url" and kind not in URL_MEDIA.get(candidate.provider.wire, frozenset()):
+        return "fetch"
+    return None
+
+
+def _textual(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media.startswith("text/") or media.endswith(("/json", "+json", "/xml", "+xml", "/csv"))
+
+
+Chooser = Callable[[File], "str | None"]
+
+
+async def converted_messages(messages: list[Any], choose: Chooser, converter: Converter) -> list[Any]:
+    """The messages with each file `choose` names a conversion for converted."""
+    out = []
+    for i, message in enumerate(messages):
+        files = attached_files(message)
+        if not files:
+            out.append(message)
+            continue
+        kept: list[File] = []
+        texts: list[str] = []
+        for j, file in enumerate(files):
+            how = choose(file)
+            if how is None:
+                kept.append(file)
+                continue
+            where = f"messages[{i}].{'files' if isinstance(message, UserMessage) else 'result.documents'}[{j}]"
+            result = await converter.convert(file, where, how)
+            if isinstance(result, File):
+                kept.append(result)
+            else:
+                texts.append(f"--- {file.name} ({file.content_type}, as text) ---\n{result}")
+        out.append(_with_files(message, kept, texts))
+    return out
+
+
+def _with_files(message: Any, files: list[File], texts: list[str]) -> Any:
+    if isinstance(message, UserMessage):
+        value = "\n\n".join([message.value, *texts]) if message.value else "\n\n".join(texts)
+        return message.model_copy(update={"files": files, "value": value})
+    if isinstance(message, ToolResultMessage):
+        result = message.result
+        content = "\n\n".join([result.content, *texts]) if result.content else "\n\n".join(texts)
+        return message.model_copy(update={"result": result.model_copy(update={"documents": files,
+                                                                              "content": content})})
+    return message
+
+
+def offering_key(model: str, provider: str) -> str:
+    return f"{model}@{provider}"
+
+
+async def prepare(call: Call, candidates: list[Candidate], mode: str, types: dict[str, str] | None,
+                  converter: Converter) -> dict[str, list[Any]]:
+    """Each candidate's messages (by offering_key), converted as `mode` asks."""
+    if mode == "directed":
+        messages = await converted_messages(call.messages, lambda f: directed_choice(f.content_type, types or {}),
+                                            converter)
+        return {offering_key(c.model.name, c.provider.name): messages for c in candidates}
+    # With no transcription model in the catalog, auto leaves audio as it is (the wire decides).
+    can_transcribe = any(m.kind == "transcription" and m.tier for m in converter.catalog.models)
+
+    def choose(file: File, candidate: Candidate) -> str | None:
+        how = auto_choice(file, candidate)
+        return None if how == processors.TRANSCRIPTION and not can_transcribe else how
+
+    out: dict[str, list[Any]] = {}
+    for candidate in candidates:
+        key = offering_key(candidate.model.name, candidate.provider.name)
+        out[key] = await converted_messages(call.messages, lambda f, c=candidate: choose(f, c), converter)
+    return out
+
+
+def converting_adjust(original: list[Any], per_candidate: dict[str, list[Any]],
+                      then: Callable[[Call, Candidate], Call] | None = None) -> Callable[[Call, Candidate], Call]:
+    """The attempt loop's per-candidate adjustment (routing/request.py Routed.adjust), sending each
+    candidate its converted messages after any adjustment already in force. Messages the loop added
+    after the caller's (a rollover's prefill) are kept behind them."""
+
+    def adjust(call: Call, candidate: Candidate) -> Call:
+        if then is not None:
+            call = then(call, candidate)
+        messages = per_candidate.get(offering_key(candidate.model.name, candidate.provider.name))
+        if messages is None:
+            return call
+        return dataclasses.replace(call, messages=[*messages, *call.messages[len(original):]])
+
+    return adjust

@@ -1,0 +1,130 @@
+"""Transcribing audio over the planned transcription offerings: POST /models/transcribe, and the
+audio-to-text conversion of file processing (conversion.py).
+
+A transcription is one non-streaming exchange per attempt, so the loop is the generation's rules
+in small (attempts.py): offerings whose circuit is open go last, a retryable failure is retried on
+the same offering with the policy's backoff, anything else fails over, a content-policy refusal is
+final. Every attempt is on the record with its usage and cost: by the minute where the catalog
+prices the offering `perMinute` (the provider's reported duration, else the WAV's own length), and
+by the token for what the provider reports in tokens.
+
+Which wire transcribes for a provider is a table on the provider's catalog wire: OpenAI's
+transcription API for providers on an OpenAI wire. Gemini takes audio as ordinary input to
+generateContent; when that wire exists, map it here (`"gemini": "gemini_transcribe"`, a module
+exposing the same build_request/parse_response/map_error over `Audio`) and nothing else changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import wave
+from dataclasses import dataclass
+from decimal import Decimal
+
+from ..errors import AttemptSummary, NoCandidateServed, ProviderError
+from ..providers import wire_for
+from ..providers.base import Target
+from ..providers.openai_transcribe import Audio, Transcript
+from ..providers.transport import Timeouts, post_multipart
+from ..store.records import cost_usd
+from .attempts import KeyResolver, ResolvedKey, process_breakers
+from .plan import Candidate
+from .policy import classify, counts_against_breaker, current_policy
+from .recorder import AttemptTimer, Recorder
+
+TRANSCRIPTION_WIRES: dict[str, str] = {
+    "openai_chat": "openai_transcribe",
+    "openai_responses": "openai_transcribe",
+}
+"""A provider's catalog wire -> the wire module its transcription goes over."""
+
+
+@dataclass(slots=True, frozen=True)
+class Transcribed:
+    candidate: Candidate
+    transcript: Transcript
+    duration_seconds: float | None
+    cost: Decimal
+
+
+def wav_seconds(data: bytes) -> float | None:
+    """A WAV file's length from its header; None for anything else."""
+    try:
+        with wave.open(io.BytesIO(data)) as w:
+            rate = w.getframerate()
+            return w.getnframes() / rate if rate else None
+    except (wave.Error, EOFError, ValueError):
+        return None
+
+
+def _circuit(candidate: Candidate) -> str:
+    return f"{candidate.provider.name}/{candidate.offering.id}"
+
+
+async def transcribe(
+    audio: Audio, candidates: list[Candidate], recorder: Recorder, *, resolve_key: KeyResolver,
+    language: str | None = None, prompt: str | None = None, network_timeout: float | None = None,
+) -> Transcribed:
+    breakers = process_breakers()
+    ordered = [c for c in candidates if breakers.allows(_circuit(c))]
+    ordered += [c for c in candidates if c not in ordered]
+    summaries: list[AttemptSummary] = []
+    for candidate in ordered:
+        wire_name = TRANSCRIPTION_WIRES.get(candidate.provider.wire)
+        key = resolve_key(candidate) if wire_name else f"wire {candidate.provider.wire!r} has no transcription API"
+        if isinstance(key, str):
+            recorder.skip(candidate, key)
+            summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, key))
+            continue
+        done = await _offering(audio, candidate, key, wire_name or "", recorder, summaries,
+                               language=language, prompt=prompt, network_timeout=network_timeout)
+        if done is not None:
+            return done
+    tried = [a for a in recorder.attempts if a.status != "skipped"]
+    raise NoCandidateServed(summaries, status=502 if tried else 503)
+
+
+async def _offering(
+    audio: Audio, candidate: Candidate, key: ResolvedKey, wire_name: str, recorder: Recorder,
+    summaries: list[AttemptSummary], *, language: str | None, prompt: str | None, network_timeout: float | None,
+) -> Transcribed | None:
+    """Attempts at one offering, retries included: the transcription, or None to fail over."""
+    policy, breakers, circuit = current_policy(), process_breakers(), _circuit(candidate)
+    wire = wire_for(wire_name)
+    target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source)
+    timeouts = Timeouts(policy.connect_timeout, policy.first_token_timeout, policy.idle_timeout).shortened(
+        network_timeout)
+    for retry in range(policy.retries + 1):
+        timer = recorder.begin(candidate, key.source, key.key)
+        breakers.begin(circuit)
+        try:
+            request = wire.build_request(audio, target, language=language, prompt=prompt)  # type: ignore[attr-defined]
+            transcript = wire.parse_response(await post_multipart(wire, request, target, timeouts=timeouts))
+        except ProviderError as exc:
+            timer.fail(exc)
+            (breakers.failure if counts_against_breaker(exc) else breakers.success)(circuit)
+            decision = classify(exc)
+            if decision == "final":
+                exc.status = exc.upstream_status or 400
+                raise
+            if decision == "retry" and retry < policy.retries and (
+                    exc.retry_after is None or exc.retry_after <= policy.max_retry_after):
+                await asyncio.sleep(policy.backoff(retry + 1, exc.retry_after))
+                continue
+            summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail))
+            return None
+        breakers.success(circuit)
+        return _succeeded(timer, candidate, transcript, audio)
+    return None
+
+
+def _succeeded(timer: AttemptTimer, candidate: Candidate, transcript: Transcript, audio: Audio) -> Transcribed:
+    seconds = transcript.duration_seconds if transcript.duration_seconds is not None else wav_seconds(audio.data)
+    prices = candidate.offering.prices
+    cost = cost_usd(transcript.usage, prices)
+    if prices.per_minute is not None and seconds is not None:
+        cost += Decimal(str(prices.per_minute)) * Decimal(str(seconds)) / 60
+    timer.succeed_free()  # delivered: its transcript is what the caller gets
+    timer.attempt.usage, timer.attempt.cost = transcript.usage, cost
+    return Transcribed(candidate, transcript, seconds, cost)
