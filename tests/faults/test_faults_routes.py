@@ -17,7 +17,7 @@ import pytest
 
 from tests.fakes.script import cut, fail, hang, malformed, stall
 
-from .doors import DOORS, Door
+from .doors import DOORS, Door, Outcome
 from .doors.base import ANSWER
 from .support import (
     ANTHROPIC_CONTEXT_EXCEEDED,
@@ -285,25 +285,31 @@ BREAKER_FAILURE = {"native": 503, "openai": 502, "anthropic": 529}
 """The retried status each door's breaker test opens the lead's circuit with."""
 
 
+def served_by(out: Outcome) -> str:
+    """The provider of a good answer that named duo."""
+    assert out.served() == DUO
+    return out.provider()
+
+
 @MODES
 def test_breaker_opens_after_failures_and_a_probe_after_the_cooldown_closes_it(momor, fake, door, tune, arrivals,
                                                                                 streamed):
     tune(MOMOR_BREAKER_FAILURES=3, MOMOR_BREAKER_COOLDOWN_S=1)
     lead, other = door.lead, door.other
     fake.script(lead, *[fail(BREAKER_FAILURE[door.name])] * 3)
-    assert door.call(streamed).provider() == other  # three failures: open
+    assert served_by(door.call(streamed)) == other  # three failures: open
     assert arrivals.labels() == [lead] * 3 + [other]
 
     out = door.call(streamed)  # open: the lead goes behind its failover, which serves
-    assert out.served() == DUO and out.provider() == other
+    assert served_by(out) == other
     assert arrivals.labels()[4:] == [other]
     record = record_of(momor, out.request_id)  # the record says why the lead was not asked first
     assert attempts(record) == [(lead, "skipped", None), (other, "ok", 200)]
     assert errors(record)[0] == "circuit open: tried after the other candidates"
 
     time.sleep(1.2)  # past the cool-down: one call probes the lead, which has recovered
-    assert door.call(streamed).provider() == lead
-    assert door.call(streamed).provider() == lead  # closed again
+    assert served_by(door.call(streamed)) == lead
+    assert served_by(door.call(streamed)) == lead  # closed again
     assert arrivals.labels()[5:] == [lead, lead]
 
 
