@@ -11,6 +11,9 @@ import pytest
 
 from tests.fakes.script import cut, fail, malformed, reply, stall
 
+from .doors.base import ANSWER
+from .doors.native import NativeOutcome as Outcome
+from .doors.native import ask
 from .support import (
     CONTENT_POLICY,
     CONTENT_POLICY_REASON,
@@ -29,7 +32,6 @@ from .support import (
     with_context_windows,
     write_variant,
 )
-from .test_faults_native import ANSWER, Outcome, ask
 
 pytestmark = pytest.mark.emulators
 
@@ -59,7 +61,7 @@ def _responses_calls(fake: Any) -> int:
 def test_server_errors_are_retried_then_fail_over(on_responses, fake, streamed):
     fake.script("flaky", fail(503), fail(500), fail(502))
     out = Outcome(on_responses, ask(streamed))
-    assert out.served_by()["provider"] == "backup" and out.text() == ANSWER
+    assert out.provider() == "backup" and out.text() == ANSWER
     assert _responses_calls(fake) == 3
     assert attempts(record_of(on_responses, out.request_id)) == [
         ("flaky", "failed", 503), ("flaky", "failed", 500), ("flaky", "failed", 502), ("backup", "ok", 200)]
@@ -69,7 +71,7 @@ def test_server_errors_are_retried_then_fail_over(on_responses, fake, streamed):
 def test_response_failed_before_output_is_retried_as_a_server_error(on_responses, fake, streamed):
     fake.script("flaky", reply(finish="failed"))
     out = Outcome(on_responses, ask(streamed))
-    assert out.served_by()["provider"] == "flaky" and _content(out) == ANSWER
+    assert out.provider() == "flaky" and _content(out) == ANSWER
     record = record_of(on_responses, out.request_id)
     assert [a[:2] for a in attempts(record)] == [("flaky", "failed"), ("flaky", "ok")]
     assert "An error occurred while processing your request." in errors(record)[0]
@@ -79,7 +81,7 @@ def test_response_failed_before_output_is_retried_as_a_server_error(on_responses
 def test_content_policy_is_final_with_the_providers_reason(on_responses, fake, streamed):
     fake.script("flaky", fail(400, CONTENT_POLICY))
     out = Outcome(on_responses, ask(streamed))
-    assert CONTENT_POLICY_REASON in out.problem(400)
+    assert CONTENT_POLICY_REASON in out.refusal(400)[0]
     assert _responses_calls(fake) == 1 and fake.requests("backup") == []
 
 
@@ -87,7 +89,7 @@ def test_content_policy_is_final_with_the_providers_reason(on_responses, fake, s
 def test_a_refused_request_fails_over_at_once(on_responses, fake, streamed):
     fake.script("flaky", fail(400, REFUSED_PARAMETER))
     out = Outcome(on_responses, ask(streamed))
-    assert out.served_by()["provider"] == "backup"
+    assert out.provider() == "backup"
     assert _responses_calls(fake) == 1
 
 
@@ -96,7 +98,7 @@ def test_context_length_exceeded_moves_to_a_larger_window_only(on_responses, fak
     with_context_windows(on_responses)
     fake.script("flaky", fail(400, OPENAI_CONTEXT_EXCEEDED))
     out = Outcome(on_responses, ask(streamed, "flaky", models=CONTEXT_MODELS))
-    served = out.served_by()
+    served = out.described()
     assert (served["name"], served["provider"]) == ("gpt-5-mini", "openai")
     assert _responses_calls(fake) == 1 and fake.requests("backup") == []
 
@@ -105,7 +107,7 @@ def test_context_length_exceeded_moves_to_a_larger_window_only(on_responses, fak
 def test_stream_broken_after_output_ends_with_an_error_frame(on_responses, fake, step):
     fake.script("flaky", step)
     out = Outcome(on_responses, ask(True))
-    out.error_frame()
+    out.broken()
     assert out.stream is not None and not any(e == "end" for e, _ in out.frames)
     no_garbage(out.stream.text)
     assert errors(record_of(on_responses, out.request_id))[0].startswith("protocol:")
@@ -118,7 +120,7 @@ def test_stream_broken_before_output_fails_over(on_responses, fake, tune, step):
     tune(MOMOR_FIRST_TOKEN_TIMEOUT_S=SHORT)
     fake.script("flaky", step)
     out = Outcome(on_responses, ask(True))
-    assert out.served_by()["provider"] == "backup" and out.text() == ANSWER
+    assert out.provider() == "backup" and out.text() == ANSWER
     assert out.seconds < SHORT + SLACK
 
 
@@ -127,5 +129,5 @@ def test_stream_broken_before_output_fails_over(on_responses, fake, tune, step):
 def test_buffered_answer_broken_mid_body_fails_over(on_responses, fake, step):
     fake.script("flaky", step)
     out = Outcome(on_responses, ask(False))
-    assert out.served_by()["provider"] == "backup" and out.text() == ANSWER
+    assert out.provider() == "backup" and out.text() == ANSWER
     assert attempts(record_of(on_responses, out.request_id)) == [("flaky", "failed", None), ("backup", "ok", 200)]
