@@ -19,6 +19,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import anthropic
+import openai
 import pytest
 
 from momor.providers import google_auth
@@ -26,7 +28,7 @@ from momor.store import keys
 from tests.fakes.vertex import make_service_account
 
 from .conftest import SAVED_KEYS
-from .test_gemini_vertex import CAPS, GEMINI_KEY, WEATHER
+from .test_gemini_vertex import ANTHROPIC_TOOL, CAPS, GEMINI_KEY, TOOL, WEATHER
 
 pytestmark = pytest.mark.emulators
 
@@ -165,3 +167,100 @@ def test_a_conversation_leaves_its_wire_and_comes_back_with_its_state(wires, fak
     third = native_turn(wires, home, conversation)
     assert [m["type"] for m in third] == ["thinking", "toolCall"]
     own_state(fake, home, first)
+
+
+# --- 2. every dialect over every wire ---------------------------------------------------------------
+
+
+def tool_result_sent(request: Any) -> tuple[str | None, str]:
+    """(call id, result text) of the tool result that ends what the fake got, read as its wire writes it."""
+    body = request.json
+    if request.path.endswith("/chat/completions"):
+        last = body["messages"][-1]
+        assert last["role"] == "tool", last
+        return last["tool_call_id"], last["content"]
+    if request.path.endswith("/drivers/call"):
+        last = body["args"]["messages"][-1]
+        assert last["role"] == "tool", last
+        return last["tool_call_id"], last["content"]
+    if request.path.endswith("/responses"):
+        last = body["input"][-1]
+        assert last["type"] == "function_call_output", last
+        return last["call_id"], last["output"]
+    if "enerateContent" in request.path:  # generateContent, streamGenerateContent
+        (part,) = body["contents"][-1]["parts"]
+        response = part["functionResponse"]
+        assert response["name"] == "get_weather", response
+        return response.get("id"), json.dumps(response["response"])
+    (block,) = body["messages"][-1]["content"]  # Anthropic Messages, on Anthropic or on Vertex
+    assert block["type"] == "tool_result", block
+    content = block["content"]
+    return block["tool_use_id"], content if isinstance(content, str) else "".join(b["text"] for b in content)
+
+
+def native_conversation(momor: Any, wire: str, streaming: bool) -> tuple[str, str]:
+    conversation: list[dict[str, Any]] = [{"type": "user", "value": "call get_weather for Paris"}]
+    first = native_turn(momor, wire, conversation, streaming=streaming, reasoning=False)
+    call = next(m for m in first if m["type"] == "toolCall")["call"]
+    conversation += [*first, {"type": "toolResult", "result": {"id": call["id"], "name": "get_weather",
+                                                               "content": "Sunny"}}]
+    second = native_turn(momor, wire, conversation, streaming=streaming, reasoning=False)
+    return second[-1]["value"], call["id"]
+
+
+def openai_conversation(momor: Any, wire: str, streaming: bool) -> tuple[str, str]:
+    with openai.OpenAI(base_url=momor.url + "/v1", api_key=momor.api_key, max_retries=0) as client:
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "call get_weather for Paris"}]
+        answer = openai_turn(client, wire, messages, streaming)
+        call = answer["tool_calls"][0]
+        # Sent back as the API's request documents an assistant message (role, content, tool_calls),
+        # not the SDK's whole response object, whose extra fields (annotations, a stream's index)
+        # are not request fields.
+        assistant = {"role": "assistant", "content": answer.get("content"),
+                     "tool_calls": [{"id": c["id"], "type": "function", "function": c["function"]}
+                                    for c in answer["tool_calls"]]}
+        messages += [assistant, {"role": "tool", "tool_call_id": call["id"], "content": "Sunny"}]
+        return openai_turn(client, wire, messages, streaming)["content"], call["id"]
+
+
+def openai_turn(client: Any, wire: str, messages: list[dict[str, Any]], streaming: bool) -> dict[str, Any]:
+    if not streaming:
+        completion = client.chat.completions.create(model=model(wire), messages=messages, tools=[TOOL])
+        return completion.choices[0].message.model_dump(exclude_none=True)
+    with client.chat.completions.stream(model=model(wire), messages=messages, tools=[TOOL]) as stream:
+        final = stream.get_final_completion()
+    return final.choices[0].message.model_dump(exclude_none=True, exclude={"parsed"})
+
+
+def anthropic_conversation(momor: Any, wire: str, streaming: bool) -> tuple[str, str]:
+    client = anthropic.Anthropic(base_url=momor.url, api_key=momor.api_key, max_retries=0)
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "call get_weather for Paris"}]
+    first = anthropic_turn(client, wire, messages, streaming)
+    use = next(b for b in first.content if b.type == "tool_use")
+    messages += [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "Sunny"}]}]
+    return anthropic_turn(client, wire, messages, streaming).content[-1].text, use.id
+
+
+def anthropic_turn(client: Any, wire: str, messages: list[dict[str, Any]], streaming: bool) -> Any:
+    kwargs = {"model": model(wire), "max_tokens": 1024, "messages": messages, "tools": [ANTHROPIC_TOOL]}
+    if not streaming:
+        return client.messages.create(**kwargs)
+    with client.messages.stream(**kwargs) as stream:
+        return stream.get_final_message()
+
+
+DIALECTS = {"native": native_conversation, "openai": openai_conversation, "anthropic": anthropic_conversation}
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["buffered", "streamed"])
+@pytest.mark.parametrize("wire", list(WIRES))
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+def test_every_dialect_over_every_wire_round_trips_a_tool_conversation(wires, fake, dialect, wire, streaming):
+    answer, call_id = DIALECTS[dialect](wires, wire, streaming)
+    assert answer == "Tool get_weather said: Sunny"
+    sent = last_sent(fake, wire)
+    sent_id, text = tool_result_sent(sent)
+    assert "Sunny" in text
+    # Gemini pairs a result with its call by name and order; its ids are optional (and Momor's own).
+    assert sent_id == call_id or "enerateContent" in sent.path, (sent_id, call_id)
