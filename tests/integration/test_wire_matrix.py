@@ -25,6 +25,7 @@ import pytest
 
 from momor.providers import google_auth
 from momor.store import keys
+from tests.fakes.script import reply
 from tests.fakes.vertex import make_service_account
 
 from .conftest import SAVED_KEYS
@@ -264,3 +265,32 @@ def test_every_dialect_over_every_wire_round_trips_a_tool_conversation(wires, fa
     assert "Sunny" in text
     # Gemini pairs a result with its call by name and order; its ids are optional (and Momor's own).
     assert sent_id == call_id or "enerateContent" in sent.path, (sent_id, call_id)
+
+
+@pytest.mark.parametrize(("home", "away"), PAIRS)
+def test_a_tool_chain_crosses_wires_and_ends_where_it_began(wires, fake, home, away):
+    """One user turn, three model steps: the home wire calls a tool, the away wire calls another,
+    and the home wire gets that result. Its own signed step is in the current turn, where every
+    fake checks it (Gemini checks signatures only there), next to a step another provider made."""
+    conversation: list[dict[str, Any]] = [{"type": "user", "value": "call get_weather for Paris"}]
+    first = native_turn(wires, home, conversation)
+    call = first[-1]["call"]
+    conversation += [*first, {"type": "toolResult", "result": {"id": call["id"], "name": "get_weather",
+                                                               "content": "Sunny"}}]
+    fake.script(label(away), reply(tool_calls=[{"name": "get_weather", "arguments": {"city": "Rome"}}]))
+    second = native_turn(wires, away, conversation)
+    assert second[-1]["type"] == "toolCall"
+    other = second[-1]["call"]
+    conversation += [*second, {"type": "toolResult", "result": {"id": other["id"], "name": "get_weather",
+                                                                "content": "Warm"}}]
+    third = native_turn(wires, home, conversation)
+    assert third[-1] == {**third[-1], "type": "content", "value": "Tool get_weather said: Warm"}
+    own_state(fake, home, first)
+    sent = last_sent(fake, home).json
+    if home == "anthropic":
+        # The last assistant turn (the away step) has no thinking Anthropic could verify, and with
+        # thinking on the API refuses a tool turn that does not open with it: thinking goes off.
+        assert "thinking" not in sent
+    if home == "gemini":
+        foreign = [c for c in sent["contents"] if c["role"] == "model"][-1]["parts"][0]
+        assert foreign["thoughtSignature"] == "skip_thought_signature_validator"  # Google's documented stand-in
