@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -21,6 +21,8 @@ from ...routing.selectors import parse_prioritization, parse_selectors
 MAX_MESSAGES = 256
 MAX_TOOLS = 128
 
+
+BodyT = TypeVar("BodyT", bound=BaseModel)
 
 class FileProcessing(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -106,14 +108,19 @@ def _validation_detail(exc: ValidationError) -> tuple[str, str]:
     return f"{where}: {msg}", where
 
 
-def parse(raw: dict[str, Any]) -> Routed:
+def validated(model: type[BodyT], raw: dict[str, Any]) -> BodyT:
+    """A native body (the chat, decision or transcription route's) read, or a 400 naming the field."""
     if "model" in raw and "models" in raw:
         raise RequestError("Send model or models, not both.", param="model")
     try:
-        body = NativeBody.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
         detail, where = _validation_detail(exc)
         raise RequestError(detail, param=where) from None
+
+
+def parse(raw: dict[str, Any]) -> Routed:
+    body = validated(NativeBody, raw)
     _check_sizes(body)
     timeout = body.parameters.network_timeout
     prio = parse_prioritization(body.prioritization)

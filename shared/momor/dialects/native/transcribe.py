@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 
 from ...api.backend import Backend
@@ -30,7 +30,7 @@ from ...routing.plan import Needs
 from ...routing.request import Routed
 from ...routing.selectors import parse_prioritization, parse_selectors
 from ...routing.transcribe import transcribe
-from .parse import _validation_detail
+from .parse import validated
 from .route import NativeDoor
 from .write import model_block
 
@@ -59,13 +59,7 @@ class Job:
 
 
 def parse(raw: dict[str, Any]) -> Routed:
-    if "model" in raw and "models" in raw:
-        raise RequestError("Send model or models, not both.", param="model")
-    try:
-        body = TranscribeBody.model_validate(raw)
-    except ValidationError as exc:
-        detail, where = _validation_detail(exc)
-        raise RequestError(detail, param=where) from None
+    body = validated(TranscribeBody, raw)
     if not body.file.content_type.lower().startswith(AUDIO_TYPES):
         raise RequestError(f"file.contentType: {body.file.content_type!r} is not audio; a transcription takes an "
                            "audio file (audio/*).", param="file.contentType")
