@@ -53,8 +53,6 @@ class ProviderKey:
     __str__ = __repr__
 
 
-SavedKey = ProviderKey
-"""The name the design uses for a key from the saved-keys secret."""
 
 
 class KeysError(MomorError):
@@ -204,12 +202,6 @@ async def saved_keys_async() -> dict[str, ProviderKey]:
     """`saved_keys` from async code: from memory while fresh (no thread hop), else on a thread."""
     keys = _fresh()
     return keys if keys is not None else await aws.in_thread(saved_keys)
-
-
-async def saved_key_async(provider_name: str) -> ProviderKey | None:
-    """`saved_key` from async code: answered from memory, or on a thread when the cache is stale."""
-    await saved_keys_async()  # fresh after this, so the lookup below is a memory read
-    return saved_key(provider_name)
 
 
 def reset_saved_keys() -> None:
