@@ -19,6 +19,9 @@ from infra.emulators import EmulatorError, Emulators, Endpoints, provision
 from momor.config import ENV_VARS, reset_config
 from momor.store import apikeys, catalog_source, keys
 from momor.store.aws import reset_clients
+from tests import netguard
+
+netguard.install()  # no test reaches past 127.0.0.1 (tests/netguard.py)
 
 
 def reset_momor_caches() -> None:

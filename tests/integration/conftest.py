@@ -102,7 +102,10 @@ class _Server:
 
     def __init__(self, app: Any) -> None:
         self.port = _free_port()
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
+        # The asyncio loop, as on Lambda (the bridge runs one), and so tests/netguard.py sees every
+        # connection Momor makes (uvloop's are native and would pass it by).
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off",
+                                loop="asyncio")
         self.server = _UvicornServer(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
