@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from tests.fakes.script import fail
 from tests.media import pdf_with_text, tiny_wav
 
 from .fileserver import FileServer
@@ -224,3 +225,24 @@ def test_an_organization_held_to_zdr_cannot_process_files(momor, fake):
     assert not fake.requests()
     served = momor.post("/models", body(pdf, model="claude-sonnet-4-5"), headers=headers)
     assert served.status_code == 200, served.text
+
+
+def test_auto_converts_only_for_a_candidate_that_is_tried(momor, fake):
+    """The PDF's text is made when a model that cannot read PDFs is about to be tried: when one that
+    reads it serves first, nothing is converted (a transcription there would have cost money)."""
+    pdf = bytes_file(PDF, "report.pdf", "application/pdf")
+    request = body(pdf, model=None, processing={"type": "auto"})
+    del request["model"]
+    request["models"] = ["gpt-5-mini", "llama-3.3-70b"]
+    served = momor.post("/models", request)
+    assert served.status_code == 200 and served.json()["model"]["name"] == "gpt-5-mini", served.text
+    assert "conversions" not in momor.record(served.headers["x-momor-request-id"])
+    assert not fake.requests("deepinfra")
+
+    fake.script("openai", *[fail(500)] * 6)  # the PDF reader fails: the text-only model is tried
+    failed_over = momor.post("/models", request)
+    assert failed_over.status_code == 200 and failed_over.json()["model"]["name"] == "llama-3.3-70b"
+    record = momor.record(failed_over.headers["x-momor-request-id"])
+    assert [c["by"] for c in record["conversions"]] == ["pdf-text"]
+    assert "Quarterly revenue grew by 12 percent." in " ".join(p["text"] for p in
+                                                              user_content(fake.requests("deepinfra")[-1]))

@@ -20,6 +20,6 @@ async def generate_processed(p: Prepared) -> Response:
                            "is allowed.", param="fileProcessing")
     catalog = await p.backend.catalog()
     converter = Converter(catalog, p.routed.prio, p.resolve_key, p.recorder, p.routed.network_timeout)
-    per_candidate = await prepare(p.routed.call, p.candidates, processing.type, processing.types, converter)
-    p.routed.adjust = converting_adjust(p.routed.call.messages, per_candidate, p.routed.adjust)
+    convert_for = prepare(p.routed.call, processing.type, processing.types, converter)
+    p.routed.adjust = converting_adjust(p.routed.call.messages, convert_for, p.routed.adjust)
     return await generate(p)

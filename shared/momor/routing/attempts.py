@@ -19,8 +19,9 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
+import inspect
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,7 +128,7 @@ class Session:
         exchange_fn: Exchange = exchange,
         rollover: bool = False,
         keep_text: bool = False,
-        adjust: Callable[[Call, Candidate], Call] | None = None,
+        adjust: Callable[[Call, Candidate], Call | Awaitable[Call]] | None = None,
         deadline: float | None = None,
     ) -> None:
         self.call = call
@@ -246,7 +247,9 @@ class Session:
     async def _start(self, candidate: Candidate, key: ResolvedKey, call: Call, attempt: AttemptTimer) -> _Serving:
         target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source,
                         schema_asked=call.answer_schema is not None)
-        call = self.adjust(call, candidate) if self.adjust else call
+        if self.adjust is not None:  # the route's per-candidate call (router defaults, file conversions)
+            adjusted = self.adjust(call, candidate)
+            call = await adjusted if inspect.isawaitable(adjusted) else adjusted
         params = params_for(call.params, candidate)
         if params is not call.params:
             call = dataclasses.replace(call, params=params)

@@ -22,7 +22,7 @@ a model keep their own attempts off the call's: they are not who answered).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -239,39 +239,43 @@ def offering_key(model: str, provider: str) -> str:
     return f"{model}@{provider}"
 
 
-async def prepare(call: Call, candidates: list[Candidate], mode: str, types: dict[str, str] | None,
-                  converter: Converter) -> dict[str, list[Any]]:
-    """Each candidate's messages (by offering_key), converted as `mode` asks."""
+def prepare(call: Call, mode: str, types: dict[str, str] | None,
+            converter: Converter) -> Callable[[Candidate], Awaitable[list[Any]]]:
+    """How one candidate's messages are converted, as `mode` asks, made when that candidate is about
+    to be tried: a conversion only a later candidate needs costs nothing when an earlier one serves.
+    Each conversion is made at most once (the Converter keeps them)."""
     if mode == "directed":
-        messages = await converted_messages(call.messages, lambda f: directed_choice(f.content_type, types or {}),
-                                            converter)
-        return {offering_key(c.model.name, c.provider.name): messages for c in candidates}
+        def directed(file: File) -> str | None:
+            return directed_choice(file.content_type, types or {})
+
+        async def for_any(candidate: Candidate) -> list[Any]:
+            return await converted_messages(call.messages, directed, converter)
+
+        return for_any
     # With no transcription model in the catalog, auto leaves audio as it is (the wire decides).
     can_transcribe = any(m.kind == "transcription" and m.tier for m in converter.catalog.models)
 
-    def choose(file: File, candidate: Candidate) -> str | None:
-        how = auto_choice(file, candidate)
-        return None if how == processors.TRANSCRIPTION and not can_transcribe else how
+    async def for_candidate(candidate: Candidate) -> list[Any]:
+        def choose(file: File) -> str | None:
+            how = auto_choice(file, candidate)
+            return None if how == processors.TRANSCRIPTION and not can_transcribe else how
 
-    out: dict[str, list[Any]] = {}
-    for candidate in candidates:
-        key = offering_key(candidate.model.name, candidate.provider.name)
-        out[key] = await converted_messages(call.messages, lambda f, c=candidate: choose(f, c), converter)
-    return out
+        return await converted_messages(call.messages, choose, converter)
+
+    return for_candidate
 
 
-def converting_adjust(original: list[Any], per_candidate: dict[str, list[Any]],
-                      then: Callable[[Call, Candidate], Call] | None = None) -> Callable[[Call, Candidate], Call]:
+def converting_adjust(original: list[Any], convert_for: Callable[[Candidate], Awaitable[list[Any]]],
+                      then: Callable[[Call, Candidate], Call] | None = None
+                      ) -> Callable[[Call, Candidate], Awaitable[Call]]:
     """The attempt loop's per-candidate adjustment (routing/request.py Routed.adjust), sending each
     candidate its converted messages after any adjustment already in force. Messages the loop added
     after the caller's (a rollover's prefill) are kept behind them."""
 
-    def adjust(call: Call, candidate: Candidate) -> Call:
+    async def adjust(call: Call, candidate: Candidate) -> Call:
         if then is not None:
             call = then(call, candidate)
-        messages = per_candidate.get(offering_key(candidate.model.name, candidate.provider.name))
-        if messages is None:
-            return call
+        messages = await convert_for(candidate)
         return dataclasses.replace(call, messages=[*messages, *call.messages[len(original):]])
 
     return adjust

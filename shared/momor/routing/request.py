@@ -6,7 +6,7 @@ whatever dialect it came in.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,7 +38,7 @@ class Routed:
     """Seed 000 fileProcessing when it is not `none` (auto or directed, with its types)."""
     kind: str = "chat"
     """The kind of model the route serves (catalog `kind`): chat, decision or transcription."""
-    adjust: Callable[[Call, Candidate], Call] | None = None
+    adjust: Callable[[Call, Candidate], Call | Awaitable[Call]] | None = None
     """The call as one candidate is sent it, when that differs by candidate (the router's default
     max_tokens, kept within each model's output maximum)."""
     billed_prices: Callable[[Candidate], Prices | None] | None = None
