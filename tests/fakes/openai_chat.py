@@ -34,8 +34,10 @@ _MESSAGE_FIELDS = {
     "system": {"role", "content", "name"},
     "developer": {"role", "content", "name"},
     "user": {"role", "content", "name"},
+    # `annotations` is not in the request schema, but the API takes back the assistant message it
+    # answered (OpenAI's own examples append `completion.choices[0].message` as it came).
     "assistant": {"role", "content", "name", "tool_calls", "refusal", "audio", "function_call",
-                  "reasoning_content"},
+                  "reasoning_content", "annotations"},
     "tool": {"role", "content", "tool_call_id"},
 }
 _PART_TYPES = {

@@ -580,3 +580,15 @@ def test_max_completion_tokens_bounds_reasoning_on_anthropic(momor, fake, client
                                        messages=[user("Hi")])
     assert raised.value.response.headers["x-should-retry"] == "false"
     assert len(fake.requests("anthropic")) == 1  # it never reached the provider with a larger ceiling
+
+
+@pytest.mark.parametrize("model", [GPT, CLAUDE])
+def test_the_sdks_own_message_object_can_be_sent_back(momor, fake, client, model):
+    """What users of the SDK do: append `completion.choices[0].message` itself (with the fields the
+    API answers, such as `annotations` and `refusal`) and send the conversation on."""
+    messages: list = [user("call get_weather for Paris")]
+    first = client.chat.completions.create(model=model, messages=messages, tools=[WEATHER], max_tokens=500)
+    message = first.choices[0].message
+    messages += [message, {"role": "tool", "tool_call_id": message.tool_calls[0].id, "content": "Sunny"}]
+    second = client.chat.completions.create(model=model, messages=messages, tools=[WEATHER], max_tokens=500)
+    assert second.choices[0].message.content == "Tool get_weather said: Sunny"
