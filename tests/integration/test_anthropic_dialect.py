@@ -607,3 +607,16 @@ def test_the_callers_anthropic_beta_reaches_the_provider_beside_the_catalogs(mom
     client.messages.count_tokens(model=CLAUDE[0], messages=USER,
                                  extra_headers={"anthropic-beta": "token-counting-2024-11-01"})
     assert "token-counting-2024-11-01" in fake.requests("anthropic")[-1].headers["anthropic-beta"]
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "gpt-5-mini"])
+def test_the_sdks_own_content_blocks_can_be_sent_back(momor, fake, client, model):
+    """What users of the SDK do: send `message.content` back as it came (the block objects, with
+    every field the API answered)."""
+    messages: list = [{"role": "user", "content": "call get_weather for Paris"}]
+    first = client.messages.create(model=model, max_tokens=500, messages=messages, tools=[WEATHER])
+    call = next(b for b in first.content if b.type == "tool_use")
+    messages += [{"role": "assistant", "content": first.content},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "Sunny"}]}]
+    second = client.messages.create(model=model, max_tokens=500, messages=messages, tools=[WEATHER])
+    assert second.content[0].text == "Tool get_weather said: Sunny"
