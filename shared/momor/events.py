@@ -145,6 +145,9 @@ class Raw:
     """The JSON text: the whole body, or one SSE event's data (`[DONE]` included)."""
     event: str | None = None
     """The SSE event name, for protocols that name their events (Anthropic)."""
+    parsed: Any = field(default=None, compare=False, repr=False)
+    """The JSON the wire's stream decoder already parsed from `data` (a dict), when it keeps it, so a
+    passthrough writer need not parse every chunk a second time. Never mutate it: copy what changes."""
 
 
 @dataclass(slots=True, frozen=True)

@@ -215,12 +215,15 @@ class _ChatStreamDecoder:
         self._finish_reason: str | None = None
         self._refused = False
         self._fingerprint: str | None = None
+        self.parsed: dict[str, Any] | None = None
+        """The chunk the last `feed` parsed (transport hands it on with the Raw event: one parse a chunk)."""
 
     @property
     def done(self) -> bool:
         return self._done
 
     def feed(self, sse: SSEEvent) -> list[Event]:
+        self.parsed = None
         if self._done:
             return []
         data = sse.data.strip()
@@ -234,7 +237,9 @@ class _ChatStreamDecoder:
             raise _protocol_error("a stream chunk is not a JSON object")
         if sse.event == "error" or chunk.get("error"):
             raise _in_band_error(chunk.get("error") or chunk)
-        return self._chunk(chunk)
+        events = self._chunk(chunk)
+        self.parsed = chunk
+        return events
 
     def close(self) -> list[Event]:
         if self._done:

@@ -255,5 +255,6 @@ def _feed(decoder: StreamDecoder, item: SSEEvent, raw: bool) -> list[Event]:
     # Decode first: a malformed chunk raises here and never reaches a passthrough caller.
     events = list(decoder.feed(item))
     if raw:
-        events.insert(0, Raw(item.data, item.event))
+        # The decoder's parse of this event, where it keeps one (`parsed`), spares the writer a second.
+        events.insert(0, Raw(item.data, item.event, getattr(decoder, "parsed", None)))
     return events

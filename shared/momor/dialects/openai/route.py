@@ -87,7 +87,7 @@ async def _passthrough(
 ) -> AsyncIterator[bytes]:
     async for event in events:
         if isinstance(event, Raw):
-            chunk = openai_answer.rewrite_chunk(event.data, request_id, candidate, include_usage)
+            chunk = openai_answer.rewrite_chunk(event.data, request_id, candidate, include_usage, event.parsed)
             if chunk is not None:
                 yield openai_answer.data_line(chunk)
     yield openai_answer.DONE
