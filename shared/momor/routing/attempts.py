@@ -327,11 +327,16 @@ class Session:
                 yield event
             del held
             if serving.rest is not None and produced.finish is None:
-                async for event in self._following(serving.rest):
-                    produced.add(event)
-                    yield event
-                    if isinstance(event, Finish):
-                        break
+                # Read here, not through a generator of its own: every event crosses each layer.
+                watchdog = _IdleWatchdog(self._timeouts().idle, self._hard_deadline)
+                try:
+                    while (event := await watchdog.read(serving.rest)) is not None:
+                        produced.add(event)
+                        yield event
+                        if isinstance(event, Finish):
+                            break
+                finally:
+                    watchdog.stop()
             if produced.finish is None:
                 raise ProviderError("The provider's stream ended before the answer was complete.",
                                     kind="protocol")
@@ -375,30 +380,8 @@ class Session:
                 return serving, prefill
         return None
 
-    async def _following(self, stream: AsyncIterator[Event]) -> AsyncIterator[Event]:
-        """The stream's events, each within the idle timeout: a stalled stream is an error.
-
-        One watchdog for the whole stream (not an `asyncio.timeout` per event, which cost a fifth
-        of a passthrough token's CPU): each read only notes when it began."""
-        idle = self._timeouts().idle
-        watchdog = _IdleWatchdog(idle, self._hard_deadline)
-        try:
-            while True:
-                try:
-                    event = await watchdog.read(stream)
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    if watchdog.out_of_time:
-                        raise _OutOfTime() from None
-                    raise ProviderError(f"The provider's stream stalled for {idle:g} s.", kind="timeout") from None
-                yield event
-        finally:
-            watchdog.stop()
-
-
 class _IdleWatchdog:
-    """Bounds each read of a stream by the idle timeout (and the invocation's hard deadline) with
+    """Bounds each read of a stream's events by the idle timeout (and the invocation's hard deadline) with
     one timer that re-arms itself, instead of a timer scheduled and cancelled per read.
 
     A read notes when it began; the timer, when it fires, cancels the reading task only if the
@@ -407,6 +390,8 @@ class _IdleWatchdog:
     read. Cancellation is told apart from the caller's own as `asyncio.timeout` does it.
     """
 
+    # One watchdog for the whole stream (an `asyncio.timeout` per event cost a fifth of a
+    # passthrough token's CPU): each read only notes when it began.
     __slots__ = ("_cancelling", "_fired", "_handle", "_hard", "_idle", "_loop", "_started", "_task", "out_of_time")
 
     def __init__(self, idle: float, hard_deadline: float | None) -> None:
@@ -426,16 +411,21 @@ class _IdleWatchdog:
         end = self._started + self._idle
         return end if self._hard is None or self._hard > end else self._hard
 
-    async def read(self, stream: AsyncIterator[Event]) -> Event:
+    async def read(self, stream: AsyncIterator[Event]) -> Event | None:
+        """The stream's next event, None at its end; a stall is a ProviderError (timeout)."""
         self._started = self._loop.time()
         self._task = asyncio.current_task()
         if self._handle is None:
             self._handle = self._loop.call_at(self._limit(), self._fire)
         try:
             return await anext(stream)
+        except StopAsyncIteration:
+            return None
         except asyncio.CancelledError:
             if self._fired and self._task is not None and self._task.uncancel() <= self._cancelling:
-                raise TimeoutError from None
+                if self.out_of_time:
+                    raise _OutOfTime() from None
+                raise ProviderError(f"The provider's stream stalled for {self._idle:g} s.", kind="timeout") from None
             raise
         finally:
             self._task = None
