@@ -27,6 +27,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ..errors import ProviderError, ProviderErrorKind
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from .base import FunctionWire, SSEEvent, Target, count_of
@@ -69,6 +71,10 @@ def parse_response(body: bytes, target: Target) -> list[Event]:
 
 
 def _load_json(raw: bytes | str) -> Any:
+    try:
+        return orjson.loads(raw)  # several times faster, and run on every chunk of a stream
+    except orjson.JSONDecodeError:
+        pass  # what orjson refuses and json takes (NaN, huge integers, UTF-16 bodies): as before
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError):
