@@ -145,6 +145,9 @@ class Raw:
     """The JSON text: the whole body, or one SSE event's data (`[DONE]` included)."""
     event: str | None = None
     """The SSE event name, for protocols that name their events (Anthropic)."""
+    parsed: Any = field(default=None, compare=False, repr=False)
+    """The JSON the wire's stream decoder already parsed from `data` (a dict), when it keeps it, so a
+    passthrough writer need not parse every chunk a second time. Never mutate it: copy what changes."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -201,6 +204,26 @@ class Assembler:
     keep_raw: bool = True
 
     def add(self, event: Event) -> None:
+        # The two events every token of a stream brings, first (a match tries its cases in turn).
+        kind = type(event)
+        if kind is Delta:
+            self._delta(event)  # type: ignore[arg-type]
+        elif kind is Raw:
+            if self.keep_raw:
+                self.raw.append(event)  # type: ignore[arg-type]
+        else:
+            self._add_other(event)
+
+    def _delta(self, event: Delta) -> None:
+        part = self._open(event.index)
+        text = event.text
+        if text:
+            if self.keep_text:
+                part.chunks.append(text)
+            self.output_bytes += len(text.encode("utf-8"))
+            self.output_started = True
+
+    def _add_other(self, event: Event) -> None:
         match event:
             case PartStart(index=i, kind=kind):
                 if i in self.parts:
@@ -208,13 +231,8 @@ class Assembler:
                 self.parts[i] = _Part(kind, event.choice, tool_id=event.tool_id, tool_name=event.tool_name)
                 if kind == "toolCall":
                     self.output_started = True
-            case Delta(index=i, text=text):
-                part = self._open(i)
-                if text:
-                    if self.keep_text:
-                        part.chunks.append(text)
-                    self.output_bytes += len(text.encode("utf-8"))
-                    self.output_started = True
+            case Delta():
+                self._delta(event)
             case PartEnd(index=i, data=data):
                 part = self._open(i)
                 part.data = data

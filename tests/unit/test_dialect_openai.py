@@ -263,6 +263,25 @@ def test_rewrite_chunk_drops_usage_unless_asked():
     assert answer.rewrite_chunk("[DONE]", "r", c, include_usage=True) is None
 
 
+def test_rewrite_chunk_from_the_decoders_parse_matches_the_text_and_leaves_the_parse_alone():
+    # The transport hands the writer the decoder's parse (Raw.parsed) to spare a second json.loads:
+    # the chunk written must be the one the text gives, and the decoder's dicts must stay as parsed.
+    c = candidate(wire="openai_chat")
+    chunks = [
+        {"id": "x", "model": "m", "choices": [{"index": 0, "delta": {"content": "hi"}}]},
+        {"id": "x", "model": "m", "usage": {"prompt_tokens": 1},
+         "choices": [{"index": 0, "delta": {"reasoning_content": "r"}, "finish_reason": None}]},
+        {"id": "x", "model": "m", "choices": [], "usage": {"prompt_tokens": 1}},
+    ]
+    for chunk in chunks:
+        text = json.dumps(chunk)
+        for include_usage in (False, True):
+            parsed = json.loads(text)
+            got = answer.rewrite_chunk(text, "r", c, include_usage, parsed)
+            assert got == answer.rewrite_chunk(text, "r", c, include_usage)
+            assert parsed == chunk
+
+
 # --- translated answers ----------------------------------------------------------------------------------
 
 

@@ -208,8 +208,11 @@ async def generate(p: Prepared) -> Response:
         recorder.finish_reason = answer.assembler.finish.reason if answer.assembler.finish else None
         await _record(p.backend, recorder, routed)
         return p.door.answer(recorder.request_id, routed, answer.served, answer.assembler)
+    # Without an after_answer, the door reads the answer's events directly (one generator layer less
+    # for every event of the stream).
+    events = answer.events if p.after_answer is None else _answered(p, answer)
     return _RecordedStream(
-        p.door.stream(recorder.request_id, routed, answer.served, _answered(p, answer)),
+        p.door.stream(recorder.request_id, routed, answer.served, events),
         ended=lambda: _stream_ended(p, answer),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, answer.served)},

@@ -27,6 +27,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ..errors import ProviderError, ProviderErrorKind
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from .base import FunctionWire, SSEEvent, Target, count_of
@@ -69,6 +71,10 @@ def parse_response(body: bytes, target: Target) -> list[Event]:
 
 
 def _load_json(raw: bytes | str) -> Any:
+    try:
+        return orjson.loads(raw)  # several times faster, and run on every chunk of a stream
+    except orjson.JSONDecodeError:
+        pass  # what orjson refuses and json takes (NaN, huge integers, UTF-16 bodies): as before
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError):
@@ -215,12 +221,15 @@ class _ChatStreamDecoder:
         self._finish_reason: str | None = None
         self._refused = False
         self._fingerprint: str | None = None
+        self.parsed: dict[str, Any] | None = None
+        """The chunk the last `feed` parsed (transport hands it on with the Raw event: one parse a chunk)."""
 
     @property
     def done(self) -> bool:
         return self._done
 
     def feed(self, sse: SSEEvent) -> list[Event]:
+        self.parsed = None
         if self._done:
             return []
         data = sse.data.strip()
@@ -234,7 +243,9 @@ class _ChatStreamDecoder:
             raise _protocol_error("a stream chunk is not a JSON object")
         if sse.event == "error" or chunk.get("error"):
             raise _in_band_error(chunk.get("error") or chunk)
-        return self._chunk(chunk)
+        events = self._chunk(chunk)
+        self.parsed = chunk
+        return events
 
     def close(self) -> list[Event]:
         if self._done:

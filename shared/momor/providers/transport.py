@@ -114,7 +114,19 @@ async def exchange(
                 raise wire.map_error(response.status_code, body, dict(response.headers))
             framer = _framer(response.headers.get("content-type", "")) if stream else None
             if framer is not None:
-                async for event in _decode_stream(wire, target, response, call.passthrough(wire.name), framer):
+                # The stream decoded here, not in a generator of its own: each event of a long
+                # stream would cross one more generator layer.
+                decoder, raw = wire.stream_decoder(target), call.passthrough(wire.name)
+                async for text in response.aiter_text():
+                    for item in framer.decode(text):
+                        for event in _feed(decoder, item, raw):
+                            yield event
+                        if decoder.done:
+                            return
+                for item in framer.flush():  # an unterminated last frame
+                    for event in _feed(decoder, item, raw):
+                        yield event
+                for event in decoder.close():
                     yield event
             else:
                 # A provider may answer a stream request with a whole JSON body; take it as such.
@@ -234,26 +246,10 @@ def _framer(content_type: str) -> SSEDecoder | NDJSONDecoder | None:
     return None
 
 
-async def _decode_stream(
-    wire: Wire, target: Target, response: httpx2.Response, raw: bool, sse: SSEDecoder | NDJSONDecoder
-) -> AsyncIterator[Event]:
-    decoder = wire.stream_decoder(target)
-    async for text in response.aiter_text():
-        for item in sse.decode(text):
-            for event in _feed(decoder, item, raw):
-                yield event
-            if decoder.done:
-                return
-    for item in sse.flush():
-        for event in _feed(decoder, item, raw):
-            yield event
-    for event in decoder.close():
-        yield event
-
-
 def _feed(decoder: StreamDecoder, item: SSEEvent, raw: bool) -> list[Event]:
     # Decode first: a malformed chunk raises here and never reaches a passthrough caller.
     events = list(decoder.feed(item))
     if raw:
-        events.insert(0, Raw(item.data, item.event))
+        # The decoder's parse of this event, where it keeps one (`parsed`), spares the writer a second.
+        events.insert(0, Raw(item.data, item.event, getattr(decoder, "parsed", None)))
     return events

@@ -62,14 +62,27 @@ class OpenAIDoor:
     async def stream(
         self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
     ) -> AsyncIterator[bytes]:
+        # Both loops inline, not generators of their own: every event of a long stream crosses
+        # each generator layer, which costs more than the work done in it.
         include_usage = routed.reply.include_usage
-        if _same_protocol(routed, candidate):
-            frames = _passthrough(request_id, candidate, events, include_usage)
-        else:
-            frames = _translated(request_id, candidate, events, include_usage)
         try:
-            async for frame in frames:
-                yield frame
+            if _same_protocol(routed, candidate):
+                for_caller = openai_answer.rewrite_chunk
+                async for event in events:
+                    if isinstance(event, Raw):
+                        chunk = for_caller(event.data, request_id, candidate, include_usage, event.parsed)
+                        if chunk is not None:
+                            yield openai_answer.data_line(chunk)
+                yield openai_answer.DONE
+            else:
+                writer = openai_answer.ChunkWriter(request_id, candidate, include_usage)
+                yield writer.start()
+                async for event in events:
+                    if isinstance(event, Raw):
+                        continue
+                    frame = writer.event(event)
+                    if frame:
+                        yield frame
         except ProviderError as exc:
             # A Chat Completions stream never moves on once output has begun: one error chunk, no [DONE].
             yield openai_answer.error_chunk(request_id, candidate, 502, exc.detail)
@@ -80,30 +93,6 @@ class OpenAIDoor:
 
 def _same_protocol(routed: Routed, candidate: Candidate) -> bool:
     return routed.call.raw_wire is not None and speaks(candidate.provider.wire, routed.call.raw_wire)
-
-
-async def _passthrough(
-    request_id: str, candidate: Candidate, events: AsyncIterator[Event], include_usage: bool
-) -> AsyncIterator[bytes]:
-    async for event in events:
-        if isinstance(event, Raw):
-            chunk = openai_answer.rewrite_chunk(event.data, request_id, candidate, include_usage)
-            if chunk is not None:
-                yield openai_answer.data_line(chunk)
-    yield openai_answer.DONE
-
-
-async def _translated(
-    request_id: str, candidate: Candidate, events: AsyncIterator[Event], include_usage: bool
-) -> AsyncIterator[bytes]:
-    writer = openai_answer.ChunkWriter(request_id, candidate, include_usage)
-    yield writer.start()
-    async for event in events:
-        if isinstance(event, Raw):
-            continue
-        frame = writer.event(event)
-        if frame:
-            yield frame
 
 
 def router(backend: Backend) -> APIRouter:

@@ -76,25 +76,43 @@ def rewrite_completion(raw: str, request_id: str, candidate: Candidate) -> dict[
     return answer
 
 
-def rewrite_chunk(raw: str, request_id: str, candidate: Candidate, include_usage: bool) -> dict[str, Any] | None:
+def rewrite_chunk(raw: str, request_id: str, candidate: Candidate, include_usage: bool,
+                  parsed: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """One `chat.completion.chunk` written over; None for one the caller does not get (`[DONE]`,
-    which Momor writes itself, and the usage chunk the caller did not ask for)."""
-    text = raw.strip()
-    if not text or text == "[DONE]":
-        return None
-    chunk = json.loads(text)
-    if not isinstance(chunk, dict):
-        return None
+    which Momor writes itself, and the usage chunk the caller did not ask for). `parsed` is the
+    chunk as the wire's decoder already parsed it (`Raw.parsed`): only what changes is copied."""
+    if parsed is not None:
+        chunk = dict(parsed)
+    else:
+        text = raw.strip()
+        if not text or text == "[DONE]":
+            return None
+        chunk = json.loads(text)
+        if not isinstance(chunk, dict):
+            return None
     if not include_usage:
         chunk.pop("usage", None)  # asked for so the call can be recorded, not for the caller
         if not chunk.get("choices"):
             return None
     chunk["id"] = request_id
     chunk["model"] = candidate.model.public_id
-    for choice in chunk.get("choices") or []:
-        if isinstance(choice, dict):
-            _rename_reasoning(choice.get("delta"))
+    choices = chunk.get("choices")
+    if choices and any(isinstance(c, dict) and _has_reasoning(c.get("delta")) for c in choices):
+        chunk["choices"] = [_renamed_choice(c) for c in choices]
     return chunk
+
+
+def _has_reasoning(delta: Any) -> bool:
+    return isinstance(delta, dict) and any(name in delta for name in _REASONING_FIELDS)
+
+
+def _renamed_choice(choice: Any) -> Any:
+    """A copy of one choice with its delta's reasoning renamed (the decoder's parse stays as it was)."""
+    if not isinstance(choice, dict) or not _has_reasoning(choice.get("delta")):
+        return choice
+    delta = dict(choice["delta"])
+    _rename_reasoning(delta)
+    return {**choice, "delta": delta}
 
 
 # ---------------------------------------------------------------------------------------------
