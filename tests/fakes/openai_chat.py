@@ -143,14 +143,14 @@ def check_auth(headers: dict[str, str], dialect: Dialect = OPENAI) -> Invalid | 
 
 # --- validation --------------------------------------------------------------------------------
 
-def _type_error(param: str, expected: str, value: Any) -> Invalid:
+def type_error(param: str, expected: str, value: Any) -> Invalid:
     got = {str: "a string", bool: "a boolean", int: "an integer", float: "a decimal", list: "an array",
            dict: "an object", type(None): "null"}.get(type(value), "an unknown type")
     return Invalid(f"Invalid type for '{param}': expected {expected}, but got {got} instead.",
                    param, "invalid_type")
 
 
-def _missing(param: str) -> Invalid:
+def missing(param: str) -> Invalid:
     return Invalid(f"Missing required parameter: '{param}'.", param, "missing_required_parameter")
 
 
@@ -172,7 +172,7 @@ def validate(body: dict[str, Any], dialect: Dialect = OPENAI, parts: dict[str, s
     if "model" not in body and not in_path:
         raise Invalid("you must provide a model parameter")
     if "model" in body and not isinstance(body["model"], str):
-        raise _type_error("model", "a string", body["model"])
+        raise type_error("model", "a string", body["model"])
     if dialect.deployments and not in_path and body["model"] not in dialect.deployments:
         raise _no_deployment()
     _validate_numbers(body)
@@ -210,21 +210,26 @@ def _validate_dialect_values(body: dict[str, Any], dialect: Dialect) -> None:
                       + (", ".join(variants) or "none"), "reasoning_effort", "invalid_value")
 
 
-def _validate_numbers(body: dict[str, Any]) -> None:
-    for key, (low, high) in _RANGES.items():
+def check_numbers(body: dict[str, Any], ranges: dict[str, tuple[Any, Any]], integral: tuple[str, ...]) -> None:
+    """Numbers within the OpenAI platform's bounds, refused in its words (Chat Completions and Responses)."""
+    for key, (low, high) in ranges.items():
         value = body.get(key)
         if value is None:
             continue
-        integral = key in ("n", "top_logprobs", "max_tokens", "max_completion_tokens")
-        if isinstance(value, bool) or not isinstance(value, int if integral else (int, float)):
-            raise _type_error(key, "an integer" if integral else "a decimal", value)
-        kind = "integer" if integral else "decimal"
+        whole = key in integral
+        if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)):
+            raise type_error(key, "an integer" if whole else "a decimal", value)
+        kind = "integer" if whole else "decimal"
         if value < low:
             raise Invalid(f"Invalid '{key}': {kind} below minimum value. Expected a value >= {low}, "
                           f"but got {value} instead.", key, f"{kind}_below_min_value")
         if high is not None and value > high:
             raise Invalid(f"Invalid '{key}': {kind} above maximum value. Expected a value <= {high}, "
                           f"but got {value} instead.", key, f"{kind}_above_max_value")
+
+
+def _validate_numbers(body: dict[str, Any]) -> None:
+    check_numbers(body, _RANGES, ("n", "top_logprobs", "max_tokens", "max_completion_tokens"))
     if body.get("max_tokens") is not None and body.get("max_completion_tokens") is not None:
         raise Invalid("max_tokens and max_completion_tokens cannot both be set. Use max_completion_tokens.",
                       "max_tokens", "invalid_value")
@@ -236,7 +241,7 @@ def _validate_numbers(body: dict[str, Any]) -> None:
 def _validate_streaming(body: dict[str, Any]) -> None:
     stream = body.get("stream")
     if stream is not None and not isinstance(stream, bool):
-        raise _type_error("stream", "a boolean", stream)
+        raise type_error("stream", "a boolean", stream)
     options = body.get("stream_options")
     if options is None:
         return
@@ -244,18 +249,18 @@ def _validate_streaming(body: dict[str, Any]) -> None:
         raise Invalid("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
                       "stream_options", "invalid_value")
     if not isinstance(options, dict):
-        raise _type_error("stream_options", "an object", options)
+        raise type_error("stream_options", "an object", options)
     _unknown_fields(options, {"include_usage", "include_obfuscation"}, "stream_options")
     for key, value in options.items():
         if not isinstance(value, bool):
-            raise _type_error(f"stream_options.{key}", "a boolean", value)
+            raise type_error(f"stream_options.{key}", "a boolean", value)
 
 
 def _validate_messages(messages: Any) -> None:
     if messages is None:
-        raise _missing("messages")
+        raise missing("messages")
     if not isinstance(messages, list):
-        raise _type_error("messages", "an array", messages)
+        raise type_error("messages", "an array", messages)
     if not messages:
         raise Invalid("Invalid 'messages': empty array. Expected an array with minimum length 1, but got "
                       "an empty array instead.", "messages", "empty_array")
@@ -266,52 +271,52 @@ def _validate_messages(messages: Any) -> None:
 
 def _validate_message(message: Any, where: str) -> None:
     if not isinstance(message, dict):
-        raise _type_error(where, "an object", message)
+        raise type_error(where, "an object", message)
     role = message.get("role")
     if role is None:
-        raise _missing(f"{where}.role")
+        raise missing(f"{where}.role")
     if role not in _ROLES:
         raise _invalid_value(f"{where}.role", role, _ROLES)
     _unknown_fields(message, _MESSAGE_FIELDS[role], where.replace("[", ".").rstrip("]"))
     content = message.get("content")
     if role == "assistant":
         if content is None and not message.get("tool_calls") and not message.get("function_call"):
-            raise _missing(f"{where}.content")
+            raise missing(f"{where}.content")
         for j, call in enumerate(message.get("tool_calls") or []):
             _validate_tool_call(call, f"{where}.tool_calls[{j}]")
     elif "content" not in message:
-        raise _missing(f"{where}.content")
+        raise missing(f"{where}.content")
     if role == "tool" and not isinstance(message.get("tool_call_id"), str):
-        raise _missing(f"{where}.tool_call_id")
+        raise missing(f"{where}.tool_call_id")
     if content is None or isinstance(content, str):
         return
     if not isinstance(content, list):
-        raise _type_error(f"{where}.content", "one of a string or array of objects", content)
+        raise type_error(f"{where}.content", "one of a string or array of objects", content)
     for j, part in enumerate(content):
         _validate_part(part, _PART_TYPES.get(role, ("text",)), f"{where}.content[{j}]")
 
 
 def _validate_part(part: Any, allowed: tuple[str, ...], where: str) -> None:
     if not isinstance(part, dict):
-        raise _type_error(where, "an object", part)
+        raise type_error(where, "an object", part)
     kind = part.get("type")
     if kind not in allowed:
         raise _invalid_value(f"{where}.type", kind, allowed)
     _unknown_fields(part, {"type", kind, "prompt_cache_breakpoint"}, where)
     value = part.get(kind)
     if value is None:
-        raise _missing(f"{where}.{kind}")
+        raise missing(f"{where}.{kind}")
     _PART_CHECKS[kind](value, f"{where}.{kind}")
 
 
 def _check_string(value: Any, where: str) -> None:
     if not isinstance(value, str):
-        raise _type_error(where, "a string", value)
+        raise type_error(where, "a string", value)
 
 
 def _check_image(value: Any, where: str) -> None:
     if not isinstance(value, dict) or not isinstance(value.get("url"), str):
-        raise _missing(f"{where}.url")
+        raise missing(f"{where}.url")
     _unknown_fields(value, {"url", "detail"}, where)
     details = ("auto", "low", "high", "original")
     if value.get("detail", "auto") not in details:
@@ -320,7 +325,7 @@ def _check_image(value: Any, where: str) -> None:
 
 def _check_audio(value: Any, where: str) -> None:
     if not isinstance(value, dict) or not isinstance(value.get("data"), str):
-        raise _missing(f"{where}.data")
+        raise missing(f"{where}.data")
     _unknown_fields(value, {"data", "format"}, where)
     if value.get("format") not in ("wav", "mp3"):
         raise _invalid_value(f"{where}.format", value.get("format"), ("wav", "mp3"))
@@ -338,9 +343,9 @@ _PART_CHECKS = {"text": _check_string, "refusal": _check_string, "image_url": _c
 
 def _validate_tool_call(call: Any, where: str) -> None:
     if not isinstance(call, dict):
-        raise _type_error(where, "an object", call)
+        raise type_error(where, "an object", call)
     if not isinstance(call.get("id"), str):
-        raise _missing(f"{where}.id")
+        raise missing(f"{where}.id")
     kind = call.get("type")
     if kind not in ("function", "custom"):
         raise _invalid_value(f"{where}.type", kind, ("function", "custom"))
@@ -349,7 +354,7 @@ def _validate_tool_call(call: Any, where: str) -> None:
     keys = ("name", "arguments") if kind == "function" else ("name", "input")
     for key in keys:
         if not isinstance(inner, dict) or not isinstance(inner.get(key), str):
-            raise _missing(f"{where}.{kind}.{key}")
+            raise missing(f"{where}.{kind}.{key}")
     _unknown_fields(inner, set(keys), f"{where}.{kind}")
 
 
@@ -386,7 +391,7 @@ def _validate_tools(body: dict[str, Any]) -> None:
     names: list[str] = []
     if tools is not None:
         if not isinstance(tools, list):
-            raise _type_error("tools", "an array", tools)
+            raise type_error("tools", "an array", tools)
         for i, tool in enumerate(tools):
             names.append(_validate_tool(tool, f"tools[{i}]"))
     choice = body.get("tool_choice")
@@ -410,27 +415,27 @@ def _validate_tools(body: dict[str, Any]) -> None:
 
 def _validate_tool(tool: Any, where: str) -> str:
     if not isinstance(tool, dict):
-        raise _type_error(where, "an object", tool)
+        raise type_error(where, "an object", tool)
     kind = tool.get("type")
     if kind not in ("function", "custom"):
         raise _invalid_value(f"{where}.type", kind, ("function", "custom"))
     _unknown_fields(tool, {"type", kind}, where)
     inner = tool.get(kind)
     if not isinstance(inner, dict):
-        raise _missing(f"{where}.{kind}")
+        raise missing(f"{where}.{kind}")
     allowed = {"name", "description", "parameters", "strict"} if kind == "function" else \
         {"name", "description", "format"}
     _unknown_fields(inner, allowed, f"{where}.{kind}")
     tool_name = inner.get("name")
     if not isinstance(tool_name, str):
-        raise _missing(f"{where}.{kind}.name")
+        raise missing(f"{where}.{kind}.name")
     if not _NAME.match(tool_name):
         raise Invalid(f"Invalid '{where}.{kind}.name': string does not match pattern. Expected a string that "
                       "matches the pattern '^[a-zA-Z0-9_-]+$'.", f"{where}.{kind}.name", "invalid_value")
     if "parameters" in inner and not isinstance(inner["parameters"], dict):
-        raise _type_error(f"{where}.function.parameters", "an object", inner["parameters"])
+        raise type_error(f"{where}.function.parameters", "an object", inner["parameters"])
     if inner.get("strict") is not None and not isinstance(inner["strict"], bool):
-        raise _type_error(f"{where}.function.strict", "a boolean", inner["strict"])
+        raise type_error(f"{where}.function.strict", "a boolean", inner["strict"])
     return tool_name
 
 
@@ -438,7 +443,7 @@ def _validate_response_format(fmt: Any) -> None:
     if fmt is None:
         return
     if not isinstance(fmt, dict):
-        raise _type_error("response_format", "an object", fmt)
+        raise type_error("response_format", "an object", fmt)
     kind = fmt.get("type")
     if kind not in ("text", "json_object", "json_schema"):
         raise _invalid_value("response_format.type", kind, ("text", "json_object", "json_schema"))
@@ -447,18 +452,18 @@ def _validate_response_format(fmt: Any) -> None:
         return
     spec = fmt.get("json_schema")
     if not isinstance(spec, dict):
-        raise _missing("response_format.json_schema")
+        raise missing("response_format.json_schema")
     _unknown_fields(spec, {"name", "description", "schema", "strict"}, "response_format.json_schema")
     if not isinstance(spec.get("name"), str):
-        raise _missing("response_format.json_schema.name")
+        raise missing("response_format.json_schema.name")
     if not _NAME.match(spec["name"]):
         raise Invalid("Invalid 'response_format.json_schema.name': string does not match pattern. Expected a "
                       "string that matches the pattern '^[a-zA-Z0-9_-]+$'.", "response_format.json_schema.name",
                       "invalid_value")
     if "schema" in spec and not isinstance(spec["schema"], dict):
-        raise _type_error("response_format.json_schema.schema", "an object", spec["schema"])
+        raise type_error("response_format.json_schema.schema", "an object", spec["schema"])
     if spec.get("strict") is not None and not isinstance(spec["strict"], bool):
-        raise _type_error("response_format.json_schema.strict", "a boolean", spec["strict"])
+        raise type_error("response_format.json_schema.strict", "a boolean", spec["strict"])
 
 
 def _validate_misc(body: dict[str, Any]) -> None:
@@ -468,13 +473,13 @@ def _validate_misc(body: dict[str, Any]) -> None:
     stop = body.get("stop")
     if stop is not None and not isinstance(stop, str):
         if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
-            raise _type_error("stop", "one of a string or array of strings", stop)
+            raise type_error("stop", "one of a string or array of strings", stop)
         if len(stop) > 4:
             raise Invalid(f"Invalid 'stop': array too long. Expected an array with maximum length 4, but got "
                           f"an array with length {len(stop)} instead.", "stop", "array_above_max_length")
     for key in ("logprobs", "parallel_tool_calls", "store"):
         if body.get(key) is not None and not isinstance(body[key], bool):
-            raise _type_error(key, "a boolean", body[key])
+            raise type_error(key, "a boolean", body[key])
 
 
 # --- the answer ----------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from typing import Any
 from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_json, split_text
 from .errors import Invalid
 from .openai_chat import check_auth as openai_check_auth
+from .openai_chat import check_numbers, missing, type_error
 from .openai_chat import error_body as error_body  # re-exported: the server asks each wire module
 from .openai_chat import new_request_id as new_request_id
 from .openai_chat import response_headers as response_headers
@@ -85,16 +86,6 @@ def _unknown(value: dict[str, Any], allowed: set[str] | frozenset[str], where: s
             raise Invalid(f"Unknown parameter: '{name_}'.", name_, "unknown_parameter")
 
 
-def _missing(param: str) -> Invalid:
-    return Invalid(f"Missing required parameter: '{param}'.", param, "missing_required_parameter")
-
-
-def _type_error(param: str, expected: str, value: Any) -> Invalid:
-    got = {str: "a string", bool: "a boolean", int: "an integer", float: "a decimal", list: "an array",
-           dict: "an object", type(None): "null"}.get(type(value), "an unknown type")
-    return Invalid(f"Invalid type for '{param}': expected {expected}, but got {got} instead.", param, "invalid_type")
-
-
 def _invalid_value(param: str, value: Any, allowed: tuple[str, ...]) -> Invalid:
     listed = ", ".join(f"'{a}'" for a in allowed[:-1]) + f", and '{allowed[-1]}'"
     return Invalid(f"Invalid value: '{value}'. Supported values are: {listed}.", param, "invalid_value")
@@ -102,23 +93,23 @@ def _invalid_value(param: str, value: Any, allowed: tuple[str, ...]) -> Invalid:
 
 def _string(value: dict[str, Any], key: str, where: str) -> str:
     if key not in value:
-        raise _missing(f"{where}.{key}")
+        raise missing(f"{where}.{key}")
     if not isinstance(value[key], str):
-        raise _type_error(f"{where}.{key}", "a string", value[key])
+        raise type_error(f"{where}.{key}", "a string", value[key])
     return value[key]
 
 
 def validate(body: dict[str, Any]) -> None:
     _unknown(body, _FIELDS, "")
     if "model" not in body:
-        raise _missing("model")
+        raise missing("model")
     if not isinstance(body["model"], str):
-        raise _type_error("model", "a string", body["model"])
+        raise type_error("model", "a string", body["model"])
     for key in ("stream", "store", "parallel_tool_calls", "background"):
         if body.get(key) is not None and not isinstance(body[key], bool):
-            raise _type_error(key, "a boolean", body[key])
+            raise type_error(key, "a boolean", body[key])
     if body.get("instructions") is not None and not isinstance(body["instructions"], str):
-        raise _type_error("instructions", "a string", body["instructions"])
+        raise type_error("instructions", "a string", body["instructions"])
     _validate_numbers(body)
     _validate_options(body)
     names = _validate_tools(body)
@@ -128,20 +119,7 @@ def validate(body: dict[str, Any]) -> None:
 
 
 def _validate_numbers(body: dict[str, Any]) -> None:
-    for key, (low, high) in _RANGES.items():
-        value = body.get(key)
-        if value is None:
-            continue
-        integral = key in ("max_output_tokens", "top_logprobs")
-        if isinstance(value, bool) or not isinstance(value, int if integral else (int, float)):
-            raise _type_error(key, "an integer" if integral else "a decimal", value)
-        kind = "integer" if integral else "decimal"
-        if value < low:
-            raise Invalid(f"Invalid '{key}': {kind} below minimum value. Expected a value >= {low}, but got "
-                          f"{value} instead.", key, f"{kind}_below_min_value")
-        if high is not None and value > high:
-            raise Invalid(f"Invalid '{key}': {kind} above maximum value. Expected a value <= {high}, but got "
-                          f"{value} instead.", key, f"{kind}_above_max_value")
+    check_numbers(body, _RANGES, ("max_output_tokens", "top_logprobs"))
 
 
 def _validate_options(body: dict[str, Any]) -> None:
@@ -150,14 +128,14 @@ def _validate_options(body: dict[str, Any]) -> None:
     include = body.get("include")
     if include is not None:
         if not isinstance(include, list):
-            raise _type_error("include", "an array", include)
+            raise type_error("include", "an array", include)
         for i, value in enumerate(include):
             if value not in _INCLUDABLE:
                 raise _invalid_value(f"include[{i}]", value, _INCLUDABLE)
     reasoning = body.get("reasoning")
     if reasoning is not None:
         if not isinstance(reasoning, dict):
-            raise _type_error("reasoning", "an object", reasoning)
+            raise type_error("reasoning", "an object", reasoning)
         _unknown(reasoning, {"effort", "summary", "generate_summary"}, "reasoning")
         if reasoning.get("effort") is not None and reasoning["effort"] not in _EFFORTS:
             raise _invalid_value("reasoning.effort", reasoning["effort"], _EFFORTS)
@@ -189,12 +167,12 @@ def _validate_tools(body: dict[str, Any]) -> list[str]:
     if tools is None:
         return []
     if not isinstance(tools, list):
-        raise _type_error("tools", "an array", tools)
+        raise type_error("tools", "an array", tools)
     names = []
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
         if not isinstance(tool, dict):
-            raise _type_error(where, "an object", tool)
+            raise type_error(where, "an object", tool)
         if tool.get("type") != "function":
             raise _invalid_value(f"{where}.type", tool.get("type"), ("function",))
         _unknown(tool, {"type", "name", "description", "parameters", "strict", "defer_loading",
@@ -224,7 +202,7 @@ def _validate_text(text: Any) -> None:
     if text is None:
         return
     if not isinstance(text, dict):
-        raise _type_error("text", "an object", text)
+        raise type_error("text", "an object", text)
     _unknown(text, {"format", "verbosity"}, "text")
     fmt = text.get("format")
     if fmt is None:
@@ -238,7 +216,7 @@ def _validate_text(text: Any) -> None:
     _unknown(fmt, {"type", "name", "schema", "description", "strict"}, "text.format")
     _string(fmt, "name", "text.format")
     if not isinstance(fmt.get("schema"), dict):
-        raise _missing("text.format.schema")
+        raise missing("text.format.schema")
     if fmt.get("strict"):
         _check_strict_schema(fmt["schema"], "text.format.schema", f"response_format '{fmt['name']}'")
 
@@ -248,12 +226,12 @@ def _validate_input(body: dict[str, Any]) -> None:
     if items is None or isinstance(items, str):
         return
     if not isinstance(items, list):
-        raise _type_error("input", "a string or an array", items)
+        raise type_error("input", "a string or an array", items)
     calls: set[str] = set()
     for i, item in enumerate(items):
         where = f"input[{i}]"
         if not isinstance(item, dict):
-            raise _type_error(where, "an object", item)
+            raise type_error(where, "an object", item)
         kind = item.get("type", "message" if "role" in item else None)
         if kind not in _ITEM_TYPES:
             raise _invalid_value(f"{where}.type", kind, _ITEM_TYPES)
@@ -277,18 +255,18 @@ def _validate_input(body: dict[str, Any]) -> None:
 def _validate_message(item: dict[str, Any], where: str) -> None:
     role = item.get("role")
     if role is None:
-        raise _missing(f"{where}.role")
+        raise missing(f"{where}.role")
     if role not in _ROLES:
         raise _invalid_value(f"{where}.role", role, _ROLES)
     content = item.get("content")
     if content is None:
-        raise _missing(f"{where}.content")
+        raise missing(f"{where}.content")
     if "id" in item and (role != "assistant" or not isinstance(content, list)):
         raise Invalid(f"Invalid '{where}': an item with an id must be an assistant output message.", where)
     if isinstance(content, str):
         return
     if not isinstance(content, list):
-        raise _type_error(f"{where}.content", "a string or an array", content)
+        raise type_error(f"{where}.content", "a string or an array", content)
     allowed = ("output_text", "refusal") if role == "assistant" else _INPUT_PARTS
     for j, part in enumerate(content):
         _validate_part(part, allowed, f"{where}.content[{j}]")
@@ -296,7 +274,7 @@ def _validate_message(item: dict[str, Any], where: str) -> None:
 
 def _validate_part(part: Any, allowed: tuple[str, ...], where: str) -> None:
     if not isinstance(part, dict):
-        raise _type_error(where, "an object", part)
+        raise type_error(where, "an object", part)
     kind = part.get("type")
     if kind not in allowed:
         raise _invalid_value(f"{where}.type", kind, allowed)
@@ -313,7 +291,7 @@ def _validate_part(part: Any, allowed: tuple[str, ...], where: str) -> None:
     elif not ({"file_data", "file_id", "file_url"} & set(part)):
         raise Invalid(f"Invalid '{where}': one of 'file_data', 'file_id' or 'file_url' is required.", where)
     elif "file_data" in part and "filename" not in part:
-        raise _missing(f"{where}.filename")
+        raise missing(f"{where}.filename")
 
 
 def _validate_reasoning(item: dict[str, Any], where: str, store_false: bool, following: Any) -> None:
@@ -322,7 +300,7 @@ def _validate_reasoning(item: dict[str, Any], where: str, store_false: bool, fol
     item_id = _string(item, "id", where)
     summary = item.get("summary")
     if not isinstance(summary, list):
-        raise _missing(f"{where}.summary")
+        raise missing(f"{where}.summary")
     for j, part in enumerate(summary):
         if not isinstance(part, dict) or part.get("type") != "summary_text" or not isinstance(part.get("text"), str):
             raise _invalid_value(f"{where}.summary[{j}].type", (part or {}).get("type"), ("summary_text",))
@@ -347,7 +325,7 @@ def _validate_output(output: Any, where: str) -> None:
     if isinstance(output, str):
         return
     if not isinstance(output, list):
-        raise _type_error(where, "a string or an array", output)
+        raise type_error(where, "a string or an array", output)
     for j, part in enumerate(output):
         _validate_part(part, _INPUT_PARTS, f"{where}[{j}]")
 
