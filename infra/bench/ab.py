@@ -11,12 +11,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 
 from . import load
 from .__main__ import targets
 from .profile import SCENARIOS
 from .stack import running
+
+
+def cpu_seconds(pid: int) -> float:
+    """A process's user + system CPU time so far (/proc/<pid>/stat, fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -35,12 +43,17 @@ def main(argv: list[str] | None = None) -> None:
         tg = targets(stack, sc)
 
         async def measure() -> dict[str, dict[str, list[float]]]:
-            got: dict[str, dict[str, list[float]]] = {v: {"lat": [], "ttfb": [], "rps": []} for v in variants}
+            got: dict[str, dict[str, list[float]]] = {v: {"lat": [], "ttfb": [], "rps": [], "cpu": []}
+                                                      for v in variants}
             for v in variants:
                 await load.sequential(tg[v], 30)
             for _ in range(args.rounds):
                 for v in variants:
+                    pid = stack.servers[v][1].pid
+                    before = cpu_seconds(pid)
                     res = await load.sequential(tg[v], args.calls, warmup=2)
+                    # The server's own CPU per call: what a loaded machine does not inflate.
+                    got[v]["cpu"].append((cpu_seconds(pid) - before) / (args.calls + 2) * 1e3)
                     got[v]["lat"] += [r.total_ns / 1e6 for r in res]
                     got[v]["ttfb"] += [r.ttfb_ns / 1e6 for r in res]
             for _ in range(max(2, args.rounds // 2)):
@@ -59,7 +72,8 @@ def main(argv: list[str] | None = None) -> None:
         g = got[v]
         print(f"  {v}: latency p50 {load.percentile(g['lat'], 0.5):.3f} ms p99 {load.percentile(g['lat'], 0.99):.3f} "
               f"ms, TTFB p50 {load.percentile(g['ttfb'], 0.5):.3f} ms, throughput {statistics.median(g['rps']):.0f}/s "
-              f"(runs {', '.join(f'{x:.0f}' for x in g['rps'])})")
+              f"(runs {', '.join(f'{x:.0f}' for x in g['rps'])}); "
+              f"server CPU {statistics.median(g['cpu']):.3f} ms a call")
     a, b = got["A"], got["B"]
     d50 = load.percentile(a["lat"], 0.5) - load.percentile(b["lat"], 0.5)
     print(f"  B saves {d50:.3f} ms p50 ({d50 / max(load.percentile(a['lat'], 0.5) - floor, 1e-9):.0%} of A's added "

@@ -138,8 +138,11 @@ class ChoiceEnd:
 class Raw:
     """The provider's own words, for a caller who speaks the same protocol (DESIGN: "same
     protocol, no translation"). Emitted by the transport only when `Call.raw_wire` names the
-    offering's wire: the whole body of a buffered answer, or each SSE event of a stream, just
-    before the canonical events decoded from it. Translating doors and the Assembler ignore it."""
+    offering's wire: the whole body of a buffered answer (just before the canonical events decoded
+    from it), or each SSE event of a stream, carrying the canonical events decoded from it
+    (`decoded`). A stream's token is then one event, not two, through every layer between the
+    provider and the caller: that halves a passthrough token's cost there. The Assembler adds the
+    decoded events; translating doors never see a Raw (they serve other wires)."""
 
     data: str
     """The JSON text: the whole body, or one SSE event's data (`[DONE]` included)."""
@@ -148,6 +151,9 @@ class Raw:
     parsed: Any = field(default=None, compare=False, repr=False)
     """The JSON the wire's stream decoder already parsed from `data` (a dict), when it keeps it, so a
     passthrough writer need not parse every chunk a second time. Never mutate it: copy what changes."""
+    decoded: tuple[Event, ...] = field(default=(), compare=False, repr=False)
+    """A stream's SSE event: the canonical events decoded from it, in order (the record's usage and
+    finish, the start of output, the text a route keeps)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -211,6 +217,8 @@ class Assembler:
         elif kind is Raw:
             if self.keep_raw:
                 self.raw.append(event)  # type: ignore[arg-type]
+            for inner in event.decoded:  # type: ignore[union-attr]
+                self.add(inner)
         else:
             self._add_other(event)
 
@@ -241,8 +249,8 @@ class Assembler:
                 self.usage.merge(usage)
             case Finish():
                 self.finish = event
-            case Raw() if self.keep_raw:
-                self.raw.append(event)
+            case Raw():
+                self.add(event)
 
     def _open(self, index: int) -> _Part:
         part = self.parts.get(index)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from starlette.requests import ClientDisconnect
 
-from momor.api.flow import _RecordedStream
+from momor.api.frame_stream import FrameStream as _RecordedStream
 
 
 @pytest.mark.parametrize("spec", ["2.4", "2.3"])

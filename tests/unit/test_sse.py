@@ -63,3 +63,32 @@ def test_many_events_below_the_bound_pass_whatever_their_total():
 
 def test_the_default_bound_is_generous():
     assert MAX_EVENT >= 4 * 1024 * 1024
+
+
+LF_STREAM = (
+    'data: {"a": 1}\n\n'
+    "event: message_start\ndata: {\"b\": 2}\n\n"
+    ": keep-alive\n\n"
+    "data:no-space\n\n"
+    "event: ping\n\n"
+    "data: one\ndata: two\n\n\n\n"
+    "event: delta\ndata: x\ndata: y\n\n"
+    "id: 7\ndata: with id\n\n"
+    "data: [DONE]\n\n"
+)
+LF_EVENTS = [SSEEvent(None, '{"a": 1}'), SSEEvent("message_start", '{"b": 2}'), SSEEvent(None, "no-space"),
+             SSEEvent("ping", ""), SSEEvent(None, "one\ntwo"), SSEEvent("delta", "x\ny"), SSEEvent(None, "with id"),
+             SSEEvent(None, "[DONE]")]
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 13, 17, 64, len(LF_STREAM)])
+def test_newline_only_streams_decode_the_same_whole_or_in_any_split(size):
+    # Whole events in one read take the decoder's fast path; split ones the line-by-line path.
+    assert feed(LF_STREAM, size) == LF_EVENTS
+
+
+def test_an_event_begun_in_one_read_is_finished_by_the_next():
+    decoder = SSEDecoder()
+    assert decoder.decode("data: a\n") == []  # its blank line is still to come
+    assert decoder.decode("\ndata: b\n\nevent: e\n") == [SSEEvent(None, "a"), SSEEvent(None, "b")]
+    assert decoder.decode("data: c\n\n") == [SSEEvent("e", "c")]

@@ -40,6 +40,7 @@ from ..store.budgets import BudgetState
 from ..store.ratelimit import RateState
 from ..store.records import cost_usd
 from .backend import Backend, Caller
+from .frame_stream import FrameStream
 
 REQUEST_ID_HEADER = "X-Momor-Request-Id"
 
@@ -211,34 +212,12 @@ async def generate(p: Prepared) -> Response:
     # Without an after_answer, the door reads the answer's events directly (one generator layer less
     # for every event of the stream).
     events = answer.events if p.after_answer is None else _answered(p, answer)
-    return _RecordedStream(
+    return FrameStream(
         p.door.stream(recorder.request_id, routed, answer.served, events),
         ended=lambda: _stream_ended(p, answer),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, answer.served)},
     )
-
-
-class _RecordedStream(StreamingResponse):
-    """A stream that ends its answer and writes its record the moment it stops, however it stops.
-
-    A caller who hangs up while a chunk is being sent leaves the body generator suspended at its
-    yield: Starlette raises out of `send()` and never closes it, so its clean-up (and the record)
-    would wait for the garbage collector. Here it is closed at once, shielded from the
-    cancellation that ended the stream.
-    """
-
-    def __init__(self, content: AsyncIterator[bytes], *, ended: Callable[[], Awaitable[None]], **kwargs: Any) -> None:
-        super().__init__(content, **kwargs)
-        self._ended = ended
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self.body_iterator.aclose()  # type: ignore[attr-defined]
-                await self._ended()
 
 
 async def _stream_ended(p: Prepared, answer: Answer) -> None:

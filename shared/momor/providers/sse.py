@@ -38,6 +38,33 @@ class SSEDecoder:
         self._max = max_event
 
     def decode(self, chunk: str) -> list[SSEEvent]:
+        if not self._line and not self._pending_cr and "\r" not in chunk:
+            return self._decode_lf(chunk)
+        return self._decode_lines(chunk)
+
+    def _decode_lf(self, chunk: str) -> list[SSEEvent]:
+        """The common case, cut at blank lines: every read begins a line and uses `\\n` alone. An
+        event that is one `data:` line, or an `event:` line and one `data:` line (what OpenAI's
+        and Anthropic's streams are made of), is taken whole; anything else goes line by line."""
+        blocks = chunk.split("\n\n")
+        tail = blocks.pop()  # after the last blank line: the start of an event still to come
+        events: list[SSEEvent] = []
+        for block in blocks:
+            if not self._data and self._event is None:
+                if block.startswith("data: ") and "\n" not in block:
+                    events.append(SSEEvent(None, block[6:]))
+                    continue
+                if block.startswith("event: "):
+                    name, sep, data = block.partition("\n")
+                    if sep and data.startswith("data: ") and "\n" not in data:
+                        events.append(SSEEvent(name[7:], data[6:]))
+                        continue
+            events += self._decode_lines(block + "\n\n")
+        if tail:
+            events += self._decode_lines(tail)
+        return events
+
+    def _decode_lines(self, chunk: str) -> list[SSEEvent]:
         if self._pending_cr and chunk.startswith("\n"):
             chunk = chunk[1:]  # the \n of a \r\n split across two chunks
         self._pending_cr = chunk.endswith("\r")

@@ -8,10 +8,11 @@ handshake and a connection pool each time). Transport failures become `ProviderE
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import email.utils
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,13 +118,14 @@ async def exchange(
                 # The stream decoded here, not in a generator of its own: each event of a long
                 # stream would cross one more generator layer.
                 decoder, raw = wire.stream_decoder(target), call.passthrough(wire.name)
-                async for text in response.aiter_text():
-                    for item in framer.decode(text):
+                reads, as_text, rest = _reads(response)
+                async for read in reads:
+                    for item in framer.decode(as_text(read)):
                         for event in _feed(decoder, item, raw):
                             yield event
                         if decoder.done:
                             return
-                for item in framer.flush():  # an unterminated last frame
+                for item in [*framer.decode(rest()), *framer.flush()]:  # an unterminated last frame
                     for event in _feed(decoder, item, raw):
                         yield event
                 for event in decoder.close():
@@ -236,6 +238,22 @@ async def _read_body(response: httpx2.Response, idle: float) -> bytes:
         chunks.append(chunk)
 
 
+def _reads(response: httpx2.Response) -> tuple[AsyncIterator[Any], Callable[[Any], str], Callable[[], str]]:
+    """The streamed body's reads, how each becomes text, and the text left at the end.
+
+    An unencoded body (what providers send for event streams) is read below `aiter_text`, whose two
+    decoding and chunking layers cost more per read than this incremental UTF-8 decode (a character
+    split across two reads is decoded once both are in); a compressed one goes through httpx's."""
+    if response.headers.get("content-encoding", "identity").strip().lower() not in ("identity", ""):
+        return response.aiter_text(), _as_is, str  # str() == "": aiter_text flushes its own decoder
+    utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+    return response.aiter_raw(), utf8.decode, lambda: utf8.decode(b"", True)
+
+
+def _as_is(text: str) -> str:
+    return text
+
+
 def _framer(content_type: str) -> SSEDecoder | NDJSONDecoder | None:
     """How a streamed body is cut into events: SSE, or one JSON object a line (Puter); None for a
     whole body."""
@@ -246,10 +264,11 @@ def _framer(content_type: str) -> SSEDecoder | NDJSONDecoder | None:
     return None
 
 
-def _feed(decoder: StreamDecoder, item: SSEEvent, raw: bool) -> list[Event]:
+def _feed(decoder: StreamDecoder, item: SSEEvent, raw: bool) -> Iterable[Event]:
     # Decode first: a malformed chunk raises here and never reaches a passthrough caller.
-    events = list(decoder.feed(item))
-    if raw:
-        # The decoder's parse of this event, where it keeps one (`parsed`), spares the writer a second.
-        events.insert(0, Raw(item.data, item.event, getattr(decoder, "parsed", None)))
-    return events
+    if not raw:
+        return decoder.feed(item)
+    # One Raw carrying what was decoded from it; the decoder's parse (`parsed`), where it keeps one,
+    # spares the writer a second.
+    decoded = tuple(decoder.feed(item))
+    return (Raw(item.data, item.event, getattr(decoder, "parsed", None), decoded),)

@@ -30,7 +30,7 @@ import anyio
 from ..call import Call, Parameters
 from ..config import derived
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
-from ..events import Assembler, Continued, Event, Finish, Usage
+from ..events import Assembler, Continued, Event, Usage
 from ..providers import wire_for_call
 from ..providers.base import Target
 from ..providers.transport import Timeouts, exchange
@@ -336,7 +336,7 @@ class Session:
                     while (event := await watchdog.read(serving.rest)) is not None:
                         produced.add(event)
                         yield event
-                        if isinstance(event, Finish):
+                        if produced.finish is not None:  # a Finish, or a provider's event carrying one (Raw)
                             break
                 finally:
                     watchdog.stop()
