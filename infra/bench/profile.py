@@ -26,6 +26,11 @@ SCENARIOS = {
     "openai-stream": Scenario("openai", "openai", True),
     "native-long": Scenario("native", "openai", True, shape="long"),
     "openai-long": Scenario("openai", "openai", True, shape="long"),
+    "anthropic-long": Scenario("anthropic", "anthropic", True, shape="long"),
+    "native-anthropic-long": Scenario("native", "anthropic", True, shape="long"),
+    "openai-anthropic-long": Scenario("openai", "anthropic", True, shape="long"),
+    "anthropic-openai-long": Scenario("anthropic", "openai", True, shape="long"),
+    "anthropic-stream": Scenario("anthropic", "anthropic", True),
     "openai-large": Scenario("openai", "openai", False, "large"),
 }
 

@@ -92,3 +92,11 @@ def test_an_event_begun_in_one_read_is_finished_by_the_next():
     assert decoder.decode("data: a\n") == []  # its blank line is still to come
     assert decoder.decode("\ndata: b\n\nevent: e\n") == [SSEEvent(None, "a"), SSEEvent(None, "b")]
     assert decoder.decode("data: c\n\n") == [SSEEvent("e", "c")]
+
+
+def test_a_line_cut_between_reads_is_joined_and_the_rest_of_the_read_still_decoded():
+    decoder = SSEDecoder()
+    assert decoder.decode('data: {"a"') == []
+    assert decoder.decode(': 1}\n\ndata: b\n\nevent: e\ndata: c\n\nda') == [
+        SSEEvent(None, '{"a": 1}'), SSEEvent(None, "b"), SSEEvent("e", "c")]
+    assert decoder.decode("ta: d\n\n") == [SSEEvent(None, "d")]

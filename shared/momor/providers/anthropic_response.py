@@ -21,6 +21,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from ..errors import ProviderError
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from .base import SSEEvent, Target, count_of
@@ -113,6 +115,10 @@ def _thinking_state(block: dict[str, Any], signature: str) -> dict[str, Any]:
 
 
 def _load(body: bytes | str, what: str) -> Any:
+    try:
+        return orjson.loads(body)  # several times faster, and run on every event of a stream
+    except orjson.JSONDecodeError:
+        pass  # what orjson refuses and json takes (NaN, huge integers): as before
     try:
         return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError):

@@ -204,6 +204,10 @@ class _ToolPart:
     extras: dict[str, Any] = field(default_factory=dict)
 
 
+_PLAIN_DELTA = frozenset(("content", "role"))
+"""The keys of a delta that only continues the text (`_plain_text`)."""
+
+
 class _ChatStreamDecoder:
     """Turns `chat.completion.chunk` events into canonical events.
 
@@ -259,6 +263,9 @@ class _ChatStreamDecoder:
     def _chunk(self, chunk: dict[str, Any]) -> list[Event]:
         if isinstance(chunk.get("system_fingerprint"), str):
             self._fingerprint = chunk["system_fingerprint"]
+        plain = self._plain_text(chunk)
+        if plain is not None:
+            return [plain]
         events: list[Event] = []
         for choice in chunk.get("choices") or []:
             if isinstance(choice, dict) and choice.get("index", 0) == 0:
@@ -268,6 +275,24 @@ class _ChatStreamDecoder:
         if isinstance(usage, dict):
             events.append(UsageEvent(_map_usage(usage)))
         return events
+
+    def _plain_text(self, chunk: dict[str, Any]) -> Delta | None:
+        """Most chunks of a long answer: one choice bringing more text to the open content part, and
+        nothing else. Decoded here without the general walk (a token's cost is mostly such walks)."""
+        text_part = self._text
+        if text_part is None or text_part[0] != "content" or chunk.get("usage") is not None:
+            return None
+        choices = chunk.get("choices")
+        if type(choices) is not list or len(choices) != 1:
+            return None
+        choice = choices[0]
+        if type(choice) is not dict or choice.get("finish_reason") is not None or choice.get("index", 0) != 0:
+            return None
+        delta = choice.get("delta")
+        if type(delta) is not dict or not delta.keys() <= _PLAIN_DELTA:
+            return None
+        text = delta.get("content")
+        return Delta(text_part[1], text) if type(text) is str and text else None
 
     def _choice(self, choice: dict[str, Any]) -> list[Event]:
         delta = choice.get("delta") or {}

@@ -38,9 +38,15 @@ class SSEDecoder:
         self._max = max_event
 
     def decode(self, chunk: str) -> list[SSEEvent]:
-        if not self._line and not self._pending_cr and "\r" not in chunk:
+        if self._pending_cr or "\r" in chunk:
+            return self._decode_lines(chunk)
+        if not self._line and not self._data and self._event is None:
             return self._decode_lf(chunk)
-        return self._decode_lines(chunk)
+        # An event begun in an earlier read: finished line by line, the reads' rest the fast way.
+        cut = chunk.find("\n\n")
+        if cut < 0:
+            return self._decode_lines(chunk)
+        return self._decode_lines(chunk[:cut + 2]) + self._decode_lf(chunk[cut + 2:])
 
     def _decode_lf(self, chunk: str) -> list[SSEEvent]:
         """The common case, cut at blank lines: every read begins a line and uses `\\n` alone. An

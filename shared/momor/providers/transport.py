@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx2
 
+from .. import stream_reads
 from ..call import Call
 from ..errors import ProviderError
 from ..events import Event, Raw
@@ -118,7 +119,7 @@ async def exchange(
                 # The stream decoded here, not in a generator of its own: each event of a long
                 # stream would cross one more generator layer.
                 decoder, raw = wire.stream_decoder(target), call.passthrough(wire.name)
-                reads, as_text, rest = _reads(response)
+                reads, as_text, rest = _reads(response, timeouts.first_byte)
                 async for read in reads:
                     for item in framer.decode(as_text(read)):
                         for event in _feed(decoder, item, raw):
@@ -238,16 +239,18 @@ async def _read_body(response: httpx2.Response, idle: float) -> bytes:
         chunks.append(chunk)
 
 
-def _reads(response: httpx2.Response) -> tuple[AsyncIterator[Any], Callable[[Any], str], Callable[[], str]]:
+def _reads(response: httpx2.Response, read_timeout: float | None
+           ) -> tuple[AsyncIterator[Any], Callable[[Any], str], Callable[[], str]]:
     """The streamed body's reads, how each becomes text, and the text left at the end.
 
-    An unencoded body (what providers send for event streams) is read below `aiter_text`, whose two
-    decoding and chunking layers cost more per read than this incremental UTF-8 decode (a character
-    split across two reads is decoded once both are in); a compressed one goes through httpx's."""
+    An unencoded body (what providers send for event streams) is read a socket read at a time
+    (stream_reads.py), below `aiter_text`, whose layers cost more per HTTP chunk than this
+    incremental UTF-8 decode (a character split across two reads is decoded once both are in; an
+    event stream is UTF-8 whatever its headers say); a compressed one goes through httpx's decoders."""
     if response.headers.get("content-encoding", "identity").strip().lower() not in ("identity", ""):
         return response.aiter_text(), _as_is, str  # str() == "": aiter_text flushes its own decoder
     utf8 = codecs.getincrementaldecoder("utf-8")("replace")
-    return response.aiter_raw(), utf8.decode, lambda: utf8.decode(b"", True)
+    return stream_reads.chunks(response, read_timeout), utf8.decode, lambda: utf8.decode(b"", True)
 
 
 def _as_is(text: str) -> str:

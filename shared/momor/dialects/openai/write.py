@@ -37,7 +37,7 @@ _FINISH_REASON_MAP: dict[Stop, str] = {
     "refusal": "content_filter",
     "other": "stop",
 }
-_REASONING_FIELDS = ("reasoning_content",)
+_REASONING_FIELDS = frozenset(("reasoning_content",))
 """Where OpenAI-compatible servers write reasoning; each comes back as `reasoning`."""
 
 
@@ -97,13 +97,20 @@ def rewrite_chunk(raw: str, request_id: str, candidate: Candidate, include_usage
     chunk["id"] = request_id
     chunk["model"] = candidate.model.public_id
     choices = chunk.get("choices")
-    if choices and any(isinstance(c, dict) and _has_reasoning(c.get("delta")) for c in choices):
+    if choices and _any_reasoning(choices):
         chunk["choices"] = [_renamed_choice(c) for c in choices]
     return chunk
 
 
+def _any_reasoning(choices: Any) -> bool:
+    if type(choices) is list and len(choices) == 1:  # the usual chunk: no generator for one choice
+        choice = choices[0]
+        return isinstance(choice, dict) and _has_reasoning(choice.get("delta"))
+    return any(isinstance(c, dict) and _has_reasoning(c.get("delta")) for c in choices)
+
+
 def _has_reasoning(delta: Any) -> bool:
-    return isinstance(delta, dict) and any(name in delta for name in _REASONING_FIELDS)
+    return isinstance(delta, dict) and not _REASONING_FIELDS.isdisjoint(delta)
 
 
 def _renamed_choice(choice: Any) -> Any:
