@@ -27,6 +27,8 @@ from httpcore2._async.http11 import AsyncHTTP11Connection, HTTP11ConnectionByteS
 
 READ_BYTES = 64 * 1024
 """One socket read, as httpcore reads (AsyncHTTP11Connection.READ_NUM_BYTES)."""
+PIECE_BYTES = 4 * 1024
+"""The most one piece carries: a few dozen events, enough to spread the per-piece cost thin."""
 
 
 def h11_connection(response: httpx2.Response) -> AsyncHTTP11Connection | None:
@@ -57,6 +59,7 @@ async def _reads(connection: AsyncHTTP11Connection, read_timeout: float | None) 
     state: h11.Connection = connection._h11_state
     network: Any = connection._network_stream
     pieces: list[bytes] = []
+    size = 0
     while True:
         try:
             event = state.next_event()
@@ -65,10 +68,14 @@ async def _reads(connection: AsyncHTTP11Connection, read_timeout: float | None) 
         kind = type(event)
         if kind is h11.Data:
             pieces.append(event.data)  # type: ignore[union-attr]
+            size += len(event.data)  # type: ignore[union-attr]
+            if size >= PIECE_BYTES:  # a big read goes up in parts: its first events need not wait for its last
+                yield b"".join(pieces)
+                pieces, size = [], 0
         elif event is h11.NEED_DATA:
             if pieces:
                 yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
-                pieces = []
+                pieces, size = [], 0
             data = await _read(network, read_timeout)
             if not data and state.their_state is h11.SEND_RESPONSE:
                 raise httpx2.RemoteProtocolError("Server disconnected without sending a response.")

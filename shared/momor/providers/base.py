@@ -66,7 +66,7 @@ class WireRequest:
     """An absolute URL that replaces base URL + path (a base URL filled from the key's values)."""
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)  # not frozen: a frozen __init__ costs three times a plain one, paid per event
 class SSEEvent:
     """One server-sent event as decoded from the wire."""
 
