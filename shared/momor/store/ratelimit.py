@@ -56,9 +56,6 @@ DYNAMODB_TIMEOUT_S = 2.0
 """How long a request waits for the limiter before it is admitted anyway: the store's own retries
 (dynamo.py) must not hold a request; the limiter is not worth that. Its calls go through the
 lean signed-HTTP DynamoDB caller on the event loop (no boto3 client, no thread)."""
-LIMIT_CACHE_SECONDS = 60.0
-"""A caller's own `rateLimit` is read once a minute per process, not once a request: changing it
-takes up to this long to bite, as disabling a key does (apikeys.CACHE_SECONDS)."""
 _CACHE_MAX = 4096
 
 
@@ -420,7 +417,8 @@ class _CallerLimits:
             with self._lock:
                 if len(self._cache) >= _CACHE_MAX:
                     self._cache.clear()
-                self._cache[key_hash] = (own, time.monotonic() + LIMIT_CACHE_SECONDS)
+                # Read once per MOMOR_API_KEY_CACHE_S, as the key itself is: a change takes that long to bite.
+                self._cache[key_hash] = (own, time.monotonic() + get_config().api_key_cache)
         return fallback if own is None else own
 
     def clear(self) -> None:
