@@ -3,6 +3,7 @@
     storage     MOMOR_CATALOG_FILE (development) or MOMOR_CATALOG_BUCKET + MOMOR_CATALOG_KEY (S3),
                 MOMOR_CATALOG_TTL (60 s), MOMOR_KEYS_SECRET, MOMOR_KEYS_TTL (300 s),
                 MOMOR_RECORDS_TABLE, MOMOR_RECORD_TTL_DAYS (90), MOMOR_API_KEYS_TABLE,
+                MOMOR_API_KEY_CACHE_S (60: how long a disabled key may still work in a warm process),
                 MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30)
     failures    MOMOR_RETRIES (2), MOMOR_RETRY_BASE_MS (250), MOMOR_RETRY_MAX_MS (4000),
                 MOMOR_MAX_RETRY_AFTER_S (20), MOMOR_CALL_BUDGET_S (300), MOMOR_CONNECT_TIMEOUT_S (10),
@@ -58,6 +59,9 @@ class Config:
     records_table: str | None = _knob("MOMOR_RECORDS_TABLE")
     record_ttl_days: int = _knob("MOMOR_RECORD_TTL_DAYS", 90, kind=int, minimum=0)
     api_keys_table: str | None = _knob("MOMOR_API_KEYS_TABLE")
+    api_key_cache: float = _knob("MOMOR_API_KEY_CACHE_S", 60.0, kind=float, minimum=0)
+    """How long a verified API key (and its rateLimit and budgets) is trusted without asking the table:
+    the bound on how long a disabled or deleted key keeps working in a warm process. 0: every call asks."""
     memory_table: str | None = _knob("MOMOR_MEMORY_TABLE")
     memory_ttl_days: int = _knob("MOMOR_MEMORY_TTL_DAYS", 30, kind=int, minimum=0)
     usage_max_records: int = _knob("MOMOR_USAGE_MAX_RECORDS", 20_000, kind=int, minimum=1)  # store/usage.py

@@ -75,8 +75,8 @@ async def test_positive_lookups_are_cached(momor_aws: Any, monkeypatch: pytest.M
     )
     assert await apikeys.authenticate(plaintext) == caller  # from this process's cache
 
-    now = apikeys.time.monotonic()
-    monkeypatch.setattr(apikeys.time, "monotonic", lambda: now + apikeys.CACHE_SECONDS + 1)
+    now = apikeys._clock()
+    monkeypatch.setattr(apikeys, "_clock", lambda: now + apikeys.cache_seconds() + 1)
     assert await apikeys.authenticate(plaintext) is None  # the cache expired; the table says no
 
 

@@ -22,6 +22,8 @@ from momor.routing.policy import Policy, current_policy
     ("MOMOR_RATE_WINDOW_S", "1.5", "an integer"),
     ("MOMOR_MAX_BODY_BYTES", str(64 * 1024 * 1024), "lower this limit"),
     ("MOMOR_CATALOG_TTL", "-5", "at least 0"),
+    ("MOMOR_API_KEY_CACHE_S", "-1", "at least 0"),
+    ("MOMOR_API_KEY_CACHE_S", "a minute", "a number"),
 ])
 def test_a_bad_value_is_refused_naming_its_variable(name, value, says):
     with pytest.raises(ConfigError) as caught:

@@ -341,3 +341,75 @@ async def test_a_lease_ends_with_its_window(clock, with_table, monkeypatch):
     clock.now += 60  # the next window: the old lease is not used there
     await admit("c1", limit=100)
     assert len(fake.updates) == 2 and fake.items["rate#c1#1700000100"] == 5
+
+
+class PacedDynamo(CountingDynamo):
+    """CountingDynamo whose every call takes a turn of the event loop, as a network round trip does, and
+    which notes whether the call was made on the request's own path (the test's task) or beside it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.on_path = 0
+        self.beside = 0
+        self.path_task: asyncio.Task | None = None
+
+    def as_call(self):
+        async def call(operation, payload):
+            if asyncio.current_task() is self.path_task:
+                self.on_path += 1
+            else:
+                self.beside += 1
+            await asyncio.sleep(0)
+            return await as_dynamo(self)(operation, payload)
+
+        return call
+
+
+async def test_concurrent_requests_meeting_an_empty_lease_ask_the_store_once(clock, with_table, monkeypatch):
+    fake = PacedDynamo()
+    monkeypatch.setattr(dynamo, "call", fake.as_call())
+    states = await asyncio.gather(*(admit("c1", limit=5000) for _ in range(20)))
+    assert all(s.allowed and not s.failed_open for s in states)
+    assert len(fake.updates) == 1  # one lease of 50 for all 20, not 20 leases overwriting each other
+    assert sorted(s.remaining for s in states) == list(range(4999 - 19, 5000))
+    assert fake.items == {"rate#c1#1700000040": 50}
+
+
+async def test_the_next_lease_is_reserved_before_the_last_runs_out(clock, with_table, monkeypatch):
+    fake = PacedDynamo()
+    fake.path_task = asyncio.current_task()
+    monkeypatch.setattr(dynamo, "call", fake.as_call())
+    states = []
+    for _ in range(100):
+        states.append(await admit("c1", limit=100))
+        for _ in range(5):  # the time between two calls, in which work beside the answers runs
+            await asyncio.sleep(0)
+    assert fake.on_path == 1  # only the very first request waited for the store
+    assert fake.beside == 19 and len(fake.updates) == 20  # every later lease of 5 reserved ahead
+    assert [s.remaining for s in states] == list(range(99, -1, -1))  # still told as if counted one by one
+    assert fake.items == {"rate#c1#1700000040": 100}  # never more than the limit in the store
+    refused = await admit("c1", limit=100)
+    assert not refused.allowed and fake.items == {"rate#c1#1700000040": 100}
+
+
+async def test_a_lease_reserved_ahead_that_fails_leaves_the_next_request_to_ask(clock, with_table, monkeypatch,
+                                                                               caplog):
+    fake = PacedDynamo()
+    calls = fake.as_call()
+    failing = [False]
+
+    async def call(operation, payload):
+        if failing[0]:
+            raise ConnectionError("Could not connect to the endpoint URL")
+        return await calls(operation, payload)
+
+    monkeypatch.setattr(dynamo, "call", call)
+    states = [await admit("c1", limit=100) for _ in range(2)]
+    failing[0] = True
+    states.append(await admit("c1", limit=100))  # half the lease left: a reservation ahead starts, and fails
+    await asyncio.sleep(0)
+    assert any("not reserved ahead" in r.message for r in caplog.records)
+    failing[0] = False
+    states += [await admit("c1", limit=100) for _ in range(4)]  # two from the lease, then the store again
+    assert [s.remaining for s in states] == list(range(99, 92, -1)) and not any(s.failed_open for s in states)
+    assert fake.items == {"rate#c1#1700000040": 10}

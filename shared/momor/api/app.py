@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
+from starlette.routing import Route
 
 from ..errors import MomorError
 from ..http import new_request_id
@@ -19,7 +20,13 @@ from .backend import Backend
 from .error_shape import error_response
 from .flow import id_headers, retry_header
 
-RouterFactory = Callable[[Backend], APIRouter]
+RouterFactory = Callable[[Backend], list[Route]]
+"""A route module's `router(backend)`: its routes, plain Starlette ones.
+
+Every route takes a `Request` and returns a `Response`, so FastAPI's APIRoute would add only cost: per
+request it solves an (empty) dependency graph, opens an exit stack and runs the endpoint through
+`run_endpoint_function`. Mounted directly on the app's router, a route is matched and called by
+Starlette; FastAPI stays the app (its exception handling, the handlers below)."""
 
 NO_TELEMETRY = {"tracing": False, "metrics": False, "logs": False, "operation_spans": False}
 """FastAPI's native OpenTelemetry, off: Momor reports through its own logs and metrics, and with it
@@ -33,7 +40,7 @@ def build_app(*factories: RouterFactory, backend: Backend | None = None, title: 
     # No /docs, /redoc or /openapi.json: the schema would be built on a request no caller makes.
     app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None, telemetry=NO_TELEMETRY)
     for factory in factories:
-        app.include_router(factory(backend))
+        app.router.routes.extend(factory(backend))
 
     # Starlette's own refusals (unknown path, wrong method) in the shape of whoever asked:
     # Anthropic's or OpenAI's error on their routes, a problem document elsewhere.

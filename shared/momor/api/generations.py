@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from .. import background
 from ..http import PROBLEM, bearer_token, json_response, new_request_id
@@ -11,10 +12,9 @@ from .backend import Backend
 from .flow import REQUEST_ID_HEADER
 
 
-def router(backend: Backend) -> APIRouter:
-    api = APIRouter()
-
-    async def get_generation(record_id: str, request: Request) -> Response:
+def router(backend: Backend) -> list[Route]:
+    async def get_generation(request: Request) -> Response:
+        record_id: str = request.path_params["record_id"]
         request_id = new_request_id()
         caller = await backend.authenticate(bearer_token(request))
         if caller is None:
@@ -32,5 +32,4 @@ def router(backend: Backend) -> APIRouter:
         response.headers[REQUEST_ID_HEADER] = request_id
         return response
 
-    api.add_api_route("/generations/{record_id}", get_generation, methods=["GET"])
-    return api
+    return [Route("/generations/{record_id}", get_generation, methods=["GET"])]

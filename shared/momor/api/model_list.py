@@ -20,8 +20,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from fastapi import APIRouter, Request
+from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from ..catalog import Catalog, Model
 from ..errors import MomorError, RequestError
@@ -85,9 +86,7 @@ def find_model(catalog: Catalog, wanted: str) -> Model | None:
         (m for m in served if m.name.lower() == wanted), None)
 
 
-def router(backend: Backend) -> APIRouter:
-    api = APIRouter()
-
+def router(backend: Backend) -> list[Route]:
     async def answer(request: Request, build: Any) -> Response:
         request_id = new_request_id()
         try:
@@ -104,7 +103,9 @@ def router(backend: Backend) -> APIRouter:
     async def list_models(request: Request) -> Response:
         return await answer(request, model_list)
 
-    async def retrieve_model(request: Request, wanted: str) -> Response:
+    async def retrieve_model(request: Request) -> Response:
+        wanted: str = request.path_params["wanted"]
+
         def build(catalog: Catalog) -> dict[str, Any]:
             model = find_model(catalog, wanted)
             if model is None:
@@ -114,7 +115,7 @@ def router(backend: Backend) -> APIRouter:
 
         return await answer(request, build)
 
-    for path in ("/models", "/v1/models"):
-        api.add_api_route(path, list_models, methods=["GET"])
-        api.add_api_route(path + "/{wanted:path}", retrieve_model, methods=["GET"])
-    return api
+    return [route for path in ("/models", "/v1/models") for route in (
+        Route(path, list_models, methods=["GET"]),
+        Route(path + "/{wanted:path}", retrieve_model, methods=["GET"]),
+    )]

@@ -15,8 +15,9 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Request
+from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from .. import background
 from ..errors import RequestError
@@ -51,9 +52,7 @@ def _static(name: str) -> Response:
     return response
 
 
-def router(backend: Backend) -> APIRouter:
-    api = APIRouter()
-
+def router(backend: Backend) -> list[Route]:
     async def get_usage(request: Request) -> Response:
         request_id = new_request_id()
         caller = await backend.authenticate(bearer_token(request))
@@ -68,16 +67,17 @@ def router(backend: Backend) -> APIRouter:
         response.headers["Cache-Control"] = "no-store"
         return response
 
-    async def console_page() -> Response:
+    async def console_page(request: Request) -> Response:
         return _static("index.html")
 
-    async def console_asset(name: str) -> Response:
-        return _static(name)
+    async def console_asset(request: Request) -> Response:
+        return _static(request.path_params["name"])
 
-    api.add_api_route("/usage", get_usage, methods=["GET"])
-    api.add_api_route("/console", console_page, methods=["GET"])
-    api.add_api_route("/console/{name}", console_asset, methods=["GET"])
-    return api
+    return [
+        Route("/usage", get_usage, methods=["GET"]),
+        Route("/console", console_page, methods=["GET"]),
+        Route("/console/{name}", console_asset, methods=["GET"]),
+    ]
 
 
 async def _usage(request: Request, caller: Caller) -> dict[str, Any]:

@@ -6,9 +6,11 @@ with `id` (a stable, non-secret caller id: the hash's first 16 hex digits), `nam
 retention). A leaked table therefore leaks no usable key; keys are long random strings, so an
 unsalted fast hash is enough (there is no dictionary to try).
 
-Positive lookups are cached per process for `CACHE_SECONDS`, so a warm Lambda does not read
-DynamoDB on every call; the price is that disabling a key takes up to that long to bite.
-Failed lookups are not cached, so a key created a moment ago works at once.
+Positive lookups are cached per process for MOMOR_API_KEY_CACHE_S seconds (config.py, default 60;
+0 turns the cache off), so a warm Lambda does not read DynamoDB on every call; the price is that a
+key disabled or deleted elsewhere keeps working in a warm process for up to that long (in the process
+that disables it, at once). The cache holds at most `_CACHE_MAX` keys. Failed lookups are not
+cached, so a key created a moment ago works at once.
 
 For local development, `accept_local_key` registers a key (the dev server's --api-key) in
 memory only; it needs no table.
@@ -28,7 +30,6 @@ from decimal import Decimal
 from ..config import get_config
 from . import aws, dynamo
 
-CACHE_SECONDS = 60.0
 _CACHE_MAX = 4096
 KEY_PREFIX = "momor-"
 
@@ -97,18 +98,31 @@ def _local_caller(digest: str) -> Caller | None:
     return found
 
 
+def cache_seconds() -> float:
+    """MOMOR_API_KEY_CACHE_S: how long a verified key is trusted without asking the table."""
+    return get_config().api_key_cache
+
+
+def _clock() -> float:
+    """The cache's clock, one place for tests to move it."""
+    return time.monotonic()
+
+
 def _cached(digest: str) -> Caller | None:
     hit = _cache.get(digest)
-    if hit is None or hit[1] < time.monotonic():
+    if hit is None or hit[1] <= _clock():
         return None
     return hit[0]
 
 
 def _remember(digest: str, caller: Caller) -> None:
+    ttl = cache_seconds()
+    if ttl <= 0:
+        return
     with _lock:
         if len(_cache) >= _CACHE_MAX:  # bounded: a flood of distinct keys cannot grow memory
             _cache.clear()
-        _cache[digest] = (caller, time.monotonic() + CACHE_SECONDS)
+        _cache[digest] = (caller, _clock() + ttl)
 
 
 async def _lookup(table: str, digest: str) -> Caller | None:
@@ -163,7 +177,7 @@ def create_api_key(name: str, *, zdr: bool = False, owner: str | None = None) ->
 
 def set_disabled(digest: str, disabled: bool = True) -> None:
     """Disable (or re-enable) a key by its hash (`key_hash`). Other warm processes notice within
-    CACHE_SECONDS; this one at once."""
+    MOMOR_API_KEY_CACHE_S; this one at once."""
     table = get_config().need("api_keys_table")
     aws.client("dynamodb").update_item(
         TableName=table,

@@ -253,7 +253,7 @@ async def current(caller: Caller) -> BudgetState | None:
 def set_limits(key_hash: str, *, daily: Decimal | bool | None = False, monthly: Decimal | bool | None = False,
                admin: bool | None = None) -> None:
     """Change a key's limits (a Decimal sets one, None removes it, False leaves it) and admin flag.
-    Warm processes see the change within apikeys.CACHE_SECONDS."""
+    Warm processes see the change within MOMOR_API_KEY_CACHE_S."""
     sets, removes = [], []
     names: dict[str, str] = {}
     values: dict[str, Any] = {}

@@ -24,6 +24,12 @@ used, and never more than the limit); the price is that requests leased by one L
 unused when the window ends are not available to the others in that window. Near the limit, where
 a whole lease no longer fits, requests are counted one by one.
 
+No request waits for a lease it can be spared waiting for: when half a lease is left, the next one is
+reserved in the background (background.py: after the answer where the process outlives it) and added
+to what is left, so a steady caller never meets an empty lease; and the requests that do meet one
+while a reservation is under way wait for it rather than each asking the store (one store trip per
+caller at a time, not one per concurrent request, whose leases would have overwritten each other).
+
 Fail open: if DynamoDB errs or does not answer within DYNAMODB_TIMEOUT_S, the call is ADMITTED
 and a warning logged. A limiter outage must not take the router down; the price is that during an
 outage callers are not limited.
@@ -38,6 +44,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from .. import background
 from ..config import get_config
 from ..logs import logger
 from . import dynamo
@@ -49,9 +56,6 @@ DYNAMODB_TIMEOUT_S = 2.0
 """How long a request waits for the limiter before it is admitted anyway: the store's own retries
 (dynamo.py) must not hold a request; the limiter is not worth that. Its calls go through the
 lean signed-HTTP DynamoDB caller on the event loop (no boto3 client, no thread)."""
-LIMIT_CACHE_SECONDS = 60.0
-"""A caller's own `rateLimit` is read once a minute per process, not once a request: changing it
-takes up to this long to bite, as disabling a key does (apikeys.CACHE_SECONDS)."""
 _CACHE_MAX = 4096
 
 
@@ -151,15 +155,26 @@ async def admit(caller_id: str, *, key_hash: str | None = None, limit: int | Non
         window = window_at(now, length)
         return state_for(chosen, _local.count(caller_id, window, chosen), window, now)
     now = _now()
-    leased = _leases.take(caller_id, window_at(now, length), now)
+    window = window_at(now, length)
+    leased = _leases.take(caller_id, window, now)
+    if leased is None and await _reserving.wait(caller_id):  # another request is asking the store
+        now = _now()
+        window = window_at(now, length)
+        leased = _leases.take(caller_id, window, now)
     if leased is not None:
+        if _leases.low(caller_id) and (asking := _reserving.start(caller_id)) is not None:
+            await background.later(f"rate#{caller_id}", _reserve_ahead(table, caller_id, window, asking))
         return leased
+    mine = _reserving.start(caller_id)
     try:
         return await asyncio.wait_for(
             _admit_in_table(table, caller_id, key_hash, limit, fallback, length), timeout=DYNAMODB_TIMEOUT_S
         )
     except Exception as exc:  # any store failure, the timeout included: admit (module docstring)
         return _failed_open(caller_id, key_hash, limit, fallback, length, exc)
+    finally:
+        if mine is not None:
+            _reserving.end(caller_id, mine)
 
 
 def _failed_open(
@@ -219,7 +234,25 @@ class _Leases:
         with self._lock:
             if len(self._leases) >= _CACHE_MAX and caller_id not in self._leases:
                 self._leases.clear()  # bounded: a dropped lease only means asking the store sooner
+            held = self._leases.get(caller_id)
+            if held is not None and held[0] == window.start and held[1] == limit:
+                # A lease reserved ahead joins what is left of the last one: both are counted in the store.
+                left, count = left + held[2], max(count, held[3])
             self._leases[caller_id] = (window.start, limit, left, count)
+
+    def low(self, caller_id: str) -> bool:
+        """Half a lease or less is left, and a whole one still fits under the limit: time to reserve
+        the next one ahead (never when the store could only refuse it)."""
+        lease = self._leases.get(caller_id)
+        if lease is None:
+            return False
+        _, limit, left, count = lease
+        size = lease_size(limit)
+        return size > 1 and 2 * left <= size and limit - count >= size
+
+    def window_limit(self, caller_id: str, window: Window) -> int | None:
+        lease = self._leases.get(caller_id)
+        return lease[1] if lease is not None and lease[0] == window.start else None
 
     def take(self, caller_id: str, window: Window, now: float) -> RateState | None:
         with self._lock:
@@ -238,6 +271,65 @@ class _Leases:
 
 
 _leases = _Leases()
+
+
+class _Reserving:
+    """Which callers' leases are being asked of the store right now, so that one request asks and the
+    others wait for its answer. Per event loop: a future belongs to the loop it was made on."""
+
+    def __init__(self) -> None:
+        self._asking: dict[str, asyncio.Future[None]] = {}
+
+    def start(self, caller_id: str) -> asyncio.Future[None] | None:
+        """Mark `caller_id` as being asked for (the mark, for `end`); None if a request on this loop
+        already is."""
+        loop = asyncio.get_running_loop()
+        asking = self._asking.get(caller_id)
+        if asking is not None and not asking.done() and asking.get_loop() is loop:
+            return None
+        if len(self._asking) >= _CACHE_MAX:  # bounded: only callers being asked for stay
+            self._asking = {k: f for k, f in self._asking.items() if not f.done()}
+        asking = self._asking[caller_id] = loop.create_future()
+        return asking
+
+    def end(self, caller_id: str, asking: asyncio.Future[None]) -> None:
+        """The store answered (or failed): wake the requests waiting for it."""
+        if self._asking.get(caller_id) is asking:
+            del self._asking[caller_id]
+        if not asking.done():
+            asking.set_result(None)
+
+    async def wait(self, caller_id: str) -> bool:
+        """Wait (at most DYNAMODB_TIMEOUT_S) for the store trip under way for `caller_id`, if any."""
+        asking = self._asking.get(caller_id)
+        if asking is None or asking.done() or asking.get_loop() is not asyncio.get_running_loop():
+            return False
+        await asyncio.wait((asking,), timeout=DYNAMODB_TIMEOUT_S)
+        return True
+
+    def clear(self) -> None:
+        self._asking.clear()  # a request still waiting gives up after DYNAMODB_TIMEOUT_S
+
+
+_reserving = _Reserving()
+
+
+async def _reserve_ahead(table: str, caller_id: str, window: Window, asking: asyncio.Future[None]) -> None:
+    """The caller's next lease, reserved before its current one runs out (see "Leases" in the module
+    docstring). A failure only means the next request asks the store itself, as it would have."""
+    try:
+        limit = _leases.window_limit(caller_id, window)
+        size = lease_size(limit) if limit else 0
+        if size > 1:
+            count = await asyncio.wait_for(_count_in_table(table, caller_id, window, limit, size),
+                                           timeout=DYNAMODB_TIMEOUT_S)
+            if count is not None:
+                _leases.grant(caller_id, window, limit, size, count)
+    except Exception as exc:
+        logger.warning("rate-limit lease not reserved ahead",
+                       extra={"caller_id": caller_id, "error": f"{type(exc).__name__}: {exc}"[:300]})
+    finally:
+        _reserving.end(caller_id, asking)
 
 
 def rate_key(caller_id: str, window: Window) -> str:
@@ -325,7 +417,8 @@ class _CallerLimits:
             with self._lock:
                 if len(self._cache) >= _CACHE_MAX:
                     self._cache.clear()
-                self._cache[key_hash] = (own, time.monotonic() + LIMIT_CACHE_SECONDS)
+                # Read once per MOMOR_API_KEY_CACHE_S, as the key itself is: a change takes that long to bite.
+                self._cache[key_hash] = (own, time.monotonic() + get_config().api_key_cache)
         return fallback if own is None else own
 
     def clear(self) -> None:
@@ -362,3 +455,4 @@ def reset_local() -> None:
     _local.clear()
     _limits.clear()
     _leases.clear()
+    _reserving.clear()

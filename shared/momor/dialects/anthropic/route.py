@@ -50,8 +50,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
-from fastapi import APIRouter, Request
+from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from ...api.backend import Backend
 from ...api.flow import Prepared, Routed, routed_call
@@ -215,8 +216,7 @@ async def _count(p: Prepared) -> Response:
     return response
 
 
-def router(backend: Backend) -> APIRouter:
-    api = APIRouter()
+def router(backend: Backend) -> list[Route]:
     door, count_door = AnthropicDoor(), CountDoor()
 
     async def create(request: Request) -> Response:
@@ -225,7 +225,7 @@ def router(backend: Backend) -> APIRouter:
     async def count(request: Request) -> Response:
         return await routed_call(request, count_door, backend, route=request.url.path, operation=_count)
 
-    for prefix in ("", "/v1"):
-        api.add_api_route(f"{prefix}/messages", create, methods=["POST"])
-        api.add_api_route(f"{prefix}/messages/count_tokens", count, methods=["POST"])
-    return api
+    return [route for prefix in ("", "/v1") for route in (
+        Route(f"{prefix}/messages", create, methods=["POST"]),
+        Route(f"{prefix}/messages/count_tokens", count, methods=["POST"]),
+    )]

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from ...api.backend import Backend
 from ...api.flow import Prepared, routed_call
@@ -45,12 +46,10 @@ async def _decide(p: Prepared) -> Response:
     })
 
 
-def router(backend: Backend) -> APIRouter:
-    api = APIRouter()
+def router(backend: Backend) -> list[Route]:
     door = DecisionDoor()
 
     async def create(request: Request) -> Response:
         return await routed_call(request, door, backend, route=PATH, operation=_decide)
 
-    api.add_api_route(PATH, create, methods=["POST"])
-    return api
+    return [Route(PATH, create, methods=["POST"])]

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Request
+from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from ...api.backend import Backend
 from ...api.file_processing import generate_processed
@@ -52,13 +53,10 @@ class NativeDoor:
         return json_response(native.problem(exc.status, exc.detail), exc.status, PROBLEM)
 
 
-def router(backend: Backend) -> APIRouter:
-    api = APIRouter()
+def router(backend: Backend) -> list[Route]:
     door = NativeDoor()
 
     async def create(request: Request) -> Response:
         return await routed_call(request, door, backend, route=request.url.path, operation=generate_processed)
 
-    for path in ("/models", "/models/chat", "/models/two"):
-        api.add_api_route(path, create, methods=["POST"], include_in_schema=True)
-    return api
+    return [Route(path, create, methods=["POST"]) for path in ("/models", "/models/chat", "/models/two")]

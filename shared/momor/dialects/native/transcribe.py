@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from ...api.backend import Backend
 from ...api.flow import Prepared, routed_call
@@ -104,12 +105,10 @@ async def _transcribe(p: Prepared) -> Response:
     return json_response(answer)
 
 
-def router(backend: Backend) -> APIRouter:
-    api = APIRouter()
+def router(backend: Backend) -> list[Route]:
     door = TranscribeDoor()
 
     async def create(request: Request) -> Response:
         return await routed_call(request, door, backend, route=PATH, operation=_transcribe)
 
-    api.add_api_route(PATH, create, methods=["POST"])
-    return api
+    return [Route(PATH, create, methods=["POST"])]

@@ -12,8 +12,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from fastapi import APIRouter, Request
+from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from ...api.backend import Backend
 from ...api.flow import Routed, routed_call
@@ -95,13 +96,10 @@ def _same_protocol(routed: Routed, candidate: Candidate) -> bool:
     return routed.call.raw_wire is not None and speaks(candidate.provider.wire, routed.call.raw_wire)
 
 
-def router(backend: Backend) -> APIRouter:
-    api = APIRouter()
+def router(backend: Backend) -> list[Route]:
     door = OpenAIDoor()
 
     async def create(request: Request) -> Response:
         return await routed_call(request, door, backend, route=request.url.path)
 
-    for path in PATHS:
-        api.add_api_route(path, create, methods=["POST"], include_in_schema=True)
-    return api
+    return [Route(path, create, methods=["POST"]) for path in PATHS]

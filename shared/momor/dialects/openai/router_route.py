@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from fastapi import APIRouter, Request
+from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Route
 
 from ...api.backend import Backend
 from ...api.flow import Prepared, Routed, generate, routed_call
@@ -205,15 +206,12 @@ def operation(backend: Backend) -> Any:
     return router_operation
 
 
-def router(backend: Backend) -> APIRouter:
-    api = APIRouter()
+def router(backend: Backend) -> list[Route]:
     door = RouterDoor()
     run = operation(backend)
 
     async def create(request: Request) -> Response:
         return await routed_call(request, door, backend, route=request.url.path, operation=run)
 
-    for path in PATHS:
-        api.add_api_route(path, create, methods=["POST"], include_in_schema=True)
-    return api
+    return [Route(path, create, methods=["POST"]) for path in PATHS]
 
