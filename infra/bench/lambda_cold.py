@@ -218,6 +218,70 @@ def import_path(fn: rie.LambdaFunction, runs: int = 3) -> dict[str, float]:
     return {name: statistics.median(v) for name, v in seen.items()}
 
 
+PROFILE_SNIPPET = r"""
+import asyncio, cProfile, json, pstats, sys, time
+cpu0 = time.process_time()
+from mangum.adapter import Mangum
+from mangum.protocols.lifespan import LifespanCycle
+from momor import background
+from momor.lambda_stream import runner
+from momor.lambda_stream.runtime_api import Invocation
+
+class Stream:
+    closed = False
+    async def send(self, data): pass
+    async def finish(self):
+        self.closed = True
+        return type("Reply", (), {"status": 202})()
+    async def fail(self, payload): self.closed = True
+
+class Api:
+    async def open_stream(self, request_id): return Stream()
+    async def post_invocation_error(self, request_id, payload): print(payload, file=sys.stderr)
+
+background.set_inline(False)
+loop = asyncio.new_event_loop()
+asyncio.set_event_loop(loop)
+if hasattr(runner, "initialize"):
+    adapter, lifespan = runner.initialize(sys.argv[1])
+else:  # an older build: the same steps as its runner.main
+    app = runner.load_app(sys.argv[1])
+    adapter, lifespan = Mangum(app, lifespan="off"), LifespanCycle(app, "auto")
+    lifespan.__enter__()
+cpu_init = time.process_time()
+event = sys.stdin.buffer.read()
+out = {"init_cpu_ms": (cpu_init - cpu0) * 1e3}
+for name in ("first", "warm"):
+    invocation = Invocation("r-" + name, 0, "arn:aws:lambda:us-east-1:000000000000:function:f", None, None, None,
+                            None, event)
+    profile = cProfile.Profile(time.process_time)  # CPU, not wall: the machine is shared
+    cpu = time.process_time()
+    profile.enable()
+    loop.run_until_complete(runner.handle(adapter, Api(), invocation, lifespan.lifespan_state))
+    loop.run_until_complete(background.drain())
+    profile.disable()
+    out[name + "_cpu_ms"] = (time.process_time() - cpu) * 1e3
+    profile.dump_stats(sys.argv[2] + "." + name)
+print(json.dumps(out))
+"""
+
+
+def profile(fn: rie.LambdaFunction, event: dict[str, Any], prefix: Path, top: int = 40) -> dict[str, float]:
+    """cProfile of the first call and of a warm one, in one pinned interpreter that initialises the
+    function as the streaming bridge does (runner.initialize) and then runs `runner.handle` twice
+    with a Runtime API that takes the answer and drops it. INIT itself is not profiled (see
+    `import_path` for where its imports go). Prints the first call's top functions by cumulative time."""
+    import pstats
+
+    env = fn._process_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(fn.code_dir), env["PYTHONPATH"]])
+    done = subprocess.run(["taskset", "-c", "0", _interpreter(), "-S", "-c", PROFILE_SNIPPET, "app:app", str(prefix)],
+                          cwd=fn.code_dir, env=env, input=json.dumps(event).encode(), capture_output=True, check=True)
+    got = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    pstats.Stats(str(prefix) + ".first").sort_stats("cumulative").print_stats(top)
+    return got
+
+
 # --- the local AWS and provider ----------------------------------------------------------------------
 
 
@@ -325,13 +389,31 @@ def measure(functions: tuple[str, ...] = ROUTED, runs: int = 3, build_dir: Path 
     return out
 
 
+def profile_function(logical_id: str, build_dir: Path | None, bytecode: str) -> dict[str, float]:
+    """`profile` in the read-only copy against the local stack; stats in results/profile-<id>.first|warm."""
+    copy, _ = prepare(Path(build_dir or rie.sam_build().dir), bytecode)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    try:
+        with local_aws() as (env, key):
+            fn = function(rie.Build(copy, 0.0, ""), logical_id, env)
+            return profile(fn, first_call(logical_id, key), RESULTS / f"profile-{logical_id}")
+    finally:
+        _unprotect(copy.parent)
+        shutil.rmtree(copy.parent, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", type=Path, help="an existing `sam build` output (default: build now)")
     parser.add_argument("--runs", type=int, default=3, help="fresh runtimes per function")
     parser.add_argument("--functions", default=",".join(ROUTED), help="logical ids, comma separated")
     parser.add_argument("--bytecode", choices=("compile", "as-built", "none"), default="compile")
+    parser.add_argument("--profile", metavar="FUNCTION",
+                        help="instead: cProfile the first and a warm call of this (streaming) function")
     args = parser.parse_args(argv)
+    if args.profile:
+        print(json.dumps(profile_function(args.profile, args.build, args.bytecode)))
+        return
     out = measure(tuple(args.functions.split(",")), args.runs, args.build, args.bytecode)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "lambda_cold.json").write_text(json.dumps(out, indent=1))

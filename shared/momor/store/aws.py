@@ -90,7 +90,7 @@ def reset_clients() -> None:
         _session = None
     from . import dynamo  # the hot-path DynamoDB caller resolves its endpoint the same way
 
-    dynamo.reset()
+    dynamo.forget()
 
 
 async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

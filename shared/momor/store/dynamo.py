@@ -38,17 +38,18 @@ class DynamoError(Exception):
 
 
 class _Signer:
-    """Credentials and region resolved once, as boto3 resolves them; refreshed credentials are
-    picked up on each request (`get_frozen_credentials`)."""
+    """Credentials and region from the process's one botocore session (`aws.session()`, shared with
+    the lean S3 and Secrets Manager readers), so no first call imports boto3 or builds a second
+    session; refreshed credentials are picked up on each request (`get_frozen_credentials`)."""
 
     def __init__(self) -> None:
-        import boto3
         from botocore.auth import SigV4Auth
         from botocore.awsrequest import AWSRequest
 
-        session = boto3.Session()
-        self.region = session.region_name or "us-east-1"
-        self.credentials = session.get_credentials()
+        from . import aws
+
+        self.region = aws.region()
+        self.credentials = aws.session().get_credentials()
         self._auth, self._request = SigV4Auth, AWSRequest
         base = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL")
         self.url = (base or f"https://dynamodb.{self.region}.amazonaws.com").rstrip("/") + "/"
@@ -77,7 +78,15 @@ def _current() -> _Signer:
 
 
 def reset() -> None:
-    """For tests: resolve the endpoint and credentials again (the env changed)."""
+    """For tests: resolve the endpoint and credentials again (the env changed). The credentials come
+    from aws.py's session, so that is made again too (aws.reset_clients, which calls `forget`)."""
+    from . import aws
+
+    aws.reset_clients()
+
+
+def forget() -> None:
+    """Drop the signer (aws.reset_clients calls this): the next call resolves it again."""
     global _signer
     _signer = None
 
