@@ -15,5 +15,5 @@ handler = Mangum(app, lifespan="off")
 # Inside Lambda, during INIT: credentials, the pooled client and the catalog, so the first call costs
 # what a warm one does (warmup.py). This function reads no provider keys.
 if warmup.in_lambda():
-    warmup.prepare()
+    warmup.prepare(app)
     warmup.read_catalog()

@@ -16,4 +16,4 @@ handler = Mangum(app, lifespan="off")
 
 # Inside Lambda, during INIT: the first call's own work (credentials, the pooled client's TLS context,
 # the catalog and keys read), so the first call costs what a warm one does (warmup.py).
-warmup.finish()
+warmup.finish(app)

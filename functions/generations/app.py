@@ -11,4 +11,4 @@ handler = Mangum(app, lifespan="off")
 
 # Inside Lambda, during INIT: credentials and the pooled client, so the first call costs what a
 # warm one does (warmup.py). This function reads neither the catalog nor the keys.
-warmup.prepare()
+warmup.prepare(app)

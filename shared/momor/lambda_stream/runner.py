@@ -195,7 +195,7 @@ def initialize(spec: str, loop: asyncio.AbstractEventLoop | None = None) -> tupl
     adapter = Mangum(app, lifespan="off")  # lifespan is run here, once, not per invocation
     lifespan = LifespanCycle(app, "auto")
     lifespan.__enter__()  # raises LifespanFailure when startup fails
-    warmup.finish(loop)
+    warmup.finish(app, loop)
     return adapter, lifespan
 
 

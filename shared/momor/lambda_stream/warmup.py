@@ -110,6 +110,22 @@ def prepare_loop(loop: asyncio.AbstractEventLoop) -> None:
     best_effort("anyio's backend", __import__, "anyio._backends._asyncio")
 
 
+def prepare_app(app: Any) -> None:
+    """What FastAPI does on a route's first request and keeps: each included route's effective
+    context (its dependencies solved) and its endpoint's source location (for error messages: it
+    reads and tokenizes the endpoint's source file). Both are cached by FastAPI, so doing them here
+    leaves the first request what every request does. FastAPI's internals: each step is skipped if
+    this FastAPI lacks it."""
+    from fastapi import routing
+
+    contexts = list(getattr(routing, "iter_route_contexts", lambda routes: ())(app.router.routes))
+    locate = getattr(routing, "_extract_endpoint_context", None)
+    for context in contexts:
+        endpoint = getattr(context, "endpoint", None)
+        if locate is not None and endpoint is not None:
+            locate(endpoint)
+
+
 def current_loop() -> asyncio.AbstractEventLoop:
     """The thread's current event loop, made and set if there is none: the loop Mangum's handler and
     the streaming bridge run calls on (Mangum asks `asyncio.get_event_loop()` too)."""
@@ -132,22 +148,24 @@ def start() -> None:
     _reads.start()
 
 
-def prepare(loop: asyncio.AbstractEventLoop | None = None) -> None:
-    """What needs no network: AWS credentials and signers, and the pooled client of `loop` (the loop
+def prepare(app: Any = None, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """What needs no network: AWS credentials and signers, the pooled client of `loop` (the loop
     calls will run on; default: the thread's current loop, made as Mangum makes it on its first
-    call). Inside Lambda only; idempotent."""
+    call) and the FastAPI `app`'s routes. Inside Lambda only; idempotent."""
     if not in_lambda():
         return
     prepare_aws()  # each step is made once per process (or loop) and kept: again, it costs nothing
     prepare_loop(loop or current_loop())
+    if app is not None:
+        best_effort("the app's routes", prepare_app, app)
 
 
-def finish(loop: asyncio.AbstractEventLoop | None = None) -> None:
-    """`prepare(loop)`, and wait for `start`'s reads (starting them if nothing did). Inside Lambda only."""
+def finish(app: Any = None, loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """`prepare(app, loop)`, and wait for `start`'s reads (starting them if nothing did). Inside Lambda only."""
     if not in_lambda():
         return
     start()
-    prepare(loop)
+    prepare(app, loop)
     if _reads is not None:
         _reads.join(READ_AHEAD_WAIT)
         if _reads.is_alive():
