@@ -56,6 +56,10 @@ rie = importlib.import_module("tests.lambda.rie")
 
 ROUTED = ("ModelsFunction", "ChatCompletionsFunction", "MessagesFunction")
 """The functions that route a call to a provider (issue 14's INIT + first call target)."""
+OTHERS = ("DecisionFunction", "TranscribeFunction", "CatalogFunction", "GenerationsFunction", "UsageFunction")
+"""The rest of functions/: `--functions all` measures them too. The bench catalog has no decision or
+transcription model, so their first call is refused after authentication and the catalog (HTTP
+4xx in the table): INIT and a first call through the same path, without a provider round trip."""
 WARM_CALLS = 5
 
 
@@ -71,6 +75,14 @@ def first_call(logical_id: str, api_key: str) -> dict[str, Any]:
         path, dialect, wire = calls[logical_id]
         body = payloads.body(dialect, model_name(wire, "short"), False, "small")
         return rie.api_event("rest", "POST", path, headers=headers, body=body.decode())
+    if logical_id == "DecisionFunction":
+        body = {"systemPrompt": "", "messages": [{"type": "user", "value": "Yes or no?"}], "options": ["yes", "no"]}
+        return rie.api_event("rest", "POST", "/models/decision", headers=headers, body=json.dumps(body))
+    if logical_id == "TranscribeFunction":
+        return rie.api_event("rest", "POST", "/models/transcribe", headers=headers,
+                             body=json.dumps({"file": {"type": "file", "url": "https://example.invalid/a.mp3"}}))
+    if logical_id == "UsageFunction":
+        return rie.api_event("rest", "GET", "/usage", headers=headers)
     if logical_id == "GenerationsFunction":
         return rie.api_event("rest", "GET", "/generations/0123456789abcdef0123456789abcdef",
                              resource="/generations/{id}", headers=headers,
@@ -428,7 +440,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", type=Path, help="an existing `sam build` output (default: build now)")
     parser.add_argument("--runs", type=int, default=3, help="fresh runtimes per function")
-    parser.add_argument("--functions", default=",".join(ROUTED), help="logical ids, comma separated")
+    parser.add_argument("--functions", default=",".join(ROUTED), help="logical ids, comma separated, or `all`")
     parser.add_argument("--bytecode", choices=("compile", "as-built", "none"), default="compile")
     parser.add_argument("--profile", metavar="FUNCTION",
                         help="instead: cProfile the first and a warm call of this (streaming) function")
@@ -436,7 +448,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.profile:
         print(json.dumps(profile_function(args.profile, args.build, args.bytecode)))
         return
-    out = measure(tuple(args.functions.split(",")), args.runs, args.build, args.bytecode)
+    functions = ROUTED + OTHERS if args.functions == "all" else tuple(args.functions.split(","))
+    out = measure(functions, args.runs, args.build, args.bytecode)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "lambda_cold.json").write_text(json.dumps(out, indent=1))
     print(json.dumps(out["build"]), f"load average {out['loadavg']}", f"{out['seconds']:.0f} s")
