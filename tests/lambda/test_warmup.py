@@ -63,8 +63,9 @@ def test_init_does_the_first_calls_work(deployed):
     warmup.start()
     warmup.finish(app, loop)
 
-    # AWS: the one session with credentials, the lean readers and the DynamoDB signer.
-    assert boto._session is not None and boto._session._credentials is not None
+    # AWS: the lean readers and the DynamoDB signer; the credentials are the environment's (as on
+    # Lambda), so no botocore session was needed.
+    assert boto._session is None and boto.credentials() is not None
     assert {"s3", "secretsmanager"} <= set(boto._lean) and dynamo._signer is not None
     # The stores, read while the app imported: the catalog (and its wires) and the saved keys.
     assert catalog_source.catalog_source().is_fresh()
@@ -130,14 +131,15 @@ api = Api()
 event = sys.stdin.buffer.read()
 loop.run_until_complete(runner.handle(adapter, api, Invocation("r1", 0, "arn", None, None, None, None, event), {}))
 imported = sorted(m for m in set(sys.modules) - before if not m.startswith("encodings."))
-print(json.dumps({"prelude": api.stream.body.split(b"\0" * 8)[0].decode(), "reads": reads, "imported": imported}))
+print(json.dumps({"prelude": api.stream.body.split(b"\0" * 8)[0].decode(), "reads": reads, "imported": imported,
+                  "botocore": sorted(m for m in sys.modules if m.startswith("botocore."))}))
 """
 
 
 def test_the_first_call_reads_no_store_and_imports_no_aws_sdk(aws: Endpoints, rest_event, monkeypatch):
     """INIT as the streaming bridge runs it, then the first call: it neither reads the catalog nor the
-    keys (INIT did) nor imports boto3, botocore or httpx2's transport (what INIT does not need, the
-    first call must not import either)."""
+    keys (INIT did) nor imports boto3, botocore or httpx2's transport; and with credentials in the
+    environment, as Lambda gives them, botocore is not imported at all (store/sigv4.py signs)."""
     from momor.store import apikeys
 
     tag = uuid.uuid4().hex[:8]
@@ -167,3 +169,6 @@ def test_the_first_call_reads_no_store_and_imports_no_aws_sdk(aws: Endpoints, re
     assert got["reads"] == [], "the catalog and keys are read during INIT, not by the first call"
     heavy = [m for m in got["imported"] if m.split(".")[0] in ("boto3", "s3transfer", "botocore", "httpcore2", "h11")]
     assert heavy == [], heavy
+    # With the environment's credentials (Lambda's), neither INIT nor the call imports botocore's signer,
+    # session or anything under it (Powertools imports the bare package, to decide about its user agent).
+    assert got["botocore"] == []

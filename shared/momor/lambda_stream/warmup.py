@@ -4,8 +4,8 @@ than a warm one by the provider's round trip, nothing more).
 What a first call used to pay for, and a warm call does not (infra/bench/lambda_cold.py --profile):
 - the pooled HTTP client: httpx2 imports its transport (httpcore2, h11) and builds the TLS context
   from the system's CA store (`net.warm`);
-- AWS: importing botocore's session, signer and credentials chain and resolving credentials (the
-  shared session of store/aws.py, the DynamoDB signer, the lean S3 and Secrets Manager readers);
+- AWS: resolving credentials and making the DynamoDB signer and the lean S3 and Secrets Manager
+  readers (with the environment's credentials, Lambda's, no botocore is imported: store/sigv4.py);
 - the catalog (S3 GetObject, then parsed and validated) and the saved provider keys (Secrets Manager
   GetSecretValue), and the provider wire modules the catalog names;
 - the first use of anyio's asyncio backend (Starlette runs responses in its task groups).
@@ -93,10 +93,11 @@ def import_wires() -> None:
 
 
 def prepare_aws() -> None:
-    """The shared botocore session with its credentials, the lean readers and the DynamoDB signer."""
+    """Credentials (botocore's session only where the environment has none), the lean readers and the
+    DynamoDB signer."""
     from momor.store import aws, dynamo
 
-    best_effort("the AWS session", lambda: aws.session().get_credentials())
+    best_effort("the AWS credentials", aws.credentials)  # the environment's in Lambda: no botocore
     for service in ("s3", "secretsmanager"):
         best_effort(f"the {service} reader", aws.lean_client, service)
     best_effort("the DynamoDB signer", dynamo._current)
