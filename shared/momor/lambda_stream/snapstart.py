@@ -13,8 +13,11 @@ transport imported, its TLS context built). Each is best effort: a missing setti
 store must not fail the version's publication; the first call then does it, as without SnapStart.
 
 After each restore, every copy starts from the same memory, possibly days after it was taken:
-- credentials: the botocore session, boto3 clients, lean readers and DynamoDB signer are dropped
-  (they hold the snapshot's credentials) and made again at once, from this copy's environment.
+- credentials: with SnapStart, Lambda gives the role's credentials through its container credentials
+  endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI), not as AWS_ACCESS_KEY_ID and friends, so store/sigv4.py
+  falls back to botocore's chain, whose session then holds the snapshot's credentials: the session,
+  boto3 clients, lean readers and DynamoDB signer are dropped and made again at once, from this copy's
+  environment (botocore's import itself is in the snapshot).
 - connections: the lean reads open and close their own, and nothing before the snapshot sends a
   request through the pooled client, so it holds no connection (tests/lambda/test_snapstart.py
   checks): its TLS context is kept, which holds no secret.
