@@ -5,6 +5,8 @@ entry point the template gives it, pinned to one CPU.
     python -m infra.bench.lambda_cold                    # sam build, then every routed function, 3 runs each
     python -m infra.bench.lambda_cold --build .aws-sam/build --runs 5 --functions ModelsFunction
     python -m infra.bench.lambda_cold --bytecode none    # as if the layers shipped no .pyc (the old build)
+    python -m infra.bench.lambda_cold --functions all    # every function in functions/, not only the routed three
+    python -m infra.bench.lambda_cold --profile ModelsFunction   # cProfile (CPU) of the first and a warm call
 
 What happens, per function and per run:
 
