@@ -7,6 +7,13 @@ from mangum import Mangum
 
 from momor.api import model_list
 from momor.api.app import build_app
+from momor.lambda_stream import warmup
 
 app = build_app(model_list.router, title="Momor catalog route")
 handler = Mangum(app, lifespan="off")
+
+# Inside Lambda, during INIT: credentials, the pooled client and the catalog, so the first call costs
+# what a warm one does (warmup.py). This function reads no provider keys.
+if warmup.in_lambda():
+    warmup.prepare(app)
+    warmup.read_catalog()

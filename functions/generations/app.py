@@ -4,6 +4,11 @@ from mangum import Mangum
 
 from momor.api import generations
 from momor.api.app import build_app
+from momor.lambda_stream import warmup
 
 app = build_app(generations.router, title="Momor generations")
 handler = Mangum(app, lifespan="off")
+
+# Inside Lambda, during INIT: credentials and the pooled client, so the first call costs what a
+# warm one does (warmup.py). This function reads neither the catalog nor the keys.
+warmup.prepare(app)

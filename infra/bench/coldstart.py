@@ -1,6 +1,9 @@
 """Cold start per function: a fresh `python -c` imports functions/<route>/app.py and serves its first
 call through the Lambda handler (Mangum, an API Gateway HTTP API event) against the local fake and
 emulators; then a second call, for contrast. Several runs each; the report takes medians.
+
+AWS_LAMBDA_FUNCTION_NAME is set as Lambda sets it, so the import does what it does on Lambda: the
+first call's own work (momor/lambda_stream/warmup.py) is part of the import, not of the first call.
 """
 
 from __future__ import annotations
@@ -91,7 +94,8 @@ def measure(env: dict[str, str], runs: int) -> dict[str, dict]:
         samples = []
         for _ in range(runs):
             t0 = time.perf_counter()
-            done = subprocess.run([sys.executable, "-c", SNIPPET % name], input=event, env=env, cwd=ROOT,
+            done = subprocess.run([sys.executable, "-c", SNIPPET % name], input=event, cwd=ROOT,
+                                  env={**env, "AWS_LAMBDA_FUNCTION_NAME": f"momor-bench-{name}"},
                                   capture_output=True, text=True)
             wall = (time.perf_counter() - t0) * 1e3
             if done.returncode:

@@ -5,6 +5,8 @@ entry point the template gives it, pinned to one CPU.
     python -m infra.bench.lambda_cold                    # sam build, then every routed function, 3 runs each
     python -m infra.bench.lambda_cold --build .aws-sam/build --runs 5 --functions ModelsFunction
     python -m infra.bench.lambda_cold --bytecode none    # as if the layers shipped no .pyc (the old build)
+    python -m infra.bench.lambda_cold --functions all    # every function in functions/, not only the routed three
+    python -m infra.bench.lambda_cold --profile ModelsFunction   # cProfile (CPU) of the first and a warm call
 
 What happens, per function and per run:
 
@@ -56,6 +58,10 @@ rie = importlib.import_module("tests.lambda.rie")
 
 ROUTED = ("ModelsFunction", "ChatCompletionsFunction", "MessagesFunction")
 """The functions that route a call to a provider (issue 14's INIT + first call target)."""
+OTHERS = ("DecisionFunction", "TranscribeFunction", "CatalogFunction", "GenerationsFunction", "UsageFunction")
+"""The rest of functions/: `--functions all` measures them too. The bench catalog has no decision or
+transcription model, so their first call is refused after authentication and the catalog (HTTP
+4xx in the table): INIT and a first call through the same path, without a provider round trip."""
 WARM_CALLS = 5
 
 
@@ -71,6 +77,14 @@ def first_call(logical_id: str, api_key: str) -> dict[str, Any]:
         path, dialect, wire = calls[logical_id]
         body = payloads.body(dialect, model_name(wire, "short"), False, "small")
         return rie.api_event("rest", "POST", path, headers=headers, body=body.decode())
+    if logical_id == "DecisionFunction":
+        body = {"systemPrompt": "", "messages": [{"type": "user", "value": "Yes or no?"}], "options": ["yes", "no"]}
+        return rie.api_event("rest", "POST", "/models/decision", headers=headers, body=json.dumps(body))
+    if logical_id == "TranscribeFunction":
+        return rie.api_event("rest", "POST", "/models/transcribe", headers=headers,
+                             body=json.dumps({"file": {"type": "file", "url": "https://example.invalid/a.mp3"}}))
+    if logical_id == "UsageFunction":
+        return rie.api_event("rest", "GET", "/usage", headers=headers)
     if logical_id == "GenerationsFunction":
         return rie.api_event("rest", "GET", "/generations/0123456789abcdef0123456789abcdef",
                              resource="/generations/{id}", headers=headers,
@@ -184,14 +198,36 @@ def one_run(fn: rie.LambdaFunction, event: dict[str, Any]) -> dict[str, Any]:
 INIT_SNIPPET = "import time, json; t = time.perf_counter(); import app; " \
     "print(json.dumps({'import_ms': (time.perf_counter() - t) * 1e3, 'cpu_ms': time.process_time() * 1e3}))"
 
+STREAMING_INIT_SNIPPET = """
+import time, json
+t = time.perf_counter()
+import asyncio
+from momor.lambda_stream import runner
+loop = asyncio.new_event_loop()
+asyncio.set_event_loop(loop)
+if hasattr(runner, "initialize"):
+    runner.initialize("app:app", loop)
+else:  # an older build: its runner.main's steps
+    from mangum.adapter import Mangum
+    from mangum.protocols.lifespan import LifespanCycle
+    app = runner.load_app("app:app")
+    Mangum(app, lifespan="off")
+    LifespanCycle(app, "auto").__enter__()
+print(json.dumps({'import_ms': (time.perf_counter() - t) * 1e3, 'cpu_ms': time.process_time() * 1e3}))
+"""
+
 
 def init_only(fn: rie.LambdaFunction) -> dict[str, float]:
-    """INIT alone, approximately: a fresh pinned interpreter importing the function's module with the
-    same path and environment (interpreter start + imports + the app built at module scope)."""
+    """INIT alone, approximately: a fresh pinned interpreter with the same path and environment doing
+    what the function's runtime does before its first call: the streaming bridge's INIT
+    (`runner.initialize`: the app imported and built, its lifespan, the warm-up) for a function behind
+    the exec wrapper, `import app` for the stock runtime client. No Runtime API: the runtime client's
+    own start is left out."""
     env = fn._process_env()
     env["PYTHONPATH"] = os.pathsep.join([str(fn.code_dir), env["PYTHONPATH"]])
+    snippet = STREAMING_INIT_SNIPPET if fn.entry.startswith("exec wrapper") else INIT_SNIPPET
     t0 = time.perf_counter()
-    done = subprocess.run(["taskset", "-c", "0", _interpreter(), "-S", "-c", INIT_SNIPPET], cwd=fn.code_dir,
+    done = subprocess.run(["taskset", "-c", "0", _interpreter(), "-S", "-c", snippet], cwd=fn.code_dir,
                           env=env, capture_output=True, text=True, check=True)
     got = json.loads(done.stdout.strip().splitlines()[-1])
     return {"process_ms": (time.perf_counter() - t0) * 1e3, **got}
@@ -216,6 +252,70 @@ def import_path(fn: rie.LambdaFunction, runs: int = 3) -> dict[str, float]:
             if len(parts) == 3 and parts[2].strip() in IMPORT_PARTS and parts[1].strip().isdigit():
                 seen.setdefault(parts[2].strip(), []).append(int(parts[1]) / 1000)
     return {name: statistics.median(v) for name, v in seen.items()}
+
+
+PROFILE_SNIPPET = r"""
+import asyncio, cProfile, json, pstats, sys, time
+cpu0 = time.process_time()
+from mangum.adapter import Mangum
+from mangum.protocols.lifespan import LifespanCycle
+from momor import background
+from momor.lambda_stream import runner
+from momor.lambda_stream.runtime_api import Invocation
+
+class Stream:
+    closed = False
+    async def send(self, data): pass
+    async def finish(self):
+        self.closed = True
+        return type("Reply", (), {"status": 202})()
+    async def fail(self, payload): self.closed = True
+
+class Api:
+    async def open_stream(self, request_id): return Stream()
+    async def post_invocation_error(self, request_id, payload): print(payload, file=sys.stderr)
+
+background.set_inline(False)
+loop = asyncio.new_event_loop()
+asyncio.set_event_loop(loop)
+if hasattr(runner, "initialize"):
+    adapter, lifespan = runner.initialize(sys.argv[1])
+else:  # an older build: the same steps as its runner.main
+    app = runner.load_app(sys.argv[1])
+    adapter, lifespan = Mangum(app, lifespan="off"), LifespanCycle(app, "auto")
+    lifespan.__enter__()
+cpu_init = time.process_time()
+event = sys.stdin.buffer.read()
+out = {"init_cpu_ms": (cpu_init - cpu0) * 1e3}
+for name in ("first", "warm"):
+    invocation = Invocation("r-" + name, 0, "arn:aws:lambda:us-east-1:000000000000:function:f", None, None, None,
+                            None, event)
+    profile = cProfile.Profile(time.process_time)  # CPU, not wall: the machine is shared
+    cpu = time.process_time()
+    profile.enable()
+    loop.run_until_complete(runner.handle(adapter, Api(), invocation, lifespan.lifespan_state))
+    loop.run_until_complete(background.drain())
+    profile.disable()
+    out[name + "_cpu_ms"] = (time.process_time() - cpu) * 1e3
+    profile.dump_stats(sys.argv[2] + "." + name)
+print(json.dumps(out))
+"""
+
+
+def profile(fn: rie.LambdaFunction, event: dict[str, Any], prefix: Path, top: int = 40) -> dict[str, float]:
+    """cProfile of the first call and of a warm one, in one pinned interpreter that initialises the
+    function as the streaming bridge does (runner.initialize) and then runs `runner.handle` twice
+    with a Runtime API that takes the answer and drops it. INIT itself is not profiled (see
+    `import_path` for where its imports go). Prints the first call's top functions by cumulative time."""
+    import pstats
+
+    env = fn._process_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(fn.code_dir), env["PYTHONPATH"]])
+    done = subprocess.run(["taskset", "-c", "0", _interpreter(), "-S", "-c", PROFILE_SNIPPET, "app:app", str(prefix)],
+                          cwd=fn.code_dir, env=env, input=json.dumps(event).encode(), capture_output=True, check=True)
+    got = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    pstats.Stats(str(prefix) + ".first").sort_stats("cumulative").print_stats(top)
+    return got
 
 
 # --- the local AWS and provider ----------------------------------------------------------------------
@@ -325,14 +425,33 @@ def measure(functions: tuple[str, ...] = ROUTED, runs: int = 3, build_dir: Path 
     return out
 
 
+def profile_function(logical_id: str, build_dir: Path | None, bytecode: str) -> dict[str, float]:
+    """`profile` in the read-only copy against the local stack; stats in results/profile-<id>.first|warm."""
+    copy, _ = prepare(Path(build_dir or rie.sam_build().dir), bytecode)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    try:
+        with local_aws() as (env, key):
+            fn = function(rie.Build(copy, 0.0, ""), logical_id, env)
+            return profile(fn, first_call(logical_id, key), RESULTS / f"profile-{logical_id}")
+    finally:
+        _unprotect(copy.parent)
+        shutil.rmtree(copy.parent, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", type=Path, help="an existing `sam build` output (default: build now)")
     parser.add_argument("--runs", type=int, default=3, help="fresh runtimes per function")
-    parser.add_argument("--functions", default=",".join(ROUTED), help="logical ids, comma separated")
+    parser.add_argument("--functions", default=",".join(ROUTED), help="logical ids, comma separated, or `all`")
     parser.add_argument("--bytecode", choices=("compile", "as-built", "none"), default="compile")
+    parser.add_argument("--profile", metavar="FUNCTION",
+                        help="instead: cProfile the first and a warm call of this (streaming) function")
     args = parser.parse_args(argv)
-    out = measure(tuple(args.functions.split(",")), args.runs, args.build, args.bytecode)
+    if args.profile:
+        print(json.dumps(profile_function(args.profile, args.build, args.bytecode)))
+        return
+    functions = ROUTED + OTHERS if args.functions == "all" else tuple(args.functions.split(","))
+    out = measure(functions, args.runs, args.build, args.bytecode)
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "lambda_cold.json").write_text(json.dumps(out, indent=1))
     print(json.dumps(out["build"]), f"load average {out['loadavg']}", f"{out['seconds']:.0f} s")

@@ -8,13 +8,15 @@ take invocations; a failing hook is an init error (before) or a restore error (a
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import random
 
 import pytest
 
 from infra.emulators import Endpoints, provision
-from momor import providers
+from momor import net, providers
 from momor.config import reset_config
 from momor.lambda_stream import snapstart
 from momor.store import apikeys, catalog_source, dynamo, keys, ratelimit
@@ -105,31 +107,48 @@ def test_momors_hooks_are_registered():
 
 def test_warm_does_the_first_calls_work_before_the_snapshot(deployed):
     providers._loaded.clear()  # as in a fresh process
-    snapstart.warm()
-    assert set(snapstart.LEAN_SERVICES) <= set(boto._lean) and dynamo._signer is not None
-    assert catalog_source.catalog_source().is_fresh()
-    assert keys._cache is not None and "openai" in keys._cache.keys
-    wires = {p.wire for p in catalog_source.get_catalog().providers}
-    assert wires and wires <= set(providers._loaded)
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)  # the bridge's loop, set before the hooks run
+    try:
+        snapstart.warm()
+        assert set(snapstart.LEAN_SERVICES) <= set(boto._lean) and dynamo._signer is not None
+        assert catalog_source.catalog_source().is_fresh()
+        assert keys._cache is not None and "openai" in keys._cache.keys
+        wires = {p.wire for p in catalog_source.get_catalog().providers}
+        assert wires and wires <= set(providers._loaded)
+        # The loop's pooled client is made (its TLS context is in the snapshot) and holds no connection:
+        # nothing that would be another copy's, or dead, after a restore.
+        client = net._clients[loop]
+        assert not client.is_closed and client._transport._pool.connections == []
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
 
 
-def test_refresh_renews_what_restored_copies_must_not_share(deployed):
+def test_refresh_renews_what_restored_copies_must_not_share(deployed, aws):
     snapstart.warm()
     apikeys._remember("digest", apikeys.Caller(id="c", name="n", zdr=False))
     ratelimit._leases.grant("c", ratelimit.window_at(0, 60), 600, 10, 20)
     snapshot_random = random.getstate()
     catalog = catalog_source.get_catalog()
+    snapshot_session, snapshot_signer = boto.session(), dynamo._current()
+    snapshot_expiry = catalog_source.catalog_source()._expires
+    # The keys change while the snapshot waits: a restored copy must see the new ones.
+    aws.client("secretsmanager").put_secret_value(SecretId=os.environ["MOMOR_KEYS_SECRET"],
+                                                  SecretString=json.dumps({"openai": "sk-rotated"}))
 
     snapstart.refresh()
 
     assert not boto._clients, "clients made before the snapshot hold its credentials and connections"
-    assert keys._cache is None, "saved keys are fetched again"
+    assert boto.session() is not snapshot_session, "credentials are resolved again, in this copy"
+    assert dynamo._signer is not None and dynamo._signer is not snapshot_signer, "and the signer made again"
+    assert keys._cache is not None and keys._cache.keys["openai"].key == "sk-rotated", "keys fetched afresh"
     assert apikeys._cached("digest") is None, "a key disabled since the snapshot must stop working"
     assert ratelimit._leases.take("c", ratelimit.window_at(0, 60), 0) is None
     assert random.getstate() != snapshot_random
     source = catalog_source.catalog_source()
-    assert not source.is_fresh() and source._catalog is catalog  # kept, but revalidated next call
-    assert catalog_source.get_catalog() == catalog  # and that works (S3 answers 304)
+    # Revalidated (S3 answered 304: the same object is kept) with a new expiry, on this copy's clock.
+    assert source.is_fresh() and source._catalog is catalog and source._expires > snapshot_expiry
 
 
 def test_warm_never_fails_the_snapshot(monkeypatch):
@@ -147,3 +166,50 @@ def test_warm_never_fails_the_snapshot(monkeypatch):
         reset_config()
         catalog_source.reset_catalog_source()
         boto.reset_clients()
+
+
+def test_snapstart_credentials_come_from_the_container_endpoint_and_are_fetched_again_after_restore(
+        deployed, monkeypatch):
+    """With SnapStart, Lambda gives no AWS_ACCESS_KEY_ID: the role's credentials come from the container
+    credentials endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI, with a token). The signed requests then
+    use botocore's chain, and a restored copy must ask the endpoint again, not reuse the snapshot's."""
+    import http.server
+    import threading
+
+    served: list[str] = []
+
+    class Endpoint(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            assert self.headers["Authorization"] == "container-token"
+            served.append(f"AKIDCONTAINER{len(served)}")
+            body = json.dumps({"AccessKeyId": served[-1], "SecretAccessKey": "secret", "Token": "token",
+                               "Expiration": "2099-01-01T00:00:00Z"}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", f"http://127.0.0.1:{server.server_port}/creds")
+        monkeypatch.setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "container-token")
+        boto.reset_clients()
+
+        snapstart.warm()
+        assert served == ["AKIDCONTAINER0"] and boto.credentials().access_key == "AKIDCONTAINER0"
+        assert "Credential=AKIDCONTAINER0/" in dynamo._current().headers("GetItem", b"{}")["Authorization"]
+
+        snapstart.refresh()
+        assert served == ["AKIDCONTAINER0", "AKIDCONTAINER1"], "a restored copy asks for its own credentials"
+        assert "Credential=AKIDCONTAINER1/" in dynamo._current().headers("GetItem", b"{}")["Authorization"]
+    finally:
+        server.shutdown()
+        boto.reset_clients()
+

@@ -181,6 +181,24 @@ def _configure_logging() -> None:
         root.setLevel(logs.level())
 
 
+def initialize(spec: str, loop: asyncio.AbstractEventLoop | None = None) -> tuple[Mangum, LifespanCycle]:
+    """INIT, without the Runtime API: import the app, start its lifespan, and do the first call's
+    own work now (warmup.py: the catalog and keys are read in a thread while the app imports).
+    `loop` is the event loop invocations will run on, already set as the current one."""
+    from momor.lambda_stream import warmup
+
+    if not spec:
+        raise InitError("Runtime.MalformedHandlerName",
+                        "MOMOR_ASGI_APP is not set: name the function's ASGI app as module:attr (app:app)")
+    warmup.start()
+    app = load_app(spec)
+    adapter = Mangum(app, lifespan="off")  # lifespan is run here, once, not per invocation
+    lifespan = LifespanCycle(app, "auto")
+    lifespan.__enter__()  # raises LifespanFailure when startup fails
+    warmup.finish(app, loop)
+    return adapter, lifespan
+
+
 def main(argv: list[str]) -> int:
     """``module:attr`` from argv (or MOMOR_ASGI_APP); returns only if init fails or SIGTERM arrives."""
     _configure_logging()
@@ -191,13 +209,7 @@ def main(argv: list[str]) -> int:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        if not spec:
-            raise InitError("Runtime.MalformedHandlerName",
-                            "MOMOR_ASGI_APP is not set: name the function's ASGI app as module:attr (app:app)")
-        app = load_app(spec)
-        adapter = Mangum(app, lifespan="off")  # lifespan is run here, once, not per invocation
-        lifespan = LifespanCycle(app, "auto")
-        lifespan.__enter__()  # raises LifespanFailure when startup fails
+        adapter, lifespan = initialize(spec, loop)
     except Exception as exc:
         return _report_init_error(loop, api, exc)
 

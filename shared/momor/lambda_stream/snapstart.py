@@ -5,34 +5,39 @@ With SnapStart (template.yaml's SnapStart parameter) Lambda runs the init once p
 version, snapshots the environment's memory and starts every new environment from that snapshot.
 The streaming bridge runs these hooks around the snapshot (runner._snapshot_and_restore).
 
-Before the snapshot (the app and its imports are loaded already, by the init): make the AWS
-session, the lean S3 and Secrets Manager readers and the DynamoDB signer (importing botocore and
-resolving credentials is most of their cost),
-read the catalog from S3 (parsed and validated), import the provider wires it uses (imported
-lazily otherwise) and read the saved keys from Secrets Manager. Each is
-best effort: a missing setting or an unreachable store must not fail the version's publication;
-the first call then does it, as without SnapStart.
+Before the snapshot (the init has imported the app and done warmup.py's work already; `warm` makes
+sure of it): the botocore session with its credentials, the lean S3 and Secrets Manager readers and
+the DynamoDB signer; the catalog read from S3 (parsed and validated) and the provider wires it uses
+imported; the saved keys read from Secrets Manager; the loop's pooled HTTP client made (httpx2's
+transport imported, its TLS context built). Each is best effort: a missing setting or an unreachable
+store must not fail the version's publication; the first call then does it, as without SnapStart.
 
 After each restore, every copy starts from the same memory, possibly days after it was taken:
-- credentials and pooled connections: the boto3 clients and the signed DynamoDB path's signer
-  are dropped and made again on first use (clients resolve credentials when made, and their
-  connections were open in another machine's past). The httpx pool holds nothing yet: the init
-  and these hooks make no httpx request.
+- credentials: with SnapStart, Lambda gives the role's credentials through its container credentials
+  endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI), not as AWS_ACCESS_KEY_ID and friends, so store/sigv4.py
+  falls back to botocore's chain, whose session then holds the snapshot's credentials: the session,
+  boto3 clients, lean readers and DynamoDB signer are dropped and made again at once, from this copy's
+  environment (botocore's import itself is in the snapshot).
+- connections: the lean reads open and close their own, and nothing before the snapshot sends a
+  request through the pooled client, so it holds no connection (tests/lambda/test_snapstart.py
+  checks): its TLS context is kept, which holds no secret.
 - random state: `random` is reseeded (retry jitter must differ between copies). Request ids and
   API keys come from the OS's generator (uuid4, secrets), which Lambda keeps unique per restore.
-- freshness: the saved keys are fetched again on first use, the catalog is revalidated (by ETag),
-  cached callers are forgotten (a key disabled since the snapshot must stop working) and so are
-  rate-limit leases (granted to the snapshot's process, not to each copy).
+- freshness: the saved keys are fetched again, the catalog is revalidated (by ETag: S3 answers 304
+  when it has not changed), cached callers are forgotten (a key disabled since the snapshot must
+  stop working) and so are rate-limit leases (granted to the snapshot's process, not to each copy).
+  The reads are made in the hook, best effort, so that the first call does not wait for them; a
+  failed one is made again by the first call, which reports it.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
-from typing import Any
 
 from snapshot_restore_py import register_after_restore, register_before_snapshot
+
+from momor.lambda_stream import warmup
 
 logger = logging.getLogger("momor.lambda_stream")
 
@@ -40,58 +45,31 @@ LEAN_SERVICES = ("s3", "secretsmanager")
 """What the first call reads through store/aws.py's signed single requests (the catalog, the keys)."""
 
 
-def _best_effort(what: str, fn: Callable[..., Any], *args: Any) -> None:
-    try:
-        fn(*args)
-    except Exception as exc:  # warming is an optimisation: never fail the snapshot for it
-        logger.warning("SnapStart warm-up skipped %s: %s", what, f"{type(exc).__name__}: {exc}"[:300])
-
-
 @register_before_snapshot
 def warm() -> None:
-    """Do before the snapshot what the first call would otherwise pay for."""
-    from momor.config import get_config
-    from momor.store import aws, catalog_source, dynamo, keys
-
-    # The first call's AWS paths: the shared botocore session (credentials, region), the lean S3 and
-    # Secrets Manager readers and the signed DynamoDB caller; no boto3 client is on that path.
-    _best_effort("the AWS session", aws.session)
-    for service in LEAN_SERVICES:
-        _best_effort(f"the {service} reader", aws.lean_client, service)
-    _best_effort("the DynamoDB signer", dynamo._current)
-    try:
-        config = get_config()
-    except Exception as exc:  # a bad configuration fails the app's build, not this optimisation
-        logger.warning("SnapStart warm-up skipped: %s", exc)
-        return
-    if config.catalog_file or config.catalog_bucket:
-        _best_effort("the catalog", catalog_source.get_catalog)
-        _best_effort("the catalog's wires", _import_wires)
-    if config.keys_secret:
-        _best_effort("the saved keys", keys.saved_keys)
-
-
-def _import_wires() -> None:
-    """The provider wire modules the catalog uses (imported lazily otherwise, on a first call)."""
-    from momor.providers import wire_for
-    from momor.store import catalog_source
-
-    for provider in catalog_source.get_catalog().providers:
-        wire_for(provider.wire)
+    """Do before the snapshot what the first call would otherwise pay for (warmup.py's list; the
+    init has done most of it already, inside Lambda: what is done is not done twice)."""
+    warmup.prepare_aws()
+    warmup.read_stores()
+    warmup.prepare_loop(warmup.current_loop())
 
 
 @register_after_restore
 def refresh() -> None:
-    """Renew in this restored copy what it must not share with the others (module docstring)."""
+    """Renew in this restored copy what it must not share with the others (module docstring), then
+    make again, best effort, what the first call needs: credentials, the keys, the catalog's check."""
     from momor.store import apikeys, aws, catalog_source, keys, ratelimit
 
     random.seed()
-    aws.reset_clients()  # the boto3 clients and the DynamoDB signer: credentials, connections
+    aws.reset_clients()  # the botocore session, boto3 clients, lean readers, DynamoDB signer
     keys.reset_saved_keys()
     apikeys.reset_cache()
     ratelimit.reset_local()
-    # The catalog stays (parsed), but is asked for again on the next call: its TTL runs on a
-    # clock that the snapshot stopped. S3 answers 304 when it has not changed.
+    # The catalog stays (parsed), but is asked for again: its TTL runs on a clock that the snapshot
+    # stopped. S3 answers 304 when it has not changed.
     source = catalog_source._source
     if source is not None and hasattr(source, "_expires"):
         source._expires = float("-inf")
+    warmup.prepare_aws()
+    warmup.read_stores()
+    warmup.prepare_loop(warmup.current_loop())

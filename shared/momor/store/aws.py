@@ -14,9 +14,10 @@ executor so the event loop keeps serving other requests meanwhile.
 The first call of a Lambda reads two things: the catalog (S3 GetObject) and the saved keys
 (Secrets Manager GetSecretValue). A boto3 client for each loads its service model (S3's is
 megabytes of JSON), 100-300 ms of a cold start on one vCPU for one request each (infra/bench
-lambda_cold). `lean_client` makes those two reads as single signed HTTP requests instead, with
-botocore's SigV4 signer and credentials chain from the process's one session (the same session
-`client` uses), so every credential source boto3 knows still works; nothing else goes that way.
+lambda_cold). `lean_client` makes those two reads as single signed HTTP requests instead, signed by
+sigv4.py with the environment's credentials (Lambda's), or else those of botocore's chain through the
+process's one session (the same session `client` uses), so every credential source boto3 knows still
+works; nothing else goes that way. Inside Lambda, neither boto3 nor botocore is imported for them.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
+
+from . import sigv4
 
 T = TypeVar("T")
 
@@ -56,9 +59,24 @@ def session() -> Any:
 
 
 def region() -> str:
-    """As the DynamoDB caller resolves it (dynamo.py): the configured region, else Lambda's
-    AWS_REGION, else us-east-1."""
-    return session().get_config_variable("region") or os.environ.get("AWS_REGION") or "us-east-1"
+    """As boto3 resolves it: AWS_DEFAULT_REGION, else the configured profile's region (the session's),
+    else Lambda's AWS_REGION, else us-east-1. Lambda sets AWS_DEFAULT_REGION, so there no botocore is
+    imported for it."""
+    return (os.environ.get("AWS_DEFAULT_REGION") or session().get_config_variable("region")
+            or os.environ.get("AWS_REGION") or "us-east-1")
+
+
+def credentials() -> sigv4.Credentials | None:
+    """The credentials the signed requests use: the environment's (Lambda's), read on each call, else
+    whatever botocore's chain finds through the shared session (refreshed as botocore refreshes them)."""
+    found = sigv4.from_environment()
+    if found is not None:
+        return found
+    chain = session().get_credentials()
+    if chain is None:
+        return None
+    frozen = chain.get_frozen_credentials()
+    return sigv4.Credentials(frozen.access_key, frozen.secret_key, frozen.token or None)
 
 
 def client(service: str) -> Any:
@@ -90,7 +108,7 @@ def reset_clients() -> None:
         _session = None
     from . import dynamo  # the hot-path DynamoDB caller resolves its endpoint the same way
 
-    dynamo.reset()
+    dynamo.forget()
 
 
 async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -122,20 +140,15 @@ def _endpoint(service_env: str) -> str | None:
 
 def _signed(service: str, method: str, url: str, headers: dict[str, str], body: bytes,
             timeout: float) -> tuple[int, dict[str, str], bytes]:
-    """One SigV4-signed request, retried on throttling, 5xx and connection errors like boto3's
-    standard mode (3 attempts). Answers (status, lower-cased headers, body) whatever the status."""
-    from botocore.auth import S3SigV4Auth, SigV4Auth
-    from botocore.awsrequest import AWSRequest
-
-    credentials = session().get_credentials()
-    if credentials is None:
-        raise AwsError("MissingCredentials", "no AWS credentials were found", 0)
-    signer = S3SigV4Auth if service == "s3" else SigV4Auth
+    """One SigV4-signed request (sigv4.py), retried on throttling, 5xx and connection errors like
+    boto3's standard mode (3 attempts). Answers (status, lower-cased headers, body) whatever the status."""
     for attempt in range(_ATTEMPTS):
-        request = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
-        signer(credentials.get_frozen_credentials(), service, region()).add_auth(request)
+        found = credentials()  # each attempt: a refreshed credential is picked up
+        if found is None:
+            raise AwsError("MissingCredentials", "no AWS credentials were found", 0)
+        signed = sigv4.sign(method, url, headers, body, service=service, region=region(), credentials=found)
         try:
-            status, got, data = _send(method, url, dict(request.headers.items()), body, timeout)
+            status, got, data = _send(method, url, signed, body, timeout)
             if status not in _RETRY_STATUS or attempt == _ATTEMPTS - 1:
                 return status, got, data
         except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out: no answer at all

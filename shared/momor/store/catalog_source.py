@@ -118,9 +118,13 @@ class S3CatalogSource:
 
     def _refresh(self) -> None:
         # Without an injected client, one signed GET (aws.lean_client): no S3 client to build on a
-        # cold start. An injected client may be boto3's, so its errors are caught too.
-        from botocore.exceptions import BotoCoreError, ClientError
+        # cold start, and no botocore to import. An injected client may be boto3's, so its errors are
+        # caught too.
+        boto_errors: tuple[type[Exception], ...] = ()
+        if self._s3 is not None:
+            from botocore.exceptions import BotoCoreError, ClientError
 
+            boto_errors = (BotoCoreError, ClientError)
         where = f"s3://{self.bucket}/{self.key}"
         s3 = self._s3 or aws.lean_client("s3")
         request: dict[str, Any] = {"Bucket": self.bucket, "Key": self.key}
@@ -129,14 +133,14 @@ class S3CatalogSource:
         try:
             try:
                 answer = s3.get_object(**request)
-            except (ClientError, aws.AwsError) as exc:
+            except (*boto_errors, aws.AwsError) as exc:
                 if _not_modified(exc):
                     self._expires = self._clock() + self.ttl
                     return
                 raise
             body = answer["Body"].read()
             catalog = parse_catalog(body)
-        except (BotoCoreError, ClientError, aws.AwsError, MomorError) as exc:
+        except (*boto_errors, aws.AwsError, MomorError) as exc:
             if self._catalog is None:
                 if isinstance(exc, MomorError):
                     raise

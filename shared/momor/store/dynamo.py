@@ -4,9 +4,10 @@ Every call writes a record and may count a rate-limit window. Through a boto3 cl
 milliseconds of CPU (parameter validation and serialisation driven by the service model, its own
 HTTP stack) plus a thread hop, and that CPU competes with the next request on a small machine
 (infra/bench). DynamoDB's wire protocol is small and stable, so these calls are made here: the
-request is the operation's JSON (items already in attribute-value form), signed with botocore's
-own SigV4 signer and credentials chain (so every credential source boto3 knows still works), and
-sent with httpx2. Everything else (table admin, reads at start-up) keeps using boto3 (`aws.py`).
+request is the operation's JSON (items already in attribute-value form), signed with our own SigV4
+(sigv4.py, checked against botocore's signer) with the environment's credentials or botocore's chain
+(so every credential source boto3 knows still works), and sent with httpx2. Everything else (table
+admin, usage queries) keeps using boto3 (`aws.py`).
 
 Endpoint: AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else the region's public endpoint, as
 boto3 chooses it. Throttling and 5xx answers are retried twice with a short backoff.
@@ -22,6 +23,7 @@ from typing import Any
 import orjson
 
 from ..net import shared_client
+from . import sigv4
 
 _TARGET = "DynamoDB_20120810."
 _RETRYABLE = ("ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
@@ -38,32 +40,25 @@ class DynamoError(Exception):
 
 
 class _Signer:
-    """Credentials and region resolved once, as boto3 resolves them; refreshed credentials are
-    picked up on each request (`get_frozen_credentials`)."""
+    """Region and endpoint resolved once; credentials on each request (aws.credentials: the
+    environment's, Lambda's, else botocore's chain, refreshed), signed by sigv4.py, so no call
+    imports boto3 or, inside Lambda, botocore."""
 
     def __init__(self) -> None:
-        import boto3
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
+        from . import aws
 
-        session = boto3.Session()
-        self.region = session.region_name or "us-east-1"
-        self.credentials = session.get_credentials()
-        self._auth, self._request = SigV4Auth, AWSRequest
+        self._credentials = aws.credentials
+        self.region = aws.region()
         base = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL")
         self.url = (base or f"https://dynamodb.{self.region}.amazonaws.com").rstrip("/") + "/"
 
     def headers(self, operation: str, body: bytes) -> dict[str, str]:
-        if self.credentials is None:
+        credentials = self._credentials()
+        if credentials is None:
             raise DynamoError("MissingCredentials", "no AWS credentials were found", 0)
-        request = self._request(
-            method="POST",
-            url=self.url,
-            data=body,
-            headers={"X-Amz-Target": _TARGET + operation, "Content-Type": "application/x-amz-json-1.0"},
-        )
-        self._auth(self.credentials.get_frozen_credentials(), "dynamodb", self.region).add_auth(request)
-        return dict(request.headers.items())
+        headers = {"X-Amz-Target": _TARGET + operation, "Content-Type": "application/x-amz-json-1.0"}
+        return sigv4.sign("POST", self.url, headers, body, service="dynamodb", region=self.region,
+                          credentials=credentials)
 
 
 _signer: _Signer | None = None
@@ -77,7 +72,15 @@ def _current() -> _Signer:
 
 
 def reset() -> None:
-    """For tests: resolve the endpoint and credentials again (the env changed)."""
+    """For tests: resolve the endpoint and credentials again (the env changed). The credentials come
+    from aws.py's session, so that is made again too (aws.reset_clients, which calls `forget`)."""
+    from . import aws
+
+    aws.reset_clients()
+
+
+def forget() -> None:
+    """Drop the signer (aws.reset_clients calls this): the next call resolves it again."""
     global _signer
     _signer = None
 

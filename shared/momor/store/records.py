@@ -41,7 +41,7 @@ from ..catalog import Prices
 from ..config import get_config
 from ..events import Usage
 from ..redact import redact
-from . import dynamo
+from . import attributes, dynamo
 
 ERROR_TEXT_MAX = 300
 ATTEMPTS_MAX = 60
@@ -228,9 +228,8 @@ def _plain(value: Any) -> Any:
 
 
 def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | None = None) -> dict[str, Any]:
-    """The record as a DynamoDB item (attribute-value form)."""
-    from boto3.dynamodb.types import TypeSerializer
-
+    """The record as a DynamoDB item (attribute-value form; attributes.py, not boto3's serializer,
+    whose import would cost a cold start's first call tens of milliseconds)."""
     if ttl_days is None:
         ttl_days = get_config().record_ttl_days
     # Longest first, so a key that contains another is blanked whole.
@@ -240,8 +239,7 @@ def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | 
         # A refusal before the caller was known: an index key may not be an empty string, and
         # leaving it out keeps the call out of every caller's usage (the byCaller index is sparse).
         document.pop("callerId", None)
-    serializer = TypeSerializer()
-    return {name: serializer.serialize(value) for name, value in document.items()}
+    return attributes.to_item(document)
 
 
 async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
@@ -255,8 +253,6 @@ async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -
 async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | None:
     """The record as the GET route answers it, or None when it does not exist *or* belongs to
     another caller: the route answers 404 either way, so nobody learns another caller's ids."""
-    from boto3.dynamodb.types import TypeDeserializer
-
     table = get_config().need("records_table")
     # Consistent read: a caller typically asks right after the call that wrote it.
     answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"id": {"S": record_id}},
@@ -264,5 +260,4 @@ async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | N
     item = answer.get("Item")
     if item is None or item.get("callerId", {}).get("S") != caller_id:
         return None
-    deserializer = TypeDeserializer()
-    return _plain({name: deserializer.deserialize(value) for name, value in item.items()})
+    return _plain(attributes.from_item(item))

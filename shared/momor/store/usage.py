@@ -132,12 +132,11 @@ async def query(span: Range, caller_id: str | None) -> tuple[list[dict[str, Any]
 
 
 def _document(item: dict[str, Any]) -> dict[str, Any]:
-    from boto3.dynamodb.types import TypeDeserializer
-
+    # attributes.py, not boto3's TypeDeserializer: importing that imports boto3 on the first query.
+    from . import attributes
     from .records import _plain
 
-    deserializer = TypeDeserializer()
-    return _plain({name: deserializer.deserialize(value) for name, value in item.items()})
+    return _plain(attributes.from_item(item))
 
 
 # ---------------------------------------------------------------------------------------------
