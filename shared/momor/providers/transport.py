@@ -11,14 +11,17 @@ import asyncio
 import codecs
 import contextlib
 import email.utils
+import json
+import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx2
+import orjson
 
-from .. import stream_reads
+from .. import http1, stream_reads
 from ..call import Call
 from ..errors import ProviderError
 from ..events import Event, Raw
@@ -98,35 +101,31 @@ async def exchange(
     Raises ProviderError for every failure; `after_output` is left for the caller to set, since
     only the caller knows what it has passed on.
     """
-    client = client or shared_client()
     request = wire.build_request(call, target, stream)
     headers = {**target.provider.headers, **request.headers}
-    timeout = httpx2.Timeout(
-        connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle, pool=timeouts.connect
-    )
+    url = request.url or _url(target, request.path)
     with provider_errors(target):
         headers.update(await _auth_headers(wire, target))  # a wire that signs in first (Vertex)
-        opening = client.stream("POST", request.url or _url(target, request.path), json=request.body,
-                                headers=headers, timeout=timeout)
         async with contextlib.AsyncExitStack() as stack:
-            begin = timeouts.response if timeouts.response is not None else timeouts.first_byte
-            response = await _begin(stack, opening, begin)
+            response = await _open(stack, client, url, request.body, headers, timeouts)
             if response.status_code >= 400:
                 body = await response.aread()
                 raise wire.map_error(response.status_code, body, dict(response.headers))
             framer = _framer(response.headers.get("content-type", "")) if stream else None
             if framer is not None:
                 # The stream decoded here, not in a generator of its own: each event of a long
-                # stream would cross one more generator layer.
+                # stream would cross one more generator layer. Text is decoded incrementally (a
+                # character split across two reads is decoded once both are in; an event stream
+                # is UTF-8 whatever its headers say).
                 decoder, raw = wire.stream_decoder(target), call.passthrough(wire.name)
-                reads, as_text, rest = _reads(response, timeouts.first_byte)
-                async for read in reads:
+                as_text = codecs.getincrementaldecoder("utf-8")("replace").decode
+                async for read in response.pieces(timeouts.first_byte):
                     for item in framer.decode(as_text(read)):
                         for event in _feed(decoder, item, raw):
                             yield event
                         if decoder.done:
                             return
-                for item in [*framer.decode(rest()), *framer.flush()]:  # an unterminated last frame
+                for item in [*framer.decode(as_text(b"", True)), *framer.flush()]:  # an unterminated last frame
                     for event in _feed(decoder, item, raw):
                         yield event
                 for event in decoder.close():
@@ -138,6 +137,99 @@ async def exchange(
                     yield Raw(body.decode("utf-8", "replace"))
                 for event in wire.parse_response(body, target):
                     yield event
+
+
+class _Answer(Protocol):
+    """What the exchange reads of a provider's response, whichever client brought it."""
+
+    status_code: int
+    headers: Any
+
+    async def aread(self) -> bytes: ...
+
+    def pieces(self, read_timeout: float | None) -> AsyncIterator[bytes]:
+        """The body's bytes as they arrive, decoded of any transfer and content encoding."""
+        ...
+
+
+async def _open(stack: contextlib.AsyncExitStack, client: httpx2.AsyncClient | None, url: str, body: Any,
+                headers: dict[str, str], timeouts: Timeouts) -> _Answer:
+    """The provider's response once its head is in: through the lean client (http1.py) unless a
+    client was handed in (tests) or the environment names a proxy, which only httpx2 honours."""
+    begin = timeouts.response if timeouts.response is not None else timeouts.first_byte
+    if client is None and not _proxied():
+        payload = _json_bytes(body)
+        sent = {"Content-Type": "application/json", **headers}
+        try:
+            response = await http1.post(url, sent, payload, connect_timeout=timeouts.connect, head_timeout=begin)
+        except http1.UpstreamError as exc:
+            raise ProviderError(str(exc), kind=exc.kind) from None
+        stack.push_async_callback(response.aclose)
+        return _Lean(response, timeouts.first_byte)
+    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
+                             pool=timeouts.connect)
+    opening = (client or shared_client()).stream("POST", url, json=body, headers=headers, timeout=timeout)
+    return _Httpx(await _begin(stack, opening, begin))
+
+
+class _Lean:
+    """http1.Response as an `_Answer`: its failures as ProviderErrors."""
+
+    __slots__ = ("_read_timeout", "_response", "headers", "status_code")
+
+    def __init__(self, response: http1.Response, read_timeout: float | None) -> None:
+        self._response = response
+        self._read_timeout = read_timeout
+        self.status_code = response.status_code
+        self.headers = response.headers
+
+    async def aread(self) -> bytes:
+        try:
+            return await self._response.aread(self._read_timeout)
+        except http1.UpstreamError as exc:
+            raise ProviderError(str(exc), kind=exc.kind) from None
+
+    async def pieces(self, read_timeout: float | None) -> AsyncIterator[bytes]:
+        try:
+            async for piece in self._response.pieces(read_timeout):
+                yield piece
+        except http1.UpstreamError as exc:
+            raise ProviderError(str(exc), kind=exc.kind) from None
+
+
+class _Httpx:
+    """An httpx2 response as an `_Answer` (its errors are mapped by `provider_errors`)."""
+
+    __slots__ = ("_response", "headers", "status_code")
+
+    def __init__(self, response: httpx2.Response) -> None:
+        self._response = response
+        self.status_code = response.status_code
+        self.headers = response.headers
+
+    async def aread(self) -> bytes:
+        return await self._response.aread()
+
+    def pieces(self, read_timeout: float | None) -> AsyncIterator[bytes]:
+        # An unencoded body a socket read at a time (stream_reads.py); a compressed one through httpx's decoders.
+        if self.headers.get("content-encoding", "identity").strip().lower() not in ("identity", ""):
+            return self._response.aiter_bytes()
+        return stream_reads.chunks(self._response, read_timeout)
+
+
+_PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+
+
+def _proxied() -> bool:
+    return any(os.environ.get(name) for name in _PROXY_VARIABLES)
+
+
+def _json_bytes(body: Any) -> bytes:
+    """The request body as httpx's `json=` writes it (compact, UTF-8), with orjson where it can."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 
 async def _begin(stack: contextlib.AsyncExitStack, opening: Any, limit: float) -> httpx2.Response:
@@ -224,10 +316,10 @@ async def post_multipart(
         return response.content
 
 
-async def _read_body(response: httpx2.Response, idle: float) -> bytes:
+async def _read_body(response: _Answer, idle: float) -> bytes:
     """The whole body, each read within the idle timeout: a body that stalls mid-way is an error."""
     chunks: list[bytes] = []
-    reads = response.aiter_bytes()
+    reads = response.pieces(None)
     while True:
         try:
             async with asyncio.timeout(idle):
@@ -237,24 +329,6 @@ async def _read_body(response: httpx2.Response, idle: float) -> bytes:
         except TimeoutError:
             raise ProviderError(f"The provider's answer stalled for {idle:g} s.", kind="timeout") from None
         chunks.append(chunk)
-
-
-def _reads(response: httpx2.Response, read_timeout: float | None
-           ) -> tuple[AsyncIterator[Any], Callable[[Any], str], Callable[[], str]]:
-    """The streamed body's reads, how each becomes text, and the text left at the end.
-
-    An unencoded body (what providers send for event streams) is read a socket read at a time
-    (stream_reads.py), below `aiter_text`, whose layers cost more per HTTP chunk than this
-    incremental UTF-8 decode (a character split across two reads is decoded once both are in; an
-    event stream is UTF-8 whatever its headers say); a compressed one goes through httpx's decoders."""
-    if response.headers.get("content-encoding", "identity").strip().lower() not in ("identity", ""):
-        return response.aiter_text(), _as_is, str  # str() == "": aiter_text flushes its own decoder
-    utf8 = codecs.getincrementaldecoder("utf-8")("replace")
-    return stream_reads.chunks(response, read_timeout), utf8.decode, lambda: utf8.decode(b"", True)
-
-
-def _as_is(text: str) -> str:
-    return text
 
 
 def _framer(content_type: str) -> SSEDecoder | NDJSONDecoder | None:

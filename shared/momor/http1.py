@@ -1,0 +1,325 @@
+"""A lean HTTP/1.1 client for the calls to providers: keep-alive connections over asyncio streams.
+
+Why not httpx2 here: a small POST and its answer cost about 350 µs of CPU through
+`httpx2.AsyncClient.stream` (its request and response models, httpcore's pool bookkeeping, h11's
+per-event state machine, six generator layers per HTTP chunk), against 15-40 µs on raw asyncio
+streams; that was half of Momor's added latency on a buffered call (infra/bench/PROPOSALS.md §3).
+Provider calls are one shape only: a POST of a JSON body to an HTTPS (or, in tests, HTTP) origin,
+answered by a whole body or a chunked event stream. That shape is done here; everything else (a
+proxy, multipart uploads, token counting, the store's calls) stays on httpx2 (net.py).
+
+What it does: one idle-connection list per origin and event loop (at most `IDLE_PER_ORIGIN`,
+each kept `KEEPALIVE_S`); TLS with one shared context (certifi's bundle, as httpx uses); the
+request head and body in one write; the response head parsed here; a body by Content-Length,
+chunked (decoded a socket read at a time, all the chunks a read completed in one piece) or to the
+connection's end. A connection goes back to the list only once its answer was read to the end
+and neither side asked to close it. Failures are `UpstreamError`s with the `kind` the attempt loop
+classifies (transport.py maps them to ProviderErrors): `dropped` when a reused connection closed
+before any response byte (the keep-alive race; the attempt loop retries it), `timeout`, `connect`
+and `protocol`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import ssl
+import time
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+IDLE_PER_ORIGIN = 32
+"""Idle connections kept per origin (more in flight are fine; they close when done)."""
+KEEPALIVE_S = 30.0
+"""How long an idle connection is kept: below the 60 s most provider front ends allow."""
+READ_BYTES = 64 * 1024
+LIMIT = 256 * 1024
+"""The most a response head may hold (the stream reader's limit) before it is a protocol error."""
+
+
+class UpstreamError(Exception):
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every connection (making one loads the CA bundle: tens of ms)."""
+    try:
+        import certifi
+
+        return ssl.create_default_context(cafile=certifi.where())
+    except ImportError:  # pragma: no cover - certifi comes with httpx2
+        return ssl.create_default_context()
+
+
+@dataclass(slots=True)
+class _Origin:
+    scheme: str
+    host: str
+    port: int
+
+    @property
+    def host_header(self) -> str:
+        default = 443 if self.scheme == "https" else 80
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.port == default else f"{host}:{self.port}"
+
+
+@dataclass(slots=True)
+class _Connection:
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    reused: bool = False
+    idle_since: float = 0.0
+
+    def usable(self) -> bool:
+        return (not self.writer.is_closing() and not self.reader.at_eof()
+                and time.monotonic() - self.idle_since < KEEPALIVE_S)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+@dataclass(slots=True)
+class _Pool:
+    idle: dict[tuple[str, str, int], list[_Connection]] = field(default_factory=dict)
+
+
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool] = weakref.WeakKeyDictionary()
+
+
+def _pool() -> _Pool:
+    loop = asyncio.get_running_loop()
+    pool = _pools.get(loop)
+    if pool is None:
+        pool = _pools[loop] = _Pool()
+    return pool
+
+
+def split(url: str) -> tuple[_Origin, str]:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UpstreamError(f"Cannot call {parts.scheme or 'a relative'} URL.", kind="connect")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return _Origin(parts.scheme, parts.hostname, port), target
+
+
+class Response:
+    """A response whose head is in; its body read once, whole (`aread`) or in pieces (`pieces`)."""
+
+    __slots__ = ("_chunked", "_conn", "_done", "_keep", "_key", "_length", "headers", "status_code")
+
+    def __init__(self, conn: _Connection, key: tuple[str, str, int], status: int, headers: dict[str, str]) -> None:
+        self._conn: _Connection | None = conn
+        self._key = key
+        self.status_code = status
+        self.headers = headers
+        """Lower-case names; repeated headers joined with ", "."""
+        self._chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        length = headers.get("content-length")
+        self._length = None if self._chunked or length is None else int(length)
+        self._keep = "close" not in headers.get("connection", "").lower()
+        self._done = False
+
+    async def aread(self, timeout: float | None = None) -> bytes:
+        return b"".join([piece async for piece in self.pieces(timeout)])
+
+    async def pieces(self, timeout: float | None) -> AsyncIterator[bytes]:
+        """The body: all of it a socket read completed, each time (chunk framing removed)."""
+        conn = self._conn
+        assert conn is not None, "the body was already read"
+        if self._chunked:
+            decoder = _Chunked()
+            while not decoder.done:
+                data = await _read(conn.reader, timeout)
+                if not data:
+                    raise UpstreamError("The provider closed the connection mid-answer.", kind="protocol")
+                piece = decoder.feed(data)
+                if decoder.done:
+                    # Known before the last piece is handed on: a reader that stops at the stream's
+                    # own end marker ([DONE]) still returns the connection to the pool.
+                    self._done = True
+                    self._keep = self._keep and not decoder.extra  # bytes past the end: not to be trusted
+                if piece:
+                    yield piece
+        elif self._length is not None:
+            left = self._length
+            while left > 0:
+                data = await _read(conn.reader, timeout, left)
+                if not data:
+                    raise UpstreamError("The provider closed the connection mid-answer.", kind="protocol")
+                left -= len(data)
+                self._done = not left
+                yield data
+        else:  # to the connection's end
+            self._keep = False
+            while data := await _read(conn.reader, timeout):
+                yield data
+        self._done = True
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Back to the idle list when the answer was read whole; closed otherwise."""
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        if self._done and self._keep and not conn.writer.is_closing():
+            idle = _pool().idle.setdefault(self._key, [])
+            if len(idle) < IDLE_PER_ORIGIN:
+                conn.reused, conn.idle_since = True, time.monotonic()
+                idle.append(conn)
+                return
+        conn.close()
+
+
+async def _read(reader: asyncio.StreamReader, timeout: float | None, limit: int = READ_BYTES) -> bytes:
+    try:
+        async with asyncio.timeout(timeout):
+            return await reader.read(min(limit, READ_BYTES))
+    except TimeoutError:
+        raise UpstreamError("The provider did not answer in time.", kind="timeout") from None
+    except (ConnectionError, OSError) as exc:
+        raise UpstreamError("The provider closed the connection mid-answer.", kind="protocol") from exc
+
+
+class _Chunked:
+    """Incremental chunked transfer decoding: `feed(data)` returns the payload bytes it completed."""
+
+    __slots__ = ("_buffer", "_left", "done", "extra")
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._left = 0  # payload bytes of the current chunk still to come (then its CRLF)
+        self.done = False
+        self.extra = b""
+
+    def feed(self, data: bytes) -> bytes:
+        buffer = self._buffer + data if self._buffer else data
+        out: list[bytes] = []
+        at = 0
+        end = len(buffer)
+        while at < end:
+            if self._left > 0:
+                take = min(self._left, end - at)
+                out.append(buffer[at:at + take])
+                at += take
+                self._left -= take
+                if self._left:
+                    break
+                self._left = -2  # the chunk's CRLF next
+                continue
+            if self._left == -2:
+                if end - at < 2:
+                    break
+                if buffer[at:at + 2] != b"\r\n":
+                    raise UpstreamError("The provider's chunked body is malformed.", kind="protocol")
+                at += 2
+                self._left = 0
+                continue
+            line_end = buffer.find(b"\r\n", at)
+            if line_end < 0:
+                if end - at > 1024:
+                    raise UpstreamError("The provider's chunked body is malformed.", kind="protocol")
+                break
+            size_text = buffer[at:line_end].split(b";", 1)[0].strip()
+            try:
+                size = int(size_text, 16)
+            except ValueError:
+                raise UpstreamError("The provider's chunked body is malformed.", kind="protocol") from None
+            if size == 0:
+                # The last chunk, then trailers (ignored) up to an empty line.
+                close = buffer.find(b"\r\n\r\n", line_end)
+                if close < 0:
+                    break
+                self.done = True
+                self.extra = buffer[close + 4:]
+                at = end
+                break
+            at = line_end + 2
+            self._left = size
+        self._buffer = buffer[at:] if at < end else b""
+        return out[0] if len(out) == 1 else b"".join(out)
+
+
+async def post(url: str, headers: dict[str, str], body: bytes, *, connect_timeout: float | None,
+               head_timeout: float | None) -> Response:
+    """Send a POST and return its response once the head is in (the body still to read)."""
+    origin, target = split(url)
+    key = (origin.scheme, origin.host, origin.port)
+    lines = [f"POST {target} HTTP/1.1", f"Host: {origin.host_header}", "Accept-Encoding: identity",
+             f"Content-Length: {len(body)}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()
+              if name.lower() not in ("host", "content-length", "accept-encoding", "connection")]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+    conn = await _connection(origin, key, connect_timeout)
+    try:
+        conn.writer.write(request)
+        return await _head(conn, key, head_timeout)
+    except BaseException:
+        conn.close()
+        raise
+
+
+async def _connection(origin: _Origin, key: tuple[str, str, int], timeout: float | None) -> _Connection:
+    idle = _pool().idle.get(key)
+    while idle:
+        conn = idle.pop()
+        if conn.usable():
+            return conn
+        conn.close()
+    try:
+        async with asyncio.timeout(timeout):
+            reader, writer = await asyncio.open_connection(
+                origin.host, origin.port, limit=LIMIT,
+                ssl=tls_context() if origin.scheme == "https" else None,
+                server_hostname=origin.host if origin.scheme == "https" else None,
+            )
+    except TimeoutError:
+        raise UpstreamError("Timed out connecting to the provider.", kind="timeout") from None
+    except (OSError, ssl.SSLError) as exc:
+        raise UpstreamError("Could not connect to the provider.", kind="connect") from exc
+    return _Connection(reader, writer)
+
+
+async def _head(conn: _Connection, key: tuple[str, str, int], timeout: float | None) -> Response:
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                head = await conn.reader.readuntil(b"\r\n\r\n")
+                status, headers = _parse_head(head)
+                if status >= 200 or status == 101:
+                    return Response(conn, key, status, headers)
+                # 1xx (100 Continue, 103 Early Hints): the answer's own head follows.
+    except TimeoutError:
+        raise UpstreamError(f"The provider did not begin its answer within {timeout:g} s.", kind="timeout") from None
+    except asyncio.IncompleteReadError as exc:
+        # Nothing at all: the provider produced nothing (on a reused connection, the keep-alive race).
+        kind = "protocol" if exc.partial else "dropped"
+        raise UpstreamError("The provider closed the connection before answering.", kind=kind) from None
+    except asyncio.LimitOverrunError:
+        raise UpstreamError("The provider's response head is too large.", kind="protocol") from None
+    except (ConnectionError, OSError) as exc:
+        raise UpstreamError("The provider closed the connection before answering.", kind="dropped") from exc
+
+
+def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
+    try:
+        text = head.decode("latin-1")
+        status_line, *lines = text[:-4].split("\r\n")
+        version, status, *_ = status_line.split(" ", 2)
+        if not version.startswith("HTTP/1."):
+            raise ValueError(version)
+        headers: dict[str, str] = {}
+        for line in lines:
+            name, _, value = line.partition(":")
+            name = name.strip().lower()
+            value = value.strip()
+            headers[name] = f"{headers[name]}, {value}" if name in headers else value
+        return int(status), headers
+    except ValueError:
+        raise UpstreamError("The provider's response head is malformed.", kind="protocol") from None
