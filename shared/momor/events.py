@@ -176,6 +176,10 @@ class StreamOrderError(RuntimeError):
     """Events or frames in an impossible order: a bug in the wire or writer that produced them."""
 
 
+_JOIN_EVERY = 256
+"""A part's kept deltas are joined into one piece this many at a time (`Assembler._delta`)."""
+
+
 @dataclass(slots=True)
 class _Part:
     kind: PartKind
@@ -185,6 +189,8 @@ class _Part:
     tool_name: str | None = None
     data: dict[str, Any] | None = None
     done: bool = False
+    loose: int = 0
+    """Deltas at the end of `chunks` not yet joined into a piece."""
 
 
 @dataclass(slots=True)
@@ -228,6 +234,12 @@ class Assembler:
         if text:
             if self.keep_text:
                 part.chunks.append(text)
+                part.loose += 1
+                if part.loose == _JOIN_EVERY:
+                    # One str per token costs ~50 bytes besides its text: every few hundred deltas
+                    # are joined into one piece, so what is kept grows by the text alone.
+                    part.chunks[-_JOIN_EVERY:] = ["".join(part.chunks[-_JOIN_EVERY:])]
+                    part.loose = 0
             self.output_bytes += len(text.encode("utf-8"))
             self.output_started = True
 

@@ -9,7 +9,7 @@ answered by a whole body or a chunked event stream. That shape is done here; eve
 proxy, multipart uploads, token counting, the store's calls) stays on httpx2 (net.py).
 
 What it does: one idle-connection list per origin and event loop (at most `IDLE_PER_ORIGIN`,
-each kept `KEEPALIVE_S`); TLS with one shared context (certifi's bundle, as httpx uses); the
+each kept `KEEPALIVE_S`); TLS with the process's one context (net.tls_context, httpx2's default); the
 request head and body in one write; the response head parsed here; a body by Content-Length,
 chunked (decoded a socket read at a time, all the chunks a read completed in one piece) or to the
 connection's end. A connection goes back to the list only once its answer was read to the end
@@ -22,13 +22,14 @@ and `protocol`.
 from __future__ import annotations
 
 import asyncio
-import functools
 import ssl
 import time
 import weakref
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+from .net import tls_context
 
 IDLE_PER_ORIGIN = 32
 """Idle connections kept per origin (more in flight are fine; they close when done)."""
@@ -43,17 +44,6 @@ class UpstreamError(Exception):
     def __init__(self, message: str, kind: str) -> None:
         super().__init__(message)
         self.kind = kind
-
-
-@functools.cache
-def tls_context() -> ssl.SSLContext:
-    """One TLS context for every connection (making one loads the CA bundle: tens of ms)."""
-    try:
-        import certifi
-
-        return ssl.create_default_context(cafile=certifi.where())
-    except ImportError:  # pragma: no cover - certifi comes with httpx2
-        return ssl.create_default_context()
 
 
 @dataclass(slots=True)
@@ -121,8 +111,11 @@ class Response:
         self.headers = headers
         """Lower-case names; repeated headers joined with ", "."""
         self._chunked = "chunked" in headers.get("transfer-encoding", "").lower()
-        length = headers.get("content-length")
-        self._length = None if self._chunked or length is None else int(length)
+        length = "0" if status in (204, 304) else headers.get("content-length")
+        try:
+            self._length = None if self._chunked or length is None else int(length)
+        except ValueError:
+            raise UpstreamError("The provider's Content-Length is not a number.", kind="protocol") from None
         self._keep = "close" not in headers.get("connection", "").lower()
         self._done = False
 
@@ -248,21 +241,60 @@ class _Chunked:
 
 async def post(url: str, headers: dict[str, str], body: bytes, *, connect_timeout: float | None,
                head_timeout: float | None) -> Response:
-    """Send a POST and return its response once the head is in (the body still to read)."""
+    """Send a POST and return its response once the head is in (the body still to read).
+
+    A kept connection that turns out closed before any answer byte (the provider dropped it while
+    idle, or a Lambda was frozen meanwhile) is the keep-alive race, not the provider failing: the
+    request is sent again at once on a new connection, and the origin's other kept ones dropped."""
     origin, target = split(url)
     key = (origin.scheme, origin.host, origin.port)
-    lines = [f"POST {target} HTTP/1.1", f"Host: {origin.host_header}", "Accept-Encoding: identity",
-             f"Content-Length: {len(body)}"]
-    lines += [f"{name}: {value}" for name, value in headers.items()
-              if name.lower() not in ("host", "content-length", "accept-encoding", "connection")]
-    request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+    request = _request_head(origin, target, headers, len(body)) + body
     conn = await _connection(origin, key, connect_timeout)
     try:
+        return await _exchange(conn, key, request, head_timeout)
+    except UpstreamError as exc:
+        if exc.kind != "dropped" or not conn.reused:
+            raise
+    for stale in _pool().idle.pop(key, []):
+        stale.close()
+    return await _exchange(await _connection(origin, key, connect_timeout), key, request, head_timeout)
+
+
+async def _exchange(conn: _Connection, key: tuple[str, str, int], request: bytes, timeout: float | None
+                    ) -> Response:
+    try:
         conn.writer.write(request)
-        return await _head(conn, key, head_timeout)
+        return await _head(conn, key, timeout)
     except BaseException:
         conn.close()
         raise
+
+
+_SET_BY_US = frozenset(("host", "content-length", "accept-encoding", "connection", "transfer-encoding"))
+
+
+def _request_head(origin: _Origin, target: str, headers: dict[str, str], length: int) -> bytes:
+    lines = [f"POST {target} HTTP/1.1", f"Host: {origin.host_header}", "Accept-Encoding: identity",
+             f"Content-Length: {length}"]
+    lines += [f"{name}: {value}" for name, value in headers.items() if name.lower() not in _SET_BY_US]
+    head = "\r\n".join(lines)
+    # A value with a line break would write a header of its own (a catalog header or key pasted badly).
+    if head.count("\n") != len(lines) - 1 or head.count("\r") != len(lines) - 1:
+        raise UpstreamError("A request header holds a line break; it cannot be sent.", kind="connect")
+    try:
+        return (head + "\r\n\r\n").encode("latin-1")
+    except UnicodeEncodeError:
+        raise UpstreamError("A request header holds characters HTTP/1.1 cannot carry.", kind="connect") from None
+
+
+def reset() -> None:
+    """Close every kept connection (a SnapStart restore: a copy must not share its original's)."""
+    for loop, pool in list(_pools.items()):
+        if not loop.is_closed():  # a closed loop's connections are gone with it
+            for conns in pool.idle.values():
+                for conn in conns:
+                    conn.close()
+        pool.idle.clear()
 
 
 async def _connection(origin: _Origin, key: tuple[str, str, int], timeout: float | None) -> _Connection:

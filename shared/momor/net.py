@@ -7,8 +7,11 @@ more, so the pool is kept per loop (and dropped with it).
 from __future__ import annotations
 
 import asyncio
+import functools
+import ssl
 import weakref
 
+import httpcore2
 import httpx2
 
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx2.AsyncClient] = (
@@ -28,9 +31,17 @@ def _client_of(loop: asyncio.AbstractEventLoop) -> httpx2.AsyncClient:
         client = httpx2.AsyncClient(
             limits=httpx2.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=60),
             follow_redirects=False,
+            verify=tls_context(),  # the one context the provider client (http1.py) uses too
         )
         _clients[loop] = client
     return client
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The process's one TLS context, as httpx2 makes its default (the system's CA store, or
+    SSL_CERT_FILE / SSL_CERT_DIR): making one loads the CA bundle, tens of milliseconds."""
+    return httpcore2.default_ssl_context()
 
 
 def warm(loop: asyncio.AbstractEventLoop) -> None:

@@ -122,3 +122,47 @@ async def test_a_silent_provider_is_a_timeout_and_a_closed_port_a_connect_failur
     with pytest.raises(UpstreamError) as caught:
         await http1.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)  # the server is gone
     assert caught.value.kind == "connect"
+
+
+@pytest.mark.parametrize("noticed", [True, False])
+async def test_a_kept_connection_the_provider_closed_is_replaced_at_once(noticed, monkeypatch):
+    if not noticed:  # the close not yet seen when the connection is taken again: the request meets it
+        monkeypatch.setattr(http1._Connection, "usable", lambda self: True)
+    served: list[int] = []
+
+    async def answer_once(reader, writer):
+        _, body = await read_request(reader)
+        served.append(1)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        await writer.drain()
+        # then close: the client keeps the connection, which is dead when it is next used
+
+    async with server(answer_once) as (url, seen):
+        first = await http1.post(url, {}, b"1", connect_timeout=5, head_timeout=5)
+        assert await first.aread(5) == b"1"
+        await asyncio.sleep(0.05)  # the close reaches the client
+        second = await http1.post(url, {}, b"2", connect_timeout=5, head_timeout=5)
+        assert await second.aread(5) == b"2" and len(served) == 2 and len(seen) == 2
+
+
+@pytest.mark.parametrize("value", ["k\r\nX-Injected: 1", "k\nX: 1", "caf\u00e9\u2603"])
+async def test_a_header_that_would_break_the_head_is_refused_before_sending(value):
+    with pytest.raises(UpstreamError) as caught:
+        await http1.post("http://127.0.0.1:9/", {"Authorization": value}, b"{}", connect_timeout=1, head_timeout=1)
+    assert caught.value.kind == "connect" and "header" in str(caught.value)
+
+
+async def test_reset_closes_the_kept_connections_so_the_next_call_opens_its_own():
+    async def answer(reader, writer):
+        while True:
+            _, body = await read_request(reader)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+            await writer.drain()
+
+    async with server(answer) as (url, seen):
+        for n in range(2):
+            response = await http1.post(url, {}, b"x", connect_timeout=5, head_timeout=5)
+            assert await response.aread(5) == b"x"
+            if n == 0:
+                http1.reset()  # a SnapStart restore: no kept connection is shared
+        assert len(seen) == 2

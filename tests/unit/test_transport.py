@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+import httpx2
 import pytest
 
 from momor.call import Call
@@ -42,7 +43,8 @@ async def never_answer(reader: asyncio.StreamReader, writer: asyncio.StreamWrite
     writer.close()
 
 
-async def run(handler: Handler, *, stream: bool, timeouts: Timeouts) -> list:
+async def run(handler: Handler, *, stream: bool, timeouts: Timeouts, client: httpx2.AsyncClient | None = None
+              ) -> list:
     server = await asyncio.start_server(handler, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
     provider = Provider(name="p", wire="openai_chat", baseUrl=f"http://127.0.0.1:{port}/v1")
@@ -50,7 +52,8 @@ async def run(handler: Handler, *, stream: bool, timeouts: Timeouts) -> list:
     model = Model(name="m", publisher="p", tier="low", capabilities=Capabilities(), offerings=[offering])
     target = Target(provider, offering, model, "sk-test")
     call = Call(system="", messages=[UserMessage(value="hi")], stream=stream)
-    events: AsyncIterator = exchange(wire_for("openai_chat"), call, target, stream=stream, timeouts=timeouts)
+    events: AsyncIterator = exchange(wire_for("openai_chat"), call, target, stream=stream, timeouts=timeouts,
+                                     client=client)
     try:
         async with asyncio.timeout(HANG_BOUND):
             return [e async for e in events]
@@ -58,17 +61,21 @@ async def run(handler: Handler, *, stream: bool, timeouts: Timeouts) -> list:
         server.close()
 
 
+@pytest.mark.parametrize("client", ["lean", "httpx"])
 @pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
-async def test_a_connection_closed_before_any_response_byte_is_dropped_and_retried(stream):
+async def test_a_connection_closed_before_any_response_byte_is_dropped_and_retried(stream, client):
     with pytest.raises(ProviderError) as info:
-        await run(close_without_answering, stream=stream, timeouts=Timeouts())
+        await run(close_without_answering, stream=stream, timeouts=Timeouts(),
+                  client=httpx2.AsyncClient() if client == "httpx" else None)
     assert info.value.kind == "dropped" and "before answering" in info.value.detail
     assert classify(info.value) == "retry" and not counts_against_breaker(info.value)
 
 
-async def test_a_provider_that_never_sends_its_headers_is_given_up_on_after_the_response_timeout():
+@pytest.mark.parametrize("client", ["lean", "httpx"])
+async def test_a_provider_that_never_sends_its_headers_is_given_up_on_after_the_response_timeout(client):
     with pytest.raises(ProviderError) as info:
-        await run(never_answer, stream=True, timeouts=Timeouts(first_byte=HANG_BOUND * 2, response=0.2))
+        await run(never_answer, stream=True, timeouts=Timeouts(first_byte=HANG_BOUND * 2, response=0.2),
+                  client=httpx2.AsyncClient() if client == "httpx" else None)
     assert info.value.kind == "timeout" and "did not begin its answer within 0.2 s" in info.value.detail
 
 
@@ -81,7 +88,7 @@ async def test_without_a_response_timeout_a_buffered_call_waits_the_first_byte_t
 
 async def test_the_keep_alive_race_is_retried_on_a_fresh_connection_and_served():
     """A pooled connection the provider closes as the next request arrives (as after a Lambda
-    thaw): the attempt loop retries, the retry gets a new connection, and the call is served."""
+    thaw): the request goes again on a new connection, and the call is served."""
     from momor.catalog import parse_catalog
     from momor.routing.attempts import ResolvedKey, Session
     from momor.routing.breaker import Breakers
@@ -130,6 +137,35 @@ async def test_the_keep_alive_race_is_retried_on_a_fresh_connection_and_served()
                 assert [e async for e in served.events]
     finally:
         server.close()
-    assert [(a.status, a.error) for a in recorder.attempts] == [
-        ("failed", "dropped: The provider closed the connection before answering."), ("ok", None)]
+    # The client sends the request again at once on a new connection (http1.post): the attempt
+    # loop never sees the race, and the call is one attempt, served.
+    assert [(a.status, a.error) for a in recorder.attempts] == [("ok", None)]
     assert len(requests) == 3 and breakers.state("p/m") == "closed"
+
+
+STREAM = [b'{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+          b'"delta":{"role":"assistant","content":"' + word + b'"},"finish_reason":null}]}'
+          for word in (b"caf\xc3\xa9 ", b"au ", b"lait")]
+STREAM.append(b'{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,'
+              b'"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":3,"total_tokens":6}}')
+
+
+async def streamed_in_odd_pieces(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await read_request(reader)
+    body = b"".join(b"data: " + event + b"\n\n" for event in STREAM) + b"data: [DONE]\n\n"
+    chunks = [body[i:i + 7] for i in range(0, len(body), 7)]  # chunks that cut lines and characters
+    wire = b"".join(b"%x\r\n%s\r\n" % (len(c), c) for c in chunks) + b"0\r\n\r\n"
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+    for at in range(0, len(wire), 50):
+        writer.write(wire[at:at + 50])
+        await writer.drain()
+        await asyncio.sleep(0.001)
+    writer.close()
+
+
+async def test_a_stream_decodes_the_same_through_the_lean_client_and_httpx():
+    lean = await run(streamed_in_odd_pieces, stream=True, timeouts=Timeouts())
+    through_httpx = await run(streamed_in_odd_pieces, stream=True, timeouts=Timeouts(), client=httpx2.AsyncClient())
+    assert lean == through_httpx
+    assert "".join(e.text for e in lean if type(e).__name__ == "Delta") == "café au lait"
+    assert any(type(e).__name__ == "Finish" for e in lean)

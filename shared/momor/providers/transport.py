@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import httpx2
 import orjson
 
-from .. import http1, stream_reads
+from .. import http1
 from ..call import Call
 from ..errors import ProviderError
 from ..events import Event, Raw
@@ -211,10 +211,7 @@ class _Httpx:
         return await self._response.aread()
 
     def pieces(self, read_timeout: float | None) -> AsyncIterator[bytes]:
-        # An unencoded body a socket read at a time (stream_reads.py); a compressed one through httpx's decoders.
-        if self.headers.get("content-encoding", "identity").strip().lower() not in ("identity", ""):
-            return self._response.aiter_bytes()
-        return stream_reads.chunks(self._response, read_timeout)
+        return self._response.aiter_bytes()  # httpx's read timeout bounds each read
 
 
 _PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
