@@ -4,6 +4,7 @@ is drawn by running this file with that venv's python: `report.py --plot results
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,9 @@ LABELS = {
 }
 OWN = "momor-norec"
 """The router's own cost: the issue's targets are read on this variant."""
+
+TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+"""How finely the kernel counts a process's CPU time (lambda_cold reads it from /proc)."""
 
 
 def _f(value: float | None, digits: int = 2) -> str:
@@ -213,8 +217,10 @@ def _cold_targets(out: dict) -> list[str]:
         lines.append(f"| INIT + first call ≤ 500 ms ({name}; wall, CPU) | {c:.0f} ms wall, {cpu:.0f} ms CPU | "
                      f"{_verdict(c <= 500, f'{c - 500:.0f} ms wall')} |")
         extra = cpu - v["init_cpu_ms"] - v["cpu_warm_ms"]
+        # CPU time is counted in clock ticks (10 ms here): a difference within one tick is no difference.
         lines.append(f"| first call no slower than a warm one + provider round trip ({name}; CPU) | "
-                     f"+{extra:.0f} ms CPU over a warm call | {_verdict(extra <= 5, f'{extra:.0f} ms')} |")
+                     f"{extra:+.0f} ms CPU over a warm call (clock tick {TICK_MS:.0f} ms) | "
+                     f"{_verdict(extra <= TICK_MS, f'{extra - TICK_MS:.0f} ms')} |")
     return lines
 
 

@@ -22,6 +22,7 @@ and `protocol`.
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 import time
 import weakref
@@ -285,6 +286,14 @@ def _request_head(origin: _Origin, target: str, headers: dict[str, str], length:
         return (head + "\r\n\r\n").encode("latin-1")
     except UnicodeEncodeError:
         raise UpstreamError("A request header holds characters HTTP/1.1 cannot carry.", kind="connect") from None
+
+
+_PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
+
+
+def proxied() -> bool:
+    """The environment names a proxy: calls then go through httpx2, which honours it."""
+    return any(os.environ.get(name) for name in _PROXY_VARIABLES)
 
 
 def reset() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 
 import httpx2
 import pytest
@@ -11,23 +13,37 @@ from momor.store import dynamo
 
 
 @pytest.fixture
-def dynamo_at(monkeypatch):
-    """dynamo.call against a scripted transport; returns (answers to give, requests seen)."""
-    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:9/")
+async def dynamo_at(monkeypatch):
+    """dynamo.call against a scripted loopback endpoint; returns (answers to give, requests seen)."""
+    answers: list[httpx2.Response] = []
+    seen: list[httpx2.Request] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+                lines = head.split("\r\n")
+                headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+                body = await reader.readexactly(int(headers.get("Content-Length", "0")))
+                seen.append(httpx2.Request("POST", f"{url}{lines[0].split()[1].lstrip('/')}", headers=headers,
+                                           content=body))
+                answer = answers.pop(0)
+                writer.write(b"HTTP/1.1 %d X\r\ncontent-type: application/x-amz-json-1.0\r\n"
+                             b"content-length: %d\r\n\r\n" % (answer.status_code, len(answer.content))
+                             + answer.content)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+    monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", url)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     dynamo.reset()
-    answers: list[httpx2.Response] = []
-    seen: list[httpx2.Request] = []
-
-    def handler(request: httpx2.Request) -> httpx2.Response:
-        seen.append(request)
-        return answers.pop(0)
-
-    client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
-    monkeypatch.setattr(dynamo, "shared_client", lambda: client)
     yield answers, seen
+    server.close()
     dynamo.reset()
 
 
@@ -41,7 +57,7 @@ async def test_a_signed_json_protocol_request(dynamo_at):
     answer = await dynamo.call("UpdateItem", {"TableName": "t", "Key": {"keyHash": {"S": "k"}}})
     assert answer == {"Attributes": {"count": {"N": "3"}}}
     request = seen[0]
-    assert str(request.url) == "http://127.0.0.1:9/"
+    assert str(request.url) == os.environ["AWS_ENDPOINT_URL_DYNAMODB"]
     assert request.headers["x-amz-target"] == "DynamoDB_20120810.UpdateItem"
     assert request.headers["content-type"] == "application/x-amz-json-1.0"
     auth = request.headers["authorization"]

@@ -12,7 +12,6 @@ import codecs
 import contextlib
 import email.utils
 import json
-import os
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
@@ -157,7 +156,7 @@ async def _open(stack: contextlib.AsyncExitStack, client: httpx2.AsyncClient | N
     """The provider's response once its head is in: through the lean client (http1.py) unless a
     client was handed in (tests) or the environment names a proxy, which only httpx2 honours."""
     begin = timeouts.response if timeouts.response is not None else timeouts.first_byte
-    if client is None and not _proxied():
+    if client is None and not http1.proxied():
         payload = _json_bytes(body)
         sent = {"Content-Type": "application/json", **headers}
         try:
@@ -212,13 +211,6 @@ class _Httpx:
 
     def pieces(self, read_timeout: float | None) -> AsyncIterator[bytes]:
         return self._response.aiter_bytes()  # httpx's read timeout bounds each read
-
-
-_PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
-
-
-def _proxied() -> bool:
-    return any(os.environ.get(name) for name in _PROXY_VARIABLES)
 
 
 def _json_bytes(body: Any) -> bytes:

@@ -1,4 +1,4 @@
-"""DynamoDB's JSON protocol on the hot path: one signed POST over the process's pooled HTTP client.
+"""DynamoDB's JSON protocol on the hot path: one signed POST over a kept-alive connection.
 
 Every call writes a record and may count a rate-limit window. Through a boto3 client each costs
 milliseconds of CPU (parameter validation and serialisation driven by the service model, its own
@@ -6,8 +6,10 @@ HTTP stack) plus a thread hop, and that CPU competes with the next request on a 
 (infra/bench). DynamoDB's wire protocol is small and stable, so these calls are made here: the
 request is the operation's JSON (items already in attribute-value form), signed with our own SigV4
 (sigv4.py, checked against botocore's signer) with the environment's credentials or botocore's chain
-(so every credential source boto3 knows still works), and sent with httpx2. Everything else (table
-admin, usage queries) keeps using boto3 (`aws.py`).
+(so every credential source boto3 knows still works), and sent with the lean HTTP/1.1 client (http1.py;
+httpx2 where a proxy is configured). Everything else (table admin, usage queries) keeps using boto3
+(`aws.py`). A transport failure is a DynamoError too (`TransportError`, or httpx2's error behind a
+proxy): callers fail open or log it, as with any DynamoDB error.
 
 Endpoint: AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else the region's public endpoint, as
 boto3 chooses it. Throttling and 5xx answers are retried twice with a short backoff.
@@ -22,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from .. import http1
 from ..net import shared_client
 from . import sigv4
 
@@ -90,15 +93,26 @@ async def call(operation: str, payload: dict[str, Any], *, timeout: float = 5.0)
     signer = _current()
     body = orjson.dumps(payload)
     for attempt in range(3):
-        response = await shared_client().post(
-            signer.url, content=body, headers=signer.headers(operation, body), timeout=timeout
-        )
-        answer = orjson.loads(response.content) if response.content else {}
-        if response.status_code == 200:
+        status, content = await _post(signer.url, body, signer.headers(operation, body), timeout)
+        answer = orjson.loads(content) if content else {}
+        if status == 200:
             return answer
         code = str(answer.get("__type", "UnknownError")).rsplit("#", 1)[-1]
-        error = DynamoError(code, str(answer.get("message") or answer.get("Message") or ""), response.status_code)
-        if attempt == 2 or not (code in _RETRYABLE or response.status_code >= 500):
+        error = DynamoError(code, str(answer.get("message") or answer.get("Message") or ""), status)
+        if attempt == 2 or not (code in _RETRYABLE or status >= 500):
             raise error
         await asyncio.sleep(random.uniform(0.02, 0.05) * (2**attempt))
     raise AssertionError("unreachable")
+
+
+async def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
+    """One POST through the lean HTTP/1.1 client (http1.py: a third of httpx2's CPU per call), or
+    httpx2 where the environment names a proxy."""
+    if http1.proxied():
+        response = await shared_client().post(url, content=body, headers=headers, timeout=timeout)
+        return response.status_code, response.content
+    try:
+        answer = await http1.post(url, headers, body, connect_timeout=timeout, head_timeout=timeout)
+        return answer.status_code, await answer.aread(timeout)
+    except http1.UpstreamError as exc:  # its text speaks of a provider: say what failed here
+        raise DynamoError("TransportError", f"DynamoDB could not be reached ({exc.kind})", 0) from exc
