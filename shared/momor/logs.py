@@ -14,10 +14,12 @@ the streaming bridge's through `json_handler`, the stock runtime's through its o
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
 
+import orjson
 from aws_lambda_powertools import Logger
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "momor")
@@ -38,7 +40,16 @@ def json_handler() -> logging.Handler:
     return handler
 
 
-logger = Logger(service=SERVICE)
+def _json_line(log: dict) -> str:
+    """A log line as JSON, through orjson (a tenth of json.dumps' time; every call logs one line).
+    Values orjson cannot write (a Decimal, an exception) are written as their str, as Powertools does."""
+    try:
+        return orjson.dumps(log, default=str).decode()
+    except TypeError:  # what orjson refuses outright (an integer past 64 bits): as Powertools would
+        return json.dumps(log, default=str, separators=(",", ":"), ensure_ascii=False)
+
+
+logger = Logger(service=SERVICE, json_serializer=_json_line)
 logging.getLogger(logger.name).setLevel(level())
 if os.environ.get("AWS_LAMBDA_LOG_LEVEL"):
     # The stock runtime sets the root logger to Lambda's level (TRACE: DEBUG), which would let every
