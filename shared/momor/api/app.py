@@ -6,6 +6,7 @@ modules. Heavy set-up stays at module scope of the caller, once per process.
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 
 from fastapi import FastAPI, Request
@@ -57,6 +58,10 @@ def build_app(*factories: RouterFactory, backend: Backend | None = None, title: 
 
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, http_error)
+    # What start-up made (modules, the app, pydantic's schemas) lives as long as the process: moved out
+    # of the cyclic collector's generations, a full collection no longer walks it in the middle of a
+    # call (those pauses were a share of the p99 of short calls).
+    gc.freeze()
     return app
 
 
