@@ -11,20 +11,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 
 from . import load
 from .__main__ import targets
+from .cpu import cpu_seconds
 from .profile import SCENARIOS
 from .stack import running
-
-
-def cpu_seconds(pid: int) -> float:
-    """A process's user + system CPU time so far (/proc/<pid>/stat, fields 14 and 15)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> None:
