@@ -28,7 +28,7 @@ import ssl
 import time
 import weakref
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from .net import tls_context
@@ -48,8 +48,10 @@ class UpstreamError(Exception):
         self.kind = kind
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class _Origin:
+    """Where a connection goes; also the key of its idle list."""
+
     scheme: str
     host: str
     port: int
@@ -76,20 +78,18 @@ class _Connection:
         self.writer.close()
 
 
-@dataclass(slots=True)
-class _Pool:
-    idle: dict[tuple[str, str, int], list[_Connection]] = field(default_factory=dict)
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_Origin, list[_Connection]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Pool] = weakref.WeakKeyDictionary()
-
-
-def _pool() -> _Pool:
+def _idle() -> dict[_Origin, list[_Connection]]:
+    """The running loop's idle connections, by origin (connections belong to one loop)."""
     loop = asyncio.get_running_loop()
-    pool = _pools.get(loop)
-    if pool is None:
-        pool = _pools[loop] = _Pool()
-    return pool
+    idle = _pools.get(loop)
+    if idle is None:
+        idle = _pools[loop] = {}
+    return idle
 
 
 def split(url: str) -> tuple[_Origin, str]:
@@ -104,11 +104,11 @@ def split(url: str) -> tuple[_Origin, str]:
 class Response:
     """A response whose head is in; its body read once, whole (`aread`) or in pieces (`pieces`)."""
 
-    __slots__ = ("_chunked", "_conn", "_done", "_keep", "_key", "_length", "headers", "status_code")
+    __slots__ = ("_chunked", "_conn", "_done", "_keep", "_length", "_origin", "headers", "status_code")
 
-    def __init__(self, conn: _Connection, key: tuple[str, str, int], status: int, headers: dict[str, str]) -> None:
+    def __init__(self, conn: _Connection, origin: _Origin, status: int, headers: dict[str, str]) -> None:
         self._conn: _Connection | None = conn
-        self._key = key
+        self._origin = origin
         self.status_code = status
         self.headers = headers
         """Lower-case names; repeated headers joined with ", "."""
@@ -164,7 +164,7 @@ class Response:
         if conn is None:
             return
         if self._done and self._keep and not conn.writer.is_closing():
-            idle = _pool().idle.setdefault(self._key, [])
+            idle = _idle().setdefault(self._origin, [])
             if len(idle) < IDLE_PER_ORIGIN:
                 conn.reused, conn.idle_since = True, time.monotonic()
                 idle.append(conn)
@@ -249,24 +249,22 @@ async def post(url: str, headers: dict[str, str], body: bytes, *, connect_timeou
     idle, or a Lambda was frozen meanwhile) is the keep-alive race, not the provider failing: the
     request is sent again at once on a new connection, and the origin's other kept ones dropped."""
     origin, target = split(url)
-    key = (origin.scheme, origin.host, origin.port)
     request = _request_head(origin, target, headers, len(body)) + body
-    conn = await _connection(origin, key, connect_timeout)
+    conn = await _connection(origin, connect_timeout)
     try:
-        return await _exchange(conn, key, request, head_timeout)
+        return await _exchange(conn, origin, request, head_timeout)
     except UpstreamError as exc:
         if exc.kind != "dropped" or not conn.reused:
             raise
-    for stale in _pool().idle.pop(key, []):
+    for stale in _idle().pop(origin, []):
         stale.close()
-    return await _exchange(await _connection(origin, key, connect_timeout), key, request, head_timeout)
+    return await _exchange(await _connection(origin, connect_timeout), origin, request, head_timeout)
 
 
-async def _exchange(conn: _Connection, key: tuple[str, str, int], request: bytes, timeout: float | None
-                    ) -> Response:
+async def _exchange(conn: _Connection, origin: _Origin, request: bytes, timeout: float | None) -> Response:
     try:
         conn.writer.write(request)
-        return await _head(conn, key, timeout)
+        return await _head(conn, origin, timeout)
     except BaseException:
         conn.close()
         raise
@@ -301,16 +299,16 @@ def proxied() -> bool:
 
 def reset() -> None:
     """Close every kept connection (a SnapStart restore: a copy must not share its original's)."""
-    for loop, pool in list(_pools.items()):
+    for loop, idle in list(_pools.items()):
         if not loop.is_closed():  # a closed loop's connections are gone with it
-            for conns in pool.idle.values():
+            for conns in idle.values():
                 for conn in conns:
                     conn.close()
-        pool.idle.clear()
+        idle.clear()
 
 
-async def _connection(origin: _Origin, key: tuple[str, str, int], timeout: float | None) -> _Connection:
-    idle = _pool().idle.get(key)
+async def _connection(origin: _Origin, timeout: float | None) -> _Connection:
+    idle = _idle().get(origin)
     while idle:
         conn = idle.pop()
         if conn.usable():
@@ -330,14 +328,14 @@ async def _connection(origin: _Origin, key: tuple[str, str, int], timeout: float
     return _Connection(reader, writer)
 
 
-async def _head(conn: _Connection, key: tuple[str, str, int], timeout: float | None) -> Response:
+async def _head(conn: _Connection, origin: _Origin, timeout: float | None) -> Response:
     try:
         async with asyncio.timeout(timeout):
             while True:
                 head = await conn.reader.readuntil(b"\r\n\r\n")
                 status, headers = _parse_head(head)
                 if status >= 200 or status == 101:
-                    return Response(conn, key, status, headers)
+                    return Response(conn, origin, status, headers)
                 # 1xx (100 Continue, 103 Early Hints): the answer's own head follows.
     except TimeoutError:
         raise UpstreamError(f"The provider did not begin its answer within {timeout:g} s.", kind="timeout") from None

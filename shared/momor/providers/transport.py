@@ -108,7 +108,7 @@ async def exchange(
         async with contextlib.AsyncExitStack() as stack:
             response = await _open(stack, client, url, request.body, headers, timeouts)
             if response.status_code >= 400:
-                body = await response.aread()
+                body = await response.aread(timeouts.first_byte)
                 raise wire.map_error(response.status_code, body, dict(response.headers))
             framer = _framer(response.headers.get("content-type", "")) if stream else None
             if framer is not None:
@@ -144,7 +144,7 @@ class _Answer(Protocol):
     status_code: int
     headers: Any
 
-    async def aread(self) -> bytes: ...
+    async def aread(self, read_timeout: float | None) -> bytes: ...
 
     def pieces(self, read_timeout: float | None) -> AsyncIterator[bytes]:
         """The body's bytes as they arrive, decoded of any transfer and content encoding."""
@@ -153,47 +153,20 @@ class _Answer(Protocol):
 
 async def _open(stack: contextlib.AsyncExitStack, client: httpx2.AsyncClient | None, url: str, body: Any,
                 headers: dict[str, str], timeouts: Timeouts) -> _Answer:
-    """The provider's response once its head is in: through the lean client (http1.py) unless a
-    client was handed in (tests) or the environment names a proxy, which only httpx2 honours."""
+    """The provider's response once its head is in: through the lean client (http1.py, an `_Answer`
+    as it is) unless a client was handed in (tests) or the environment names a proxy, which only
+    httpx2 honours. Either client's failures are mapped by `provider_errors`."""
     begin = timeouts.response if timeouts.response is not None else timeouts.first_byte
     if client is None and not http1.proxied():
-        payload = _json_bytes(body)
         sent = {"Content-Type": "application/json", **headers}
-        try:
-            response = await http1.post(url, sent, payload, connect_timeout=timeouts.connect, head_timeout=begin)
-        except http1.UpstreamError as exc:
-            raise ProviderError(str(exc), kind=exc.kind) from None
+        response = await http1.post(url, sent, _json_bytes(body), connect_timeout=timeouts.connect,
+                                    head_timeout=begin)
         stack.push_async_callback(response.aclose)
-        return _Lean(response, timeouts.first_byte)
+        return response
     timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
                              pool=timeouts.connect)
     opening = (client or shared_client()).stream("POST", url, json=body, headers=headers, timeout=timeout)
     return _Httpx(await _begin(stack, opening, begin))
-
-
-class _Lean:
-    """http1.Response as an `_Answer`: its failures as ProviderErrors."""
-
-    __slots__ = ("_read_timeout", "_response", "headers", "status_code")
-
-    def __init__(self, response: http1.Response, read_timeout: float | None) -> None:
-        self._response = response
-        self._read_timeout = read_timeout
-        self.status_code = response.status_code
-        self.headers = response.headers
-
-    async def aread(self) -> bytes:
-        try:
-            return await self._response.aread(self._read_timeout)
-        except http1.UpstreamError as exc:
-            raise ProviderError(str(exc), kind=exc.kind) from None
-
-    async def pieces(self, read_timeout: float | None) -> AsyncIterator[bytes]:
-        try:
-            async for piece in self._response.pieces(read_timeout):
-                yield piece
-        except http1.UpstreamError as exc:
-            raise ProviderError(str(exc), kind=exc.kind) from None
 
 
 class _Httpx:
@@ -206,11 +179,11 @@ class _Httpx:
         self.status_code = response.status_code
         self.headers = response.headers
 
-    async def aread(self) -> bytes:
-        return await self._response.aread()
+    async def aread(self, read_timeout: float | None) -> bytes:
+        return await self._response.aread()  # httpx's read timeout bounds each read
 
     def pieces(self, read_timeout: float | None) -> AsyncIterator[bytes]:
-        return self._response.aiter_bytes()  # httpx's read timeout bounds each read
+        return self._response.aiter_bytes()
 
 
 def _json_bytes(body: Any) -> bytes:
@@ -249,6 +222,8 @@ def provider_errors(target: Target) -> Iterator[None]:
         exc.args = (exc.detail,)
         exc.body = None if exc.body is None else redact_value(exc.body, (target.api_key,))
         raise
+    except http1.UpstreamError as exc:  # the lean client's failures carry the kinds and texts below
+        raise ProviderError(str(exc), kind=exc.kind) from None
     except httpx2.ConnectTimeout as exc:
         raise ProviderError("Timed out connecting to the provider.", kind="timeout") from exc
     except httpx2.TimeoutException as exc:
