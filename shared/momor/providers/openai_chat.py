@@ -31,7 +31,7 @@ import orjson
 
 from ..errors import ProviderError, ProviderErrorKind
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
-from .base import FunctionWire, SSEEvent, Target, count_of
+from .base import FunctionWire, SSEEvent, Target, TextParts, count_of
 from .openai_chat_request import TOOL_CALL_FIELDS, WIRE_NAME, build_request
 from .transport import retry_after
 
@@ -217,8 +217,7 @@ class _ChatStreamDecoder:
 
     def __init__(self) -> None:
         self._done = False
-        self._next_index = 0
-        self._text: tuple[PartKind, int] | None = None
+        self._parts = TextParts()
         self._tools: list[_ToolPart] = []
         self._tools_by_wire_index: dict[int, _ToolPart] = {}
         self._tools_by_id: dict[str, _ToolPart] = {}
@@ -279,7 +278,7 @@ class _ChatStreamDecoder:
     def _plain_text(self, chunk: dict[str, Any]) -> Delta | None:
         """Most chunks of a long answer: one choice bringing more text to the open content part, and
         nothing else. Decoded here without the general walk (a token's cost is mostly such walks)."""
-        text_part = self._text
+        text_part = self._parts.open
         if text_part is None or text_part[0] != "content" or chunk.get("usage") is not None:
             return None
         choices = chunk.get("choices")
@@ -299,13 +298,13 @@ class _ChatStreamDecoder:
         events: list[Event] = []
         reasoning = _reasoning_text(delta)
         if reasoning:
-            events.extend(self._text_delta("thinking", reasoning))
+            events.extend(self._parts.text("thinking", reasoning))
         for kind, text in _content_pieces(delta.get("content")):
-            events.extend(self._text_delta(kind, text))
+            events.extend(self._parts.text(kind, text))
         refusal = delta.get("refusal")
         if isinstance(refusal, str) and refusal:
             self._refused = True
-            events.extend(self._text_delta("content", refusal))
+            events.extend(self._parts.text("content", refusal))
         for fragment in delta.get("tool_calls") or []:
             if isinstance(fragment, dict):
                 events.extend(self._tool_delta(fragment))
@@ -315,34 +314,13 @@ class _ChatStreamDecoder:
             self._finish_reason = choice["finish_reason"]
         return events
 
-    def _new_index(self) -> int:
-        index = self._next_index
-        self._next_index += 1
-        return index
-
-    def _close_text(self) -> list[Event]:
-        if self._text is None:
-            return []
-        index = self._text[1]
-        self._text = None
-        return [PartEnd(index)]
-
-    def _text_delta(self, kind: PartKind, text: str) -> list[Event]:
-        events: list[Event] = []
-        if self._text is not None and self._text[0] != kind:
-            events.extend(self._close_text())
-        if self._text is None:
-            self._text = (kind, self._new_index())
-            events.append(PartStart(self._text[1], kind))
-        events.append(Delta(self._text[1], text))
-        return events
 
     def _tool_delta(self, fragment: dict[str, Any]) -> list[Event]:
         events: list[Event] = []
         function = fragment.get("function") or {}
         part = self._tool_part_for(fragment)
         if part is None:
-            events.extend(self._close_text())
+            events.extend(self._parts.close())
             part = self._start_tool(fragment)
             events.append(PartStart(part.index, "toolCall", tool_id=part.id, tool_name=function.get("name")))
         part.extras.update(_tool_extras(fragment))
@@ -369,7 +347,7 @@ class _ChatStreamDecoder:
         return None
 
     def _start_tool(self, fragment: dict[str, Any]) -> _ToolPart:
-        part = _ToolPart(self._new_index(), fragment.get("id") or None)
+        part = _ToolPart(self._parts.new_index(), fragment.get("id") or None)
         self._tools.append(part)
         if part.id is not None:
             self._tools_by_id[part.id] = part
@@ -378,7 +356,7 @@ class _ChatStreamDecoder:
         return part
 
     def _finalise(self) -> list[Event]:
-        events = self._close_text()
+        events = self._parts.close()
         events.extend(PartEnd(part.index, data=_tool_state(part.extras)) for part in self._tools)
         self._tools = []
         events.append(_finish(self._finish_reason or "", self._refused, self._fingerprint))

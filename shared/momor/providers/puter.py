@@ -42,7 +42,7 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
-from .base import FunctionWire, SSEEvent, Target, WireRequest
+from .base import FunctionWire, SSEEvent, Target, TextParts, WireRequest
 from .endpoint import auth_headers
 from .openai_tools import tool_choice
 from .transport import retry_after_seconds
@@ -284,8 +284,7 @@ class _PuterStreamDecoder:
 
     def __init__(self) -> None:
         self._done = False
-        self._next_index = 0
-        self._text: tuple[PartKind, int] | None = None
+        self._parts = TextParts()
         self._tools = False
 
     @property
@@ -316,34 +315,16 @@ class _PuterStreamDecoder:
             raise _protocol_error("stream ended before its usage line: the answer was cut")
         return []
 
-    def _close_text(self) -> list[Event]:
-        if self._text is None:
-            return []
-        index = self._text[1]
-        self._text = None
-        return [PartEnd(index)]
-
     def _text_delta(self, kind: PartKind, text: Any) -> list[Event]:
         if not isinstance(text, str):
             raise _protocol_error(f"a {kind} line has no text")
-        if not text:
-            return []
-        events: list[Event] = []
-        if self._text is not None and self._text[0] != kind:
-            events.extend(self._close_text())
-        if self._text is None:
-            self._text = (kind, self._next_index)
-            self._next_index += 1
-            events.append(PartStart(self._text[1], kind))
-        events.append(Delta(self._text[1], text))
-        return events
+        return self._parts.text(kind, text) if text else []
 
     def _tool(self, line: dict[str, Any]) -> list[Event]:
         if not isinstance(line.get("name"), str):
             raise _protocol_error("a tool_use line has no name")
-        events = self._close_text()
-        index = self._next_index
-        self._next_index += 1
+        events = self._parts.close()
+        index = self._parts.new_index()
         self._tools = True
         tool_id = line.get("id") if isinstance(line.get("id"), str) else None
         events.append(PartStart(index, "toolCall", tool_id=tool_id, tool_name=line["name"]))
@@ -352,7 +333,7 @@ class _PuterStreamDecoder:
 
     def _end(self, usage: Any) -> list[Event]:
         self._done = True
-        events = self._close_text()
+        events = self._parts.close()
         if isinstance(usage, dict):
             events.append(UsageEvent(_map_usage(usage)))
         events.append(_finish("", self._tools))
