@@ -46,12 +46,14 @@ def test_a_large_event_in_small_reads_is_decoded_in_linear_time():
     assert event.event == "big" and event.data == data
 
 
-@pytest.mark.parametrize("split", ["one-line", "many-lines"])
-def test_an_event_larger_than_the_bound_is_a_protocol_error(split):
+@pytest.mark.parametrize("read", [64, 100_000], ids=["small-reads", "one-read"])
+@pytest.mark.parametrize("split", ["one-line", "many-lines", "named"])
+def test_an_event_larger_than_the_bound_is_a_protocol_error(split, read):
     decoder = SSEDecoder(max_event=1000)
-    text = "data: " + "y" * 1200 if split == "one-line" else "data: yyyyyyyyy\n" * 120
+    text = {"one-line": "data: " + "y" * 1200, "many-lines": "data: yyyyyyyyy\n" * 120,
+            "named": "event: delta\ndata: " + "y" * 1200}[split] + "\n\n"
     with pytest.raises(ProviderError) as info:
-        feed(text, 64, decoder)
+        feed(text, read, decoder)
     assert info.value.kind == "protocol" and "larger than 1000" in info.value.detail
 
 

@@ -56,7 +56,8 @@ class SSEDecoder:
         tail = blocks.pop()  # after the last blank line: the start of an event still to come
         events: list[SSEEvent] = []
         for block in blocks:
-            if not self._data and self._event is None:
+            # A block past the bound goes line by line, where it is refused.
+            if not self._data and self._event is None and len(block) <= self._max:
                 if block.startswith("data: ") and "\n" not in block:
                     events.append(SSEEvent(None, block[6:]))
                     continue
