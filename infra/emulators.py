@@ -160,6 +160,10 @@ class Emulators:
                 raise EmulatorError(f"cannot run {name} ({argv[0]}): {exc.strerror}") from exc
         self._procs.append((name, proc, log))
 
+    def pids(self) -> list[int]:
+        """The emulators' processes (the benchmark lowers their scheduling priority)."""
+        return [proc.pid for _, proc, _ in self._procs if proc.poll() is None]
+
     def stop(self) -> None:
         """Stop what this object started (only that). Safe to call twice."""
         for _, proc, _ in self._procs:

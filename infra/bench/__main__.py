@@ -30,6 +30,7 @@ from .stack import (
     LITELLM_VENV,
     RESULTS,
     Stack,
+    emulators_idle,
     model_name,
     peak_rss_mb,
     running,
@@ -250,10 +251,12 @@ def main(argv: list[str] | None = None) -> None:
         async def measure() -> None:
             secs = 2.0 if q else 5.0
             out["ceiling"] = await ceiling(stack, args.concurrency, secs)
-            out["latency"] = await latency_rows(stack, latency_scenarios, 60 if q else 400, 20 if q else 100)
+            with emulators_idle(stack):  # sequential: the router's own cost (stack.emulators_idle)
+                out["latency"] = await latency_rows(stack, latency_scenarios, 60 if q else 400, 20 if q else 100)
             out["throughput"] = await throughput_rows(stack, throughput_scenarios, args.concurrency, secs)
-            out["long"] = await long_stream_rows(stack, long_scenarios, 5 if q else 30)
-            out["paced"] = await paced_rows(stack, paced_scenarios, 3 if q else 10)
+            with emulators_idle(stack):
+                out["long"] = await long_stream_rows(stack, long_scenarios, 5 if q else 30)
+                out["paced"] = await paced_rows(stack, paced_scenarios, 3 if q else 10)
 
         asyncio.run(measure())
         out["rss_mb"] = {name: peak_rss_mb(proc.pid) for name, (_, proc) in stack.servers.items()}

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 
 from . import load
 from .__main__ import targets
 from .cpu import cpu_seconds
 from .profile import SCENARIOS
-from .stack import running
+from .stack import emulators_idle, running
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -29,17 +30,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=100, help="sequential calls per round")
     parser.add_argument("--seconds", type=float, default=3.0, help="each throughput run")
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--emulators", default="idle", choices=("idle", "normal"),
+                        help="the emulators' priority in the sequential rounds (stack.emulators_idle)")
     args = parser.parse_args(argv)
     variants = {"A": {"records": args.records}, "B": {"records": args.records, "pythonpath": [args.proto]}}
     sc = SCENARIOS[args.scenario]
     with running(variants, with_litellm=False) as stack:
         tg = targets(stack, sc)
 
-        async def measure() -> dict[str, dict[str, list[float]]]:
-            got: dict[str, dict[str, list[float]]] = {v: {"lat": [], "ttfb": [], "rps": [], "cpu": []}
-                                                      for v in variants}
-            for v in variants:
-                await load.sequential(tg[v], 30)
+        async def sequential_rounds(got: dict[str, dict[str, list[float]]]) -> None:
             for _ in range(args.rounds):
                 for v in variants:
                     pid = stack.servers[v][1].pid
@@ -49,6 +48,15 @@ def main(argv: list[str] | None = None) -> None:
                     got[v]["cpu"].append((cpu_seconds(pid) - before) / (args.calls + 2) * 1e3)
                     got[v]["lat"] += [r.total_ns / 1e6 for r in res]
                     got[v]["ttfb"] += [r.ttfb_ns / 1e6 for r in res]
+
+        async def measure() -> dict[str, dict[str, list[float]]]:
+            got: dict[str, dict[str, list[float]]] = {v: {"lat": [], "ttfb": [], "rps": [], "cpu": []}
+                                                      for v in variants}
+            for v in variants:
+                await load.sequential(tg[v], 30)
+            idle = emulators_idle(stack) if args.emulators == "idle" else contextlib.nullcontext()
+            with idle:
+                await sequential_rounds(got)
             for _ in range(max(2, args.rounds // 2)):
                 for v in variants:
                     rps, _ = await load.saturate(tg[v], args.concurrency, args.seconds, warmup=0.5)

@@ -5,7 +5,7 @@ Each check raises a RequestError; the door writes it in its own dialect's error 
 
 from __future__ import annotations
 
-import uuid
+import os
 from typing import Any
 
 import orjson
@@ -20,7 +20,8 @@ MAX_JSON_DEPTH = 64
 
 
 def new_request_id() -> str:
-    return uuid.uuid4().hex
+    """32 random hex digits (as uuid4().hex is, without building a UUID: a tenth of the time)."""
+    return os.urandom(16).hex()
 
 
 def bearer_token(request: Request) -> str | None:

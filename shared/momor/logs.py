@@ -49,7 +49,16 @@ def _json_line(log: dict) -> str:
         return json.dumps(log, default=str, separators=(",", ":"), ensure_ascii=False)
 
 
-logger = Logger(service=SERVICE, json_serializer=_json_line)
+def _json_message(text: str) -> object:
+    """A message that is a JSON object or array is written into the line as JSON, as Powertools does;
+    plain text (every message of Momor's) is kept as it is without a parse: Powertools' default,
+    json.loads failing on every plain message, was a quarter of the per-call line's cost."""
+    if isinstance(text, str) and text[:1] in ("{", "["):
+        return orjson.loads(text)
+    return text
+
+
+logger = Logger(service=SERVICE, json_serializer=_json_line, json_deserializer=_json_message)
 logging.getLogger(logger.name).setLevel(level())
 if os.environ.get("AWS_LAMBDA_LOG_LEVEL"):
     # The stock runtime sets the root logger to Lambda's level (TRACE: DEBUG), which would let every

@@ -134,6 +134,9 @@ Operation = Callable[[Prepared], Awaitable[Response]]
 async def routed_call(
     request: Request, door: Door, backend: Backend, route: str, operation: Operation | None = None
 ) -> Response:
+    """One routed call, whatever its dialect. `route` is the request's path as the scope has it (the
+    routes pass `request.scope["path"]`: Starlette's `request.url` builds and parses a whole URL, 3% of
+    a small buffered call)."""
     request_id = new_request_id()
     recorder = Recorder(request_id, route, door.dialect)
     recorder.gateway_request_id = _gateway_request_id(request)
@@ -155,8 +158,7 @@ async def routed_call(
         with anyio.CancelScope(shield=True):
             await _record(backend, recorder)
         raise
-    response.headers.update(id_headers(request_id))
-    response.headers.update(await admission.headers())
+    response.headers.update(id_headers(request_id) | await admission.headers())
     return response
 
 

@@ -354,8 +354,9 @@ class Session:
         finally:
             if serving.rest is not None:
                 rest, serving.rest = serving.rest, None
-                with anyio.CancelScope(shield=True):
-                    await _aclose(rest)
+                if not _finished(rest):  # a shielded scope costs more than the rest of this block
+                    with anyio.CancelScope(shield=True):
+                        await _aclose(rest)
         attempt.succeed(produced)
 
     def _delivered_usage(self) -> Usage:
@@ -471,6 +472,11 @@ def process_breakers() -> Breakers:
 
 def _circuit(candidate: Candidate) -> str:
     return f"{candidate.provider.name}/{candidate.offering.id}"
+
+
+def _finished(stream: AsyncIterator[Event]) -> bool:
+    """An async generator run to its end (its frame gone): closing it would do nothing."""
+    return getattr(stream, "ag_frame", True) is None
 
 
 async def _aclose(stream: AsyncIterator[Event]) -> None:

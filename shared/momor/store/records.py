@@ -31,6 +31,7 @@ key string the attempt loop passes as `secrets` is blanked wherever it appears.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -65,17 +66,19 @@ def cost_usd(usage: Usage, prices: Prices) -> Decimal:
     fresh = max((usage.input_tokens or 0) - read - write, 0)
     output = (usage.output_tokens or 0) + (usage.thought_tokens or 0)
 
-    def price(value: float | None) -> Decimal:
-        # str() keeps the catalog's decimal digits (0.1 stays 0.1, not 0.1000000000000000055...).
-        return Decimal(str(value if value is not None else prices.input))
-
-    total = (
-        fresh * price(prices.input)
-        + read * price(prices.cache_read)
-        + write * price(prices.cache_write)
-        + output * price(prices.output)
-    )
+    total = fresh * _decimal(prices.input) + output * _decimal(prices.output)
+    if read:
+        total += read * _decimal(prices.cache_read if prices.cache_read is not None else prices.input)
+    if write:
+        total += write * _decimal(prices.cache_write if prices.cache_write is not None else prices.input)
     return total / _MILLION
+
+
+@functools.lru_cache(maxsize=4096)
+def _decimal(price: float) -> Decimal:
+    """A catalog price as a Decimal; str() keeps the catalog's digits (0.1 stays 0.1, not
+    0.1000000000000000055...). Cached: a catalog holds few distinct prices, and every call costs one."""
+    return Decimal(str(price))
 
 
 @dataclass(slots=True)

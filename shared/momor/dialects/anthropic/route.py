@@ -220,10 +220,10 @@ def router(backend: Backend) -> list[Route]:
     door, count_door = AnthropicDoor(), CountDoor()
 
     async def create(request: Request) -> Response:
-        return await routed_call(request, door, backend, route=request.url.path)
+        return await routed_call(request, door, backend, route=request.scope["path"])
 
     async def count(request: Request) -> Response:
-        return await routed_call(request, count_door, backend, route=request.url.path, operation=_count)
+        return await routed_call(request, count_door, backend, route=request.scope["path"], operation=_count)
 
     return [route for prefix in ("", "/v1") for route in (
         Route(f"{prefix}/messages", create, methods=["POST"]),

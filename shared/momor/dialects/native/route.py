@@ -57,6 +57,6 @@ def router(backend: Backend) -> list[Route]:
     door = NativeDoor()
 
     async def create(request: Request) -> Response:
-        return await routed_call(request, door, backend, route=request.url.path, operation=generate_processed)
+        return await routed_call(request, door, backend, route=request.scope["path"], operation=generate_processed)
 
     return [Route(path, create, methods=["POST"]) for path in ("/models", "/models/chat", "/models/two")]

@@ -100,6 +100,6 @@ def router(backend: Backend) -> list[Route]:
     door = OpenAIDoor()
 
     async def create(request: Request) -> Response:
-        return await routed_call(request, door, backend, route=request.url.path)
+        return await routed_call(request, door, backend, route=request.scope["path"])
 
     return [Route(path, create, methods=["POST"]) for path in PATHS]

@@ -211,7 +211,7 @@ def router(backend: Backend) -> list[Route]:
     run = operation(backend)
 
     async def create(request: Request) -> Response:
-        return await routed_call(request, door, backend, route=request.url.path, operation=run)
+        return await routed_call(request, door, backend, route=request.scope["path"], operation=run)
 
     return [Route(path, create, methods=["POST"]) for path in PATHS]
 
