@@ -31,6 +31,7 @@ from .stack import (
     RESULTS,
     Stack,
     emulators_idle,
+    emulators_settled,
     model_name,
     peak_rss_mb,
     running,
@@ -83,6 +84,17 @@ def ms(ns: float) -> float:
     return ns / 1e6
 
 
+async def warm(stack: Stack, scenarios: list[Scenario], n: int) -> None:
+    """`n` untimed calls per scenario and target before anything is timed. DynamoDB Local's JVM compiles
+    its request paths over its first thousands of requests: measured cold, the first scenarios' p99 was
+    the JIT's (Momor as shipped, +25-30 ms; the router without records, +2-5 ms from the rate limiter's
+    lease trips)."""
+    for sc in scenarios:
+        for target in targets(stack, sc).values():
+            await load.sequential(target, n if sc.size == "small" else n // 4, warmup=0)
+    await emulators_settled(stack)
+
+
 async def latency_rows(stack: Stack, scenarios: list[Scenario], n_small: int, n_large: int) -> list[dict]:
     rows = []
     for sc in scenarios:
@@ -93,6 +105,7 @@ async def latency_rows(stack: Stack, scenarios: list[Scenario], n_small: int, n_
         tgts = targets(stack, sc)
         for half in range(2):
             for name, target in tgts.items():
+                await emulators_settled(stack)
                 got = await load.sequential(target, n // 2, warmup=10 if half == 0 else 3)
                 results.setdefault(name, []).extend(got)
         for name, got in results.items():
@@ -251,8 +264,9 @@ def main(argv: list[str] | None = None) -> None:
         async def measure() -> None:
             secs = 2.0 if q else 5.0
             out["ceiling"] = await ceiling(stack, args.concurrency, secs)
+            await warm(stack, latency_scenarios, 20 if q else 200)
             with emulators_idle(stack):  # sequential: the router's own cost (stack.emulators_idle)
-                out["latency"] = await latency_rows(stack, latency_scenarios, 60 if q else 400, 20 if q else 100)
+                out["latency"] = await latency_rows(stack, latency_scenarios, 60 if q else 800, 20 if q else 100)
             out["throughput"] = await throughput_rows(stack, throughput_scenarios, args.concurrency, secs)
             with emulators_idle(stack):
                 out["long"] = await long_stream_rows(stack, long_scenarios, 5 if q else 30)

@@ -318,6 +318,14 @@ def markdown(out: dict) -> str:
         "cost, on which the targets are read. **Momor, no record, asyncio+h11** is that on uvicorn's pure-Python "
         "loop and parser, for comparison.",
         "",
+        "Emulators: through the sequential measurements (latency, time to first byte, per token, paced) DynamoDB "
+        "Local and moto run at SCHED_IDLE (infra/bench/stack.py `emulators_idle`), so they use only a core nothing "
+        "else wants. On AWS, DynamoDB's work happens on DynamoDB's machines; here, at normal priority, DynamoDB "
+        "Local's JVM spends 3–15 ms on the rate limiter's lease UpdateItem (every 50th call) and preempts the "
+        "router mid-call, which alone set the router's p99 (2.5–3 ms instead of 0.6–1.2 ms; "
+        "`python -m infra.bench.ab --emulators normal` shows it). The store trip's own CPU in the router still "
+        "counts. The throughput runs leave the emulators at normal priority.",
+        "",
         f"Load generator ceiling (its own rate against the fake, {out['concurrency']} connections): "
         f"{ceiling['buffered']:.0f} req/s buffered, {ceiling['stream']:.0f} req/s streamed; the fastest router "
         f"here served {best:.0f} req/s ({_ratio(ceiling['buffered'], best)} headroom).",

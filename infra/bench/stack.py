@@ -6,6 +6,7 @@ Everything listens on 127.0.0.1; LiteLLM is told to use its bundled price map ra
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -208,6 +209,29 @@ def emulators_idle(stack: Stack) -> Iterator[None]:
         yield
     finally:
         _set_policy(changed, os.SCHED_OTHER)
+
+
+async def emulators_settled(stack: Stack, quiet_s: float = 0.2, most_s: float = 5.0) -> None:
+    """Wait until the emulators have used no CPU for `quiet_s` (at most `most_s`): the work one target
+    left them (Momor as shipped writes a record per call) is not done on the next target's time."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + most_s
+    last = _cpu_ticks(stack.emulator_pids)
+    while loop.time() < end:
+        await asyncio.sleep(quiet_s)
+        now = _cpu_ticks(stack.emulator_pids)
+        if now == last:
+            return
+        last = now
+
+
+def _cpu_ticks(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total
 
 
 def _set_policy(pids: list[int], policy: int) -> list[int]:
