@@ -122,7 +122,23 @@ class Response:
         self._done = False
 
     async def aread(self, timeout: float | None = None) -> bytes:
-        return b"".join([piece async for piece in self.pieces(timeout)])
+        """The whole body, each socket read within `timeout`."""
+        conn = self._conn
+        if self._length is None or conn is None:
+            return b"".join([piece async for piece in self.pieces(timeout)])
+        # A sized body (most whole answers) is read here without the pieces generator: a small
+        # buffered call's body is one read already in the buffer, and the generator cost more.
+        chunks = []
+        left = self._length
+        while left > 0:
+            data = await _read(conn.reader, timeout, left)
+            if not data:
+                raise UpstreamError("The provider closed the connection mid-answer.", kind="protocol")
+            chunks.append(data)
+            left -= len(data)
+        self._done = True
+        await self.aclose()
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def pieces(self, timeout: float | None) -> AsyncIterator[bytes]:
         """The body: all of it a socket read completed, each time (chunk framing removed)."""

@@ -269,3 +269,21 @@ def test_policy_from_env():
     policy = Policy.from_env({"MOMOR_RETRIES": "4", "MOMOR_RETRY_BASE_MS": "50", "MOMOR_IDLE_TIMEOUT_S": "7"})
     assert (policy.retries, policy.retry_base, policy.idle_timeout) == (4, 0.05, 7.0)
     assert Policy.from_env({}) == Policy()
+
+
+def test_only_the_parameters_a_provider_honours_reach_it():
+    from types import SimpleNamespace
+
+    from momor.call import Parameters
+    from momor.routing.attempts import params_for
+
+    def to(*honoured: str) -> SimpleNamespace:
+        return SimpleNamespace(provider=SimpleNamespace(parameters=list(honoured)))
+
+    given = Parameters.model_validate({"maxTokens": 5, "temperature": 0.3, "topP": None, "seed": 7})
+    assert params_for(given, to("maxTokens", "temperature", "seed")) is given  # all honoured: as it was
+    kept = params_for(given, to("maxTokens"))
+    assert kept.model_dump(by_alias=True, exclude_none=True) == {"maxTokens": 5}
+    assert given.temperature == 0.3  # the caller's own parameters are left as they were
+    # params_for reads the fields set, which holds every field with a value only while none defaults to one.
+    assert all(f.default is None and f.default_factory is None for f in Parameters.model_fields.values())

@@ -86,6 +86,37 @@ async def test_without_a_response_timeout_a_buffered_call_waits_the_first_byte_t
     assert info.value.kind == "timeout" and "within 0.2 s" in info.value.detail
 
 
+def half_a_body(then: str) -> Handler:
+    """Headers promising a 200-byte body, 20 bytes of it, then a stall or a hang-up."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 200\r\n\r\n"
+                     + b'{"id":"chatcmpl-1",')
+        await writer.drain()
+        if then == "stall":
+            await asyncio.sleep(HANG_BOUND * 2)
+        writer.close()
+
+    return handler
+
+
+@pytest.mark.parametrize("client", ["lean", "httpx"])
+async def test_a_buffered_body_that_stalls_mid_way_fails_after_the_idle_timeout(client):
+    with pytest.raises(ProviderError) as info:
+        await run(half_a_body("stall"), stream=False, timeouts=Timeouts(idle=0.2),
+                  client=httpx2.AsyncClient() if client == "httpx" else None)
+    assert info.value.kind == "timeout" and info.value.detail == "The provider's answer stalled for 0.2 s."
+
+
+@pytest.mark.parametrize("client", ["lean", "httpx"])
+async def test_a_buffered_body_cut_mid_way_is_a_protocol_failure(client):
+    with pytest.raises(ProviderError) as info:
+        await run(half_a_body("close"), stream=False, timeouts=Timeouts(),
+                  client=httpx2.AsyncClient() if client == "httpx" else None)
+    assert info.value.kind == "protocol" and "mid-answer" in info.value.detail
+
+
 async def test_the_keep_alive_race_is_retried_on_a_fresh_connection_and_served():
     """A pooled connection the provider closes as the next request arrives (as after a Lambda
     thaw): the request goes again on a new connection, and the call is served."""

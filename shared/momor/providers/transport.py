@@ -180,7 +180,18 @@ class _Httpx:
         self.headers = response.headers
 
     async def aread(self, read_timeout: float | None) -> bytes:
-        return await self._response.aread()  # httpx's read timeout bounds each read
+        """The whole body, each read within `read_timeout` as well as httpx's own read timeout; a
+        read past it fails as the lean client's would."""
+        chunks: list[bytes] = []
+        reads = self._response.aiter_bytes()
+        while True:
+            try:
+                async with asyncio.timeout(read_timeout):
+                    chunks.append(await anext(reads))
+            except StopAsyncIteration:
+                return b"".join(chunks)
+            except TimeoutError:
+                raise http1.UpstreamError("The provider did not answer in time.", kind="timeout") from None
 
     def pieces(self, read_timeout: float | None) -> AsyncIterator[bytes]:
         return self._response.aiter_bytes()
@@ -282,17 +293,12 @@ async def post_multipart(
 
 async def _read_body(response: _Answer, idle: float) -> bytes:
     """The whole body, each read within the idle timeout: a body that stalls mid-way is an error."""
-    chunks: list[bytes] = []
-    reads = response.pieces(None)
-    while True:
-        try:
-            async with asyncio.timeout(idle):
-                chunk = await anext(reads)
-        except StopAsyncIteration:
-            return b"".join(chunks)
-        except TimeoutError:
-            raise ProviderError(f"The provider's answer stalled for {idle:g} s.", kind="timeout") from None
-        chunks.append(chunk)
+    try:
+        return await response.aread(idle)
+    except http1.UpstreamError as exc:
+        if exc.kind != "timeout":
+            raise
+        raise ProviderError(f"The provider's answer stalled for {idle:g} s.", kind="timeout") from None
 
 
 def _framer(content_type: str) -> SSEDecoder | NDJSONDecoder | None:

@@ -60,12 +60,13 @@ Exchange = Callable[..., AsyncIterator[Event]]
 
 def params_for(params: Parameters, candidate: Candidate) -> Parameters:
     """Only the parameters this provider honours reach it; the rest are left off (seed 000)."""
-    honoured = set(candidate.provider.parameters)
-    given = params.model_dump(exclude_none=True)
-    kept = {k: v for k, v in given.items() if _NATIVE_NAMES[k] in honoured}
-    if len(kept) == len(given):
+    honoured = candidate.provider.parameters
+    # Every field defaults to None, so a set one is among the fields set: no model_dump per call.
+    dropped = [k for k in params.model_fields_set
+               if _NATIVE_NAMES[k] not in honoured and getattr(params, k) is not None]
+    if not dropped:
         return params
-    return params.model_copy(update={k: None for k in given if k not in kept})
+    return params.model_copy(update=dict.fromkeys(dropped))
 
 
 @dataclass(slots=True)
