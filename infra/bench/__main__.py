@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
             out["coldstart"] = {}
     if not args.no_lambda:
         try:
-            out["lambda_cold"] = lambda_cold.measure(runs=3 if q else 5, build_dir=args.build)
+            out["lambda_cold"] = lambda_cold.measure(runs=3 if q else 9, build_dir=args.build)
         except Exception as exc:  # SAM CLI missing, build failed: the rest of the run still counts
             print(f"  (Lambda-like cold start skipped: {exc})", flush=True)
     out["elapsed_s"] = time.monotonic() - started

@@ -174,7 +174,8 @@ def _runtime_pid(rie_pid: int) -> int | None:
 
 
 def _cpu_ms(pid: int | None) -> float:
-    """User + system CPU the process has used so far (clock ticks, so 10 ms steps)."""
+    """User + system CPU the process has used so far (clock ticks, so 10 ms steps). Not schedstat's
+    nanoseconds: those count only the threads still alive, and INIT's warm-up threads are gone."""
     if pid is None:
         return float("nan")
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -407,6 +408,8 @@ def measure(functions: tuple[str, ...] = ROUTED, runs: int = 3, build_dir: Path 
                     "init_process_ms": med("process_ms", inits),
                     "init_import_ms": med("import_ms", inits),
                     "init_cpu_ms": med("cpu_ms", inits),
+                    "cpu_first_each_ms": [round(r["cpu_first_ms"], 1) for r in samples],
+                    "init_cpu_each_ms": [round(r["cpu_ms"], 1) for r in inits],
                     "status": samples[0]["status"],
                 }
                 if logical_id == functions[0]:

@@ -4,7 +4,9 @@ is drawn by running this file with that venv's python: `report.py --plot results
 from __future__ import annotations
 
 import json
+import math
 import os
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -210,6 +212,13 @@ def _throughput_targets(out: dict) -> list[str]:
     return lines
 
 
+def _difference_error(first: list[float] | None, init: list[float] | None) -> float:
+    """The standard error of mean(first) - mean(init), two independent samples (0 without them)."""
+    if not first or not init or len(first) < 2 or len(init) < 2:
+        return 0.0
+    return math.sqrt(statistics.variance(first) / len(first) + statistics.variance(init) / len(init))
+
+
 def _cold_targets(out: dict) -> list[str]:
     lines = []
     for name, v in out.get("lambda_cold", {}).get("functions", {}).items():
@@ -217,10 +226,14 @@ def _cold_targets(out: dict) -> list[str]:
         lines.append(f"| INIT + first call ≤ 500 ms ({name}; wall, CPU) | {c:.0f} ms wall, {cpu:.0f} ms CPU | "
                      f"{_verdict(c <= 500, f'{c - 500:.0f} ms wall')} |")
         extra = cpu - v["init_cpu_ms"] - v["cpu_warm_ms"]
-        # CPU time is counted in clock ticks (10 ms here): a difference within one tick is no difference.
+        # The first call's CPU is a difference of two medians from different processes: INIT + first
+        # call (counted in 10 ms clock ticks) less INIT alone, whose CPU varies by 20-30 ms between runs.
+        # Within one tick plus twice that difference's standard error, the first call is a warm one.
+        error = _difference_error(v.get("cpu_first_each_ms"), v.get("init_cpu_each_ms"))
+        bound = TICK_MS + 2 * error
         lines.append(f"| first call no slower than a warm one + provider round trip ({name}; CPU) | "
-                     f"{extra:+.0f} ms CPU over a warm call (clock tick {TICK_MS:.0f} ms) | "
-                     f"{_verdict(extra <= TICK_MS, f'{extra - TICK_MS:.0f} ms')} |")
+                     f"{extra:+.0f} ± {2 * error:.0f} ms CPU over a warm call (clock tick {TICK_MS:.0f} ms) | "
+                     f"{_verdict(extra <= bound, f'{extra - bound:.0f} ms')} |")
     return lines
 
 
