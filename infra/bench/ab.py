@@ -16,9 +16,8 @@ import statistics
 
 from . import load
 from .__main__ import targets
-from .cpu import cpu_seconds
 from .profile import SCENARIOS
-from .stack import emulators_idle, running
+from .stack import cpu_seconds, emulators_idle, running
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -21,20 +21,11 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from . import load, payloads
 from .__main__ import PATHS, model_name, targets
 from .profile import SCENARIOS
-from .stack import API_KEY, ROOT, emulators_idle, running
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of a process, in seconds (fields 14 and 15 of /proc/<pid>/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
+from .stack import API_KEY, ROOT, cpu_seconds, emulators_idle, running
 
 
 def served(args: argparse.Namespace) -> None:

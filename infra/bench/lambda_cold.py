@@ -52,7 +52,7 @@ from typing import Any
 from infra.emulators import Emulators, Endpoints, free_port, provision
 
 from . import payloads
-from .stack import RESULTS, ROOT, catalog, model_name, saved_keys, wait_port
+from .stack import RESULTS, ROOT, catalog, cpu_seconds, model_name, saved_keys, wait_port
 
 rie = importlib.import_module("tests.lambda.rie")
 
@@ -176,10 +176,7 @@ def _runtime_pid(rie_pid: int) -> int | None:
 def _cpu_ms(pid: int | None) -> float:
     """User + system CPU the process has used so far (clock ticks, so 10 ms steps). Not schedstat's
     nanoseconds: those count only the threads still alive, and INIT's warm-up threads are gone."""
-    if pid is None:
-        return float("nan")
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1e3 / os.sysconf("SC_CLK_TCK")
+    return float("nan") if pid is None else cpu_seconds(pid) * 1e3
 
 
 def one_run(fn: rie.LambdaFunction, event: dict[str, Any]) -> dict[str, Any]:

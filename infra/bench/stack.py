@@ -27,6 +27,7 @@ LITELLM_VENV = BENCH / ".venv-litellm"
 API_KEY = "bench-key"
 LITELLM_KEY = "sk-bench-master"
 SHAPES = ("short", "long", "paced", "huge")
+TICK = os.sysconf("SC_CLK_TCK")
 WIRES = {"openai": ("openai_chat", "gpt", "openai/v1"), "anthropic": ("anthropic", "claude", "anthropic")}
 
 OPENAI_PARAMS = ["maxTokens", "temperature", "topP", "toolUse", "stop", "seed", "parallelToolCalls", "user"]
@@ -216,21 +217,27 @@ async def emulators_settled(stack: Stack, quiet_s: float = 0.2, most_s: float = 
     left them (Momor as shipped writes a record per call) is not done on the next target's time."""
     loop = asyncio.get_running_loop()
     end = loop.time() + most_s
-    last = _cpu_ticks(stack.emulator_pids)
+    last = _cpu_of(stack.emulator_pids)
     while loop.time() < end:
         await asyncio.sleep(quiet_s)
-        now = _cpu_ticks(stack.emulator_pids)
+        now = _cpu_of(stack.emulator_pids)
         if now == last:
             return
         last = now
 
 
-def _cpu_ticks(pids: list[int]) -> int:
-    total = 0
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process, in seconds (fields 14 and 15 of /proc/<pid>/stat), its ended threads
+    included; counted in clock ticks (10 ms here)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def _cpu_of(pids: list[int]) -> float:
+    total = 0.0
     for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])
+        with contextlib.suppress(OSError):  # exited
+            total += cpu_seconds(pid)
     return total
 
 
