@@ -131,9 +131,7 @@ class Response:
         chunks = []
         left = self._length
         while left > 0:
-            data = await _read(conn.reader, timeout, left)
-            if not data:
-                raise UpstreamError("The provider closed the connection mid-answer.", kind="protocol")
+            data = await _read_more(conn.reader, timeout, left)
             chunks.append(data)
             left -= len(data)
         self._done = True
@@ -147,10 +145,7 @@ class Response:
         if self._chunked:
             decoder = _Chunked()
             while not decoder.done:
-                data = await _read(conn.reader, timeout)
-                if not data:
-                    raise UpstreamError("The provider closed the connection mid-answer.", kind="protocol")
-                piece = decoder.feed(data)
+                piece = decoder.feed(await _read_more(conn.reader, timeout))
                 if decoder.done:
                     # Known before the last piece is handed on: a reader that stops at the stream's
                     # own end marker ([DONE]) still returns the connection to the pool.
@@ -161,9 +156,7 @@ class Response:
         elif self._length is not None:
             left = self._length
             while left > 0:
-                data = await _read(conn.reader, timeout, left)
-                if not data:
-                    raise UpstreamError("The provider closed the connection mid-answer.", kind="protocol")
+                data = await _read_more(conn.reader, timeout, left)
                 left -= len(data)
                 self._done = not left
                 yield data
@@ -186,6 +179,14 @@ class Response:
                 idle.append(conn)
                 return
         conn.close()
+
+
+async def _read_more(reader: asyncio.StreamReader, timeout: float | None, limit: int = READ_BYTES) -> bytes:
+    """Bytes of a body that has more to come: the connection's end here is the answer cut short."""
+    data = await _read(reader, timeout, limit)
+    if not data:
+        raise UpstreamError("The provider closed the connection mid-answer.", kind="protocol")
+    return data
 
 
 async def _read(reader: asyncio.StreamReader, timeout: float | None, limit: int = READ_BYTES) -> bytes:
