@@ -29,15 +29,23 @@ def _reset() -> None:
         reset()
 
 
+def _provisioned(aws: Endpoints, monkeypatch: pytest.MonkeyPatch, prefix: str) -> dict[str, str]:
+    """A deployment's tables, catalog bucket and keys secret in the emulators, named `prefix` and a fresh
+    tag, with the settings naming them in the environment; returns those settings."""
+    tag = uuid.uuid4().hex[:8]
+    names = provision(aws, records_table=f"{prefix}-records-{tag}", api_keys_table=f"{prefix}-keys-{tag}",
+                      catalog_bucket=f"{prefix}-catalog-{tag}",
+                      catalog_file=rie.ROOT / "infra" / "example-catalog.json",
+                      keys_secret=f"momor/{prefix}-{tag}", keys={"openai": f"sk-{prefix}"})
+    for name, value in names.items():
+        monkeypatch.setenv(name, value)
+    return names
+
+
 @pytest.fixture
 def deployed(aws: Endpoints, monkeypatch):
     """A function's settings against the emulators (catalog in S3, keys in the secret), inside Lambda."""
-    tag = uuid.uuid4().hex[:8]
-    names = provision(aws, records_table=f"warm-records-{tag}", api_keys_table=f"warm-keys-{tag}",
-                      catalog_bucket=f"warm-catalog-{tag}", catalog_file=rie.ROOT / "infra" / "example-catalog.json",
-                      keys_secret=f"momor/warm-{tag}", keys={"openai": "sk-warm"})
-    for name, value in names.items():
-        monkeypatch.setenv(name, value)
+    _provisioned(aws, monkeypatch, "warm")
     monkeypatch.delenv("MOMOR_CATALOG_FILE", raising=False)
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "momor-warm-test")
     _reset()
@@ -142,12 +150,7 @@ def test_the_first_call_reads_no_store_and_imports_no_aws_sdk(aws: Endpoints, re
     environment, as Lambda gives them, botocore is not imported at all (store/sigv4.py signs)."""
     from momor.store import apikeys
 
-    tag = uuid.uuid4().hex[:8]
-    names = provision(aws, records_table=f"first-records-{tag}", api_keys_table=f"first-keys-{tag}",
-                      catalog_bucket=f"first-catalog-{tag}", catalog_file=rie.ROOT / "infra" / "example-catalog.json",
-                      keys_secret=f"momor/first-{tag}", keys={"openai": "sk-first"})
-    for name, value in names.items():
-        monkeypatch.setenv(name, value)
+    names = _provisioned(aws, monkeypatch, "first")
     reset_config()
     key = apikeys.create_api_key("first call")[0]
     reset_config()
