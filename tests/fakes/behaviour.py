@@ -24,7 +24,10 @@ from typing import Any
 
 from .script import Reply
 
-_WORD = re.compile(r"\s*\S+\s*")  # leading white space kept: a continued answer may start with it
+# A word and the white space after it; white space before the first word stays with it (a continued
+# answer may start with it). Anchoring the leading run keeps the scan linear: `\s*\S+\s*` tried every
+# start position of a long blank run again and was quadratic, holding the GIL for minutes on a fuzzed body.
+_WORD = re.compile(r"(?:^\s+)?\S+\s*")
 _SECRET = secrets.token_bytes(32)
 """Signs thinking text. Private to this process, like a provider's key: Momor cannot forge it."""
 

@@ -20,6 +20,7 @@ import json
 import re
 import string
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import httpx2
@@ -34,7 +35,9 @@ fake_session, fake, momor_server, momor = harness.fake_session, harness.fake, ha
 
 FUZZ_SETTINGS = settings(
     max_examples=60,
-    deadline=None,  # one example is one HTTP round trip, sometimes to a fake provider: no fixed budget
+    # One example is one HTTP round trip, sometimes to a fake provider, on a machine that may be busy:
+    # a generous bound, so a slow case (a backtracking regex, a stalled loop) fails as slow, by name.
+    deadline=timedelta(seconds=20),
     # `momor` is made once per test function and shared by its examples on purpose: a fresh server,
     # tables and key per example would cost seconds each.
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
