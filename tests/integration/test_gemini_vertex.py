@@ -158,6 +158,26 @@ def test_a_safety_finish_is_a_content_filter(momor, fake, google):
     assert response.json()["choices"][0]["finish_reason"] == "content_filter"
 
 
+def test_a_model_armor_block_is_a_content_filter_and_a_refusal(momor, fake, google, claude_client):
+    """Vertex's MODEL_ARMOR finish (no content) is a policy block on every route, never a normal stop."""
+    fake.script("vertex", reply(text="", finish="MODEL_ARMOR"))
+    response = momor.post("/v1/chat/completions", {"model": FLASH, "messages": [{"role": "user", "content": "x"}]})
+    assert response.status_code == 200, response.text
+    assert response.json()["choices"][0]["finish_reason"] == "content_filter"
+    fake.script("vertex", reply(text="", finish="MODEL_ARMOR"))
+    message = claude_client.messages.create(model=FLASH, max_tokens=64, messages=[{"role": "user", "content": "x"}])
+    assert message.stop_reason == "refusal"
+
+
+def test_an_unknown_finish_with_nothing_written_is_a_block_but_with_text_is_not(momor, fake, google):
+    fake.script("gemini", reply(text="", finish="SOME_NEW_POLICY_BLOCK"))
+    response = momor.post("/v1/chat/completions", {"model": GEMINI, "messages": [{"role": "user", "content": "x"}]})
+    assert response.json()["choices"][0]["finish_reason"] == "content_filter", response.text
+    fake.script("gemini", reply(text="Some words", finish="SOME_NEW_POLICY_BLOCK"))
+    response = momor.post("/v1/chat/completions", {"model": GEMINI, "messages": [{"role": "user", "content": "x"}]})
+    assert response.json()["choices"][0]["finish_reason"] == "stop", response.text
+
+
 # --- OpenAI dialect -----------------------------------------------------------------------------
 
 
@@ -243,6 +263,23 @@ def test_anthropic_dialect_buffered_streamed_and_two_turn_tools(momor, fake, goo
                      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "Warm"}]}]
         second = _anthropic_turn(claude_client, messages, streaming)
         assert second.content[-1].text == "Tool get_weather said: Warm"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_anthropic_output_tokens_count_gemini_thoughts(momor, fake, google, claude_client, streaming):
+    """Anthropic counts thinking inside output_tokens; Gemini reports thoughtsTokenCount apart, and the
+    record keeps Gemini's own two counts."""
+    kwargs: dict[str, Any] = {"model": GEMINI, "max_tokens": 4096, "messages": [{"role": "user", "content": "Hi"}],
+                              "thinking": {"type": "enabled", "budget_tokens": 2048}}
+    if streaming:
+        with claude_client.messages.stream(**kwargs) as stream:
+            usage, headers = stream.get_final_message().usage, stream.response.headers
+    else:
+        raw = claude_client.messages.with_raw_response.create(**kwargs)
+        usage, headers = raw.parse().usage, raw.headers
+    counts = momor.record(headers["x-momor-request-id"])["usage"]
+    assert counts["thoughtTokens"] > 0 and counts["outputTokens"] > 0, counts
+    assert usage.output_tokens == counts["outputTokens"] + counts["thoughtTokens"]
 
 
 def _anthropic_turn(client: Any, messages: list[dict[str, Any]], streaming: bool) -> Any:

@@ -369,7 +369,8 @@ def test_a_parsed_turn_replays_exactly() -> None:
 @pytest.mark.parametrize(("reason", "stop"), [
     ("STOP", "stop"), ("MAX_TOKENS", "length"), ("SAFETY", "content_filter"), ("RECITATION", "content_filter"),
     ("PROHIBITED_CONTENT", "content_filter"), ("BLOCKLIST", "content_filter"), ("SPII", "content_filter"),
-    ("MALFORMED_FUNCTION_CALL", "other"), ("OTHER", "other"), ("LANGUAGE", "other"),
+    ("MALFORMED_FUNCTION_CALL", "other"), ("OTHER", "other"), ("LANGUAGE", "other"), ("MODEL_ARMOR", "content_filter"),
+    ("A_REASON_ADDED_LATER", "other"),  # with text written: not a block
 ])
 def test_finish_reason_map(reason: str, stop: str) -> None:
     finish = assemble(WIRE.parse_response(answer(candidate([{"text": "x"}], reason)), target())).finish

@@ -17,7 +17,8 @@ Answers follow `GenerateContentResponse` (REST reference, and `google-genai`'s `
   input, candidatesTokenCount output, thoughtsTokenCount thought tokens (billed apart from output),
   cachedContentTokenCount cache reads.
 - `finishReason`: STOP (tool_calls when the turn called a function), MAX_TOKENS length, the safety
-  family (SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII, IMAGE_SAFETY...) content_filter.
+  family (SAFETY, RECITATION, BLOCKLIST, PROHIBITED_CONTENT, SPII, IMAGE_SAFETY..., Vertex's
+  MODEL_ARMOR) content_filter; a reason we do not know, on a candidate that wrote nothing, too.
   A prompt refused outright (`promptFeedback.blockReason`, no candidates) is a content_filter finish.
 - A stream has no terminating event: it is complete when every candidate has a finishReason by the
   time the body ends. A stream cut before that is an error, never a finish.
@@ -54,8 +55,14 @@ _FINISH_REASON_MAP: dict[str, Stop] = {
     "IMAGE_SAFETY": "content_filter",
     "IMAGE_PROHIBITED_CONTENT": "content_filter",
     "IMAGE_RECITATION": "content_filter",
+    "MODEL_ARMOR": "content_filter",  # Vertex: the answer was blocked by a Model Armor policy
 }
-"""Anything else (LANGUAGE, MALFORMED_FUNCTION_CALL, OTHER, ...) is `other`."""
+_NOT_A_BLOCK = frozenset({"FINISH_REASON_UNSPECIFIED", "OTHER", "LANGUAGE", "MALFORMED_FUNCTION_CALL",
+                          "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS", "MISSING_THOUGHT_SIGNATURE", "NO_IMAGE",
+                          "IMAGE_OTHER"})
+"""Reasons that end an answer for a cause other than a content policy: `other`. A reason in neither
+table (Google adds block reasons over time, as MODEL_ARMOR was) is a block when the candidate wrote
+nothing, so a new policy block reaches callers as content_filter/refusal, never as a normal stop."""
 
 
 def _protocol(wire: str, detail: str) -> ProviderError:
@@ -74,8 +81,10 @@ def map_usage(usage: dict[str, Any]) -> Usage:
     )
 
 
-def _stop(reason: str, called: bool) -> Stop:
-    stop = _FINISH_REASON_MAP.get(reason, "other")
+def _stop(reason: str, called: bool, wrote: bool = True) -> Stop:
+    stop = _FINISH_REASON_MAP.get(reason)
+    if stop is None:
+        stop = "other" if wrote or reason in _NOT_A_BLOCK else "content_filter"
     return "tool_calls" if stop == "stop" and called else stop
 
 
@@ -95,6 +104,8 @@ class _Candidate:
     choice: int
     finish: str | None = None
     called: bool = False
+    wrote: bool = False
+    """Whether the candidate gave any text or call: an unknown finish reason with nothing written is a block."""
     open: _Open | None = None
 
 
@@ -150,6 +161,7 @@ class _Parts:
             state.open = _Open(self._new_index(), kind)
             events.append(PartStart(state.open.index, kind, choice=state.choice))
         if text:
+            state.wrote = True
             events.append(Delta(state.open.index, text))
         if signature is not None:
             state.open.signature = signature
@@ -164,7 +176,7 @@ class _Parts:
             raise _protocol(self.wire, "a functionCall's args is not an object")
         own_id = function.get("id")
         call_id = own_id if isinstance(own_id, str) and own_id else "call_" + secrets.token_hex(12)
-        state.called = True
+        state.called = state.wrote = True
         index = self._new_index()
         data: dict[str, Any] = {"wire": self.wire}
         if signature is not None:
@@ -216,8 +228,8 @@ class _Parts:
             return None
         first, *others = sorted(self.candidates.values(), key=lambda c: c.choice)
         assert first.finish is not None
-        ends = tuple(ChoiceEnd(c.choice, c.finish or "", _stop(c.finish or "", c.called)) for c in others)
-        return [Finish(first.finish, _stop(first.finish, first.called), self.fingerprint, ends)]
+        ends = tuple(ChoiceEnd(c.choice, c.finish or "", _stop(c.finish or "", c.called, c.wrote)) for c in others)
+        return [Finish(first.finish, _stop(first.finish, first.called, first.wrote), self.fingerprint, ends)]
 
 
 def _load(body: bytes | str, wire: str, what: str) -> Any:

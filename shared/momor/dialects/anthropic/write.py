@@ -97,7 +97,9 @@ def map_usage(usage: Usage) -> dict[str, int]:
     write = usage.cache_write_tokens or 0
     return {
         "input_tokens": max((usage.input_tokens or 0) - read - write, 0),
-        "output_tokens": usage.output_tokens or 0,
+        # Anthropic counts thinking inside output_tokens; Gemini reports it apart (thoughtsTokenCount,
+        # billed as output), so it is added here as the OpenAI route adds it to completion_tokens.
+        "output_tokens": (usage.output_tokens or 0) + (usage.thought_tokens or 0),
         "cache_read_input_tokens": read,
         "cache_creation_input_tokens": write,
     }
