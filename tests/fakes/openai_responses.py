@@ -13,6 +13,12 @@ key) and names the item that followed the reasoning, so a replayed reasoning ite
 altered, that lacks it under `store: false`, or that does not come right before its following item
 (with that item's id) is refused as the real API refuses it.
 
+Open-weight models served on the Responses API (a model id starting `gpt-oss`, as vLLM and OpenAI's own
+gpt-oss serving write it) give their raw reasoning instead: a reasoning item with an empty summary and
+`content: [{"type": "reasoning_text", "text"}]`, streamed as `response.reasoning_text.delta` events,
+without encrypted content. Such a server takes its reasoning back as written: a replayed item it wrote
+must carry the same `content`, text for text, or it is refused.
+
 Scripted finishes in this wire's words: `max_output_tokens` and `content_filter` end the response
 `incomplete`; `refusal` answers with a refusal part; `failed` ends it `failed` (a stream's
 `response.failed`) and `error` sends a stream `error` event.
@@ -37,6 +43,14 @@ from .transport import dumps
 
 name = "openai_responses"
 tool_id_prefix = "call_"
+
+_RAW_REASONING_PREFIX = "gpt-oss"
+_WRITTEN_REASONING: dict[str, str] = {}
+"""Raw reasoning this process wrote, by item id: what a replay of that item must carry back."""
+
+
+def _raw_reasoning(body: dict[str, Any]) -> bool:
+    return str(body.get("model", "")).startswith(_RAW_REASONING_PREFIX)
 
 _FIELDS = frozenset({
     "access_programs", "background", "background_options", "context_management", "conversation", "image",
@@ -305,6 +319,8 @@ def _validate_reasoning(item: dict[str, Any], where: str, store_false: bool, fol
         if not isinstance(part, dict) or part.get("type") != "summary_text" or not isinstance(part.get("text"), str):
             raise _invalid_value(f"{where}.summary[{j}].type", (part or {}).get("type"), ("summary_text",))
         _unknown(part, {"type", "text"}, f"{where}.summary[{j}]")
+    if _validate_reasoning_text(item, item_id, where):
+        return  # raw reasoning goes back as written: nothing to look up, nothing encrypted
     encrypted = item.get("encrypted_content")
     if encrypted is None:
         if store_false:
@@ -319,6 +335,26 @@ def _validate_reasoning(item: dict[str, Any], where: str, store_false: bool, fol
     if payload.get("next") is not None and (following or {}).get("id") != payload["next"]:
         raise Invalid(f"Item '{item_id}' of type 'reasoning' was provided without its required following item.",
                       "input")
+
+
+def _validate_reasoning_text(item: dict[str, Any], item_id: str, where: str) -> bool:
+    """Whether the item is raw reasoning this server wrote, checked to be the text it wrote."""
+    content = item.get("content")
+    if content is not None:
+        if not isinstance(content, list):
+            raise type_error(f"{where}.content", "an array", content)
+        for j, part in enumerate(content):
+            if not isinstance(part, dict) or part.get("type") != "reasoning_text" \
+                    or not isinstance(part.get("text"), str):
+                raise _invalid_value(f"{where}.content[{j}].type", (part or {}).get("type"), ("reasoning_text",))
+            _unknown(part, {"type", "text"}, f"{where}.content[{j}]")
+    written = _WRITTEN_REASONING.get(item_id)
+    if written is None:
+        return False
+    if content is None or "".join(p["text"] for p in content) != written:
+        raise Invalid(f"Item '{item_id}' of type 'reasoning' does not carry the reasoning content it was given.",
+                      f"{where}.content")
+    return True
 
 
 def _validate_output(output: Any, where: str) -> None:
@@ -403,7 +439,11 @@ def _summaries(answer: Answer, body: dict[str, Any]) -> list[str]:
 
 def _items(answer: Answer, body: dict[str, Any], ids: dict[str, str]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
-    if answer.thinking:
+    if answer.thinking and _raw_reasoning(body):
+        _WRITTEN_REASONING[ids["rs"]] = answer.thinking
+        items.append({"id": ids["rs"], "type": "reasoning", "summary": [],
+                      "content": [{"type": "reasoning_text", "text": answer.thinking}]})
+    elif answer.thinking:
         reasoning: dict[str, Any] = {
             "id": ids["rs"], "type": "reasoning",
             "summary": [{"type": "summary_text", "text": t} for t in _summaries(answer, body)]}
@@ -495,6 +535,13 @@ def _obfuscation() -> str:
 def _reasoning_events(ev: _Events, index: int, item: dict[str, Any]) -> None:
     ev.add("response.output_item.added", output_index=index, item={"id": item["id"], "type": "reasoning",
                                                                    "summary": []})
+    for k, content in enumerate(item.get("content") or []):
+        at = {"item_id": item["id"], "output_index": index, "content_index": k}
+        ev.add("response.content_part.added", **at, part={"type": "reasoning_text", "text": ""})
+        for piece in split_text(content["text"], None):
+            ev.add("response.reasoning_text.delta", **at, delta=piece)
+        ev.add("response.reasoning_text.done", **at, text=content["text"])
+        ev.add("response.content_part.done", **at, part=content)
     for k, summary in enumerate(item["summary"]):
         at = {"item_id": item["id"], "output_index": index, "summary_index": k}
         ev.add("response.reasoning_summary_part.added", **at, part={"type": "summary_text", "text": ""})

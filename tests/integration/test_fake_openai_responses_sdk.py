@@ -119,6 +119,34 @@ def test_reasoning_and_tool_round_trip_replayed(client: openai.OpenAI) -> None:
     assert second.output_text == "Tool lookup said: 42"
 
 
+def test_open_weight_raw_reasoning_read_by_the_sdk_and_checked_on_replay(client: openai.OpenAI) -> None:
+    """A gpt-oss model writes its raw reasoning as reasoning_text content (whole and streamed, which the
+    SDK's accumulator assembles), and takes it back only as written."""
+    first = client.responses.create(model="gpt-oss-120b", input="call lookup please", tools=[LOOKUP], **REASONING)
+    reasoning, call = first.output
+    assert reasoning.type == "reasoning" and reasoning.summary == [] and reasoning.encrypted_content is None
+    assert [(c.type, c.text) for c in reasoning.content or []] == [("reasoning_text",
+                                                                    "Thinking about: call lookup please")]
+    with client.responses.stream(model="gpt-oss-120b", input="hello", **REASONING) as stream:
+        kinds = [event.type for event in stream]
+        streamed = stream.get_final_response().output[0]
+    assert "response.reasoning_text.delta" in kinds and "response.reasoning_text.done" in kinds
+    assert streamed.type == "reasoning" and [c.text for c in streamed.content or []] == ["Thinking about: hello"]
+
+    output = {"type": "function_call_output", "call_id": call.call_id, "output": "42"}
+    kept = reasoning.model_dump(exclude_none=True)
+    second = client.responses.create(model="gpt-oss-120b", tools=[LOOKUP], **REASONING, input=[
+        {"role": "user", "content": "call lookup please"}, kept, call.model_dump(exclude_none=True), output])
+    assert second.output_text == "Tool lookup said: 42"
+    dropped = {k: v for k, v in kept.items() if k != "content"}
+    altered = {**kept, "content": [{"type": "reasoning_text", "text": "something else"}]}
+    for item in (dropped, altered):
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.responses.create(model="gpt-oss-120b", tools=[LOOKUP], **REASONING, input=[
+                {"role": "user", "content": "q"}, item, call.model_dump(exclude_none=True), output])
+        assert "does not carry the reasoning content it was given" in refused.value.message
+
+
 def test_reasoning_refused_without_its_following_item(client: openai.OpenAI) -> None:
     first = client.responses.create(model="m", input="call lookup please", tools=[LOOKUP], **REASONING)
     reasoning, call = (item.model_dump(exclude_none=True) for item in first.output)

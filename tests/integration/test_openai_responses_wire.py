@@ -88,6 +88,54 @@ def test_native_reasoning_and_tool_call_replayed_over_two_turns(responses, fake,
     assert replayed[3] == {"type": "function_call_output", "call_id": call["call"]["id"], "output": "Cold"}
 
 
+OSS = "gpt-oss-120b"
+
+
+@pytest.fixture
+def open_weight(responses):
+    """An open-weight model on a Responses server, which answers its raw reasoning as reasoning_text."""
+    catalog = json.loads(json.dumps(responses.catalog))
+    model = json.loads(json.dumps(next(m for m in catalog["models"] if m["name"] == MODEL)))
+    model.update(name=OSS, publisher="openai")
+    model["offerings"] = [{**model["offerings"][0], "id": OSS}]
+    catalog["models"].append(model)
+    responses.write_catalog(catalog)
+    return responses
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_raw_reasoning_text_is_the_thinking_and_goes_back_as_written(open_weight, fake, stream):
+    conversation = [{"type": "user", "value": "call get_weather for Oslo"}]
+    out, _ = _native(open_weight, conversation, stream=stream, model=OSS)
+    thinking, call = out
+    assert thinking["type"] == "thinking" and thinking["value"] == "Thinking about: call get_weather for Oslo"
+    assert thinking["data"]["content"] == [{"type": "reasoning_text", "text": thinking["value"]}]
+    conversation += [*out, {"type": "toolResult", "result": {"id": call["call"]["id"], "name": "get_weather",
+                                                             "content": "Cold"}}]
+    second, _ = _native(open_weight, conversation, stream=stream, model=OSS)  # the fake checks the content
+    assert second[-1]["value"] == "Tool get_weather said: Cold"
+    replayed = _responses_requests(fake)[-1].json["input"][1]
+    assert replayed["type"] == "reasoning" and replayed["content"] == thinking["data"]["content"]
+
+
+def test_raw_reasoning_replayed_from_the_anthropic_dialect(open_weight, fake):
+    client = anthropic.Anthropic(base_url=open_weight.url, api_key=open_weight.api_key, max_retries=0)
+    tool = {"name": "get_weather", "description": "Weather.",
+            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+    messages = [{"role": "user", "content": "call get_weather for Rome"}]
+    kwargs = {"model": OSS, "max_tokens": 4096, "tools": [tool], "thinking": {"type": "enabled", "budget_tokens": 1024}}
+    with client.messages.stream(messages=messages, **kwargs) as stream:
+        first = stream.get_final_message()
+    assert first.content[0].type == "thinking"
+    assert first.content[0].thinking == "Thinking about: call get_weather for Rome"
+    use = first.content[1]
+    messages += [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "Warm"}]}]
+    second = client.messages.create(messages=messages, **kwargs)
+    assert second.content[-1].text == "Tool get_weather said: Warm"
+    assert _responses_requests(fake)[-1].json["input"][1]["content"][0]["text"] == first.content[0].thinking
+
+
 def test_streamed_frames_and_usage(responses, fake):
     usage = {"cache_read_tokens": 2, "input_tokens": 9}
     fake.script("openai", reply(text="one two three", chunks=["one ", "two ", "three"], usage=usage))

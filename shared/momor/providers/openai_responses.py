@@ -22,9 +22,12 @@ Request (`openai_responses_request.py`):
 - stop, seed, frequency/presence penalties and top_k are left off: the API has none of them.
 
 Answer: each output item is one canonical part, at its `output_index`:
-- `reasoning` -> thinking, its summary texts joined by a blank line, with
-  `data {"wire": "openai_responses", "id", "summary", "encrypted_content", "next"}`: exactly the item to
-  replay, and `next` ({type, id}) the item that followed it, which the API wants right after it, id and all;
+- `reasoning` -> thinking: its `content` reasoning_text parts when it has them (open-weight models served
+  on the Responses API give their raw reasoning there, and stream it as `response.reasoning_text.delta`),
+  else its summary texts joined by a blank line, with
+  `data {"wire": "openai_responses", "id", "summary", "content", "encrypted_content", "next"}`: exactly the
+  item to replay, and `next` ({type, id}) the item that followed it, which the API wants right after it,
+  id and all;
 - `message` -> content (refusal text included), with `data {"wire", "id"}`;
 - `function_call` -> toolCall (`call_id`, name, arguments), with `data {"wire", "id"}`.
 A stream ends properly only with `response.completed` or `response.incomplete`; `response.failed`,
@@ -79,9 +82,18 @@ def _load_json(raw: bytes | str) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 
+def _reasoning_content(item: dict[str, Any]) -> list[dict[str, Any]]:
+    content = item.get("content")
+    return [c for c in content if isinstance(c, dict) and c.get("type") == "reasoning_text"] \
+        if isinstance(content, list) else []
+
+
 def _item_text(item: dict[str, Any]) -> str:
     """The part's text as a whole item carries it (a stream carries the same text as deltas)."""
     if item.get("type") == "reasoning":
+        content = _reasoning_content(item)
+        if content:  # the raw reasoning, where the server gives it, rather than a summary of it
+            return "".join(c["text"] for c in content if isinstance(c.get("text"), str))
         summary = item.get("summary") or []
         return SUMMARY_SEPARATOR.join(s.get("text", "") for s in summary if isinstance(s, dict))
     if item.get("type") == "message":
@@ -105,6 +117,8 @@ def _item_state(item: dict[str, Any], following: dict[str, Any] | None = None) -
     state: dict[str, Any] = {"wire": WIRE_NAME, "id": item_id}
     if item.get("type") == "reasoning":
         state["summary"] = [s for s in item.get("summary") or [] if isinstance(s, dict)]
+        if content := _reasoning_content(item):
+            state["content"] = content
         if isinstance(item.get("encrypted_content"), str):
             state["encrypted_content"] = item["encrypted_content"]
         if following is not None and isinstance(following.get("id"), str) and following.get("type") in _KINDS:
@@ -217,6 +231,9 @@ class ResponsesStreamDecoder:
         self._refused = False
         self._reasoning_done: tuple[int, dict[str, Any]] | None = None
         """A finished reasoning item whose PartEnd waits for the item after it."""
+        self._thinking_source: dict[int, str] = {}
+        """Per reasoning item, which text it streams: `content` (reasoning_text) or `summary`. The first
+        to arrive is the part's text; the other, should a server send both, is passed over."""
 
     @property
     def done(self) -> bool:
@@ -302,9 +319,15 @@ class ResponsesStreamDecoder:
             raise _protocol_error(f"{event['type']} has no delta")
         return [Delta(index, delta)] if index is not None and delta else []
 
+    def _thinking_delta(self, event: dict[str, Any], source: str) -> list[Event]:
+        index = self._part(event, "thinking")
+        if index is not None and self._thinking_source.setdefault(index, source) != source:
+            return []
+        return self._text_delta(event, "thinking")
+
     def _summary_part(self, event: dict[str, Any]) -> list[Event]:
         index = self._part(event, "thinking")
-        if index is None or not event.get("summary_index"):
+        if index is None or not event.get("summary_index") or self._thinking_source.get(index) == "content":
             return []
         return [Delta(index, SUMMARY_SEPARATOR)]  # a further summary part: joined as a whole item joins them
 
@@ -326,7 +349,8 @@ _HANDLERS = {
     "response.output_item.done": ResponsesStreamDecoder._item_done,
     "response.output_text.delta": lambda self, e: self._text_delta(e, "content"),
     "response.refusal.delta": lambda self, e: self._text_delta(e, "content"),
-    "response.reasoning_summary_text.delta": lambda self, e: self._text_delta(e, "thinking"),
+    "response.reasoning_summary_text.delta": lambda self, e: self._thinking_delta(e, "summary"),
+    "response.reasoning_text.delta": lambda self, e: self._thinking_delta(e, "content"),
     "response.reasoning_summary_part.added": ResponsesStreamDecoder._summary_part,
     "response.function_call_arguments.delta": lambda self, e: self._text_delta(e, "toolCall"),
 }

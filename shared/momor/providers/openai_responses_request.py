@@ -154,13 +154,19 @@ class _Input:
         encrypted = state.get("encrypted_content") if state else None
         if state is None or not isinstance(reasoning_id, str):
             return  # another provider's reasoning: this API cannot take it back
-        if self.store_false and not isinstance(encrypted, str):
-            self._ids_ok = False  # OpenAI kept nothing and cannot look it up: it cannot be given back
+        content = state.get("content")
+        content = content if isinstance(content, list) and content else None
+        if self.store_false and not isinstance(encrypted, str) and content is None:
+            # OpenAI kept nothing and cannot look it up: it cannot be given back. A server that wrote its
+            # raw reasoning as `content` takes it back as written, which is what it needs.
+            self._ids_ok = False
             return
         summary = state.get("summary")
         if not isinstance(summary, list):
             summary = [{"type": "summary_text", "text": message.value}] if message.value else []
         item: dict[str, Any] = {"type": "reasoning", "id": reasoning_id, "summary": summary}
+        if content is not None:
+            item["content"] = content
         if isinstance(encrypted, str):
             item["encrypted_content"] = encrypted
         self.items.append(item)
