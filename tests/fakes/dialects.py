@@ -15,6 +15,11 @@ the entry and never branches on a provider's name. Facts come from each provider
   last chunk, the one with `finish_reason`, whatever was asked.
 - NVIDIA: refuses a temperature of 0 (422); reads `max_tokens`.
 - DeepInfra: reads `max_tokens` (and takes `top_k`); `max_completion_tokens` is taken and ignored.
+- OpenRouter: OpenAI's fields plus its own (`reasoning`, `provider`, `models`, `transforms`, `usage`);
+  a reasoning answer carries `reasoning` text and `reasoning_details` blocks (streamed as
+  `reasoning.text` pieces, the `reasoning.encrypted` block last); an assistant turn that called tools
+  must come back with its encrypted block as it was written (as the upstream model refuses a tool
+  turn without its reasoning), and assistant messages may carry `reasoning` and `reasoning_details`.
 - OpenCode Zen: reads `max_tokens`; each model takes only its own reasoning variants (seed 003's
   Zen table), any other `reasoning_effort` is refused.
 """
@@ -107,6 +112,10 @@ class Dialect:
     """Usage rides on the chunk with finish_reason, always, and no usage-only chunk follows (Mistral)."""
     filter_results: bool = False
     """Azure's prompt_filter_results / content_filter_results on answers."""
+    reasoning_details: bool = False
+    """OpenRouter's `reasoning` and `reasoning_details` on answers, the encrypted block required back."""
+    assistant_fields: frozenset[str] = frozenset()
+    """Fields an assistant message may carry besides OpenAI's."""
 
 
 _MISTRAL_FIELDS = frozenset({
@@ -137,6 +146,8 @@ NVIDIA = Dialect("nvidia", fields=_COMPAT_FIELDS - {"reasoning_effort"}, refusal
                  error_body=nvidia_error, temperature_above=0)
 DEEPINFRA = Dialect("deepinfra", extra_fields=frozenset({"top_k", "min_p", "repetition_penalty"}),
                     ceiling_fields=("max_tokens",))
+OPENROUTER = Dialect("openrouter", extra_fields=frozenset({"reasoning", "provider", "models", "transforms", "usage"}),
+                     reasoning_details=True, assistant_fields=frozenset({"reasoning", "reasoning_details"}))
 ZEN = Dialect("zen", fields=_COMPAT_FIELDS, efforts={
     "deepseek-v4-flash-free": ("low", "medium", "high", "max"),
     "mimo-v2.5-free": ("low", "medium", "high"),
@@ -148,7 +159,7 @@ ZEN = Dialect("zen", fields=_COMPAT_FIELDS, efforts={
 
 DIALECTS: dict[str, Dialect] = {
     "azure-eu": AZURE_EU, "azure-us": AZURE_US, "mistral": MISTRAL, "nvidia": NVIDIA, "deepinfra": DEEPINFRA,
-    "zen": ZEN,
+    "zen": ZEN, "openrouter": OPENROUTER,
 }
 
 

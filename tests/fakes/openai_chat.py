@@ -11,9 +11,10 @@ from __future__ import annotations
 import re
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
-from .behaviour import Answer, Ask, count_input_tokens, split_json, split_text
+from .behaviour import Answer, Ask, count_input_tokens, sign, split_json, split_text
 from .dialects import OPENAI, Dialect, azure_filter_results
 from .errors import Invalid
 from .transport import dumps
@@ -177,7 +178,7 @@ def validate(body: dict[str, Any], dialect: Dialect = OPENAI, parts: dict[str, s
         raise _no_deployment()
     _validate_numbers(body)
     _validate_streaming(body)
-    _validate_messages(body.get("messages"))
+    _validate_messages(body.get("messages"), dialect)
     _validate_tools(body)
     _validate_response_format(body.get("response_format"))
     _validate_misc(body)
@@ -256,7 +257,7 @@ def _validate_streaming(body: dict[str, Any]) -> None:
             raise type_error(f"stream_options.{key}", "a boolean", value)
 
 
-def _validate_messages(messages: Any) -> None:
+def _validate_messages(messages: Any, dialect: Dialect = OPENAI) -> None:
     if messages is None:
         raise missing("messages")
     if not isinstance(messages, list):
@@ -265,11 +266,13 @@ def _validate_messages(messages: Any) -> None:
         raise Invalid("Invalid 'messages': empty array. Expected an array with minimum length 1, but got "
                       "an empty array instead.", "messages", "empty_array")
     for i, message in enumerate(messages):
-        _validate_message(message, f"messages[{i}]")
+        _validate_message(message, f"messages[{i}]", dialect)
     _validate_tool_sequence(messages)
+    if dialect.reasoning_details:
+        _validate_reasoning_details(messages)
 
 
-def _validate_message(message: Any, where: str) -> None:
+def _validate_message(message: Any, where: str, dialect: Dialect = OPENAI) -> None:
     if not isinstance(message, dict):
         raise type_error(where, "an object", message)
     role = message.get("role")
@@ -277,7 +280,8 @@ def _validate_message(message: Any, where: str) -> None:
         raise missing(f"{where}.role")
     if role not in _ROLES:
         raise _invalid_value(f"{where}.role", role, _ROLES)
-    _unknown_fields(message, _MESSAGE_FIELDS[role], where.replace("[", ".").rstrip("]"))
+    allowed = _MESSAGE_FIELDS[role] | (dialect.assistant_fields if role == "assistant" else frozenset())
+    _unknown_fields(message, allowed, where.replace("[", ".").rstrip("]"))
     content = message.get("content")
     if role == "assistant":
         if content is None and not message.get("tool_calls") and not message.get("function_call"):
@@ -376,6 +380,32 @@ def _validate_tool_sequence(messages: list[dict[str, Any]]) -> None:
         answerable = {call["id"] for call in calls}
         pending = dict.fromkeys(answerable, i)
     _refuse_unanswered(pending)
+
+
+_ENCRYPTED_FOR_CALL: dict[str, str] = {}
+"""OpenRouter dialect: the encrypted reasoning block this process wrote with a tool call, by call id."""
+
+
+def _encrypted_reasoning(answer: Answer) -> str:
+    data = sign(answer.thinking + "|" + ",".join(c.id for c in answer.tool_calls))
+    for call in answer.tool_calls:
+        _ENCRYPTED_FOR_CALL[call.id] = data
+    return data
+
+
+def _validate_reasoning_details(messages: list[dict[str, Any]]) -> None:
+    """A tool-calling turn this server reasoned for must come back with its encrypted block, unaltered."""
+    for i, message in enumerate(messages):
+        calls = (message.get("tool_calls") or []) if message["role"] == "assistant" else []
+        wanted = next((_ENCRYPTED_FOR_CALL[c["id"]] for c in calls if c.get("id") in _ENCRYPTED_FOR_CALL), None)
+        if wanted is None:
+            continue
+        details = message.get("reasoning_details")
+        blocks = [d for d in details if isinstance(d, dict)] if isinstance(details, list) else []
+        if not any(d.get("type") == "reasoning.encrypted" and d.get("data") == wanted for d in blocks):
+            raise Invalid(f"messages.{i}: an assistant turn with tool calls must be sent back with the "
+                          "reasoning_details it was answered with (its reasoning.encrypted block is missing "
+                          "or altered).", f"messages.[{i}].reasoning_details")
 
 
 def _refuse_unanswered(pending: dict[str, int]) -> None:
@@ -554,7 +584,12 @@ def whole(answer: Answer, body: dict[str, Any], dialect: Dialect = OPENAI) -> di
     message: dict[str, Any] = {"role": "assistant",
                                "content": answer.text if answer.text or not answer.tool_calls else None,
                                "refusal": None, "annotations": []}
-    if answer.thinking:
+    if answer.thinking and dialect.reasoning_details:
+        message["reasoning"] = answer.thinking
+        message["reasoning_details"] = [
+            {"type": "reasoning.text", "text": answer.thinking, "format": "unknown", "index": 0},
+            {"type": "reasoning.encrypted", "data": _encrypted_reasoning(answer), "format": "unknown", "index": 1}]
+    elif answer.thinking:
         message["reasoning_content"] = answer.thinking
     if answer.tool_calls:
         message["tool_calls"] = [{"id": c.id, "type": "function",
@@ -570,6 +605,15 @@ def whole(answer: Answer, body: dict[str, Any], dialect: Dialect = OPENAI) -> di
         for choice in result["choices"]:
             choice["content_filter_results"] = azure_filter_results()
     return result
+
+
+def _reasoning_chunks(chunk: Callable[[int, dict[str, Any]], str], i: int, answer: Answer,
+                      dialect: Dialect) -> list[str]:
+    if not dialect.reasoning_details:
+        return [chunk(i, {"reasoning_content": part}) for part in split_text(answer.thinking, None)]
+    return [chunk(i, {"reasoning": part, "reasoning_details": [{"type": "reasoning.text", "text": part,
+                                                                 "format": "unknown", "index": 0}]})
+            for part in split_text(answer.thinking, None)]
 
 
 def stream_events(answer: Answer, body: dict[str, Any], dialect: Dialect = OPENAI) -> list[str]:
@@ -598,13 +642,17 @@ def stream_events(answer: Answer, body: dict[str, Any], dialect: Dialect = OPENA
         events.append(f"data: {dumps(first)}\n\n")
     for i in range(n):
         events.append(chunk(i, {"role": "assistant", "content": "", "refusal": None}))
-        events += [chunk(i, {"reasoning_content": part}) for part in split_text(answer.thinking, None)]
+        events += _reasoning_chunks(chunk, i, answer, dialect)
         events += [chunk(i, {"content": part}) for part in split_text(answer.text, answer.chunks)]
         for k, call in enumerate(answer.tool_calls):
             events.append(chunk(i, {"tool_calls": [{"index": k, "id": call.id, "type": "function",
                                                     "function": {"name": call.name, "arguments": ""}}]}))
             events += [chunk(i, {"tool_calls": [{"index": k, "function": {"arguments": part}}]})
                        for part in split_json(call.arguments)]
+        if answer.thinking and dialect.reasoning_details:  # the encrypted block comes last, as OpenRouter's does
+            block = {"type": "reasoning.encrypted", "data": _encrypted_reasoning(answer), "format": "unknown",
+                     "index": 1}
+            events.append(chunk(i, {"reasoning_details": [block]}))
         events.append(chunk(i, {}, _finish(answer)))
     if include_usage:
         events.append(f"data: {dumps({**base, 'choices': [], 'usage': _usage(answer, n)})}\n\n")

@@ -52,6 +52,7 @@ SAVED_KEYS = {
     "nvidia": "nvapi-saved-0009",
     "zen": "sk-saved-zen-0010",
     "puter": "puter-saved-token-0011",
+    "openrouter": "sk-or-saved-0012",
 }
 """Every provider of the test catalog has a saved key; tests scan outputs for these strings."""
 

@@ -326,3 +326,60 @@ def test_puter_upstream_outage_is_retried(momor, fake):
 def test_a_refused_puter_token_reads_as_puters_own_words(momor, fake):
     response = momor.post("/models", native("gpt-5-nano", keys={"puter": "puter-invalid"}))
     assert response.status_code >= 400 and "Authentication failed" in response.json()["detail"]
+
+
+# --- OpenRouter: reasoning_details (the `reasoningDetails` option) ---------------------------------
+
+OPENROUTER_MODEL = "deepseek-r1"
+WEATHER_TOOL = {"name": "get_weather", "description": "The weather in a city.",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}
+
+
+def _native_turn(momor, messages: list[dict[str, Any]], streaming: bool) -> list[dict[str, Any]]:
+    body = native(OPENROUTER_MODEL, tools=[WEATHER_TOOL], parameters={"reasoningEffort": "high"},
+                  streaming=streaming)
+    body["messages"] = messages
+    if not streaming:
+        response = momor.post("/models", body)
+        assert response.status_code == 200, response.text
+        return response.json()["messages"]
+    response, frames = momor.stream("/models", body)
+    assert response.status_code == 200 and frames[-1][0] == "end", frames
+    return [d["message"] for e, d in frames if e == "message"]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+def test_openrouter_encrypted_reasoning_goes_back_on_the_next_turn(momor, fake, streaming):
+    """The fake refuses a tool turn sent back without the reasoning.encrypted block it answered with."""
+    messages: list[dict[str, Any]] = [{"type": "user", "value": "call get_weather for Oslo"}]
+    out = _native_turn(momor, messages, streaming)
+    kinds = [m["type"] for m in out]
+    assert kinds[0] == "thinking" and out[0]["value"] == "Thinking about: call get_weather for Oslo"
+    details = next(m for m in out if m["type"] == "thinking" and m.get("data"))["data"]["reasoningDetails"]
+    assert [d["type"] for d in details] == ["reasoning.text", "reasoning.encrypted"]
+    assert details[0]["text"] == out[0]["value"]  # streamed pieces joined into one block
+    call = next(m for m in out if m["type"] == "toolCall")["call"]
+    messages += [*out, {"type": "toolResult", "result": {"id": call["id"], "name": call["name"], "content": "Cold"}}]
+    second = _native_turn(momor, messages, streaming)
+    assert [m["value"] for m in second if m["type"] == "content"] == ["Tool get_weather said: Cold"]
+    sent = fake.requests("openrouter")[-1].json["messages"]
+    assistant = next(m for m in sent if m["role"] == "assistant")
+    assert assistant["reasoning_details"] == details
+
+
+def test_openrouter_reasoning_replayed_through_the_anthropic_dialect(momor, fake):
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=momor.url, api_key=momor.api_key, max_retries=0)
+    tool = {"name": "get_weather", "input_schema": WEATHER_TOOL["parameters"]}
+    kwargs = {"model": OPENROUTER_MODEL, "max_tokens": 4096, "tools": [tool],
+              "thinking": {"type": "enabled", "budget_tokens": 1024}}
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "call get_weather for Rome"}]
+    with client.messages.stream(messages=messages, **kwargs) as stream:
+        first = stream.get_final_message()
+    use = next(b for b in first.content if b.type == "tool_use")
+    messages += [{"role": "assistant", "content": [b.model_dump(exclude_none=True) for b in first.content]},
+                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "Warm"}]}]
+    second = client.messages.create(messages=messages, **kwargs)  # refused by the fake without the block
+    # The blocks come as one thinking block after the answer's other blocks (a stream may send them last).
+    assert [b.text for b in second.content if b.type == "text"] == ["Tool get_weather said: Warm"]

@@ -149,6 +149,40 @@ def puter_call(fake: FakeProviders, stream: bool, token: str = "tok", **args) ->
     return httpx2.post(f"{fake.url}/puter/drivers/call", json=body, headers={"Authorization": f"Bearer {token}"})
 
 
+WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}}}}}
+
+
+def test_openrouter_reasoning_details_whole_streamed_and_required_back(fake):
+    client = openai.OpenAI(base_url=fake.url + "/openrouter/v1", api_key="sk-or", max_retries=0)
+    ask = [{"role": "user", "content": "call get_weather for Oslo"}]
+    first = client.chat.completions.create(model="deepseek/deepseek-r1-0528", messages=ask, tools=[WEATHER],
+                                           reasoning_effort="high")
+    message = first.choices[0].message
+    details = message.model_extra["reasoning_details"]
+    assert message.model_extra["reasoning"] == details[0]["text"] == "Thinking about: call get_weather for Oslo"
+    assert [d["type"] for d in details] == ["reasoning.text", "reasoning.encrypted"] and details[1]["data"]
+    chunks = list(client.chat.completions.create(model="deepseek/deepseek-r1-0528", messages=ask, tools=[WEATHER],
+                                                 reasoning_effort="high", stream=True))
+    streamed = [d for c in chunks if c.choices for d in (c.choices[0].delta.model_extra or {}).get(
+        "reasoning_details", [])]
+    assert streamed[-1]["type"] == "reasoning.encrypted"
+    assert "".join(d["text"] for d in streamed[:-1]) == "Thinking about: call get_weather for Oslo"
+
+    call = message.tool_calls[0]
+    result = {"role": "tool", "tool_call_id": call.id, "content": "Cold"}
+    kept = message.model_dump(exclude_none=True)
+    second = client.chat.completions.create(model="deepseek/deepseek-r1-0528", messages=[*ask, kept, result],
+                                            tools=[WEATHER])
+    assert second.choices[0].message.content == "Tool get_weather said: Cold"
+    altered = {**kept, "reasoning_details": [details[0], {**details[1], "data": "forged"}]}
+    for assistant in ({k: v for k, v in kept.items() if k != "reasoning_details"}, altered):
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.chat.completions.create(model="deepseek/deepseek-r1-0528", messages=[*ask, assistant, result],
+                                           tools=[WEATHER])
+        assert "reasoning_details" in refused.value.message
+
+
 def test_puter_whole_answer_envelope(fake):
     answer = puter_call(fake, False).json()
     assert answer["success"] is True and answer["result"]["message"]["content"] == "Echo: hi"

@@ -872,3 +872,48 @@ def test_other_client_errors_are_http_and_worth_failover() -> None:
     error = WIRE.map_error(400, openai_error("Unsupported parameter: 'top_k'"), {})
     assert error.kind == "http"
     assert classify(error) != "final"
+
+
+# ---------------------------------------------------------------------------------------------
+# reasoning_details (OpenRouter; the `reasoningDetails` option)
+# ---------------------------------------------------------------------------------------------
+
+DETAILS = [{"type": "reasoning.text", "text": "Let me think.", "signature": "sig1", "format": "unknown", "index": 0},
+           {"type": "reasoning.encrypted", "data": "opaque==", "format": "unknown", "index": 1}]
+
+
+def test_stream_reasoning_details_pieces_are_joined_into_their_blocks() -> None:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return "data: " + json.dumps({"id": "x", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                                      "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}) + "\n\n"
+
+    text = (chunk({"reasoning": "Let me ", "reasoning_details": [{**DETAILS[0], "text": "Let me ", "signature": None}]})
+            + chunk({"reasoning": "think.", "reasoning_details": [{**DETAILS[0], "text": "think."}]})
+            + chunk({"content": "Hi"}) + chunk({"reasoning_details": [DETAILS[1]]}) + chunk({}, "stop") + DONE)
+    events = run_stream(text)
+    assert_well_formed(events)
+    result = assemble(events)
+    kept = result.messages()
+    assert kept[0] == ThinkingMessage(value="Let me think.") and kept[1] == ContentMessage(value="Hi")
+    assert kept[2] == ThinkingMessage(value="", data={"wire": "openai_chat", "reasoningDetails": DETAILS})
+
+
+def test_a_whole_answer_keeps_its_reasoning_details() -> None:
+    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": [
+        {"index": 0, "finish_reason": "stop",
+         "message": {"role": "assistant", "content": "Hi", "reasoning": "Let me think.",
+                     "reasoning_details": DETAILS}}]}
+    kept = assemble(list(WIRE.parse_response(json.dumps(body).encode(), make_target()))).messages()
+    assert kept[-1] == ThinkingMessage(value="", data={"wire": "openai_chat", "reasoningDetails": DETAILS})
+
+
+@pytest.mark.parametrize("option", [True, False])
+def test_reasoning_details_go_back_only_where_the_option_says(option: bool) -> None:
+    turn = [user(), ThinkingMessage(value="Let me think."), ContentMessage(value="Hi"),
+            ThinkingMessage(value="", data={"wire": "openai_chat", "reasoningDetails": DETAILS}), user("More")]
+    sent = build(Call("", turn), make_target(options={"reasoningDetails": option}))["messages"][1]
+    assert sent.get("reasoning_details") == (DETAILS if option else None)
+    other_wire = [user(), ThinkingMessage(value="", data={"wire": "anthropic", "reasoningDetails": DETAILS}),
+                  ContentMessage(value="Hi"), user("More")]
+    sent = build(Call("", other_wire), make_target(options={"reasoningDetails": True}))["messages"][1]
+    assert "reasoning_details" not in sent  # another wire's blocks never reach this one

@@ -7,6 +7,12 @@ differ, the difference is a catalog provider option, never a branch on the provi
 - `reasoningField`: `"reasoning_content"` or `"reasoning"`: the assistant-message field that carries
   reasoning replayed to this provider. Left out, reasoning is not sent back (answers are read from
   either field whatever this says).
+- `reasoningDetails`: `true` for a server that answers `reasoning_details` (OpenRouter): its blocks
+  (`reasoning.text` with signatures, `reasoning.summary`, `reasoning.encrypted`) are the state a
+  reasoning model needs back on the next turn, and are sent back as they came on the assistant
+  message. They are read from every answer whatever this says, and kept as a thinking part of their
+  own (empty text; `data {"wire": "openai_chat", "reasoningDetails": [...]}`) after the answer's other
+  parts, since a stream may send the encrypted block last, after the text and the tool calls.
 - `maxTokensField`: `"max_completion_tokens"` (default) or `"max_tokens"` (Mistral, DeepInfra).
 - `seedField`: `"seed"` (default) or `"random_seed"` (Mistral).
 - `streamOptions`: `false` for a server that refuses `stream_options` (Mistral); by default a
@@ -99,6 +105,7 @@ def _process_response(data: dict[str, Any]) -> list[Event]:
         events.append(PartStart(index, "toolCall", tool_id=tool.get("id"), tool_name=function.get("name")))
         events.append(Delta(index, _arguments_text(function.get("arguments"))))
         events.append(PartEnd(index, data=_tool_state(_tool_extras(tool))))
+    events.extend(_details_part(len(pieces), message.get("reasoning_details")))
     usage = data.get("usage")
     if isinstance(usage, dict):
         events.append(UsageEvent(_map_usage(usage)))
@@ -136,6 +143,37 @@ def _reasoning_text(obj: dict[str, Any]) -> str:
         if isinstance(value, str) and value:
             return value
     return ""
+
+
+def _details_part(index: int, details: Any) -> list[Event]:
+    """OpenRouter's reasoning blocks as one thinking part carrying them (see `reasoningDetails`)."""
+    kept = [d for d in details if isinstance(d, dict)] if isinstance(details, list) else []
+    if not kept:
+        return []
+    return [PartStart(index, "thinking"), PartEnd(index, data={"wire": WIRE_NAME, "reasoningDetails": kept})]
+
+
+_DETAIL_TEXTS = ("text", "summary", "data")
+"""The string fields of a reasoning block that a stream sends in pieces."""
+
+
+def _merge_details(kept: list[dict[str, Any]], fragments: Any) -> None:
+    """A stream's reasoning_details, fragment by fragment: a fragment with the `index` and type of a kept
+    block continues it (its text, summary or data appended, other fields as they last came)."""
+    for fragment in fragments if isinstance(fragments, list) else []:
+        if not isinstance(fragment, dict):
+            continue
+        index = fragment.get("index")
+        same = next((d for d in kept if index is not None and d.get("index") == index
+                     and d.get("type") == fragment.get("type")), None)
+        if same is None:
+            kept.append(dict(fragment))
+            continue
+        for key, value in fragment.items():
+            if key in _DETAIL_TEXTS and isinstance(value, str) and isinstance(same.get(key), str):
+                same[key] += value
+            elif value is not None:
+                same[key] = value
 
 
 def _content_pieces(content: Any) -> list[tuple[PartKind, str]]:
@@ -224,6 +262,7 @@ class _ChatStreamDecoder:
         self._finish_reason: str | None = None
         self._refused = False
         self._fingerprint: str | None = None
+        self._details: list[dict[str, Any]] = []
         self.parsed: dict[str, Any] | None = None
         """The chunk the last `feed` parsed (transport hands it on with the Raw event: one parse a chunk)."""
 
@@ -299,6 +338,8 @@ class _ChatStreamDecoder:
         reasoning = _reasoning_text(delta)
         if reasoning:
             events.extend(self._parts.text("thinking", reasoning))
+        if "reasoning_details" in delta:
+            _merge_details(self._details, delta["reasoning_details"])
         for kind, text in _content_pieces(delta.get("content")):
             events.extend(self._parts.text(kind, text))
         refusal = delta.get("refusal")
@@ -359,6 +400,7 @@ class _ChatStreamDecoder:
         events = self._parts.close()
         events.extend(PartEnd(part.index, data=_tool_state(part.extras)) for part in self._tools)
         self._tools = []
+        events.extend(_details_part(self._parts.new_index(), self._details))
         events.append(_finish(self._finish_reason or "", self._refused, self._fingerprint))
         return events
 

@@ -111,16 +111,21 @@ class _AssistantTurn:
     texts: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    details: list[dict[str, Any]] = field(default_factory=list)
+    """This wire's reasoning blocks (`reasoningDetails`), as the provider wrote them."""
 
-    def to_message(self, reasoning_field: str | None) -> dict[str, Any] | None:
+    def to_message(self, reasoning_field: str | None, send_details: bool) -> dict[str, Any] | None:
         text = "\n\n".join(t for t in self.texts if t)
         thinking = "\n\n".join(t for t in self.reasoning if t) if reasoning_field else ""
-        if not text and not thinking and not self.tool_calls:
+        details = self.details if send_details else []
+        if not text and not thinking and not self.tool_calls and not details:
             return None  # only reasoning this provider cannot be given back
         # content is null on a turn that only called tools, as the API writes it itself.
         message: dict[str, Any] = {"role": "assistant", "content": text or (None if self.tool_calls else "")}
         if thinking and reasoning_field:
             message[reasoning_field] = thinking
+        if details:
+            message["reasoning_details"] = details
         if self.tool_calls:
             message["tool_calls"] = self.tool_calls
         return message
@@ -162,8 +167,9 @@ class _Conversation:
 
     def _flush_assistant(self) -> None:
         if self._assistant is not None:
-            field_name = _option_str(self.target.provider.options, "reasoningField", None)
-            message = self._assistant.to_message(field_name)
+            options = self.target.provider.options
+            field_name = _option_str(options, "reasoningField", None)
+            message = self._assistant.to_message(field_name, options.get("reasoningDetails") is True)
             if message is not None:
                 self.out.append(message)
             self._assistant = None
@@ -178,8 +184,12 @@ def _add_assistant_part(turn: _AssistantTurn, message: ContentMessage | Thinking
     match message:
         case ContentMessage(value=value):
             turn.texts.append(value)
-        case ThinkingMessage(value=value):
+        case ThinkingMessage(value=value, data=data):
             turn.reasoning.append(value)
+            state = state_for(data, WIRE_NAME)
+            details = state.get("reasoningDetails") if state else None
+            if isinstance(details, list):
+                turn.details.extend(d for d in details if isinstance(d, dict))
         case ToolCallMessage(call=call):
             turn.tool_calls.append(_map_tool_call(call))
         case _:
