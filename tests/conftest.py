@@ -8,6 +8,9 @@ Nothing here talks to real AWS: credentials are dummies and every endpoint is 12
 
 from __future__ import annotations
 
+import io
+import logging
+import sys
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +25,33 @@ from momor.store.aws import reset_clients
 from tests import netguard
 
 netguard.install()  # no test reaches past 127.0.0.1 (tests/netguard.py)
+
+
+class _CapturedStdout(io.TextIOBase):
+    """Where Momor's JSON log lines go under pytest: the stdout of the moment, which is the running
+    test's capture. Powertools' handler holds the stdout of import time instead, so the lines an
+    in-process server logs just after a test has read its answer (the per-call line is written after
+    the response) landed in pytest's progress output. Lines written while no test captures (between
+    two tests) are dropped: they belong to a test that has already finished and asserted."""
+
+    def write(self, text: str) -> int:
+        if sys.stdout is not sys.__stdout__:
+            sys.stdout.write(text)
+        return len(text)
+
+    def flush(self) -> None:
+        if sys.stdout is not sys.__stdout__:
+            sys.stdout.flush()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("capture") == "no":
+        return  # `-s`: the lines go to the terminal as they are written, as a developer asked
+    from momor.logs import logger
+
+    for handler in logging.getLogger(logger.name).handlers:
+        if isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stdout, sys.__stdout__):
+            handler.setStream(_CapturedStdout())
 
 
 def reset_momor_caches() -> None:
