@@ -18,6 +18,7 @@ pytestmark = pytest.mark.emulators
 WAIT_S = 30  # bounds a hang only: nothing here is timed
 PHONE = (390, 844)
 DESKTOP = (1440, 900)
+LAPTOP = (1400, 860)
 
 
 def usd(value: float) -> str:
@@ -93,6 +94,13 @@ def open_timeline(browser, record_id: str) -> list:
     return browser.find_elements(By.CSS_SELECTOR, '#drawer-timeline [data-test="attempt"]')
 
 
+def nothing_runs_off_the_drawer(browser) -> bool:
+    """Every element of the open drawer ends inside it (a long name wraps rather than being cut)."""
+    return browser.execute_script(
+        "const edge = document.getElementById('drawer').getBoundingClientRect().right;"
+        "return [...document.querySelectorAll('#drawer *')].every(e => e.getBoundingClientRect().right <= edge + 0.5)")
+
+
 def test_the_console_shows_the_records(momor, fake, browser, artifacts):
     ids, saved_id = make_calls(momor, fake)
     records = [momor.record(record_id) for record_id in ids]
@@ -134,8 +142,22 @@ def test_the_console_shows_the_records(momor, fake, browser, artifacts):
     assert browser.execute_script("return typeof Chart") == "function"
     assert browser.execute_script(
         "return ['chart-cost','chart-calls','chart-latency'].every(id => Chart.getChart(id) !== undefined)")
+    # Latency per provider charts each attempt against its own provider: flaky's failed tries are
+    # flaky's, though flaky served nothing.
+    attempted = sorted({a["provider"] for r in records for a in r["attempts"] if a["status"] != "skipped"})
+    assert browser.execute_script("return Chart.getChart('chart-latency').data.labels") == attempted
+    # A failed call says why in the list.
+    failed_id = ids[-1]
+    shown_error = browser.find_element(By.CSS_SELECTOR,
+                                       f'#latest-body tr[data-id="{failed_id}"] [data-test="call-error"]')
+    assert shown_error.get_attribute("textContent") == next(r for r in records if r["id"] == failed_id)["error"]
     full_page_screenshot(browser, artifacts / "console-desktop.png", DESKTOP[0])
     viewport(browser, *DESKTOP)
+
+    # The OpenAI-route call served by Anthropic: the caller's word first, the provider's beside it.
+    open_timeline(browser, ids[4])
+    assert "200 · stop (provider: end_turn)" in browser.find_element(By.ID, "drawer-facts").text
+    browser.find_element(By.ID, "drawer-close").click()
 
     steps = open_timeline(browser, saved_id)
     saved = next(r for r in records if r["id"] == saved_id)
@@ -147,6 +169,12 @@ def test_the_console_shows_the_records(momor, fake, browser, artifacts):
     assert "served" in said[-1] and usd(saved["attempts"][-1]["cost"]) in said[-1]
     browser.save_screenshot(str(artifacts / "console-desktop-timeline.png"))
     browser.find_element(By.ID, "drawer-close").click()
+    viewport(browser, *LAPTOP)  # where provider names used to run off the drawer's edge
+    open_timeline(browser, saved_id)
+    assert nothing_runs_off_the_drawer(browser)
+    browser.save_screenshot(str(artifacts / "console-laptop-timeline.png"))
+    browser.find_element(By.ID, "drawer-close").click()
+    viewport(browser, *DESKTOP)
 
     # A phone: one column, nothing wider than the screen, the timeline still opens.
     browser.refresh()

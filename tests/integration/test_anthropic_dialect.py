@@ -94,6 +94,8 @@ def test_translated_usage_excludes_cache(momor, fake, client):
     message = client.messages.create(model="gpt-5-mini", max_tokens=64, messages=USER)
     assert message.usage.input_tokens == 10 and message.usage.cache_read_input_tokens == 20
     assert message.usage.output_tokens == 3
+    record = momor.record(message._request_id)
+    assert (record["finishReason"], record["stop"], record["callerFinishReason"]) == ("stop", "stop", "end_turn")
 
 
 @PAIRS

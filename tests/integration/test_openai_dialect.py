@@ -107,7 +107,10 @@ def test_create_translated_from_anthropic(momor, fake, client):
     assert sent["max_tokens"] == 300 and sent["stop_sequences"] == ["never"] and sent["temperature"] == 0.5
     assert sent["system"][0]["text"] == "Be brief." if isinstance(sent["system"], list) else sent["system"] == \
         "Be brief."
-    assert record_of(momor, answer.id)["served"]["provider"] == "anthropic"
+    record = record_of(momor, answer.id)
+    assert record["served"]["provider"] == "anthropic"
+    # The provider's word, its canonical class, and what this caller was told (stop, not end_turn).
+    assert (record["finishReason"], record["stop"], record["callerFinishReason"]) == ("end_turn", "stop", "stop")
 
 
 def test_models_completions_path_answers_too(momor, fake):

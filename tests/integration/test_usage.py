@@ -92,6 +92,20 @@ def test_totals_groups_and_series_equal_the_records(momor, fake):
     latest_saved = next(c for c in got["latest"] if c["id"] == saved_id)
     assert latest_saved["saved"] and [a["provider"] for a in latest_saved["attempts"]] == ["flaky"] * 3 + ["backup"]
     assert latest_saved["attempts"] == next(r for r in records if r["id"] == saved_id)["attempts"]
+    # Why a failed call failed, and how each answer ended, read from the records (not the index).
+    latest_failed = next(c for c in got["latest"] if c["id"] == failed_id)
+    assert latest_failed["failed"] and latest_failed["error"] == next(r for r in records if r["id"] == failed_id)[
+        "error"] and latest_failed["error"]
+    assert next(c for c in got["latest"] if c["id"] == ids[0])["callerFinishReason"] == records[0]["finishReason"]
+    # Latency per provider: each attempt's own time against its own provider (flaky's failed tries
+    # are flaky's, backup's answer is backup's), not the whole call's wait charged to who served it.
+    attempts = [a for r in records for a in r["attempts"] if a["status"] != "skipped"]
+    by_attempt = {row["provider"]: row for row in got["attemptLatency"]}
+    assert {p: row["attempts"] for p, row in by_attempt.items()} == {
+        p: sum(a["provider"] == p for a in attempts) for p in {a["provider"] for a in attempts}}
+    backup_times = sorted(a["latencyMs"] for a in attempts if a["provider"] == "backup")
+    assert by_attempt["backup"]["latencyMs"]["p95"] == backup_times[-1]
+    assert by_attempt["backup"]["latencyMs"]["p95"] < next(r for r in records if r["id"] == saved_id)["latencyMs"]
 
 
 def test_a_key_never_sees_another_keys_calls_and_an_admin_sees_all(momor):
@@ -158,4 +172,28 @@ def test_usage_reads_only_the_indexes_and_a_bounded_number_of_records(momor, mon
     reset_config()  # read once per process; the next test's fixtures reset it again
     got = usage(momor)
     assert got["truncated"] and got["records"] == 2 and got["totals"]["calls"] == 2
-    assert made and all(op == "Query" and index == "byCaller" and limit <= 3 for op, index, limit in made)
+    queries = [m for m in made if m[0] == "Query"]
+    assert queries and all(index == "byCaller" and limit <= 3 for _, index, limit in queries)
+    assert [op for op, _, _ in made if op != "Query"] == ["BatchGetItem"]  # the latest calls' details, once
+
+
+def test_an_admins_day_is_read_from_every_shard_and_the_pre_shard_index(momor, momor_aws):
+    """A day's records spread over the byDayShard partitions; the admin view merges them by time, and
+    still reads a record written before sharding (it carries `day`, in the byDay index)."""
+    ids = [call(momor)[1] for _ in range(8)]
+    momor.settle()
+    items = [asyncio.run(dynamo.call("GetItem", {"TableName": momor_aws.records_table, "Key": {"id": {"S": i}}}))[
+        "Item"] for i in ids]
+    assert all("day" not in item and item["dayShard"]["S"].startswith(item["created"]["S"][:10] + "#")
+               for item in items)
+    assert len({item["dayShard"]["S"] for item in items}) > 1  # eight ids land in more than one shard
+    legacy = {**items[0], "id": {"S": "legacy-record"}, "day": {"S": items[0]["created"]["S"][:10]},
+              "created": {"S": items[0]["created"]["S"][:-6].rstrip("0123456789") + "000+00:00"}}
+    del legacy["dayShard"]
+    asyncio.run(dynamo.call("PutItem", {"TableName": momor_aws.records_table, "Item": legacy}))
+    admin, _ = apikeys.create_api_key("operators")
+    budgets.set_limits(apikeys.key_hash(admin), admin=True)
+    got = usage(momor, api_key=admin)
+    assert {c["id"] for c in got["latest"]} >= {*ids, "legacy-record"}
+    created = [c["created"] for c in got["latest"]]
+    assert created == sorted(created, reverse=True)  # one time order across shards

@@ -28,7 +28,7 @@ from starlette.responses import Response, StreamingResponse
 from .. import background, invocation, metrics
 from ..catalog import Catalog, Prices
 from ..errors import MomorError, RequestError
-from ..events import Assembler, Event
+from ..events import Assembler, Event, Finish
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..logs import logger
 from ..redact import redact
@@ -78,6 +78,10 @@ class Door(Protocol):
     def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]: ...
 
     def error(self, request_id: str, exc: MomorError) -> Response: ...
+
+    def finish_word(self, finish: Finish) -> str:
+        """How the dialect told the caller the answer ended (its own finish or stop reason)."""
+        ...
 
 
 class _Admission:
@@ -208,7 +212,7 @@ async def generate(p: Prepared) -> Response:
     if not routed.call.stream:
         async for _ in _answered(p, answer):
             pass
-        recorder.finish_reason = answer.assembler.finish.reason if answer.assembler.finish else None
+        _note_finish(p, answer.assembler.finish)
         await _record(p.backend, recorder, routed)
         return p.door.answer(recorder.request_id, routed, answer.served, answer.assembler)
     # Without an after_answer, the door reads the answer's events directly (one generator layer less
@@ -229,9 +233,16 @@ async def _stream_ended(p: Prepared, answer: Answer) -> None:
         await answer.close()
     except Exception:  # closing the provider's stream must never cost the record
         logger.exception("closing the stream failed", extra={"request_id": p.recorder.request_id})
-    finish = answer.assembler.finish
-    p.recorder.finish_reason = finish.reason if finish else None
+    _note_finish(p, answer.assembler.finish)
     await _record(p.backend, p.recorder, p.routed)
+
+
+def _note_finish(p: Prepared, finish: Finish | None) -> None:
+    """The record keeps the provider's own finish reason, its canonical class, and the word the caller
+    was given (an Anthropic `end_turn` reaches an OpenAI-route caller as `stop`)."""
+    p.recorder.finish_reason = finish.reason if finish else None
+    p.recorder.stop = finish.stop if finish else None
+    p.recorder.caller_finish = p.door.finish_word(finish) if finish else None
 
 
 async def _answered(p: Prepared, answer: Answer) -> AsyncIterator[Event]:

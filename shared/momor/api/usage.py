@@ -89,6 +89,7 @@ async def _usage(request: Request, caller: Caller) -> dict[str, Any]:
     await background.drain()  # this process's own record writes still under way (local server)
     records, truncated = await usage.query(span, None if caller.admin else caller.id)
     answer = usage.summarize(records, span, group)
+    await usage.add_details(answer["latest"])
     budget = await budgets.current(caller)
     return {
         "scope": "all" if caller.admin else "own",

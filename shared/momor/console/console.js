@@ -214,13 +214,14 @@
         },
       },
     });
-    const providers = u.groups.provider.filter((g) => g.latencyMs.p50 !== null);
-    const series = [["First byte p50", "firstByteMs", "p50", "#a5b4fc"], ["First byte p95", "firstByteMs", "p95", "#4f46e5"],
-      ["Whole call p50", "latencyMs", "p50", "#99f6e4"], ["Whole call p95", "latencyMs", "p95", "#0d9488"]];
+    // Each attempt's own time against its own provider (usage.attempt_latency): a call served by B
+    // after A failed does not charge B with A's time and the backoff.
+    const providers = (u.attemptLatency || []).filter((g) => g.latencyMs.p50 !== null);
+    const series = [["Attempt p50", "p50", "#99f6e4"], ["Attempt p95", "p95", "#0d9488"]];
     chart("chart-latency", {
       type: "bar",
-      data: { labels: providers.map((g) => g.name),
-        datasets: series.map(([label, field, q, color]) => ({ label, data: providers.map((g) => g[field][q]),
+      data: { labels: providers.map((g) => g.provider),
+        datasets: series.map(([label, q, color]) => ({ label, data: providers.map((g) => g.latencyMs[q]),
           backgroundColor: color, borderRadius: 4, maxBarThickness: 22 })) },
       options: baseOptions({ unit: "ms" }),
     });
@@ -282,11 +283,21 @@
     return last ? "— (" + last.model + " @ " + last.provider + " failed)" : "— (not routed)";
   }
 
+  // The finish as the caller was told it (an OpenAI-route caller reads `stop` where Anthropic said
+  // `end_turn`), with the provider's own word beside it when that differs.
+  function finishText(call) {
+    const told = call.callerFinishReason || call.finishReason;
+    if (!told) return "";
+    const own = call.finishReason && call.finishReason !== told ? " (provider: " + call.finishReason + ")" : "";
+    return " · " + told + own;
+  }
+
   function renderLatest(calls) {
     const rows = calls.map((call) => {
       const status = el("span", { class: "pill " + (call.failed ? "bad" : "ok") }, String(call.status));
       const servedCell = el("td", {}, servedBy(call));
       if (call.saved) servedCell.append(el("span", { class: "pill saved", title: "saved by failover" }, "saved"));
+      if (call.failed && call.error) servedCell.append(el("div", { class: "why-short", "data-test": "call-error" }, call.error));
       const row = el("tr", { "data-id": call.id, tabIndex: 0 },
         el("td", {}, when(call.created)), servedCell, el("td", { class: "hide-sm" }, call.route),
         el("td", { class: "num" }, status), el("td", { class: "num hide-sm" }, String((call.attempts || []).length)),
@@ -304,9 +315,10 @@
     $("drawer-id").textContent = call.id;
     const usage = call.usage || {};
     const facts = [["When", when(call.created)], ["Route", call.route + " (" + call.dialect + ")"],
-      ["Status", call.status + (call.finishReason ? " · " + call.finishReason : "")],
+      ["Status", call.status + finishText(call)],
       ["Streaming", call.streaming ? "yes" : "no"], ["First byte", ms(call.firstByteMs)], ["Whole call", ms(call.latencyMs)],
       ["Tokens", int(usage.inputTokens) + " in · " + int(usage.outputTokens) + " out"], ["Cost", usd(call.cost)]];
+    if (call.error) facts.push(["Error", call.error]);
     if (call.callerId) facts.splice(2, 0, ["Key", call.callerName ? call.callerName + " · " + call.callerId : call.callerId]);
     $("drawer-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
     const steps = (call.attempts || []).map((a, i) => {

@@ -142,6 +142,10 @@ class Recorder:
     """Why the call did not complete: the reason the caller was given, or why its stream ended."""
     outcome: Literal["complete", "failed", "cancelled"] | None = None
     finish_reason: str | None = None
+    stop: str | None = None
+    """The canonical class of the finish (events.Stop)."""
+    caller_finish: str | None = None
+    """The finish as the dialect told the caller."""
     secrets: set[str] = field(default_factory=set)
     written: bool = False
     gateway_request_id: str | None = None
@@ -206,6 +210,8 @@ class Recorder:
             status=self.status_code,
             attempts=self.attempts,
             finish_reason=self.finish_reason,
+            stop=self.stop,
+            caller_finish_reason=self.caller_finish,
             conversions=[c.to_dict() for c in self.conversions],
             router=self.router,
             classifier_attempts=[t.attempt for t in self.classifier],

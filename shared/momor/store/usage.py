@@ -1,12 +1,19 @@
 """Usage over a time range, read from two indexes on the records table (never a scan).
 
-    byCaller   partition `callerId`, sort `created`: one key's calls (what a normal key sees)
-    byDay      partition `day` (UTC date), sort `created`: every key's calls, a day at a time (admin)
+    byCaller    partition `callerId`, sort `created`: one key's calls (what a normal key sees)
+    byDayShard  partition `dayShard` (`<UTC date>#<n>`, records.DAY_SHARDS of them), sort `created`:
+                every key's calls, a day at a time, its shards read together and merged (admin)
+    byDay       partition `day`: records written before the day was sharded. New records carry no
+                `day`, so this sparse index takes no more writes; it stays declared because
+                CloudFormation adds or removes one index per stack update (adding byDayShard is this
+                update's one), and is still read so those older days keep showing. Remove it, and its
+                query below, in a later update once MOMOR_RECORD_TTL_DAYS have passed.
 
-Both project only what usage needs (no selectors), so reading a call costs a fraction of its item.
-byDay puts a whole day's calls under one partition key: DynamoDB spreads a hot partition's writes
-by sort key, and an index that falls behind throttles the table's writes, so a deployment making
-more than about a thousand calls a second would shard the day (`day#n`) and query each shard.
+All project only what usage needs (no selectors), so reading a call costs a fraction of its item.
+One partition of a day would take every call's index write: an index partition takes about a thousand
+writes a second, and an index that falls behind throttles the table's own writes.
+The newest calls' error text and finish words (not projected: the indexes stay as they were created)
+are read from the table itself, one BatchGetItem for at most LATEST items (`add_details`).
 The cost of a request is bounded: a range is at most MAX_RANGE_DAYS, and at most MAX_RECORDS (env
 MOMOR_USAGE_MAX_RECORDS) records are read, newest first; past that the answer says `truncated` and
 covers the newest calls only. Refusals made before the caller was known carry no `callerId` and
@@ -23,6 +30,7 @@ answer could start) and `latencyMs` (the whole call).
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import math
 from collections import defaultdict
@@ -34,9 +42,11 @@ from typing import Any
 from ..config import get_config
 from ..errors import RequestError
 from . import dynamo
+from .records import DAY_SHARDS
 
 BY_CALLER = "byCaller"
 BY_DAY = "byDay"
+BY_DAY_SHARD = "byDayShard"
 PROJECTED = ["id", "created", "route", "dialect", "status", "streaming", "served", "usage", "cost", "attempts",
              "finishReason", "latencyMs", "firstByteMs", "callerName"]
 """Non-key attributes both indexes carry (template.yaml and infra/emulators.py create them so)."""
@@ -93,42 +103,81 @@ def _stamp(moment: dt.datetime) -> str:
 
 
 async def query(span: Range, caller_id: str | None) -> tuple[list[dict[str, Any]], bool]:
-    """The calls in `span`, newest first: one caller's (byCaller), or everyone's (None: byDay, a
-    query per day). Returns (items, truncated)."""
+    """The calls in `span`, newest first: one caller's (byCaller), or everyone's (None: a day at a
+    time, newest day first, its shards and its pre-shard partition read together and merged by time).
+    Returns (items, truncated)."""
     table = get_config().need("records_table")
     limit = max_records()
     if caller_id is not None:
-        partitions = [(BY_CALLER, "callerId", caller_id)]
+        groups = [[(BY_CALLER, "callerId", caller_id)]]
     else:
-        partitions = [(BY_DAY, "day", day) for day in reversed(span.days())]
+        groups = [[*((BY_DAY_SHARD, "dayShard", f"{day}#{n}") for n in range(DAY_SHARDS)), (BY_DAY, "day", day)]
+                  for day in reversed(span.days())]
     items: list[dict[str, Any]] = []
-    for index, name, value in partitions:
-        key: dict[str, Any] | None = None
-        while True:
-            request: dict[str, Any] = {
-                "TableName": table,
-                "IndexName": index,
-                "KeyConditionExpression": "#p = :p AND #c BETWEEN :a AND :b",
-                "ExpressionAttributeNames": {"#p": name, "#c": "created"},
-                "ExpressionAttributeValues": {
-                    ":p": {"S": value},
-                    ":a": {"S": _stamp(span.start)},
-                    # BETWEEN is inclusive: the last millisecond before the exclusive end.
-                    ":b": {"S": _stamp(span.end - dt.timedelta(milliseconds=1))},
-                },
-                "ScanIndexForward": False,
-                "Limit": min(_PAGE, limit - len(items) + 1),
-            }
-            if key:
-                request["ExclusiveStartKey"] = key
-            answer = await dynamo.call("Query", request, timeout=10.0)
-            items.extend(answer.get("Items", []))
-            if len(items) > limit:
-                return [_document(i) for i in items[:limit]], True
-            key = answer.get("LastEvaluatedKey")
-            if not key:
-                break
+    for group in groups:
+        want = limit - len(items) + 1
+        found = await asyncio.gather(*(_partition(table, span, part, want) for part in group))
+        day = [item for part in found for item in part]
+        if len(group) > 1:
+            day.sort(key=lambda item: item["created"]["S"], reverse=True)
+        items.extend(day)
+        if len(items) > limit:
+            return [_document(i) for i in items[:limit]], True
     return [_document(i) for i in items], False
+
+
+async def _partition(table: str, span: Range, partition: tuple[str, str, str], want: int) -> list[dict[str, Any]]:
+    """The newest `want` items of one index partition within `span` (fewer when it has fewer)."""
+    index, name, value = partition
+    items: list[dict[str, Any]] = []
+    key: dict[str, Any] | None = None
+    while True:
+        request: dict[str, Any] = {
+            "TableName": table,
+            "IndexName": index,
+            "KeyConditionExpression": "#p = :p AND #c BETWEEN :a AND :b",
+            "ExpressionAttributeNames": {"#p": name, "#c": "created"},
+            "ExpressionAttributeValues": {
+                ":p": {"S": value},
+                ":a": {"S": _stamp(span.start)},
+                # BETWEEN is inclusive: the last millisecond before the exclusive end.
+                ":b": {"S": _stamp(span.end - dt.timedelta(milliseconds=1))},
+            },
+            "ScanIndexForward": False,
+            "Limit": min(_PAGE, want - len(items)),
+        }
+        if key:
+            request["ExclusiveStartKey"] = key
+        answer = await dynamo.call("Query", request, timeout=10.0)
+        items.extend(answer.get("Items", []))
+        key = answer.get("LastEvaluatedKey")
+        if not key or len(items) >= want:
+            return items
+
+
+async def add_details(calls: list[dict[str, Any]]) -> None:
+    """The error text and finish words of the latest calls, which the indexes do not carry, read from
+    the records themselves (one BatchGetItem: LATEST is within its 100 keys). A call whose record
+    cannot be read keeps what the index gave."""
+    if not calls:
+        return
+    table = get_config().need("records_table")
+    wanted: dict[str, Any] = {"Keys": [{"id": {"S": str(call["id"])}} for call in calls[:100]],
+                              "ProjectionExpression": "#i, #e, #s, #f",
+                              "ExpressionAttributeNames": {"#i": "id", "#e": "error", "#s": "stop",
+                                                           "#f": "callerFinishReason"}}
+    found: dict[str, dict[str, Any]] = {}
+    for _ in range(3):  # unprocessed keys (throttling) are asked again, a bounded number of times
+        answer = await dynamo.call("BatchGetItem", {"RequestItems": {table: wanted}}, timeout=10.0)
+        for item in answer.get("Responses", {}).get(table, []):
+            document = _document(item)
+            found[str(document.get("id"))] = document
+        wanted = answer.get("UnprocessedKeys", {}).get(table) or {}
+        if not wanted.get("Keys"):
+            break
+    for call in calls:
+        details = found.get(str(call["id"]), {})
+        call.update({k: details[k] for k in ("error", "stop", "callerFinishReason") if details.get(k) is not None})
 
 
 def _document(item: dict[str, Any]) -> dict[str, Any]:
@@ -237,6 +286,19 @@ def latest_call(record: dict[str, Any]) -> dict[str, Any]:
     return {**record, "failed": failed(record), "saved": saved(record)}
 
 
+def attempt_latency(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each attempt's own time against its own provider: a call served by B after A failed charges A
+    with A's time and B with B's, not B with the whole wait (backoff on A included)."""
+    times: dict[str, list[float]] = defaultdict(list)
+    for record in records:
+        for attempt in record.get("attempts") or []:
+            if attempt.get("status") != "skipped" and isinstance(attempt.get("latencyMs"), int | float):
+                times[str(attempt.get("provider"))].append(float(attempt["latencyMs"]))
+    return [{"provider": name, "attempts": len(values),
+             "latencyMs": {"p50": percentile(values, 50), "p95": percentile(values, 95)}}
+            for name, values in sorted(times.items())]
+
+
 def summarize(records: Iterable[dict[str, Any]], span: Range, group: str) -> dict[str, Any]:
     """Totals, a series per day (and per day and `group`), totals per group for every grouping,
     and the LATEST newest calls. `records` newest first, as `query` returns them."""
@@ -246,6 +308,7 @@ def summarize(records: Iterable[dict[str, Any]], span: Range, group: str) -> dic
     breakdown: dict[str, dict[str, Stats]] = {g: defaultdict(Stats) for g in GROUPS}
     latest: list[dict[str, Any]] = []
     key_names: dict[str, str] = {}
+    records = list(records)
     for record in records:
         day = str(record.get("created", ""))[:10]
         totals.add(record)
@@ -270,21 +333,22 @@ def summarize(records: Iterable[dict[str, Any]], span: Range, group: str) -> dic
         ],
         "groups": {name: _ranked(stats, key_names if name == "key" else None) for name, stats in breakdown.items()},
         "latest": latest,
+        "attemptLatency": attempt_latency(records),
     }
 
 
 def index_definitions() -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
     """The records table's extra attribute definitions and its two indexes, in CreateTable's
     shape (infra/emulators.py; template.yaml declares the same, tests/lambda checks they agree)."""
-    attributes = [{"AttributeName": name, "AttributeType": "S"} for name in ("callerId", "day", "created")]
+    attributes = [{"AttributeName": name, "AttributeType": "S"} for name in ("callerId", "day", "dayShard", "created")]
     indexes = [
         {
             "IndexName": index,
             "KeySchema": [{"AttributeName": partition, "KeyType": "HASH"},
                           {"AttributeName": "created", "KeyType": "RANGE"}],
             "Projection": {"ProjectionType": "INCLUDE",
-                           "NonKeyAttributes": PROJECTED + (["callerId"] if index == BY_DAY else [])},
+                           "NonKeyAttributes": PROJECTED + (["callerId"] if index != BY_CALLER else [])},
         }
-        for index, partition in ((BY_CALLER, "callerId"), (BY_DAY, "day"))
+        for index, partition in ((BY_CALLER, "callerId"), (BY_DAY, "day"), (BY_DAY_SHARD, "dayShard"))
     ]
     return attributes, indexes

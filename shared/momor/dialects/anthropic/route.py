@@ -59,7 +59,7 @@ from ...api.flow import Prepared, Routed, routed_call
 from ...call import Parameters
 from ...catalog import Catalog
 from ...errors import MomorError, ProviderError, RequestError
-from ...events import Assembler, Event, Raw
+from ...events import Assembler, Event, Finish, Raw
 from ...http import bearer_token, json_response
 from ...routing.affinity import cache_token, with_affinity
 from ...routing.count import count_input_tokens
@@ -193,6 +193,9 @@ class AnthropicDoor:
 
     def error(self, request_id: str, exc: MomorError) -> Response:
         return anthropic_error(request_id, exc.status, exc.detail)
+
+    def finish_word(self, finish: Finish) -> str:
+        return anthropic_answer.stop_reason(finish)
 
 
 class CountDoor(AnthropicDoor):

@@ -14,7 +14,7 @@ from ...api.file_processing import generate_processed
 from ...api.flow import Routed, routed_call
 from ...catalog import Catalog
 from ...errors import MomorError, ProviderError
-from ...events import Assembler, Event
+from ...events import Assembler, Event, Finish
 from ...http import PROBLEM, bearer_token, json_response
 from ...routing.plan import Candidate
 from . import parse as native_parse
@@ -51,6 +51,9 @@ class NativeDoor:
 
     def error(self, request_id: str, exc: MomorError) -> Response:
         return json_response(native.problem(exc.status, exc.detail), exc.status, PROBLEM)
+
+    def finish_word(self, finish: Finish) -> str:
+        return finish.reason  # seed 000: the provider's own finish reason
 
 
 def router(backend: Backend) -> list[Route]:

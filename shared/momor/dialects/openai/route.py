@@ -20,7 +20,7 @@ from ...api.backend import Backend
 from ...api.flow import Routed, routed_call
 from ...catalog import Catalog
 from ...errors import MomorError, ProviderError
-from ...events import Assembler, Event, Raw
+from ...events import Assembler, Event, Finish, Raw
 from ...http import bearer_token, json_response
 from ...logs import logger
 from ...providers import speaks
@@ -90,6 +90,9 @@ class OpenAIDoor:
 
     def error(self, request_id: str, exc: MomorError) -> Response:
         return json_response(openai_answer.error_object(exc.status, exc.detail, exc.provider_param), exc.status)
+
+    def finish_word(self, finish: Finish) -> str:
+        return openai_answer.finish_reason(finish.stop)
 
 
 def _same_protocol(routed: Routed, candidate: Candidate) -> bool:
