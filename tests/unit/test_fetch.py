@@ -1,0 +1,125 @@
+"""Fetching a caller's file URL (momor/routing/fetch.py) against a local file server, with DNS
+answered by a stand-in: every hop checked before it connects, the connection made to the address
+the check saw (the name is never resolved twice), redirects bounded, size and time bounded.
+
+tests/netguard.py resolves no name but loopback ones, so a fetch of `files.test` that works proves
+the connection went to the checked address, not to a second lookup of the name.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from momor.config import reset_config
+from momor.errors import RequestError
+from momor.routing.fetch import MAX_REDIRECTS, fetch_url
+from tests.integration.fileserver import FileServer
+
+BODY = b"%PDF-1.4 a small file"
+
+
+class Resolver:
+    def __init__(self, answers: dict[str, list[str]]) -> None:
+        self.answers, self.asked = answers, []
+
+    async def __call__(self, host: str, port: int) -> list[str]:
+        self.asked.append(host)
+        if host not in self.answers:
+            raise OSError("no such name")
+        return self.answers[host]
+
+
+@pytest.fixture
+def files() -> Iterator[FileServer]:
+    redirects = {"/hop": "http://files.test:{port}/a.pdf", "/to-other": "http://other.test:{port}/a.pdf",
+                 "/to-loopback": "http://127.0.0.1:{port}/a.pdf", "/to-ftp": "ftp://files.test/a.pdf",
+                 "/loop": "http://files.test:{port}/loop"}
+    content = {"/a.pdf": (BODY, "application/pdf; charset=binary"), "/big": (b"x" * 5000, "text/plain"),
+               "/big-unsized": (b"x" * 5000, "text/plain")}
+    with FileServer(content, redirects, unsized=frozenset({"/big-unsized"})) as server:
+        yield server
+
+
+def allow(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("MOMOR_FETCH_ALLOW", value)
+    reset_config()
+
+
+DNS = {"files.test": ["127.0.0.1"], "other.test": ["127.0.0.1"]}
+
+
+async def fetch(url: str, resolve: Resolver, limit: int = 1000, timeout: float = 10) -> tuple[bytes, str | None]:
+    return await fetch_url(url, "messages[0].files[0]", limit=limit, timeout=timeout, resolve=resolve)
+
+
+async def refused(url: str, resolve: Resolver, status: int = 400, **kwargs) -> str:
+    with pytest.raises(RequestError) as raised:
+        await fetch(url, resolve, **kwargs)
+    assert raised.value.status == status and raised.value.param == "messages[0].files[0]"
+    return raised.value.detail
+
+
+async def test_the_connection_goes_to_the_checked_address_with_the_name_as_host(files, monkeypatch):
+    allow(monkeypatch, "files.test")
+    resolve = Resolver(DNS)
+    assert await fetch(f"http://files.test:{files.port}/a.pdf", resolve) == (BODY, "application/pdf")
+    assert resolve.asked == ["files.test"]  # resolved once; a second lookup would fail under netguard
+    assert files.hosts == [f"files.test:{files.port}"]
+
+
+async def test_the_first_hop_is_checked_too(files, monkeypatch):
+    allow(monkeypatch, "")
+    detail = await refused(f"{files.url}/a.pdf", Resolver(DNS))
+    assert "the file's address is refused" in detail and "non-public" in detail
+    detail = await refused(f"http://files.test:{files.port}/a.pdf", Resolver(DNS))  # a name for loopback
+    assert "non-public" in detail
+    assert files.hits == []
+
+
+@pytest.mark.parametrize("path", ["/to-other", "/to-loopback", "/to-ftp"])
+async def test_each_redirect_is_checked_before_it_is_followed(files, monkeypatch, path):
+    allow(monkeypatch, "files.test")  # the first host only
+    detail = await refused(f"http://files.test:{files.port}{path}", Resolver(DNS))
+    assert "redirects to an address that" in detail
+    assert files.hits == [path]
+
+
+async def test_an_allowed_redirect_is_followed_and_resolved_again(files, monkeypatch):
+    allow(monkeypatch, "files.test,other.test")
+    resolve = Resolver(DNS)
+    assert (await fetch(f"http://other.test:{files.port}/hop", resolve))[0] == BODY
+    assert resolve.asked == ["other.test", "files.test"] and files.hits == ["/hop", "/a.pdf"]
+
+
+async def test_redirects_are_bounded(files, monkeypatch):
+    allow(monkeypatch, "files.test")
+    detail = await refused(f"http://files.test:{files.port}/loop", Resolver(DNS))
+    assert f"more than {MAX_REDIRECTS} times" in detail
+    assert files.hits == ["/loop"] * (MAX_REDIRECTS + 1)
+
+
+@pytest.mark.parametrize("path", ["/big", "/big-unsized"])
+async def test_a_body_past_the_limit_is_a_413(files, monkeypatch, path):
+    allow(monkeypatch, "127.0.0.1")
+    assert "larger than 1000 bytes" in await refused(f"{files.url}{path}", Resolver({}), status=413, limit=1000)
+
+
+@pytest.mark.parametrize("url", ["file:///etc/passwd", "ftp://files.test/a.pdf", "gopher://files.test/",
+                                 "http:///a.pdf", "not a url"])
+async def test_only_http_and_https_urls_with_a_host(url, monkeypatch):
+    allow(monkeypatch, "files.test")
+    resolve = Resolver(DNS)
+    assert "http or https URL" in await refused(url, resolve)
+    assert resolve.asked == []
+
+
+async def test_a_server_that_never_answers_is_cut_off_by_the_time_limit(monkeypatch):
+    allow(monkeypatch, "127.0.0.1")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()  # connections complete in the backlog; nothing ever answers
+        detail = await refused(f"http://127.0.0.1:{silent.getsockname()[1]}/a.pdf", Resolver({}), timeout=0.5)
+    assert "took longer than 0.5 s" in detail
