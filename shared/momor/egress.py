@@ -44,6 +44,10 @@ class Refused(Exception):
     names the address a name resolved to: that would map a private network for the caller)."""
 
 
+class Unresolved(Refused):
+    """The host name did not resolve (here, now): nothing to connect to, and nothing known against it."""
+
+
 @dataclass(frozen=True, slots=True)
 class AllowList:
     names: frozenset[str] = frozenset()
@@ -138,10 +142,10 @@ async def checked_addresses(host: str, port: int, *, allow: AllowList, resolve: 
         try:
             found = await resolve(host, port)
         except (OSError, UnicodeError):
-            raise Refused("its host name could not be resolved") from None
+            raise Unresolved("its host name could not be resolved") from None
         addresses = list(dict.fromkeys(ipaddress.ip_address(a.split("%", 1)[0]) for a in found))
         if not addresses:
-            raise Refused("its host name could not be resolved")
+            raise Unresolved("its host name could not be resolved")
     if allow.names_host(host):
         return [str(a) for a in addresses]
     if not all(is_public(a) or allow.covers(a) for a in addresses):

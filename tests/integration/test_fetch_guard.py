@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from momor.config import reset_config
+from tests.fakes.script import fail
 from tests.media import pdf_with_text, tiny_wav
 
 from .fileserver import FileServer
@@ -120,3 +121,14 @@ def test_a_transcription_input_url_to_loopback_is_refused(momor, fake, files, mo
     assert files.hits == ["/memo.wav"]  # the allowed call's fetch only
     assert fake.requests() == []
 
+
+
+def test_a_refused_url_is_refused_before_any_candidate_is_tried(momor, fake):
+    # claude-sonnet-4-5 takes a PDF by address, gpt-5-mini only as bytes. Were the URL checked only
+    # when gpt-5-mini's fetch came, a failed Claude would have been called first.
+    request = {**body(pdf_at("http://169.254.169.254/latest/meta-data/")),
+               "models": ["claude-sonnet-4-5", "gpt-5-mini"]}
+    del request["model"]
+    fake.script("anthropic", *[fail(500)] * 6)
+    refused(momor.post("/models", request), FIELD)
+    assert fake.requests() == []

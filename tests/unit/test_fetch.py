@@ -15,7 +15,8 @@ import pytest
 
 from momor.config import reset_config
 from momor.errors import RequestError
-from momor.routing.fetch import MAX_REDIRECTS, fetch_url
+from momor.messages import File, ToolResultBody, ToolResultMessage, UserMessage
+from momor.routing.fetch import MAX_REDIRECTS, check_file_urls, fetch_url
 from tests.integration.fileserver import FileServer
 
 BODY = b"%PDF-1.4 a small file"
@@ -123,3 +124,19 @@ async def test_a_server_that_never_answers_is_cut_off_by_the_time_limit(monkeypa
         silent.listen()  # connections complete in the backlog; nothing ever answers
         detail = await refused(f"http://127.0.0.1:{silent.getsockname()[1]}/a.pdf", Resolver({}), timeout=0.5)
     assert "took longer than 0.5 s" in detail
+
+
+def url_file(url: str) -> File:
+    return File(type="url", value=url, name="a.pdf", contentType="application/pdf")
+
+
+async def test_every_file_url_of_a_call_is_checked_up_front(monkeypatch):
+    allow(monkeypatch, "")
+    resolve = Resolver({"public.test": ["93.184.216.34"], "inside.test": ["10.0.0.7"]})
+    fine = [UserMessage(value="a", files=[url_file("https://public.test/a.pdf"), url_file("https://gone.test/a.pdf")])]
+    await check_file_urls(fine, resolve)  # a name that does not resolve is left for the fetch to refuse, if one comes
+    assert resolve.asked == ["public.test", "gone.test"]
+    result = ToolResultBody(id="t1", documents=[url_file("https://public.test/b.pdf"), url_file("http://inside.test/")])
+    with pytest.raises(RequestError) as raised:
+        await check_file_urls([*fine, ToolResultMessage(result=result)], resolve)
+    assert raised.value.param == "messages[1].result.documents[1]" and "non-public" in raised.value.detail

@@ -12,7 +12,8 @@ and one past the size limit is refused, by its Content-Length before a byte is r
 one. A fetch never goes through a proxy: a proxy would resolve the name itself, past the check.
 
 A fetch that fails or is refused is the caller's problem (a 400 or 413 naming the field), raised
-before the candidate that needed the bytes is called.
+before the candidate that needed the bytes is called; `check_file_urls` refuses a URL whose first
+hop would be refused before any candidate is tried (api/file_processing.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import httpx2
 from .. import egress
 from ..config import describe_bytes
 from ..errors import RequestError
+from ..messages import UserMessage, attached_files
 from ..net import tls_context
 
 FETCH_TIMEOUT_S = 20.0
@@ -69,8 +71,24 @@ async def _fetch(url: str, where: str, limit: int, resolve: egress.Resolver) -> 
     raise AssertionError("unreachable: the last hop returns or raises")  # pragma: no cover
 
 
+async def check_file_urls(messages: Sequence[Any], resolve: egress.Resolver = egress.system_resolver) -> None:
+    """Every file URL among `messages` checked as the first hop of its fetch would be, so a URL
+    Momor will not fetch is refused before any candidate is tried: conversions are made only when a
+    candidate needs them (routing/conversion.py), which may be after an earlier one was called. The
+    fetch itself checks again (and pins the address); this only moves the refusal forward. A name
+    that does not resolve passes here: a wire that takes the URL as written may never need it
+    fetched, and a fetch refuses it then."""
+    allow = egress.allow_list()
+    for i, message in enumerate(messages):
+        kind = "files" if isinstance(message, UserMessage) else "result.documents"  # as conversion.py names them
+        for j, file in enumerate(attached_files(message)):
+            if file.type == "url":
+                await _checked(file.value, f"messages[{i}].{kind}[{j}]", allow, resolve, redirected=False,
+                               unresolved_passes=True)
+
+
 async def _checked(url: str, where: str, allow: egress.AllowList, resolve: egress.Resolver, *,
-                   redirected: bool) -> tuple[httpx2.URL, list[str]]:
+                   redirected: bool, unresolved_passes: bool = False) -> tuple[httpx2.URL, list[str]]:
     """The hop's URL and the addresses it may connect to; RequestError when the URL is refused."""
     what = "the file's address redirects to an address that" if redirected else "the file's address"
     try:
@@ -83,6 +101,8 @@ async def _checked(url: str, where: str, allow: egress.AllowList, resolve: egres
     try:
         return target, await egress.checked_addresses(target.host, port, allow=allow, resolve=resolve)
     except egress.Refused as refused:
+        if unresolved_passes and isinstance(refused, egress.Unresolved):
+            return target, []
         raise RequestError(f"{where}: {what} is refused: {refused}.", param=where) from None
 
 
