@@ -140,3 +140,64 @@ async def test_every_file_url_of_a_call_is_checked_up_front(monkeypatch):
     with pytest.raises(RequestError) as raised:
         await check_file_urls([*fine, ToolResultMessage(result=result)], resolve)
     assert raised.value.param == "messages[1].result.documents[1]" and "non-public" in raised.value.detail
+
+
+def _certificates(tmp_path, name: str) -> tuple[str, str]:
+    """A CA (its PEM path) and a server certificate for `name` it signed (cert and key in one PEM)."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    def cert(subject: str, key, issuer: str, signer, ca: bool, san: str | None):
+        now = dt.datetime.now(dt.UTC)
+        builder = (x509.CertificateBuilder()
+                   .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+                   .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+                   .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                   .not_valid_before(now - dt.timedelta(hours=1)).not_valid_after(now + dt.timedelta(hours=1))
+                   .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+                   # Python 3.13 verifies strictly (VERIFY_X509_STRICT): both key identifiers are needed.
+                   .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+                   .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(signer.public_key()),
+                                  critical=False))
+        if ca:
+            builder = builder.add_extension(x509.KeyUsage(
+                digital_signature=False, content_commitment=False, key_encipherment=False, data_encipherment=False,
+                key_agreement=False, key_cert_sign=True, crl_sign=True, encipher_only=False, decipher_only=False),
+                critical=True)
+        if san:
+            builder = builder.add_extension(x509.SubjectAlternativeName([x509.DNSName(san)]), critical=False)
+        return builder.sign(signer, hashes.SHA256())
+
+    ca_key, leaf_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_cert = cert("test CA", ca_key, "test CA", ca_key, True, None)
+    leaf = cert(name, leaf_key, "test CA", ca_key, False, name)
+    ca_path, leaf_path = tmp_path / "ca.pem", tmp_path / "leaf.pem"
+    ca_path.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
+    leaf_path.write_bytes(leaf.public_bytes(serialization.Encoding.PEM) + leaf_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return str(ca_path), str(leaf_path)
+
+
+@pytest.mark.parametrize("name", ["files.test", "other.test"])
+async def test_tls_is_verified_for_the_name_in_the_url_not_the_pinned_address(files, monkeypatch, tmp_path, name):
+    import ssl
+
+    from momor.routing import fetch as fetch_module
+
+    ca, leaf = _certificates(tmp_path, "files.test")
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(leaf)
+    files.server.socket = server_context.wrap_socket(files.server.socket, server_side=True)
+    monkeypatch.setattr(fetch_module, "tls_context", lambda: ssl.create_default_context(cafile=ca))
+    allow(monkeypatch, "files.test,other.test")
+    url = f"https://{name}:{files.port}/a.pdf"
+    if name == "files.test":  # the certificate's name: SNI and verification used it, though 127.0.0.1 was dialled
+        assert (await fetch(url, Resolver(DNS)))[0] == BODY
+        assert files.hosts == [f"files.test:{files.port}"]
+    else:  # the same address under another name: the certificate does not match, nothing is read
+        assert "could not be fetched (ConnectError)" in await refused(url, Resolver(DNS))
+        assert files.hits == []
