@@ -3,13 +3,13 @@
 A caller's URL (a file to fetch, routing/fetch.py) may name any host, so before Momor connects it
 resolves the name once and checks every address it got; the connection is then made to one of
 those very addresses (no second lookup a rebinding DNS server could answer differently). An address
-passes when it is publicly routable: not loopback (the Lambda Runtime API listens on 127.0.0.1:9001),
-link-local (instance metadata at 169.254.169.254 and fd00:ec2::254 is reached that way, or inside
-fd00::/8), private (RFC 1918, fc00::/7), shared (100.64.0.0/10, carrier-grade NAT), unspecified,
-multicast, reserved, documentation or benchmarking space. An IPv6 address that carries an IPv4
-one (IPv4-mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`) is judged by the IPv4 address inside, and a
-host written the way inet_aton reads it (`2130706433`, `0x7f.1`, `127.1`) is taken as the address
-it spells, as the resolver itself would.
+passes when it is publicly routable: not loopback (the Lambda Runtime API listens on
+127.0.0.1:9001), link-local (instance metadata at 169.254.169.254; EC2's fd00:ec2::254 is inside
+fc00::/7), private (RFC 1918, fc00::/7, IPv6 site-local fec0::/10), shared (100.64.0.0/10,
+carrier-grade NAT), unspecified, multicast, reserved, documentation or benchmarking space. An IPv6
+address that carries an IPv4 one (IPv4-mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`) is judged
+by the IPv4 address inside, and a host written the way inet_aton reads it (`2130706433`,
+`0x7f.1`, `127.1`) is taken as the address it spells, as the resolver itself would.
 
 A deployment that must reach private sources lists them in MOMOR_FETCH_ALLOW: comma-separated host
 names (matched exactly, case-insensitive, a trailing dot ignored: every address such a name resolves
@@ -105,8 +105,11 @@ def is_public(address: Address) -> bool:
     inner = embedded_ipv4(address)
     if inner is not None:
         return is_public(inner)
-    # is_global alone passes multicast (224.0.0.0/4, ff00::/8), so those are refused by name too.
-    return address.is_global and not (address.is_multicast or address.is_reserved or address.is_unspecified)
+    # is_global alone passes multicast (224.0.0.0/4, ff00::/8) and IPv6 site-local (fec0::/10, deprecated
+    # but still routed inside some networks), so those are refused by name too.
+    site_local = isinstance(address, ipaddress.IPv6Address) and address.is_site_local
+    return address.is_global and not (address.is_multicast or address.is_reserved or address.is_unspecified
+                                      or site_local)
 
 
 def literal_address(host: str) -> Address | None:

@@ -22,7 +22,7 @@ NOT_PUBLIC = [
     "fd00:ec2::254",  # EC2 metadata over IPv6
     "fe80::1",
     "10.1.2.3", "172.16.0.1", "172.31.255.255", "192.168.1.1",  # RFC 1918
-    "fc00::1", "fdab::1",  # unique local
+    "fc00::1", "fdab::1", "fec0::1",  # unique local, site-local
     "100.64.0.1", "100.127.255.254",  # shared address space (carrier-grade NAT)
     "0.0.0.0", "::", "0.1.2.3",
     "224.0.0.1", "239.255.255.250", "ff02::1", "ff0e::1",  # multicast
@@ -32,6 +32,7 @@ NOT_PUBLIC = [
     "::ffff:127.0.0.1", "::ffff:169.254.169.254", "::ffff:10.0.0.1",  # IPv4-mapped
     "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe",  # NAT64 of loopback, of metadata
     "2002:7f00:1::",  # 6to4 of loopback
+    "::127.0.0.1", "100::1",  # IPv4-compatible (deprecated), discard-only
 ]
 PUBLIC = ["8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111", "::ffff:8.8.8.8", "64:ff9b::808:808"]
 
