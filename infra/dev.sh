@@ -5,4 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash infra/setup.sh
+# File URLs (and a Vertex token endpoint) may reach only public addresses unless listed here
+# (README "What Momor fetches"): the local file servers and the fake provider listen on 127.0.0.1.
+export MOMOR_FETCH_ALLOW="${MOMOR_FETCH_ALLOW-127.0.0.1}"
 exec .venv/bin/python -m infra.local "$@"

@@ -14,6 +14,8 @@
                 MOMOR_MAX_BODY_BYTES (30 MiB), MOMOR_MAX_FILE_BYTES (10 MiB),
                 MOMOR_MAX_FILES_BYTES (20 MiB), MOMOR_MAX_SCHEMA_BYTES (256 KiB): seed 000's
                 defaults, which a deployment may lower but not raise
+    fetching    MOMOR_FETCH_ALLOW (none): hosts and IP networks a caller's file URL may reach although
+                they are not public (egress.py; README "What Momor fetches")
 
 A bad value is a ConfigError naming its variable, raised when the configuration is first read:
 the apps read it when they are built (api/app.py), so a deployment with a typo fails to start
@@ -45,6 +47,14 @@ def _knob(env: str, default: Any = None, *, kind: type = str, minimum: float | N
     """A field read from `env`: its type, bounds, and the factor from the variable's unit."""
     meta = {"env": env, "kind": kind, "minimum": minimum, "maximum": maximum, "scale": scale, "positive": positive}
     return field(default=default, metadata=meta)
+
+
+def _checked_allow_list(text: str) -> str:
+    """MOMOR_FETCH_ALLOW as written, once egress.AllowList has read it (so a typo fails at start)."""
+    from .egress import AllowList  # egress reads the configuration: imported here, not at the top
+
+    AllowList.parse(text)
+    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +94,10 @@ class Config:
     max_file_bytes: int = _knob("MOMOR_MAX_FILE_BYTES", 10 * MIB, kind=int, minimum=1, maximum=10 * MIB)
     max_files_bytes: int = _knob("MOMOR_MAX_FILES_BYTES", 20 * MIB, kind=int, minimum=1, maximum=20 * MIB)
     max_schema_bytes: int = _knob("MOMOR_MAX_SCHEMA_BYTES", 256 * 1024, kind=int, minimum=1, maximum=256 * 1024)
+    # fetching (egress.py)
+    fetch_allow: str | None = _knob("MOMOR_FETCH_ALLOW", kind=_checked_allow_list)
+    """Comma-separated host names and IP networks that file URLs (and a Vertex token endpoint) may
+    reach although they are loopback, private or link-local; parsed by egress.AllowList."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:

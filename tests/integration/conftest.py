@@ -217,6 +217,10 @@ def momor(momor_aws: Any, fake: FakeProviders, momor_server: _Server, tmp_path: 
     monkeypatch.delenv("MOMOR_CATALOG_BUCKET", raising=False)
     monkeypatch.delenv("MOMOR_CATALOG_KEY", raising=False)
     monkeypatch.setenv("MOMOR_CATALOG_FILE", str(path))
+    # File URLs reach only public addresses (momor/egress.py); the local file servers (fileserver.py)
+    # and the fakes' token endpoint listen on 127.0.0.1, so the harness allows exactly that address,
+    # as infra/dev.sh does. A test that needs the default rules sets the variable itself.
+    monkeypatch.setenv("MOMOR_FETCH_ALLOW", "127.0.0.1")
     momor_aws.client("secretsmanager").put_secret_value(
         SecretId=momor_aws.keys_secret, SecretString=json.dumps(SAVED_KEYS)
     )

@@ -109,10 +109,12 @@ def test_auto_sends_a_url_as_is_to_a_wire_that_takes_addresses(momor, fake):
 
 
 def test_a_redirect_to_a_private_address_is_refused(momor, fake):
-    with FileServer({"/report.pdf": (PDF, "application/pdf")}, {"/hop": "{base}/report.pdf"}) as files:
+    # 127.0.0.1 (this server) is allowed in the tests; 127.0.0.2 is loopback and not.
+    redirects = {"/hop": "http://127.0.0.2:{port}/report.pdf"}
+    with FileServer({"/report.pdf": (PDF, "application/pdf")}, redirects) as files:
         file = {"type": "url", "value": f"{files.url}/hop", "name": "report.pdf", "contentType": "application/pdf"}
         problem(momor.post("/models", body(file, model="gpt-5-mini", processing={"type": "auto"})), 400,
-                "messages[0].files[0]")
+                "messages[0].files[0]: the file's address redirects to an address that is refused")
         assert files.hits == ["/hop"]
     assert not fake.requests("openai")
 

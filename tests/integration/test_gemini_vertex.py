@@ -14,6 +14,7 @@ import anthropic
 import openai
 import pytest
 
+from momor.config import reset_config
 from momor.providers import google_auth
 from momor.store import keys
 from tests.fakes.gemini import STAND_INS
@@ -341,8 +342,9 @@ def test_a_refused_service_account_fails_over_without_leaking(momor, fake, googl
     record = momor.record(response.headers["x-momor-request-id"])
     vertex_attempt = record["attempts"][0]
     assert vertex_attempt["provider"] == "vertex@us-east5" and vertex_attempt["status"] != "ok"
-    assert "invalid_grant" in json.dumps(vertex_attempt)
+    assert "HTTP 400" in json.dumps(vertex_attempt)
     text = json.dumps(record)
+    assert "invalid_grant" not in text and "account not found" not in text  # the endpoint's words stay there
     assert stranger["private_key"] not in text and "PRIVATE KEY" not in text
 
 
@@ -351,6 +353,22 @@ def test_vertex_429_is_retried_then_served(momor, fake, google):
     response = momor.post("/models", native("Hello", model=FLASH))
     assert response.status_code == 200, response.text
     assert response.json()["model"]["provider"] == "vertex@us-east5"
+
+
+def test_a_call_key_cannot_choose_the_token_endpoint(momor, fake, google, monkeypatch):
+    # Without 127.0.0.1 on the allow-list the fake's token endpoint is just an address the caller
+    # wrote: the assertion goes to Google's endpoint instead (unreachable here), never to it.
+    monkeypatch.setenv("MOMOR_FETCH_ALLOW", "")
+    reset_config()
+    account, public = make_service_account(fake.url + "/vertex/token", "caller@their-project.iam")
+    fake.state.add_service_account(account["client_email"], public)
+    keys_field = {"vertex": {"key": "unused", "serviceAccount": account, "project": "their-project"}}
+    response = momor.post("/models", native("Hello", model=FLASH, keys=keys_field))
+    assert response.status_code == 200, response.text
+    assert response.json()["model"]["provider"] == "gemini"  # vertex failed over
+    assert [r for r in fake.requests("vertex") if r.path == "/vertex/token"] == []
+    record = json.dumps(momor.record(response.headers["x-momor-request-id"]))
+    assert "could not reach the token endpoint" in record and fake.url not in record
 
 
 # --- faults -------------------------------------------------------------------------------------

@@ -31,12 +31,13 @@ def problem(response, status, field):
 
 
 class _Files(BaseHTTPRequestHandler):
-    """A local web server for files by URL: /memo.wav, and /hop redirecting to a loopback address."""
+    """A local web server for files by URL: /memo.wav, and /hop redirecting to a loopback address the
+    harness does not allow (MOMOR_FETCH_ALLOW lists 127.0.0.1 only)."""
 
     def do_GET(self):
         if self.path == "/hop":
             self.send_response(302)
-            self.send_header("Location", f"http://127.0.0.1:{self.server.server_port}/memo.wav")
+            self.send_header("Location", f"http://127.0.0.2:{self.server.server_port}/memo.wav")
             self.end_headers()
             return
         body = tiny_wav(2.0)
@@ -119,7 +120,8 @@ def test_audio_by_url_is_fetched_and_sent_as_bytes(momor, fake, files):
 
 def test_a_redirect_to_a_private_address_is_not_followed(momor, fake, files):
     file = {"type": "url", "value": f"{files}/hop", "name": "memo.wav", "contentType": "audio/wav"}
-    problem(momor.post("/models/transcribe", {"file": file, "model": "whisper-1"}), 400, "file")
+    problem(momor.post("/models/transcribe", {"file": file, "model": "whisper-1"}), 400,
+            "file: the file's address redirects to an address that is refused")
     assert not fake.requests("openai")
 
 

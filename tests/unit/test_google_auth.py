@@ -1,7 +1,9 @@
 """Service-account tokens for Vertex (`providers/google_auth.py`), against the fakes' token endpoint
-on 127.0.0.1: a real RSA key made here, a real JWT assertion signed by google-auth, checked by the
-fake. Cached until shortly before expiry, refreshed after, shared by concurrent callers, refreshed
-off the event loop, and every failure a clear error that names neither key nor token.
+on 127.0.0.1 (reached because MOMOR_FETCH_ALLOW lists 127.0.0.1, as in development): a real RSA key
+made here, a real JWT assertion signed by google-auth, checked by the fake. Cached until shortly
+before expiry, refreshed after, shared by concurrent callers, refreshed off the event loop, every
+failure a clear error that names neither key, token nor the endpoint's own words; the endpoint is
+Google's unless the deployment allows another; the cache is bounded and keyed on the whole account.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from typing import Any
 
 import pytest
 
+from momor.config import reset_config
 from momor.errors import ProviderError
 from momor.providers import google_auth
 from tests.fakes import FakeProviders
 from tests.fakes.vertex import make_service_account
+
+GOOGLE_TOKEN_URI = "https://oauth2.googleapis.com/token"
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +31,14 @@ def server() -> Iterator[FakeProviders]:
         yield fake
 
 
+def allow(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("MOMOR_FETCH_ALLOW", value)
+    reset_config()
+
+
 @pytest.fixture
-def fake(server: FakeProviders) -> Iterator[FakeProviders]:
+def fake(server: FakeProviders, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviders]:
+    allow(monkeypatch, "127.0.0.1")
     server.reset()
     google_auth.reset()
     yield server
@@ -100,12 +111,12 @@ async def test_a_refused_grant_is_a_401_that_names_no_secret(fake: FakeProviders
         await google_auth.access_token(info)
     error = raised.value
     assert (error.kind, error.upstream_status) == ("http", 401)
-    assert "invalid_grant" in error.detail
+    assert error.detail == "vertex: the token endpoint refused the service account (HTTP 400)"
     assert info["private_key"] not in error.detail and "PRIVATE KEY" not in error.detail
     assert error.__cause__ is None and error.__suppress_context__
 
 
-@pytest.mark.parametrize("broken", [{"client_email": None}, {"private_key": "not a key"}, {"token_uri": ""}])
+@pytest.mark.parametrize("broken", [{"client_email": None}, {"private_key": "not a key"}, {"private_key": ""}])
 async def test_a_malformed_service_account_is_a_401(fake: FakeProviders, broken: dict[str, Any]) -> None:
     info = {**account(fake), **broken}
     with pytest.raises(ProviderError) as raised:
@@ -123,3 +134,59 @@ async def test_an_unreachable_token_endpoint_is_a_connect_failure(fake: FakeProv
     with pytest.raises(ProviderError) as raised:
         await google_auth.access_token(info)
     assert raised.value.kind == "connect"
+
+
+@pytest.mark.parametrize("token_uri", ["http://169.254.169.254/computeMetadata/v1/", "http://127.0.0.2:9/token",
+                                       "https://attacker.example/token", "file:///etc/passwd", "", None, 7,
+                                       "http://[::1", GOOGLE_TOKEN_URI])
+def test_a_token_uri_the_deployment_did_not_allow_is_replaced_by_googles(fake, token_uri):
+    info = {**account(fake), "token_uri": token_uri}
+    assert google_auth.token_endpoint(info) == GOOGLE_TOKEN_URI
+
+
+def test_an_allowed_token_uri_is_kept(fake, monkeypatch):
+    info = account(fake)
+    assert google_auth.token_endpoint(info) == info["token_uri"]  # 127.0.0.1 is allowed here
+    allow(monkeypatch, "")
+    assert google_auth.token_endpoint(info) == GOOGLE_TOKEN_URI
+
+
+async def test_a_caller_chosen_token_uri_is_never_posted_to(fake, monkeypatch):
+    allow(monkeypatch, "")  # the fake's endpoint is now just an address a caller wrote
+    with pytest.raises(ProviderError) as raised:
+        await google_auth.access_token(account(fake))
+    assert token_requests(fake) == []  # the assertion went to Google's endpoint instead (unreachable in tests)
+    assert raised.value.kind == "connect" and "127.0.0.1" not in raised.value.detail
+
+
+async def test_the_token_endpoints_own_text_is_not_passed_on(fake, monkeypatch):
+    def grant(form: bytes, *args: Any) -> tuple[int, dict[str, Any]]:
+        return 400, {"error": "invalid_grant <b>internal-host-42</b>", "error_description": "db01.corp said no"}
+
+    monkeypatch.setattr("tests.fakes.vertex.token_grant", grant)
+    with pytest.raises(ProviderError) as raised:
+        await google_auth.access_token(account(fake))
+    assert raised.value.detail == "vertex: the token endpoint refused the service account (HTTP 400)"
+
+
+async def test_an_account_sharing_anothers_email_and_key_id_does_not_get_its_token(fake):
+    info = account(fake)
+    assert await google_auth.access_token(info)
+    impostor = {**info, "private_key": account(fake, "other@p.iam", register=False)["private_key"]}
+    with pytest.raises(ProviderError) as raised:
+        await google_auth.access_token(impostor)
+    assert raised.value.upstream_status == 401
+    assert token_requests(fake) == [200, 400]
+
+
+def test_the_credential_cache_keeps_the_most_recently_used_accounts(fake, monkeypatch):
+    monkeypatch.setattr(google_auth, "CACHE_SIZE", 3)
+    base = account(fake, register=False)
+    infos = [{**base, "client_email": f"n{i}@p.iam"} for i in range(5)]
+    sources = [google_auth._source(info) for info in infos[:3]]
+    assert google_auth._source(infos[0]) is sources[0]  # n0 is now the most recently used
+    google_auth._source(infos[3])
+    google_auth._source(infos[4])
+    assert len(google_auth._sources) == 3
+    assert google_auth._source(infos[0]) is sources[0]  # kept
+    assert google_auth._source(infos[1]) is not sources[1]  # dropped, made again

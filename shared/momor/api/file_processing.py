@@ -8,6 +8,7 @@ from starlette.responses import Response
 
 from ..errors import RequestError
 from ..routing.conversion import Converter, converting_adjust, prepare
+from ..routing.fetch import check_file_urls
 from .flow import Prepared, generate
 
 
@@ -18,6 +19,7 @@ async def generate_processed(p: Prepared) -> Response:
     if p.zdr:  # the caller's organization holds every call to zero data retention
         raise RequestError(f"fileProcessing: {processing.type!r} is refused under zero data retention; only none "
                            "is allowed.", param="fileProcessing")
+    await check_file_urls(p.routed.call.messages)  # a URL Momor will not fetch: 400 before any candidate
     catalog = await p.backend.catalog()
     converter = Converter(catalog, p.routed.prio, p.resolve_key, p.recorder, p.routed.network_timeout)
     convert_for = prepare(p.routed.call, processing.type, processing.types, converter)
