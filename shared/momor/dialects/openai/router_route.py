@@ -153,8 +153,9 @@ class RouterDoor(OpenAIDoor):
         rest = {k: v for k, v in body.items() if k not in ROUTER_FIELDS}
         known = _known_roles(messages)
         rest["messages"] = messages if known is None else known
-        if route.variant is not None:
+        if route.kind == "model":  # by its canonical name, however the caller named it (a Zen id, a variant)
             rest["model"] = route.selectors[0].name
+        if route.variant is not None:
             rest.setdefault("reasoning_effort", route.variant)  # a Zen variant is a reasoning depth
         if route.kind in ("auto", "family", "tier"):
             # Planned again once the tier is known (router_operation); every model meanwhile.
