@@ -211,3 +211,67 @@ def test_one_big_turn_does_not_cost_the_thread_its_history(shipped, client, fake
     assert texts[0] == "Remember: the code is 4711." and texts[2] == "And the colour is teal."
     assert texts[4].startswith("data data") and "[Momor memory: this turn was" in texts[4]
     assert len(texts[4]) < 40_000 and texts[-1] == "What was the code?"
+
+
+# --- infra/dev.sh's own server: infra.local with the example catalog and the bundled fake --------
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def dev_server(aws):
+    """`python -m infra.local` as infra/dev.sh runs it (after setup.sh), on free ports, with the
+    session's emulators as its AWS (so it starts none of its own)."""
+    import os
+    import subprocess
+    import sys
+    import urllib.request
+
+    port, fake_port = _free_port(), _free_port()
+    env = {**os.environ, **aws.env()}
+    env.pop("MOMOR_CATALOG_FILE", None)
+    proc = subprocess.Popen([sys.executable, "-m", "infra.local", "--port", str(port), "--fake-port", str(fake_port),
+                             "--api-key", "dev-key"], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url + "/router/v1/chat/completions", timeout=1)
+            except urllib.error.HTTPError:
+                break  # it answers (a GET is refused): the server is up
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "infra.local did not start"
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def test_the_dev_server_serves_the_router_alias_out_of_the_box(dev_server):
+    with openai.OpenAI(base_url=dev_server + "/router/v1", api_key="dev-key", max_retries=0) as sdk:
+        for model, family in [("zen", "zen"), ("nvidia-auto", "nvidia"), ("puter", "puter"), ("auto", "zen"),
+                              *((name, "zen") for name in SEED_ZEN)]:
+            raw = sdk.chat.completions.with_raw_response.create(model=model, messages=[user("Hello there.")])
+            assert raw.http_response.status_code == 200 and raw.parse().choices[0].message.content, model
+            assert _served_by(dev_server, raw.headers["x-momor-request-id"]) == family, model
+
+
+def _served_by(url, request_id):
+    import httpx2
+
+    deadline = time.monotonic() + 10
+    while True:
+        response = httpx2.get(f"{url}/generations/{request_id}", headers={"Authorization": "Bearer dev-key"})
+        if response.status_code == 200 or time.monotonic() > deadline:
+            assert response.status_code == 200, response.text
+            return response.json()["served"]["provider"]
+        time.sleep(0.1)
