@@ -456,3 +456,19 @@ def orjson_dumps(value):
     import orjson
 
     return orjson.dumps(value)
+
+
+# --- roles the router does not know --------------------------------------------------------------
+
+
+def test_unknown_roles_are_read_as_user_or_assistant_whatever_json_they_are():
+    from momor.dialects.openai.router_route import _known_roles
+
+    messages = [{"role": "system", "content": "s"}, {"role": "Model", "content": "m"}, {"role": ["x"], "content": "l"},
+                {"role": {"a": 1}, "content": "d"}, {"role": None, "content": "n"}, {"content": "r"},
+                {"role": 7, "content": "i"}, {"role": "human", "content": "h"}, "not an object"]
+    mapped = _known_roles(messages)
+    assert [m["role"] if isinstance(m, dict) else m for m in mapped] == [
+        "system", "assistant", "user", "user", "user", "user", "user", "user", "not an object"]
+    assert mapped[2] == {"role": "user", "content": "l"} and messages[2]["role"] == ["x"]  # the body untouched
+    assert _known_roles([{"role": "user", "content": "u"}, {"role": "tool", "content": "t"}]) is None

@@ -108,16 +108,20 @@ def _known_roles(messages: list[Any]) -> list[Any] | None:
     as an assistant message when its role names the model (Gemini's `model`, `ai`, `bot`), else as
     a user message. None when every role is known. The body sent on to a Chat Completions offering
     keeps the roles as written; memory never keeps such a message (memory.said)."""
-    if all(not isinstance(m, dict) or m.get("role") in _CHAT_ROLES for m in messages):
+    if all(not isinstance(m, dict) or _known_role(m.get("role")) for m in messages):
         return None
     out = []
     for m in messages:
-        if isinstance(m, dict) and m.get("role") not in _CHAT_ROLES:
+        if isinstance(m, dict) and not _known_role(m.get("role")):
             role = m.get("role")
             word = role.strip().lower() if isinstance(role, str) else ""
             m = {**m, "role": "assistant" if word in _ASSISTANT_WORDS else "user"}
         out.append(m)
     return out
+
+
+def _known_role(role: Any) -> bool:
+    return isinstance(role, str) and role in _CHAT_ROLES  # a role may be any JSON value, a list too
 
 
 def _messages(body: dict[str, Any]) -> list[Any]:
