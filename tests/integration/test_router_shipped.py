@@ -4,8 +4,9 @@ URLs pointed at the fakes) with their own router settings, over HTTP, through th
 SDK at `<momor>/router/v1`. The fakes are the strict per-provider dialects of tests/fakes (Zen's
 reasoning variants, NVIDIA's temperature floor, Puter's driver call).
 
-The shipped classifier (llama-3.3-70b) is the fake, which answers "Echo: <prompt>": the tier it
-names is the first tier word of the prompt, or none (the default tier, medium).
+The shipped classifier (llama-3.3-70b on DeepInfra in the dev catalog; mistral-small, a small
+model that does not reason, in the real one) is the fake, which answers "Echo: <prompt>": the tier
+it names is the first tier word of the prompt, or none (the default tier, medium).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ SEED_ZEN = {  # seed 003's Zen table: name -> variants
     "big-pickle": [], "laguna-s-2.1-free": ["low", "medium", "high"],
     "nemotron-3-ultra-free": ["low", "medium", "high"], "north-mini-code-free": ["none", "high"],
 }
-FAKED = ("zen", "nvidia", "puter", "deepinfra", "ollama", "anthropic")
+FAKED = ("zen", "nvidia", "puter", "mistral", "anthropic")
 """The real catalog's providers the router reaches here, pointed at the fake of the same label."""
 
 
