@@ -123,6 +123,9 @@ class RouterFamily(_Strict):
     """Provider names or roots (a root stands for its regions)."""
     fallback: list[str] = Field(default_factory=list)
     """Families that back this one up when it is forced (NVIDIA falls back to Puter by default)."""
+    pick: Literal["cheapest", "random"] = "cheapest"
+    """How the family, when forced, orders its models of the classified tier: cheapest first, or
+    in a random order (seed 003: `zen` picks a random Zen model from the tier)."""
 
 
 class RouterClassifier(_Strict):
@@ -139,7 +142,7 @@ class RouterClassifier(_Strict):
 
 def _default_families() -> list[RouterFamily]:
     return [
-        RouterFamily(name="zen", providers=["zen"]),
+        RouterFamily(name="zen", providers=["zen"], pick="random"),
         RouterFamily(name="nvidia", providers=["nvidia"], fallback=["puter"]),
         RouterFamily(name="puter", providers=["puter"]),
     ]
@@ -166,6 +169,8 @@ class RouterSettings(_Strict):
             for name in family.fallback:
                 if name not in names:
                     raise ValueError(f"families[{i}].fallback: {name!r} is not a family")
+        if self.default_tier not in self.tiers:
+            raise ValueError(f"defaultTier: {self.default_tier!r} is not one of tiers ({', '.join(self.tiers)})")
         return self
 
 
@@ -196,7 +201,25 @@ class Catalog(_Strict):
         classifier = self.router.classifier
         if classifier is not None and classifier.model.lower() not in {m.lower() for m in models}:
             raise ValueError(f"router.classifier.model: {classifier.model!r} is not in models")
+        self._family_tiers()
         return self
+
+    def _family_tiers(self) -> None:
+        """The router's tiers and its families' models speak one vocabulary: a chat model a family
+        serves carries one of `router.tiers`, else the classifier could never name its tier and the
+        family would reach it only as a last resort (seed 003: Zen and NVIDIA are checked first)."""
+        tiers = self.router.tiers
+        entries = {p for f in self.router.families for p in f.providers}
+        family_providers = {p.name for p in self.providers if p.name in entries or p.root in entries}
+        for i, model in enumerate(self.models):
+            if model.kind != "chat" or model.tier is None or model.tier in tiers:
+                continue
+            served_by = sorted({o.provider for o in model.offerings} & family_providers)
+            if served_by:
+                raise ValueError(
+                    f"models[{i}].tier: {model.tier!r} is not one of router.tiers ({', '.join(tiers)}), and "
+                    f"{model.name!r} is served by the router family provider {served_by[0]!r}"
+                )
 
     def provider(self, name: str) -> Provider:
         return self._providers_by_name()[name]

@@ -48,8 +48,10 @@ def router_catalog(momor, fake_url):
         catalog["providers"].append({"name": name, "wire": "openai_chat", "baseUrl": f"{fake_url}/{_label(name)}/v1",
                                      "parameters": ALL_PARAMS})
     catalog["models"] += [
-        {**_model("classifier-mini", "free", [("zen", 0.0)]),
-         "offerings": [{"provider": "zen", "id": CLASSIFIER_ID, "prices": {"input": 0.0, "output": 0.0}}]},
+        # The classifier's tier is one the router names too (checked when the catalog loads); it
+        # costs a little, so the tier's cheaper zen-small serves first.
+        {**_model("classifier-mini", "low", [("zen", 0.0)]),
+         "offerings": [{"provider": "zen", "id": CLASSIFIER_ID, "prices": {"input": 0.01, "output": 0.01}}]},
         {**_model("zen-small", "low", [("zen", 0.0)]),
          "capabilities": {"maxOutputTokens": 32000, "reasoning": ["low", "medium", "high", "max"]}},
         _model("zen-medium", "medium", [("zen", 0.0), ("puter", 0.5)], max_output=1000),
@@ -264,8 +266,12 @@ def test_prompt_is_a_shortcut_for_messages(router, fake):
     ({"context": 1}, "context"),
     ({"chat_id": 42}, "chat_id"),
     ({"conversation_id": "x" * 129}, "conversation_id"),
-    ({"new_chat": True, "memory_id": "m1"}, "new_chat"),
     ({"new_chat": "yes"}, "new_chat"),
+    # Issue 20: a chat id is echoed in a header; outside its safe set it is refused before any provider.
+    ({"chat_id": "тема-1"}, "chat_id"),
+    ({"thread_id": "名前"}, "thread_id"),
+    ({"memory_id": "a\r\nSet-Cookie: x=1"}, "memory_id"),
+    ({"chat_id": "two words"}, "chat_id"),
 ])
 def test_bad_memory_fields_are_400s_naming_the_field(router, fake, body, param):
     response = router.post("/router/v1/chat/completions", {"model": "zen-small", "messages": [user("hi")], **body})

@@ -18,6 +18,19 @@ Tokens are estimated offline (tokens.py: a token per 4 UTF-8 bytes of the messag
 per-message overhead). The store keeps more than "full" injects (store/memory.py), so switching
 a thread from compact to full brings back what compact left out.
 
+A resent history is not remembered twice. Clients such as the OpenAI SDK's usual loop send the
+whole conversation every turn. When the caller's user and assistant messages already hold the
+thread's most recent turns (its last turn and those before it, in order, anywhere before the
+caller's own last message), those turns are neither injected again nor stored again: only the
+turns after them are new and kept, and only the thread's older turns that the caller did not send
+are injected (none when the caller's messages start with history of their own). Messages compare
+by role and content, as stored.
+
+One big turn never costs the thread its history. A turn larger than `TURN_BYTES` (a quarter of
+what a thread keeps) is stored shortened: its text cut, marked `[Momor memory: ... shortened ...]`,
+its other parts left out. A remembered turn larger than the mode's whole bound is injected
+shortened to half the bound, so the turns before it still fit.
+
 Memory is per API key: the store namespaces threads by the caller's id, so a chat id sent with
 another key names that key's own thread.
 """
@@ -25,6 +38,7 @@ another key names that key's own thread.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -41,6 +55,11 @@ from ..tokens import MESSAGE_OVERHEAD, text_tokens
 Mode = Literal["auto", "full", "off"]
 CHAT_ID_MAX = 128
 """Characters a chat id may have (a DynamoDB key holds more; a chat id is a name, not a payload)."""
+CHAT_ID_PATTERN = re.compile(rf"[A-Za-z0-9_.:-]{{1,{CHAT_ID_MAX}}}")
+"""A chat id's safe characters: it is echoed in a header (X-Momor-Chat-Id) and keys a DynamoDB item."""
+CHAT_ID_CHARACTERS = "letters A-Z and a-z, digits, and _ . : -"
+TURN_BYTES = store.STORED_BYTES // 4
+"""A turn's JSON content beyond this is stored shortened (one turn never pushes out the thread)."""
 DEFAULT_PREFIX = "chat_default_"
 _CONVERSATION = ("user", "assistant")
 _INSTRUCTIONS = ("system", "developer")
@@ -76,6 +95,10 @@ class Recall:
     thread: store.Thread
     injected: list[dict[str, Any]]
     """The remembered messages this call carries."""
+    fresh: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    """The caller's user and assistant turns the thread does not hold yet: what this call keeps."""
+    resent: int = 0
+    """How many of the thread's last turns the caller's messages already held."""
 
 
 def default_chat_id(caller_id: str) -> str:
@@ -83,14 +106,18 @@ def default_chat_id(caller_id: str) -> str:
 
 
 def recent(turns: list[dict[str, Any]], mode: Mode) -> list[dict[str, Any]]:
-    """The most recent turns within the mode's bound, most recent last."""
+    """The most recent turns within the mode's bound, most recent last. A turn larger than the
+    whole bound is taken shortened to half of it, so it cannot hide every turn before it."""
     bound = BOUNDS.get(mode)
     if bound is None:
         return []
     kept: list[dict[str, Any]] = []
     used = 0
     for turn in reversed(turns):
-        cost = text_tokens(orjson.dumps(turn.get("content")).decode()) + MESSAGE_OVERHEAD
+        cost = _cost(turn)
+        if cost > bound.tokens:
+            turn = shortened(turn, (bound.tokens // 2 - MESSAGE_OVERHEAD) * 4)
+            cost = _cost(turn)
         if len(kept) >= bound.messages or used + cost > bound.tokens:
             break
         kept.append(turn)
@@ -101,13 +128,60 @@ def recent(turns: list[dict[str, Any]], mode: Mode) -> list[dict[str, Any]]:
     return kept
 
 
+def _cost(turn: dict[str, Any]) -> int:
+    return text_tokens(orjson.dumps(turn.get("content")).decode()) + MESSAGE_OVERHEAD
+
+
+def shortened(turn: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    """The turn as is when its content's JSON fits `max_bytes`; else its text cut to fit, with a
+    marker saying so (non-text parts, such as inline images, are left out and counted)."""
+    content = turn.get("content")
+    size = len(orjson.dumps(content))
+    if size <= max_bytes:
+        return turn
+    if isinstance(content, str):
+        text, dropped = content, 0
+    else:
+        parts = content if isinstance(content, list) else []
+        texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        text, dropped = "\n".join(texts), len(parts) - len(texts)
+    left = f" and {dropped} non-text part(s)" if dropped else ""
+    room = max(max_bytes - 200, 0)
+    while True:
+        cut = text.encode()[:room].decode(errors="ignore")
+        marker = (f"\n[Momor memory: this turn was {size} bytes; shortened to its first "
+                  f"{len(cut.encode())} bytes of text{left}]")
+        out = cut + marker
+        over = len(orjson.dumps(out)) - max_bytes
+        if over <= 0 or not cut:
+            return {"role": turn.get("role"), "content": out}
+        room = max(room - over, 0)  # JSON escapes made it longer than its bytes: cut more
+
+
 def said(messages: list[Any]) -> list[dict[str, Any]]:
-    """The user and assistant messages of a request, as written (their content only)."""
+    """The user and assistant messages of a request, as written (their content only). Any other
+    role (system, developer, tool, or one the router does not know) is never a turn."""
     out = []
     for message in messages:
         if isinstance(message, dict) and message.get("role") in _CONVERSATION and message.get("content"):
             out.append({"role": message["role"], "content": message["content"]})
     return out
+
+
+def resent(thread: list[dict[str, Any]], turns: list[dict[str, Any]]) -> tuple[int, int]:
+    """(k, j): `turns[j-k:j]` are the thread's last k turns, the latest such run before the
+    caller's last turn (always new); (0, 0) when the caller's turns do not hold the thread's last."""
+    if not thread:
+        return 0, 0
+    as_stored = [shortened(t, TURN_BYTES) for t in turns]
+    for j in range(len(as_stored) - 1, 0, -1):
+        if as_stored[j - 1] != thread[-1]:
+            continue
+        k = 1
+        while k < j and k < len(thread) and as_stored[j - k - 1] == thread[-k - 1]:
+            k += 1
+        return k, j
+    return 0, 0
 
 
 def answered(assembler: Assembler) -> dict[str, Any] | None:
@@ -133,24 +207,31 @@ def with_memory(
     return dataclasses.replace(call, messages=[*to_canonical(remembered), *call.messages], raw=raw)
 
 
-async def recall(ask: Ask, caller_id: str, chat_id: str) -> Recall:
-    """Load (or, for context false, clear) the thread."""
+async def recall(ask: Ask, caller_id: str, chat_id: str, request_messages: list[Any]) -> Recall:
+    """Load (or, for context false, clear) the thread; what to inject and what is new."""
+    turns = said(request_messages)
     if ask.mode == "off":
         await store.clear(caller_id, chat_id)
-        return Recall(chat_id, caller_id, ask.mode, store.Thread(), [])
+        return Recall(chat_id, caller_id, ask.mode, store.Thread(), [], turns)
     thread = store.Thread() if ask.new else await store.load(caller_id, chat_id)
-    return Recall(chat_id, caller_id, ask.mode, thread, recent(thread.turns, ask.mode))
+    k, j = resent(thread.turns, turns)
+    if k == 0:
+        return Recall(chat_id, caller_id, ask.mode, thread, recent(thread.turns, ask.mode), turns)
+    # The caller holds the thread's last k turns: inject only older ones it lacks, and only when its
+    # messages start with the held turns (history of its own before them means it keeps its own).
+    older = recent(thread.turns[:-k], ask.mode) if j == k else []
+    return Recall(chat_id, caller_id, ask.mode, thread, older, turns[j:], k)
 
 
-async def remember(found: Recall, request_messages: list[Any], assembler: Assembler) -> None:
+async def remember(found: Recall, assembler: Assembler) -> None:
     """Keep the new turn once the answer is complete. A store failure is logged, never the
     caller's problem: the answer is already good."""
     if found.mode == "off":
         return
-    new = said(request_messages)
+    new = [shortened(t, TURN_BYTES) for t in found.fresh]
     answer = answered(assembler)
     if answer is not None:
-        new.append(answer)
+        new.append(shortened(answer, TURN_BYTES))
     if not new:
         return
     try:

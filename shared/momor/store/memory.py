@@ -14,6 +14,8 @@ The item (MOMOR_MEMORY_TABLE, partition key `threadKey`):
 
 A thread keeps at most `STORED_MESSAGES` messages and `STORED_BYTES` of text (the oldest go first):
 enough for the largest injection mode (routing/memory.py), far below DynamoDB's 400 KB item limit.
+routing/memory.py shortens any one turn to a quarter of `STORED_BYTES` before it gets here, so a
+single big turn can push out at most that much of the thread, never all of it.
 Calls go through `dynamo.call` (the hot path's signed POST), like records and rate limits.
 """
 

@@ -4,9 +4,14 @@ The same Chat Completions dialect as `/v1/chat/completions` (same SDK compatibil
 streams: this door is the OpenAI door) plus what seed 003 adds, so an OpenAI SDK with
 `base_url=".../router/v1"` gets the router and one with `".../v1"` keeps seed 001 exactly:
 
-- memory: `chat_id` (or `conversation_id`, `thread_id`, `memory_id`, checked in that order),
-  `new_chat`, `context`; the thread in use comes back as `chat_id` in the JSON answer and as
-  `X-Momor-Chat-Id` (streams too). Loading and keeping turns is routing/memory.py's step.
+- memory: `chat_id` (or `conversation_id`, `thread_id`, `memory_id`, checked in that order; 1 to
+  128 of A-Z a-z 0-9 _ . : -, anything else a 400 before any provider is called, since the id is
+  echoed in a header), `new_chat` (with a chat id too: new wins), `context`; JSON null in any of
+  them means not given. The thread in use comes back as `chat_id` in the JSON answer, on a
+  stream's first chunk, and as `X-Momor-Chat-Id`. Loading and keeping turns is routing/memory.py's step.
+- roles are not validated (seed 003): one Chat Completions does not have goes on as written to a
+  Chat Completions offering, and is read as a user (or, for `model`, `ai`, `bot`, an assistant)
+  message for any other wire; it is never kept as a turn.
 - `prompt`: a user message when `messages` is missing or empty.
 - `model` omitted, unknown, `auto` or `router`: classified (routing/classify.py) and served by
   the provider families in order (routing/families.py); the tier chosen is `X-Momor-Tier`.
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,13 +42,14 @@ from ...api.flow import Prepared, Routed, generate, routed_call
 from ...call import Call
 from ...catalog import Catalog
 from ...errors import MomorError
-from ...events import Assembler
+from ...events import Assembler, Event
 from ...http import json_response
 from ...logs import logger
 from ...routing import families, memory
 from ...routing.classify import classify
 from ...routing.plan import Candidate
 from . import parse as openai
+from . import write as openai_answer
 from .route import OpenAIDoor
 
 PATHS = ("/router/v1/chat/completions", "/router/chat/completions")
@@ -69,28 +76,52 @@ class RouterReply:
 
 
 def read_memory(body: dict[str, Any]) -> memory.Ask:
-    """chat_id (or an alias), new_chat and context, checked. Raises a 400 naming the field."""
+    """chat_id (or an alias), new_chat and context, checked; JSON null is "not given". Raises a 400
+    naming the field. new_chat with a chat id starts the new chat (new wins: the answer names it)."""
     chat_id = None
     for name in CHAT_ID_ALIASES:
         value = body.get(name)
         if value is None:
             continue
-        if not isinstance(value, str) or not value.strip():
-            raise openai.invalid(f"{name} must be a non-empty string.", name)
-        if len(value) > memory.CHAT_ID_MAX:
-            raise openai.invalid(f"{name} must be at most {memory.CHAT_ID_MAX} characters.", name)
+        if not isinstance(value, str) or not memory.CHAT_ID_PATTERN.fullmatch(value):
+            # The value is not echoed: it is the caller's text, and may be anything.
+            raise openai.invalid(f"{name} must be a string of 1 to {memory.CHAT_ID_MAX} characters: "
+                                 f"{memory.CHAT_ID_CHARACTERS}.", name)
         chat_id = value
         break
-    new = body.get("new_chat", False)
-    if not isinstance(new, bool):
+    new = body.get("new_chat")
+    if new is not None and not isinstance(new, bool):
         raise openai.invalid("new_chat must be true or false.", "new_chat")
-    if new and chat_id is not None:
-        raise openai.invalid("new_chat starts a chat of its own: send it without chat_id (or an alias).", "new_chat")
-    context = body.get("context", "auto")
-    mode = _CONTEXT.get(context) if isinstance(context, bool | str) else None
+    context = body.get("context")
+    mode = "auto" if context is None else _CONTEXT.get(context) if isinstance(context, bool | str) else None
     if mode is None:
         raise openai.invalid("context must be true, false, \"auto\" or \"full\".", "context")
-    return memory.Ask(chat_id, mode, new)  # type: ignore[arg-type]
+    return memory.Ask(None if new else chat_id, mode, bool(new))  # type: ignore[arg-type]
+
+
+_ASSISTANT_WORDS = frozenset({"model", "ai", "bot", "chatbot"})
+_CHAT_ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
+
+
+def _known_roles(messages: list[Any]) -> list[Any] | None:
+    """Seed 003 does not validate roles: a message whose role Chat Completions does not have is read
+    as an assistant message when its role names the model (Gemini's `model`, `ai`, `bot`), else as
+    a user message. None when every role is known. The body sent on to a Chat Completions offering
+    keeps the roles as written; memory never keeps such a message (memory.said)."""
+    if all(not isinstance(m, dict) or _known_role(m.get("role")) for m in messages):
+        return None
+    out = []
+    for m in messages:
+        if isinstance(m, dict) and not _known_role(m.get("role")):
+            role = m.get("role")
+            word = role.strip().lower() if isinstance(role, str) else ""
+            m = {**m, "role": "assistant" if word in _ASSISTANT_WORDS else "user"}
+        out.append(m)
+    return out
+
+
+def _known_role(role: Any) -> bool:
+    return isinstance(role, str) and role in _CHAT_ROLES  # a role may be any JSON value, a list too
 
 
 def _messages(body: dict[str, Any]) -> list[Any]:
@@ -124,15 +155,19 @@ class RouterDoor(OpenAIDoor):
         messages = _messages(body)
         route = families.read(body.get("model"), body.get("models"), catalog)
         rest = {k: v for k, v in body.items() if k not in ROUTER_FIELDS}
-        rest["messages"] = messages
-        if route.variant is not None:
+        known = _known_roles(messages)
+        rest["messages"] = messages if known is None else known
+        if route.kind == "model":  # by its canonical name, however the caller named it (a Zen id, a variant)
             rest["model"] = route.selectors[0].name
+        if route.variant is not None:
             rest.setdefault("reasoning_effort", route.variant)  # a Zen variant is a reasoning depth
         if route.kind in ("auto", "family", "tier"):
             # Planned again once the tier is known (router_operation); every model meanwhile.
             rest.pop("models", None)
             rest["model"] = "auto"
         routed = openai.parse(rest)
+        if known is not None and routed.call.raw is not None:  # the wire of the roles as written
+            routed.call = dataclasses.replace(routed.call, raw={**routed.call.raw, "messages": messages})
         routed.written_selectors = openai._written_selectors(body) if route.kind in ("model", "selectors") \
             else body.get("model", "auto")
         if body.get("max_tokens") is None and body.get("max_completion_tokens") is None:
@@ -151,6 +186,27 @@ class RouterDoor(OpenAIDoor):
 
     def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]:
         return {**super().stream_headers(routed, candidate), **_headers(routed.reply)}
+
+    async def stream(
+        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
+    ) -> AsyncIterator[bytes]:
+        """The OpenAI door's stream, with `chat_id` on its first chunk as on a whole answer: a
+        client that reads only the stream (no headers) still learns a new chat's id."""
+        frames = super().stream(request_id, routed, candidate, events)
+        try:
+            async for frame in frames:
+                yield _with_chat_id(frame, routed.reply.chat_id)
+                break
+            async for frame in frames:
+                yield frame
+        finally:
+            await frames.aclose()  # a caller who leaves stops the upstream call, as on the OpenAI route
+
+
+def _with_chat_id(frame: bytes, chat_id: str | None) -> bytes:
+    if chat_id is None or not frame.startswith(b"data: {") or frame.count(b"\n\n") != 1:
+        return frame
+    return openai_answer.data_line({**orjson.loads(frame[6:]), "chat_id": chat_id})
 
 
 def _headers(reply: RouterReply) -> dict[str, str]:
@@ -178,7 +234,7 @@ def operation(backend: Backend) -> Any:
         reply: RouterReply = routed.reply
         reply.chat_id = _chat_id(reply.memory, recorder.caller_id)
         try:
-            found = await memory.recall(reply.memory, recorder.caller_id, reply.chat_id)
+            found = await memory.recall(reply.memory, recorder.caller_id, reply.chat_id, reply.messages)
         except Exception:
             logger.exception("memory not read", extra={"request_id": recorder.request_id})
             raise MomorError("Conversation memory is unavailable; retry shortly.", status=503) from None
@@ -193,12 +249,12 @@ def operation(backend: Backend) -> Any:
         reply.tier = tier
         recorder.router = {
             "route": reply.route.kind, "tier": tier, **note,
-            "memory": {"mode": reply.memory.mode, "injected": len(found.injected)},
+            "memory": {"mode": reply.memory.mode, "injected": len(found.injected), "resent": found.resent},
         }
         p.candidates = families.candidates(reply.route, tier, catalog, routed.prio, routed.needs)
 
         async def keep(assembler: Assembler) -> None:
-            await memory.remember(found, reply.messages, assembler)
+            await memory.remember(found, assembler)
 
         p.after_answer = keep
         return await generate(p)
