@@ -91,7 +91,7 @@ async def _transcribe(p: Prepared) -> Response:
     data = await file_bytes(job.file.value, job.file.type, "file", limit=get_config().max_file_bytes)
     audio = Audio(data, job.file.name, job.file.content_type)
     done = await transcribe(audio, p.candidates, p.recorder, resolve_key=p.resolve_key, language=job.language,
-                            prompt=job.prompt, network_timeout=p.routed.network_timeout)
+                            prompt=job.prompt, network_timeout=p.routed.network_timeout, deadline=p.deadline)
     p.recorder.status_code = 200
     p.recorder.end("complete")
     answer: dict[str, Any] = {"type": "transcript", "text": done.transcript.text}
