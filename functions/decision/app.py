@@ -1,4 +1,9 @@
-"""POST /models/decision: a decision model picks one of the caller's options (seed 000). Never streamed."""
+"""POST /models/decision: a decision model picks one of the caller's options (seed 000).
+
+One JSON answer, served through the streaming bridge all the same (momor.lambda_stream, started by the
+exec wrapper: see template.yaml), because API Gateway cuts a buffered integration at 29 s and a call
+here may take minutes. `handler` (Mangum) stays for running the app buffered by hand.
+"""
 
 from mangum import Mangum
 

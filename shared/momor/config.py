@@ -13,7 +13,10 @@
     limits      MOMOR_RATE_LIMIT (600 requests a window; 0: none), MOMOR_RATE_WINDOW_S (60),
                 MOMOR_MAX_BODY_BYTES (30 MiB), MOMOR_MAX_FILE_BYTES (10 MiB),
                 MOMOR_MAX_FILES_BYTES (20 MiB), MOMOR_MAX_SCHEMA_BYTES (256 KiB): seed 000's
-                defaults, which a deployment may lower but not raise
+                defaults, which a deployment may lower but not raise. On AWS Lambda
+                (AWS_LAMBDA_FUNCTION_NAME set) MOMOR_MAX_BODY_BYTES is 5.87 MB at most (and by
+                default), what an invocation can carry (LAMBDA_MAX_BODY_BYTES), so an inline file
+                is 4.4 MB at most (its base64 is 4/3 of it); a file by URL keeps MOMOR_MAX_FILE_BYTES
     fetching    MOMOR_FETCH_ALLOW (none): hosts and IP networks a caller's file URL may reach although
                 they are not public (egress.py; README "What Momor fetches")
 
@@ -34,6 +37,15 @@ from typing import Any
 from .errors import MomorError
 
 MIB = 1024 * 1024
+
+LAMBDA_MAX_BODY_BYTES = 5_870_000
+"""MOMOR_MAX_BODY_BYTES's default and ceiling on AWS Lambda. Lambda refuses an invocation whose event
+passes 6 MB, and API Gateway's event carries the body next to the request's headers (twice: headers
+and multiValueHeaders), query string and request context; a body past this would not reach Momor,
+and the caller would get API Gateway's error instead of Momor's 413 (README, "Streaming, timeouts
+and logs on Lambda"). It counts 6 MB in decimal and keeps 130 kB for the envelope. JSON bodies
+reach Lambda as text (the API declares no binary media types): one base64-encoded by API Gateway
+would take 4/3 of its size, and this limit would then have to be lowered to 4.4 MB."""
 
 
 class ConfigError(MomorError):
@@ -99,14 +111,30 @@ class Config:
     """Comma-separated host names and IP networks that file URLs (and a Vertex token endpoint) may
     reach although they are loopback, private or link-local; parsed by egress.AllowList."""
 
+    @property
+    def max_inline_file_bytes(self) -> int:
+        """The largest file a body can carry inline: MOMOR_MAX_FILE_BYTES, and no more than the body
+        limit allows once base64 makes it 4/3 of its size (4.4 MB on Lambda). A file by URL is
+        fetched by Momor, outside the body: MOMOR_MAX_FILE_BYTES alone bounds it."""
+        return min(self.max_file_bytes, _decoded_size(self.max_body_bytes))
+
+    @property
+    def max_inline_files_bytes(self) -> int:
+        """All inline files together: MOMOR_MAX_FILES_BYTES, within what the body can carry."""
+        return min(self.max_files_bytes, _decoded_size(self.max_body_bytes))
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
         env = os.environ if env is None else env
+        on_lambda = bool(env.get("AWS_LAMBDA_FUNCTION_NAME"))
         values: dict[str, Any] = {}
         for f in fields(cls):
-            text = (env.get(f.metadata["env"]) or "").strip()
+            meta = _lambda_bounds(f.metadata) if on_lambda else f.metadata
+            text = (env.get(meta["env"]) or "").strip()
             if text:
-                values[f.name] = _read(f.metadata, text)
+                values[f.name] = _read(meta, text)
+        if on_lambda:
+            values.setdefault("max_body_bytes", LAMBDA_MAX_BODY_BYTES)
         config = cls(**values)
         config._check_catalog()
         return config
@@ -125,6 +153,20 @@ class Config:
             raise ConfigError("MOMOR_CATALOG_BUCKET and MOMOR_CATALOG_KEY go together")
 
 
+def _lambda_bounds(meta: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A field's bounds on AWS Lambda: the body limit may not pass what an invocation carries."""
+    if meta["env"] == "MOMOR_MAX_BODY_BYTES":
+        return {**meta, "maximum": LAMBDA_MAX_BODY_BYTES}
+    return meta
+
+
+def _decoded_size(encoded: int) -> int:
+    """The most bytes `encoded` bytes of base64 hold, rounded down to 100 kB past 1 MB (a limit
+    stated as "4.4 MB", not "4402500 bytes")."""
+    size = encoded * 3 // 4
+    return size - size % 100_000 if size >= 1_000_000 else size
+
+
 def _read(meta: Mapping[str, Any], text: str) -> Any:
     name, kind = meta["env"], meta["kind"]
     if kind is str:
@@ -141,16 +183,18 @@ def _read(meta: Mapping[str, Any], text: str) -> Any:
     if meta["minimum"] is not None and value < meta["minimum"]:
         raise ConfigError(f"{name} must be at least {meta['minimum']:g}, not {text!r}")
     if meta["maximum"] is not None and value > meta["maximum"]:
-        raise ConfigError(f"{name} may be at most {meta['maximum']:g} (a deployment may lower this limit, "
+        raise ConfigError(f"{name} may be at most {meta['maximum']:.15g} (a deployment may lower this limit, "
                           f"not raise it), not {text!r}")
     return value * meta["scale"] if meta["scale"] != 1.0 else value
 
 
 def describe_bytes(size: int) -> str:
-    """A byte limit as a person reads it: 30 MiB, 256 KiB, 1000 bytes."""
+    """A byte limit as a person reads it: 30 MiB, 256 KiB, 5.87 MB (Lambda's limits are decimal), 1000 bytes."""
     for unit, scale in (("MiB", MIB), ("KiB", 1024)):
         if size >= scale and size % scale == 0:
             return f"{size // scale} {unit}"
+    if size >= 1_000_000 and size % 10_000 == 0:
+        return f"{size / 1_000_000:g} MB"
     return f"{size} bytes"
 
 

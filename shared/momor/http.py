@@ -60,15 +60,25 @@ async def read_body(request: Request, limit: int | None = None) -> bytes:
     limit = get_config().max_body_bytes if limit is None else limit
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise RequestError(f"The body is larger than {describe_bytes(limit)}.", status=413)
+        raise body_too_large(limit)
     chunks: list[bytes] = []
     size = 0
     async for chunk in request.stream():
         size += len(chunk)
         if size > limit:
-            raise RequestError(f"The body is larger than {describe_bytes(limit)}.", status=413)
+            raise body_too_large(limit)
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+LARGE_FILES_BY_URL = ('Send a large file by URL instead of inline: a File {"type": "url", "value": "https://..."} '
+                      "(an http(s) image_url or a source of type url in the OpenAI and Anthropic dialects).")
+"""What a 413 for a body or an inline file tells the caller: on Lambda the body limit is what an
+invocation can carry (config.LAMBDA_MAX_BODY_BYTES), while a file by URL is fetched by Momor."""
+
+
+def body_too_large(limit: int) -> RequestError:
+    return RequestError(f"The body is larger than {describe_bytes(limit)}. {LARGE_FILES_BY_URL}", status=413)
 
 
 def parse_json_object(body: bytes) -> dict[str, Any]:

@@ -32,3 +32,11 @@ def deadline(scope: Mapping[str, Any]) -> float | None:
     except (TypeError, ValueError):  # a context that cannot say: behave as off Lambda
         return None
     return time.monotonic() + left_ms / 1000 - MARGIN_S
+
+
+def call_end(budget: float, invocation_deadline: float | None) -> float:
+    """When a call made of several exchanges must be over (decision's tries, transcription's attempts):
+    its whole budget (MOMOR_CALL_BUDGET_S) from now, and never past the invocation's `deadline`. A
+    generation's Session works this out for itself; these calls span several, or none."""
+    end = time.monotonic() + budget
+    return end if invocation_deadline is None else min(end, invocation_deadline)

@@ -4,11 +4,15 @@ Lambda's timeout and the call budget were both 300 s, and the budget starts afte
 so a long call was killed by Lambda: a 200 stream cut with no error frame and no record. The
 deadline read from the request scope now bounds new attempts and a stream already under way.
 Nothing here times anything; the `asyncio.timeout` bounds only a hang (what the old code did).
+Decision and transcription calls are bounded the same way (their functions run for minutes now).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
+import threading
 import time
 
 import pytest
@@ -21,12 +25,15 @@ from momor.events import Delta, PartStart
 from momor.lambda_stream.context import LambdaContext
 from momor.lambda_stream.runtime_api import Invocation
 from momor.messages import UserMessage
+from momor.providers.openai_transcribe import Audio
 from momor.routing.attempts import ResolvedKey, Session
 from momor.routing.breaker import Breakers
+from momor.routing.decision import decide
 from momor.routing.plan import plan
 from momor.routing.policy import Policy
 from momor.routing.recorder import Recorder
 from momor.routing.selectors import parse_prioritization, parse_selectors
+from momor.routing.transcribe import transcribe
 
 CATALOG = parse_catalog({
     "providers": [{"name": "a", "wire": "openai_chat", "baseUrl": "http://127.0.0.1:9/v1"}],
@@ -107,3 +114,83 @@ async def test_off_lambda_the_configured_budget_alone_applies():
     for _ in range(20):  # still streaming: no deadline cut it
         await anext(answer.events)
     await answer.close()
+
+
+# --- decision and transcription: several exchanges (or none of the Session's), one deadline ---------
+
+SILENT_CATALOG = {
+    "providers": [{"name": "silent", "wire": "openai_chat", "baseUrl": "http://127.0.0.1:{port}/v1"}],
+    "models": [
+        {"name": "w", "publisher": "p", "kind": "transcription", "tier": "low", "capabilities": {"input": ["audio"]},
+         "offerings": [{"provider": "silent", "id": "w-1", "prices": {"input": 0, "output": 0, "perMinute": 0.006}}]},
+        {"name": "d", "publisher": "p", "tier": "low",
+         "offerings": [{"provider": "silent", "id": "d-1", "prices": {"input": 1, "output": 1}}]},
+    ],
+}
+
+
+@pytest.fixture
+def silent_provider():
+    """A provider that takes the request and never answers: only a deadline ends the wait."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                return
+            held.append(connection)
+
+    threading.Thread(target=accept, daemon=True).start()
+    catalog = json.loads(json.dumps(SILENT_CATALOG).replace("{port}", str(server.getsockname()[1])))
+    yield parse_catalog(catalog), held
+    server.close()
+    for connection in held:
+        connection.close()
+
+
+def _recorder() -> Recorder:
+    return Recorder("rid", "/models/transcribe", "native", streaming=False)
+
+
+def _audio() -> Audio:
+    return Audio(b"RIFF" + b"\0" * 64, "memo.wav", "audio/wav")
+
+
+async def test_a_transcription_ends_by_the_invocations_deadline(silent_provider):
+    catalog, held = silent_provider
+    candidates = plan(catalog, parse_selectors("w", None), parse_prioritization({}), kind="transcription")
+    started = time.monotonic()
+    with pytest.raises(NoCandidateServed):
+        async with asyncio.timeout(HANG_BOUND):  # the policy's own timeouts are 120 s a read
+            await transcribe(_audio(), candidates, _recorder(), resolve_key=lambda c: ResolvedKey("k", "saved"),
+                             deadline=time.monotonic() + 0.5)
+    assert held, "the attempt reached the provider"
+    assert time.monotonic() - started < HANG_BOUND
+
+
+async def test_no_transcription_attempt_starts_past_the_deadline(silent_provider):
+    catalog, held = silent_provider
+    candidates = plan(catalog, parse_selectors("w", None), parse_prioritization({}), kind="transcription")
+    recorder = _recorder()
+    with pytest.raises(NoCandidateServed, match="time budget ran out"):
+        await transcribe(_audio(), candidates, recorder, resolve_key=lambda c: ResolvedKey("k", "saved"),
+                         deadline=time.monotonic() - 1)
+    assert not recorder.attempts and not held
+
+
+async def test_a_decision_ends_by_the_invocations_deadline(silent_provider):
+    catalog, held = silent_provider
+    candidates = plan(catalog, parse_selectors("d", None), parse_prioritization({}))
+    call = Call(system="", messages=[UserMessage(value="yes or no?")])
+    recorder = Recorder("rid", "/models/decision", "native", streaming=False)
+    with pytest.raises(NoCandidateServed):
+        async with asyncio.timeout(HANG_BOUND):
+            await decide(call, ["yes", "no"], candidates, recorder, resolve_key=lambda c: ResolvedKey("k", "saved"),
+                         deadline=time.monotonic() + 0.5)
+    assert held, "the attempt reached the provider"
+    with pytest.raises(NoCandidateServed, match="time budget ran out"):
+        await decide(call, ["yes", "no"], candidates, recorder, resolve_key=lambda c: ResolvedKey("k", "saved"),
+                     deadline=time.monotonic() - 1)

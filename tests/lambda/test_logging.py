@@ -21,8 +21,8 @@ import pytest
 from momor import metrics
 from momor.store.records import Attempt, CallRecord
 
-from . import rie
-from .conftest import Runtime
+from . import logging_app, rie
+from .conftest import Runtime, wait_until
 
 LAMBDA_LEVELS = ["TRACE", "DEBUG", "INFO", "WARN", "ERROR", "FATAL"]
 PYTHON_TO_LAMBDA = {"WARNING": "WARN", "CRITICAL": "FATAL"}
@@ -123,3 +123,25 @@ def test_the_bridges_own_lines_are_json_with_a_level(runtime: Runtime, rest_even
         assert lambda_level(line) != "INFO" or doc.get("level") == "INFO", line
     errors = [json.loads(line) for line in lines if lambda_level(line) == "ERROR"]
     assert any("failed" in e["message"] and "ValueError" in e.get("exception", "") for e in errors), lines
+
+
+@pytest.mark.parametrize("service", ["momor-test-service", None])
+def test_the_bridge_writes_each_log_event_once(runtime: Runtime, rest_event, service, monkeypatch) -> None:
+    """Every event is one line on the process's stdout and stderr together: Powertools' handler and
+    the bridge's root handler each wrote Powertools' lines (and, with POWERTOOLS_SERVICE_NAME unset,
+    every momor.* module's), so CloudWatch had each one twice."""
+    env = {"AWS_LAMBDA_LOG_LEVEL": "TRACE", "POWERTOOLS_LOG_LEVEL": "INFO"}
+    if service:
+        env["POWERTOOLS_SERVICE_NAME"] = service
+    else:  # Powertools' logger is then named `momor`, the parent of every momor.* logger
+        monkeypatch.delenv("POWERTOOLS_SERVICE_NAME", raising=False)
+    bridge = runtime.start("tests.lambda.logging_app:app", env=env)
+    request = runtime.standin.enqueue(rest_event("GET", "/log"))
+    assert runtime.standin.wait_response(request).prelude["statusCode"] == 200
+    wait_until(lambda: "GET /log 200" in bridge.log())  # written just after the response ends
+    bridge.stop()  # stderr goes to the same file (conftest.BridgeProcess): both streams are counted
+
+    messages = [json.loads(line)["message"] for line in bridge.log_path.read_text().splitlines() if line.strip()]
+    for text in (*logging_app.LINES, "GET /log 200"):
+        assert messages.count(text) == 1, (text, messages)
+    assert len(messages) == len(set(messages)), messages  # the bridge's own lines (lifespan, INIT) too

@@ -267,7 +267,8 @@ def test_bridge_buffered_answer(models_stream_fn, stack):
     assert answer.json()["messages"] == [{"type": "content", "value": "Echo: Hello there"}]
 
 
-@pytest.mark.parametrize("function", ["ModelsFunction", "ChatCompletionsFunction", "MessagesFunction"])
+@pytest.mark.parametrize("function", ["ModelsFunction", "ChatCompletionsFunction", "MessagesFunction",
+                                      "DecisionFunction", "TranscribeFunction"])
 def test_a_streaming_function_without_its_exec_wrapper_fails_its_init(build, stack, function):
     """The template's own Handler under the stock runtime client: before, a buffered JSON answer
     (status 200) that API Gateway's STREAM integration cannot read; now an init failure that says why."""
@@ -380,13 +381,16 @@ def test_catalog_function_lists_the_models(catalog_fn, stack, kind):
 
 @pytest.fixture(scope="module")
 def decision_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
-    with rie.LambdaFunction.from_build(build, "DecisionFunction", stack.env("DecisionFunction")) as fn:
+    # As the exec wrapper starts it on Lambda: the streaming bridge (template.yaml), not awslambdaric.
+    with rie.LambdaFunction.from_build(build, "DecisionFunction", stack.env("DecisionFunction"), streaming=True) as fn:
         yield fn
 
 
 @pytest.fixture(scope="module")
 def transcribe_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
-    with rie.LambdaFunction.from_build(build, "TranscribeFunction", stack.env("TranscribeFunction")) as fn:
+    # As the exec wrapper starts it on Lambda: the streaming bridge (template.yaml), not awslambdaric.
+    env = stack.env("TranscribeFunction")
+    with rie.LambdaFunction.from_build(build, "TranscribeFunction", env, streaming=True) as fn:
         yield fn
 
 

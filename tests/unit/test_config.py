@@ -84,3 +84,21 @@ def test_describe_bytes():
     assert describe_bytes(30 * 1024 * 1024) == "30 MiB"
     assert describe_bytes(256 * 1024) == "256 KiB"
     assert describe_bytes(1000) == "1000 bytes"
+
+
+def test_on_lambda_the_body_limit_is_what_an_invocation_carries():
+    """Lambda refuses events past 6 MB: there the body limit defaults to, and may not pass, 5.87 MB,
+    and an inline file (base64: 4/3 of it) to 4.4 MB; a file by URL keeps MOMOR_MAX_FILE_BYTES."""
+    from momor.config import LAMBDA_MAX_BODY_BYTES
+
+    on_lambda = Config.from_env({"AWS_LAMBDA_FUNCTION_NAME": "momor-models"})
+    assert on_lambda.max_body_bytes == LAMBDA_MAX_BODY_BYTES < 6_000_000
+    inline = on_lambda.max_inline_file_bytes
+    assert describe_bytes(inline) == "4.4 MB" and on_lambda.max_inline_files_bytes == inline
+    assert on_lambda.max_file_bytes == 10 * 1024 * 1024
+    with pytest.raises(ConfigError, match="MOMOR_MAX_BODY_BYTES may be at most 5870000"):
+        Config.from_env({"AWS_LAMBDA_FUNCTION_NAME": "f", "MOMOR_MAX_BODY_BYTES": str(30 * 1024 * 1024)})
+    lowered = Config.from_env({"AWS_LAMBDA_FUNCTION_NAME": "f", "MOMOR_MAX_BODY_BYTES": "1000000"})
+    assert lowered.max_inline_file_bytes == 750_000
+    off_lambda = Config.from_env({})
+    assert off_lambda.max_body_bytes == 30 * 1024 * 1024 and off_lambda.max_inline_file_bytes == 10 * 1024 * 1024

@@ -171,14 +171,22 @@ def _configure_logging() -> None:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None:
             reconfigure(line_buffering=True)
-    if not logging.getLogger().handlers:
+    from momor import logs  # Powertools' logger, with its own stdout handler, exists from here on
+
+    root = logging.getLogger()
+    if not root.handlers:
         # JSON with a `level` on every line, at POWERTOOLS_LOG_LEVEL (see momor/logs.py): plain
         # text counts as INFO to Lambda's log-level filter, which dropped the bridge's errors.
-        from momor import logs
-
-        root = logging.getLogger()
         root.addHandler(logs.json_handler())
         root.setLevel(logs.level())
+    # One line per event. Powertools' logger writes its records through its own handler and then
+    # propagates them to the root's, which wrote each a second time: Powertools only keeps a root
+    # handler from repeating them when that handler exists before its logger is made (its
+    # SuppressFilter), and here the logger comes first. With POWERTOOLS_SERVICE_NAME unset its
+    # logger is named `momor`, the parent of every momor.* logger, whose lines were doubled too.
+    # Its records now stop at its handler; every other logger's reach one handler, the root's or
+    # (under `momor`) Powertools'. tests/lambda/test_logging.py counts the lines.
+    logging.getLogger(logs.logger.name).propagate = False
 
 
 def initialize(spec: str, loop: asyncio.AbstractEventLoop | None = None) -> tuple[Mangum, LifespanCycle]:

@@ -21,12 +21,14 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
+from .. import invocation
 from ..call import Call, ToolUse
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..events import Usage
 from ..messages import ContentMessage, Tool, ToolCallMessage, UserMessage
 from .attempts import KeyResolver, Session
 from .plan import Candidate
+from .policy import current_policy
 from .recorder import Recorder
 
 Strategy = Literal["enum", "tool", "text"]
@@ -114,14 +116,18 @@ def _corrected(call: Call, answer: str, options: list[str]) -> Call:
 
 async def decide(
     call: Call, options: list[str], candidates: list[Candidate], recorder: Recorder, *,
-    resolve_key: KeyResolver, network_timeout: float | None = None,
+    resolve_key: KeyResolver, network_timeout: float | None = None, deadline: float | None = None,
 ) -> Decision:
     summaries: list[AttemptSummary] = []
+    # One budget for every try on every candidate, within the invocation (`deadline`): each Session
+    # would otherwise start a budget of its own, and Lambda's timeout would end the call unrecorded.
+    end = invocation.call_end(current_policy().call_budget, deadline)
     for candidate in candidates:
         strategy = strategy_for(candidate)
         held = constrained(call, options, strategy)
         for _ in range(2):  # the answer, then one retry with the options restated
-            session = Session(held, [candidate], recorder, resolve_key=resolve_key, network_timeout=network_timeout)
+            session = Session(held, [candidate], recorder, resolve_key=resolve_key, network_timeout=network_timeout,
+                              deadline=end)
             try:
                 opened = await session.open()  # a final refusal (content policy) propagates, as on POST /models
             except NoCandidateServed as exc:

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 import wave
 from dataclasses import dataclass
 from decimal import Decimal
 
+from .. import invocation
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..providers import wire_for
 from ..providers.base import Target
@@ -38,6 +40,7 @@ TRANSCRIPTION_WIRES: dict[str, str] = {
     "openai_responses": "openai_transcribe",
 }
 """A provider's catalog wire -> the wire module its transcription goes over."""
+OUT_OF_TIME = "the call's time budget ran out"
 
 
 @dataclass(slots=True, frozen=True)
@@ -65,8 +68,11 @@ def _circuit(candidate: Candidate) -> str:
 async def transcribe(
     audio: Audio, candidates: list[Candidate], recorder: Recorder, *, resolve_key: KeyResolver,
     language: str | None = None, prompt: str | None = None, network_timeout: float | None = None,
+    deadline: float | None = None,
 ) -> Transcribed:
+    """`deadline`: the invocation's (momor.invocation); the call's budget ends there at the latest."""
     breakers = process_breakers()
+    end = invocation.call_end(current_policy().call_budget, deadline)
     ordered = [c for c in candidates if breakers.allows(_circuit(c))]
     ordered += [c for c in candidates if c not in ordered]
     summaries: list[AttemptSummary] = []
@@ -78,7 +84,7 @@ async def transcribe(
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, key))
             continue
         done = await _offering(audio, candidate, key, wire_name or "", recorder, summaries,
-                               language=language, prompt=prompt, network_timeout=network_timeout)
+                               language=language, prompt=prompt, network_timeout=network_timeout, end=end)
         if done is not None:
             return done
     tried = [a for a in recorder.attempts if a.status != "skipped"]
@@ -88,6 +94,7 @@ async def transcribe(
 async def _offering(
     audio: Audio, candidate: Candidate, key: ResolvedKey, wire_name: str, recorder: Recorder,
     summaries: list[AttemptSummary], *, language: str | None, prompt: str | None, network_timeout: float | None,
+    end: float,
 ) -> Transcribed | None:
     """Attempts at one offering, retries included: the transcription, or None to fail over."""
     policy, breakers, circuit = current_policy(), process_breakers(), _circuit(candidate)
@@ -96,11 +103,16 @@ async def _offering(
     timeouts = Timeouts(policy.connect_timeout, policy.first_token_timeout, policy.idle_timeout).shortened(
         network_timeout)
     for retry in range(policy.retries + 1):
+        left = end - time.monotonic()
+        if left <= 0:  # no attempt starts past the call's budget (or the invocation's end)
+            summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, OUT_OF_TIME))
+            return None
         timer = recorder.begin(candidate, key.source, key.key)
         breakers.begin(circuit)
         try:
             request = wire.build_request(audio, target, language=language, prompt=prompt)  # type: ignore[attr-defined]
-            transcript = wire.parse_response(await post_multipart(wire, request, target, timeouts=timeouts))
+            exchange = post_multipart(wire, request, target, timeouts=timeouts.shortened(left))
+            transcript = wire.parse_response(await exchange)
         except ProviderError as exc:
             timer.fail(exc)
             (breakers.failure if counts_against_breaker(exc) else breakers.success)(circuit)
@@ -108,9 +120,10 @@ async def _offering(
             if decision == "final":
                 exc.status = exc.upstream_status or 400
                 raise
-            if decision == "retry" and retry < policy.retries and (
+            delay = policy.backoff(retry + 1, exc.retry_after)
+            if decision == "retry" and retry < policy.retries and time.monotonic() + delay < end and (
                     exc.retry_after is None or exc.retry_after <= policy.max_retry_after):
-                await asyncio.sleep(policy.backoff(retry + 1, exc.retry_after))
+                await asyncio.sleep(delay)
                 continue
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail))
             return None

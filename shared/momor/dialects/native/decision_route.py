@@ -34,7 +34,7 @@ class DecisionDoor(NativeDoor):
 async def _decide(p: Prepared) -> Response:
     routed = p.routed
     decision = await decide(routed.call, routed.reply, p.candidates, p.recorder, resolve_key=p.resolve_key,
-                            network_timeout=routed.network_timeout)
+                            network_timeout=routed.network_timeout, deadline=p.deadline)
     p.recorder.status_code = 200
     p.recorder.end("complete")
     p.recorder.finish_reason = "stop"

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ...call import Call, Parameters
 from ...config import describe_bytes, get_config
 from ...errors import RequestError
+from ...http import LARGE_FILES_BY_URL
 from ...messages import File, Message, Tool, attached_files
 from ...routing.plan import Needs
 from ...routing.request import Routed
@@ -212,8 +213,8 @@ def _inline_size(file: File, where: str, limit: int) -> int:
     except (binascii.Error, ValueError):
         raise RequestError(f"{where}: the file {file.name!r} is not valid base64.", param=where) from None
     if size > limit:
-        raise RequestError(f"{where}: the file {file.name!r} is larger than {describe_bytes(limit)}.", status=413,
-                           param=where)
+        raise RequestError(f"{where}: the file {file.name!r} is larger than {describe_bytes(limit)}, the most a file "
+                           f"may be inline. {LARGE_FILES_BY_URL}", status=413, param=where)
     return size
 
 
@@ -224,10 +225,10 @@ def _check_sizes(body: NativeBody) -> None:
     for i, m in enumerate(body.messages):
         for j, f in enumerate(attached_files(m)):
             if f.type == "bytes":
-                total += _inline_size(f, f"messages[{i}].files[{j}]", config.max_file_bytes)
-    if total > config.max_files_bytes:
-        raise RequestError(f"Inline files may be at most {describe_bytes(config.max_files_bytes)} together.",
-                           status=413, param="messages")
+                total += _inline_size(f, f"messages[{i}].files[{j}]", config.max_inline_file_bytes)
+    if total > config.max_inline_files_bytes:
+        raise RequestError(f"Inline files may be at most {describe_bytes(config.max_inline_files_bytes)} together. "
+                           f"{LARGE_FILES_BY_URL}", status=413, param="messages")
     schemas = [t.parameters for t in body.tools]
     if body.response_schema is not None:
         schemas.append(body.response_schema)

@@ -23,7 +23,7 @@ from ...call import Call
 from ...catalog import Catalog
 from ...config import describe_bytes, get_config
 from ...errors import RequestError
-from ...http import json_response
+from ...http import LARGE_FILES_BY_URL, json_response
 from ...messages import File, UserMessage
 from ...providers.openai_transcribe import Audio
 from ...routing.fetch import file_bytes
@@ -65,10 +65,10 @@ def parse(raw: dict[str, Any]) -> Routed:
         raise RequestError(f"file.contentType: {body.file.content_type!r} is not audio; a transcription takes an "
                            "audio file (audio/*).", param="file.contentType")
     if body.file.type == "bytes":  # checked before any provider is planned; a URL is checked as it is fetched
-        limit = get_config().max_file_bytes
+        limit = get_config().max_inline_file_bytes
         if len(body.file.value) * 3 // 4 > limit + 2:  # exact once decoded (routing/fetch.py file_bytes)
-            raise RequestError(f"file: the file {body.file.name!r} is larger than {describe_bytes(limit)}.",
-                               status=413, param="file")
+            raise RequestError(f"file: the file {body.file.name!r} is larger than {describe_bytes(limit)}, the most "
+                               f"a file may be inline. {LARGE_FILES_BY_URL}", status=413, param="file")
     return Routed(
         call=Call(system="", messages=[UserMessage(files=[body.file])]),
         selectors=parse_selectors(body.model, body.models),
@@ -91,7 +91,7 @@ async def _transcribe(p: Prepared) -> Response:
     data = await file_bytes(job.file.value, job.file.type, "file", limit=get_config().max_file_bytes)
     audio = Audio(data, job.file.name, job.file.content_type)
     done = await transcribe(audio, p.candidates, p.recorder, resolve_key=p.resolve_key, language=job.language,
-                            prompt=job.prompt, network_timeout=p.routed.network_timeout)
+                            prompt=job.prompt, network_timeout=p.routed.network_timeout, deadline=p.deadline)
     p.recorder.status_code = 200
     p.recorder.end("complete")
     answer: dict[str, Any] = {"type": "transcript", "text": done.transcript.text}
