@@ -7,14 +7,12 @@ import base64
 
 import pytest
 
-from momor.routing import convert_limits
+from momor.routing import convert_limits, office
 from tests import hostile_files
 from tests.media import pdf_with_text
+from tests.office_files import DOCX, PPTX, XLSX, pptx_bytes, sparse_xlsx
 
 pytestmark = pytest.mark.emulators
-
-DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
 
 def send(momor, data: bytes, name: str = "report.pdf", content_type: str = "application/pdf",
@@ -80,6 +78,20 @@ def test_a_corrupt_office_file_is_a_400(momor, fake, content_type, name):
     refused(send(momor, b"PK\x03\x04 this is no zip", name, content_type), 400, name=name)
     not_office = hostile_files.zip_bomb("hello.txt", 10)  # a zip, but no document in it
     refused(send(momor, not_office, name, content_type), 400, name=name)
+    assert not fake.requests()
+
+
+def test_a_workbook_past_the_row_or_cell_limits_is_a_413(momor, fake):
+    refused(send(momor, sparse_xlsx("Z30000"), "sheet.xlsx", XLSX), 413, "cells", name="sheet.xlsx")  # 780,000
+    refused(send(momor, sparse_xlsx("A100001"), "sheet.xlsx", XLSX), 413, "rows", name="sheet.xlsx")
+    assert not fake.requests()
+    fits = send(momor, sparse_xlsx("C10"), "sheet.xlsx", XLSX)
+    assert fits.status_code == 200, fits.text
+
+
+def test_a_deck_past_the_slide_limit_is_a_413(momor, fake, monkeypatch):
+    monkeypatch.setattr(office, "MAX_SLIDES", 1)  # the deck has two
+    refused(send(momor, pptx_bytes(), "deck.pptx", PPTX), 413, "2 slides", name="deck.pptx")
     assert not fake.requests()
 
 

@@ -5,66 +5,18 @@ text, and an image becomes a description by the cheapest model in the catalog th
 from __future__ import annotations
 
 import base64
-import io
 import json
 
 import pytest
 
 from tests.fakes.script import reply
+from tests.office_files import DOCX, PPTX, XLSX, docx_bytes, pptx_bytes, xlsx_bytes
 
 pytestmark = pytest.mark.emulators
 
-DOCX = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
-XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-PPTX = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAF"
                        "BQIAX8jx0gAAAABJRU5ErkJggg==")
 """A 1x1 red PNG."""
-
-
-def docx_bytes() -> bytes:
-    from docx import Document
-
-    document = Document()
-    document.add_heading("Quarterly report", level=1)
-    document.add_paragraph("Revenue grew by 12 percent.")
-    table = document.add_table(rows=2, cols=2)
-    for r, row in enumerate([("Region", "Sales"), ("North", "40")]):
-        for c, value in enumerate(row):
-            table.cell(r, c).text = value
-    document.add_paragraph("Costs stayed flat.")
-    out = io.BytesIO()
-    document.save(out)
-    return out.getvalue()
-
-
-def xlsx_bytes() -> bytes:
-    from openpyxl import Workbook
-
-    workbook = Workbook()
-    sheet = workbook.active
-    sheet.title = "Sales"
-    for row in [("Region", "Units"), ("North", 12), ("South", 30)]:
-        sheet.append(row)
-    workbook.create_sheet("Costs").append(("Rent", 1500))
-    out = io.BytesIO()
-    workbook.save(out)
-    return out.getvalue()
-
-
-def pptx_bytes() -> bytes:
-    from pptx import Presentation
-
-    deck = Presentation()
-    slide = deck.slides.add_slide(deck.slide_layouts[1])
-    slide.shapes.title.text = "Roadmap"
-    slide.placeholders[1].text = "Ship the router in March."
-    slide.notes_slide.notes_text_frame.text = "Mention the budget."
-    second = deck.slides.add_slide(deck.slide_layouts[5])
-    second.shapes.title.text = "Thanks"
-    out = io.BytesIO()
-    deck.save(out)
-    return out.getvalue()
 
 
 def bytes_file(data: bytes, name: str, content_type: str) -> dict:
