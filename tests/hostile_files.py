@@ -4,6 +4,7 @@ by hand, byte by byte, so each holds exactly the trap it is named for."""
 from __future__ import annotations
 
 import io
+import struct
 import zipfile
 import zlib
 
@@ -65,3 +66,25 @@ def zip_bomb(name: str, inflated: int) -> bytes:
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
         archive.writestr(name, b"\0" * inflated)
     return out.getvalue()
+
+
+def lying_zip(name: str, inflated: int, declared: int, *, matching_crc: bool = False,
+              others: dict[str, bytes] | None = None) -> bytes:
+    """A zip of `others` and, last, a member `name` that inflates to `inflated` zero bytes but declares
+    `declared`; with `matching_crc`, its CRC is that of the first `declared` bytes, so a reader that
+    stops at the declared size finds nothing wrong."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for other, body in (others or {}).items():
+            archive.writestr(other, body)
+        with archive.open(name, "w") as member:
+            for _ in range(inflated // 1_000_000):
+                member.write(b"\0" * 1_000_000)
+        local = archive.getinfo(name).header_offset
+    data = bytearray(out.getvalue())
+    central = data.rfind(b"PK\x01\x02")  # the last member's entry in the central directory
+    for header, size_at, crc_at in ((local, 22, 14), (central, 24, 16)):
+        struct.pack_into("<I", data, header + size_at, declared)
+        if matching_crc:
+            struct.pack_into("<I", data, header + crc_at, zlib.crc32(b"\0" * declared))
+    return bytes(data)

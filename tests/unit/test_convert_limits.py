@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import struct
 import threading
+import tracemalloc
 import zipfile
 import zlib
 
@@ -14,8 +16,10 @@ from pypdf.errors import PdfReadError, PdfStreamError
 from momor.errors import RequestError
 from momor.routing import convert_limits
 from momor.routing.convert_limits import Budget, Refused, guarded, run
+from momor.routing.office import docx_text
 from momor.routing.processors import pdf_text
 from tests import hostile_files
+from tests.office_files import docx_bytes
 
 
 async def test_a_conversion_runs_off_the_event_loop():
@@ -88,3 +92,21 @@ def test_the_text_cap_counts_every_piece():
     with pytest.raises(Refused) as caught:
         budget.text("b")
     assert caught.value.status == 413
+
+
+@pytest.mark.parametrize("matching_crc", [False, True])
+def test_an_office_zip_that_lies_about_its_sizes_is_never_inflated_whole(matching_crc):
+    """300 MB of zeros declared as 1 KB: zipfile's own read() of such a member took 600 MB; the
+    converter reads a megabyte at a time and stops at the declared size."""
+    with zipfile.ZipFile(io.BytesIO(docx_bytes())) as real:  # a Word file but for its main part
+        parts = {n: real.read(n) for n in real.namelist() if n != "word/document.xml"}
+    bomb = hostile_files.lying_zip("word/document.xml", 300_000_000, 1000, matching_crc=matching_crc, others=parts)
+    tracemalloc.start()
+    try:
+        with pytest.raises(Refused) as caught:
+            guarded(docx_text, bomb, Budget())
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.status == 400
+    assert peak < 20_000_000, peak

@@ -45,8 +45,8 @@ MAX_SHEET_ROWS = 100_000
 MAX_SHEET_CELLS = 500_000
 """Cells read over a whole workbook, empty ones included: a sparse sheet is still work."""
 MAX_UNZIPPED_BYTES = 64 * 1024 * 1024
-"""What an office file (a zip) may inflate to, by its members' declared sizes. zipfile never
-inflates a member past its declared size (it stops and fails the CRC), so the declaration binds."""
+"""What an office file (a zip) may inflate to: its members' declared sizes, and what they really
+inflate to (office.honest_zip)."""
 MAX_ZIP_MEMBERS = 10_000
 PDF_STREAM_BYTES = 25_000_000
 """What one PDF stream may inflate to (pypdf's default is 75 MB)."""
@@ -57,6 +57,7 @@ WORKERS = 2
 UNREADABLE: tuple[type[BaseException], ...] = (
     ValueError, KeyError, TypeError, AssertionError, IndexError, AttributeError, LookupError, OverflowError,
     NotImplementedError, EOFError, OSError, zlib.error, struct.error, zipfile.BadZipFile, UnicodeError,
+    SyntaxError,  # XML parsers' errors (lxml's XMLSyntaxError, ElementTree's ParseError) are SyntaxErrors
 )
 """What parsing libraries raise on corrupt input besides their own errors (pypdf leaks all of these).
 Anything else is refused all the same, and logged, so a new failure mode is seen."""

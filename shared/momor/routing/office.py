@@ -3,9 +3,10 @@
 The libraries are the maintained pure-Python ones (python-docx, openpyxl, python-pptx; lxml and
 Pillow under them ship manylinux wheels for x86_64 and aarch64), imported when a file needs them.
 Each extractor runs under convert_limits.py: its loop checks the budget between paragraphs, rows
-and slides, and every file is first checked as a zip (members, inflated size) before a library
-inflates anything. python-docx and python-pptx parse XML without resolving entities; openpyxl uses
-the standard library's expat, whose own amplification limits stop an entity bomb.
+and slides, and the library never opens the caller's zip, only a copy re-packed a megabyte at a
+time within the inflated-size limit (honest_zip). python-docx and python-pptx parse XML without
+resolving entities; openpyxl uses the standard library's expat, whose own amplification limits stop
+an entity bomb.
 """
 
 from __future__ import annotations
@@ -25,27 +26,67 @@ from .convert_limits import (
 )
 
 
-def check_zip(data: bytes) -> None:
-    """Refuse an office file that would inflate past the limits, by its members' declared sizes
-    (zipfile never inflates a member past its declared size: it stops and fails the CRC)."""
+def honest_zip(data: bytes, budget: Budget) -> io.BytesIO:
+    """The office file re-packed (stored, uncompressed) from what its members really inflate to,
+    read a megabyte at a time, for the library to open instead of the caller's bytes.
+
+    A zip's declared sizes do not bind a library that reads a member whole: zipfile's read() inflates
+    all of the member's compressed bytes in one call and only then cuts the output to the declared
+    size (a 300 KB member declared as 1 KB took 600 MB of memory). Read in chunks, zipfile stops at
+    the declared size and checks the CRC, so what is copied here is bounded by MAX_UNZIPPED_BYTES,
+    and the copy's declarations are true."""
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            members = archive.infolist()
+        source = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
         raise Refused(400, "is not an office document (not a zip archive)") from None
+    members = [m for m in source.infolist() if not m.is_dir()]
     if len(members) > MAX_ZIP_MEMBERS:
         raise Refused(413, f"holds more than {MAX_ZIP_MEMBERS:,} parts")
+    too_big = Refused(413, f"inflates to more than {MAX_UNZIPPED_BYTES // (1024 * 1024)} MiB")
     if sum(m.file_size for m in members) > MAX_UNZIPPED_BYTES:
-        raise Refused(413, f"inflates to more than {MAX_UNZIPPED_BYTES // (1024 * 1024)} MiB")
+        raise too_big
+    out, total = io.BytesIO(), 0
+    try:
+        with source, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as copy:
+            for member in members:
+                with source.open(member) as part, copy.open(member.filename, "w") as target:
+                    while chunk := part.read(_CHUNK):
+                        total += len(chunk)
+                        if total > MAX_UNZIPPED_BYTES:
+                            raise too_big
+                        budget.check()
+                        target.write(chunk)
+    except zipfile.BadZipFile as exc:
+        raise Refused(400, f"is a damaged zip ({exc})") from None
+    out.seek(0)
+    return out
+
+
+_CHUNK = 1024 * 1024
+
+
+def _unreadable(what: str, exc: Exception) -> Refused:
+    """A library's own error for a file it cannot read (other errors: convert_limits.guarded)."""
+    return Refused(400, f"is not a {what} that can be read ({type(exc).__name__})")
 
 
 def docx_text(data: bytes, budget: Budget) -> str:
-    check_zip(data)
+    package = honest_zip(data, budget)
     from docx import Document
+    from docx.exceptions import PythonDocxError
+    from docx.opc.exceptions import OpcError
+
+    try:
+        return _docx_lines(Document(package), budget)
+    except (OpcError, PythonDocxError) as exc:
+        raise _unreadable("Word document", exc) from None
+
+
+def _docx_lines(document: Any, budget: Budget) -> str:
     from docx.table import Table
 
     lines: list[str] = []
-    for block in Document(io.BytesIO(data)).iter_inner_content():
+    for block in document.iter_inner_content():
         budget.check()
         if isinstance(block, Table):
             lines.extend(budget.text(_row(cell.text for cell in row.cells)) for row in block.rows)
@@ -59,10 +100,14 @@ def _row(values: Any) -> str:
 
 
 def xlsx_text(data: bytes, budget: Budget) -> str:
-    check_zip(data)
+    package = honest_zip(data, budget)
     from openpyxl import load_workbook
+    from openpyxl.utils.exceptions import InvalidFileException
 
-    workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+    try:
+        workbook = load_workbook(package, read_only=True, data_only=True)
+    except InvalidFileException as exc:
+        raise _unreadable("workbook", exc) from None
     rows = cells = 0
     lines: list[str] = []
     try:
@@ -82,10 +127,14 @@ def xlsx_text(data: bytes, budget: Budget) -> str:
 
 
 def pptx_text(data: bytes, budget: Budget) -> str:
-    check_zip(data)
+    package = honest_zip(data, budget)
     from pptx import Presentation
+    from pptx.exc import PythonPptxError
 
-    slides = Presentation(io.BytesIO(data)).slides
+    try:
+        slides = Presentation(package).slides
+    except PythonPptxError as exc:
+        raise _unreadable("presentation", exc) from None
     if len(slides) > MAX_SLIDES:
         raise Refused(413, f"has {len(slides)} slides; Momor converts at most {MAX_SLIDES}")
     lines: list[str] = []
