@@ -156,3 +156,23 @@ def test_directed_image_through_a_named_model_asks_for_a_description(momor, fake
     assert any(c["type"] == "image" for c in content)
     assert "Describe the attached image" in " ".join(c.get("text", "") for c in content)
     assert "Echo: Describe the attached image" in sent_text(fake.requests("deepinfra")[-1])
+
+
+def test_a_file_by_address_is_fetched_for_a_converting_model_whose_wire_takes_only_bytes(momor, fake):
+    """Directed through gpt-5-mini (Chat Completions takes a PDF only as bytes): fetched once for it."""
+    from tests.media import pdf_with_text
+
+    from .fileserver import FileServer
+
+    pdf = pdf_with_text("Seven swans swimming.")
+    with FileServer({"/report.pdf": (pdf, "application/pdf")}) as files:
+        file = {"type": "url", "value": f"{files.url}/report.pdf", "name": "report.pdf",
+                "contentType": "application/pdf"}
+        processing = {"type": "directed", "types": {"application/pdf": "gpt-5-mini"}}
+        response = momor.post("/models", body(file, processing=processing))
+    assert response.status_code == 200, response.text
+    (extraction,) = fake.requests("openai")
+    document = next(p for p in user_parts(extraction) if p["type"] == "file")
+    assert base64.b64decode(document["file"]["file_data"].split(",", 1)[1]) == pdf
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [(c["to"], c["by"]) for c in record["conversions"]] == [("bytes", "fetch"), ("text", "gpt-5-mini")]
