@@ -96,7 +96,7 @@ def test_auto_describes_an_image_for_a_text_only_model_through_a_vision_model(mo
     assert image["image_url"]["url"] == "data:image/png;base64," + base64.b64encode(PNG).decode()
     assert "Describe the attached image" in next(p["text"] for p in parts if p["type"] == "text")
     text = sent_text(fake.requests("deepinfra")[-1])
-    assert "--- dot.png (image/png, as text) ---\nA single red pixel on nothing." in text
+    assert "--- dot.png (image/png, as described by a model) ---\nA single red pixel on nothing." in text
     record = momor.record(response.headers["x-momor-request-id"])
     (conversion,) = record["conversions"]
     assert conversion["by"] == "gpt-5-mini" and conversion["provider"] == "openai" and conversion["to"] == "text"

@@ -258,7 +258,9 @@ async def converted_messages(messages: list[Any], choose: Chooser, converter: Co
             if isinstance(result, File):
                 kept.append(result)
             else:
-                texts.append(f"--- {file.name} ({file.content_type}, as text) ---\n{result}")
+                # An image's text is a model's account of it, and the reading model is told so.
+                as_what = "as described by a model" if media_kind(file.content_type) == "image" else "as text"
+                texts.append(f"--- {file.name} ({file.content_type}, {as_what}) ---\n{result}")
         out.append(_with_files(message, kept, texts))
     return out
 
