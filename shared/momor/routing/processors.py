@@ -24,6 +24,7 @@ pay for them.
 from __future__ import annotations
 
 import io
+import logging
 
 from . import office
 from .convert_limits import MAX_PDF_PAGES, PDF_STREAM_BYTES, PDF_STREAM_TOKENS, Budget, Extractor, Refused, run
@@ -45,6 +46,10 @@ them), so `auto` converts them for every model. Legacy .doc/.xls/.ppt and macro-
 def pdf_text(data: bytes, budget: Budget) -> str:
     from pypdf import PdfReader, apply_configuration  # imported when used: most calls convert nothing
     from pypdf.errors import FileNotDecryptedError, LimitReachedError, PyPdfError
+
+    # pypdf warns of every flaw it reads past, quoting the file's bytes: a caller's file does not
+    # belong in the logs, and what it cannot read past it raises.
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
 
     def visit(*_: object) -> None:
         budget.check()  # between drawing operators: one page's text can take long to extract
