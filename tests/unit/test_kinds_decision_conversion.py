@@ -100,6 +100,20 @@ def test_auto_choice_per_candidate():
     assert auto_choice(_file("audio/wav"), claude) == "transcription"
     assert auto_choice(_file("text/csv"), claude) == "plain-text"
     assert auto_choice(_file("application/zip"), claude) is None
+    assert auto_choice(_file("image/png"), talk) == "image-description"
+    assert auto_choice(_file("image/png"), claude) is None
+
+
+@pytest.mark.parametrize(("content_type", "processor"), [
+    ("application/vnd.openxmlformats-officedocument.wordprocessingml.document", "docx-text"),
+    ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "xlsx-text"),
+    ("Application/vnd.openxmlformats-officedocument.presentationml.presentation", "pptx-text"),
+])
+def test_auto_converts_office_documents_for_every_model(content_type, processor):
+    for name in ("talk", "claude"):  # no wire carries them, whatever the model reads
+        candidate = plan(CATALOG, parse_selectors(name, None), PRIO)[0]
+        assert auto_choice(_file(content_type), candidate) == processor
+        assert auto_choice(_file(content_type, "url"), candidate) == processor
 
 
 def test_auto_fetches_what_a_wire_takes_only_as_bytes():

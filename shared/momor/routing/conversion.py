@@ -6,17 +6,20 @@ each candidate is sent.
 
 - `none`: files go as they are.
 - `auto`: for each candidate, what its model cannot read (catalog `capabilities.input`) is
-  converted: a PDF to its text (pdf-text), audio to a transcript (transcription), a text file to
-  inline text (plain-text); and a file given by URL that the candidate's wire takes only as bytes is
-  fetched (routing/fetch.py: timeout, size limit, no redirect to a private address).
+  converted: a PDF to its text (pdf-text), audio to a transcript (transcription), an image to a
+  description by a model that reads images (image-description), a text file to inline text
+  (plain-text); office documents (docx, xlsx, pptx), which no wire carries, always to their text;
+  and a file given by URL that the candidate's wire takes only as bytes is fetched (routing/fetch.py).
 - `directed`: `types` maps a media type, or a prefix ending in `*`, to a processor (processors.py)
   or a model's name; each matching file is converted for every candidate. A transcription model
-  transcribes; a chat model is asked for the file's text (a buffered call of its own).
+  transcribes; a chat model is asked for the file's text (an image's description), a buffered call
+  of its own.
 
 A converted file leaves the message and its text joins the message's text (a user message's value,
 a tool result's content), under a line naming the file. Each conversion is done once per call,
 whichever candidates need it, and listed on the record with what it cost (conversions made through
-a model keep their own attempts off the call's: they are not who answered).
+a model keep their own attempts off the call's: they are not who answered). Local conversions run
+off the event loop within limits (convert_limits.py); a file they refuse is a 4xx naming it.
 """
 
 from __future__ import annotations
@@ -30,13 +33,13 @@ from typing import Any
 from ..call import Call
 from ..catalog import Catalog
 from ..config import get_config
-from ..errors import RequestError
+from ..errors import RequestError, RoutingError
 from ..messages import ContentMessage, File, ToolResultMessage, UserMessage, attached_files
 from ..providers.openai_transcribe import Audio
 from . import processors
 from .attempts import KeyResolver, Session
 from .fetch import fetch_url, file_bytes
-from .plan import Candidate, plan
+from .plan import Candidate, Needs, plan
 from .recorder import Recorder
 from .selectors import Prioritization, Selector
 from .transcribe import transcribe
@@ -52,6 +55,8 @@ not listed takes nothing by address)."""
 
 EXTRACT_PROMPT = ("Write out the full text content of the attached file, exactly and completely, with no "
                   "commentary. For audio, write the transcript.")
+DESCRIBE_PROMPT = ("Describe the attached image for a reader who cannot see it: what it shows, how it is laid out, "
+                   "and any text in it, written out exactly. Give only the description, with no commentary.")
 
 
 def media_kind(content_type: str) -> str:
@@ -109,20 +114,24 @@ class Converter:
             data, _ = await fetch_url(file.value, where, limit=limit)
             self._note(file, where, "bytes", "fetch")
             return File(type="bytes", value=_b64(data), name=file.name, contentType=file.content_type)
-        if how in (processors.PDF_TEXT, processors.PLAIN_TEXT):
+        if how in processors.LOCAL:
             data = await file_bytes(file.value, file.type, where, limit=limit)
-            text = (processors.pdf_text if how == processors.PDF_TEXT else processors.plain_text)(data, where)
+            text = await processors.local_text(how, data, where, file.name)
             self._note(file, where, "text", how)
             return text
         if how == processors.TRANSCRIPTION:
             return await self._transcribed(file, where, None)
+        if how == processors.IMAGE_DESCRIPTION:
+            return await self._described(file, where)
         model = next((m for m in self.catalog.models if m.name.lower() == how.lower()), None)
         if model is None:
             raise RequestError(f"fileProcessing.types: {how!r} is neither a processor ({', '.join(processors.NAMES)}) "
                                "nor a model in the catalog.", param="fileProcessing.types")
         if model.kind == "transcription":
             return await self._transcribed(file, where, model.name)
-        return await self._through_model(file, where, model.name)
+        candidates = plan(self.catalog, [Selector(name=model.name)], self.prio)
+        prompt = DESCRIBE_PROMPT if media_kind(file.content_type) == "image" else EXTRACT_PROMPT
+        return await self._through_model(file, where, candidates, prompt)
 
     async def _transcribed(self, file: File, where: str, model: str | None) -> str:
         if media_kind(file.content_type) != "audio":
@@ -136,11 +145,38 @@ class Converter:
         self._note(file, where, "transcript", done.candidate.model.name, done.candidate.provider.name, sub)
         return done.transcript.text
 
-    async def _through_model(self, file: File, where: str, model: str) -> str:
-        candidates = plan(self.catalog, [Selector(name=model)], self.prio)
-        call = Call(system="", messages=[UserMessage(value=EXTRACT_PROMPT, files=[file])])
+    def vision_candidates(self) -> list[Candidate]:
+        """The chat offerings whose model reads images, as the caller's selectors-free `auto` would
+        plan them (cheapest first, the caller's prioritization applied): who describes an image."""
+        try:
+            planned = plan(self.catalog, [Selector()], self.prio, Needs(media=frozenset({"image"})))
+        except RoutingError:
+            return []
+        return [c for c in planned if "image" in c.model.capabilities.input]
+
+    async def _described(self, file: File, where: str) -> str:
+        if media_kind(file.content_type) != "image":
+            raise RequestError(f"{where}: only images can be described, not {file.content_type!r}.", param=where)
+        candidates = self.vision_candidates()
+        if not candidates:
+            raise RequestError(f"{where}: no model that reads images may describe {file.name!r} on this call.",
+                               param=where)
+        return await self._through_model(file, where, candidates, DESCRIBE_PROMPT)
+
+    async def _through_model(self, file: File, where: str, candidates: list[Candidate], prompt: str) -> str:
+        call = Call(system="", messages=[UserMessage(value=prompt, files=[file])])
         sub = self._sub_recorder()
-        session = Session(call, candidates, sub, resolve_key=self.resolve_key, network_timeout=self.network_timeout)
+
+        async def fetched_for(call: Call, candidate: Candidate) -> Call:
+            # The file by address to a wire that takes it only as bytes: fetched (once) for that one.
+            if file.type != "url" or media_kind(file.content_type) in URL_MEDIA.get(candidate.provider.wire, ()):
+                return call
+            fetched = await self.convert(file, where, "fetch")
+            assert isinstance(fetched, File)
+            return dataclasses.replace(call, messages=[UserMessage(value=prompt, files=[fetched])])
+
+        session = Session(call, candidates, sub, resolve_key=self.resolve_key, network_timeout=self.network_timeout,
+                          adjust=fetched_for)
         answer = await session.open()
         async for _ in answer.events:
             pass
@@ -179,12 +215,16 @@ def directed_choice(content_type: str, types: dict[str, str]) -> str | None:
 
 def auto_choice(file: File, candidate: Candidate) -> str | None:
     """What `auto` does with a file for one candidate: a processor, "fetch", or None (send as is)."""
+    office = processors.OFFICE_TYPES.get(file.content_type.split(";", 1)[0].strip().lower())
+    if office is not None:  # no wire carries an office document
+        return office
     kind = media_kind(file.content_type)
     readable = set(candidate.model.capabilities.input)
     if kind == "text":  # no wire takes a text attachment; other binary types are left for the wire to refuse
         return processors.PLAIN_TEXT if _textual(file.content_type) else None
     if kind not in readable:
-        return {"pdf": processors.PDF_TEXT, "audio": processors.TRANSCRIPTION}.get(kind)
+        return {"pdf": processors.PDF_TEXT, "audio": processors.TRANSCRIPTION,
+                "image": processors.IMAGE_DESCRIPTION}.get(kind)
     if file.type == "url" and kind not in URL_MEDIA.get(candidate.provider.wire, frozenset()):
         return "fetch"
     return None
@@ -218,7 +258,9 @@ async def converted_messages(messages: list[Any], choose: Chooser, converter: Co
             if isinstance(result, File):
                 kept.append(result)
             else:
-                texts.append(f"--- {file.name} ({file.content_type}, as text) ---\n{result}")
+                # An image's text is a model's account of it, and the reading model is told so.
+                as_what = "as described by a model" if media_kind(file.content_type) == "image" else "as text"
+                texts.append(f"--- {file.name} ({file.content_type}, {as_what}) ---\n{result}")
         out.append(_with_files(message, kept, texts))
     return out
 
@@ -252,13 +294,18 @@ def prepare(call: Call, mode: str, types: dict[str, str] | None,
             return await converted_messages(call.messages, directed, converter)
 
         return for_any
-    # With no transcription model in the catalog, auto leaves audio as it is (the wire decides).
+    # With no transcription model in the catalog, auto leaves audio as it is (the wire decides); the
+    # same for images when no model the call may use reads them.
     can_transcribe = any(m.kind == "transcription" and m.tier for m in converter.catalog.models)
+    can_describe = bool(converter.vision_candidates())
 
     async def for_candidate(candidate: Candidate) -> list[Any]:
         def choose(file: File) -> str | None:
             how = auto_choice(file, candidate)
-            return None if how == processors.TRANSCRIPTION and not can_transcribe else how
+            if (how == processors.TRANSCRIPTION and not can_transcribe) or (
+                    how == processors.IMAGE_DESCRIPTION and not can_describe):
+                return None
+            return how
 
         return await converted_messages(call.messages, choose, converter)
 
