@@ -182,11 +182,14 @@ def test_a_cold_start_from_the_built_layers_compiles_nothing(tmp_path):
     assert not from_source, f"compiled at import: {from_source[:5]}"
 
 
-def translated(*overrides: str) -> dict[str, Any]:
-    """SAM's own translation of the template (tests/lambda/sam_translate.py), with parameter overrides."""
+def translated(*overrides: str, code: dict[str, Path] | None = None) -> dict[str, Any]:
+    """What CloudFormation makes of the template (tests/lambda/sam_translate.py: `sam package`, then
+    AWS::LanguageExtensions, then SAM's translator), with parameter overrides (`Name=Value`) and
+    `code`: resources whose code is packaged from a folder (the others get a fixed placeholder)."""
     python = rie.SAM_VENV / "bin" / "python"
+    folders = [arg for logical_id, folder in (code or {}).items() for arg in ("--code", f"{logical_id}={folder}")]
     done = subprocess.run([str(python), str(ROOT / "tests" / "lambda" / "sam_translate.py"), str(rie.TEMPLATE),
-                           *overrides], capture_output=True, text=True, timeout=300, env=rie.sam_env())
+                           *folders, *overrides], capture_output=True, text=True, timeout=300, env=rie.sam_env())
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
@@ -198,9 +201,12 @@ def test_snapstart_is_a_parameter_and_the_api_invokes_the_snapshotted_versions()
     assert T["Parameters"]["SnapStart"]["AllowedValues"] == ["None", "PublishedVersions"]
     assert T["Parameters"]["SnapStart"]["Default"] == "None"
     resources = translated()["Resources"]
+    switched_on = translated("SnapStart=PublishedVersions")["Resources"]
     for function in STREAMING:
-        # CloudFormation resolves the parameter: PublishedVersions, or None (off).
-        assert resources[function]["Properties"]["SnapStart"] == {"ApplyOn": {"Ref": "SnapStart"}}
+        # The parameter's value (the LanguageExtensions transform resolves it): None (off) by default.
+        assert props(function)["SnapStart"] == {"ApplyOn": {"Ref": "SnapStart"}}
+        assert resources[function]["Properties"]["SnapStart"] == {"ApplyOn": "None"}
+        assert switched_on[function]["Properties"]["SnapStart"] == {"ApplyOn": "PublishedVersions"}
         alias = resources[f"{function}Aliaslive"]
         assert alias["Type"] == "AWS::Lambda::Alias"
         version = alias["Properties"]["FunctionVersion"]["Fn::GetAtt"][0]
@@ -216,13 +222,115 @@ def test_snapstart_is_a_parameter_and_the_api_invokes_the_snapshotted_versions()
     assert not any(json.dumps({"Ref": f}) in targets for f in STREAMING)
 
 
+# --- every deployment that changes what a function runs publishes a version --------------------------
+#
+# API Gateway invokes an aliased function's alias, so code or settings that reach $LATEST without a new
+# version never reach a caller. SAM publishes one only when the version's logical id changes.
+
+ALIASED = sorted(f for f in FUNCTIONS if "AutoPublishAlias" in props(f))
+
+
+def version_ids(resources: dict[str, Any]) -> dict[str, str]:
+    """Each aliased function's published version: the logical id its alias points at."""
+    found = {}
+    for function in ALIASED:
+        alias = resources[f"{function}Alias{props(function)['AutoPublishAlias']}"]
+        found[function] = alias["Properties"]["FunctionVersion"]["Fn::GetAtt"][0]
+        assert resources[found[function]]["Type"] == "AWS::Lambda::Version"
+    return found
+
+
+def parameters_in(value: Any) -> set[str]:
+    """Template parameters a value refers to (Ref, or ${Name} in a Sub)."""
+    names = set(T["Parameters"])
+    if isinstance(value, dict):
+        if set(value) == {"Ref"}:
+            return {value["Ref"]} & names
+        if set(value) == {"Fn::Sub"}:
+            text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
+            return set(re.findall(r"\$\{([A-Za-z0-9]+)\}", text)) & names
+        return set().union(*(parameters_in(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(parameters_in(v) for v in value))
+    return set()
+
+
+def function_parameters() -> list[str]:
+    """Parameters that become something an aliased function runs with: referenced from Globals'
+    function settings or the function's own properties (its IAM policies apart: they are the role's)."""
+    found = parameters_in(T["Globals"]["Function"])
+    for function in ALIASED:
+        found |= parameters_in({k: v for k, v in props(function).items() if k != "Policies"})
+    return sorted(found)
+
+
+def another_value(name: str) -> str:
+    spec = T["Parameters"][name]
+    default = spec.get("Default")
+    if "AllowedValues" in spec:
+        return str(next(v for v in spec["AllowedValues"] if str(v) != str(default)))
+    if spec["Type"] == "Number":
+        return str(int(default) + 1)
+    return f"{default}-changed"
+
+
+@pytest.fixture(scope="module")
+def baseline_versions() -> dict[str, str]:
+    return version_ids(translated()["Resources"])
+
+
+@pytest.mark.sam
+def test_every_parameter_a_function_runs_with_publishes_new_versions(baseline_versions):
+    """The parameters that become environment or settings (log level, catalog key, TTLs, SnapStart)
+    each change every aliased function's version id; SAM alone would not see them (they are `Ref`s)."""
+    assert ALIASED == STREAMING
+    names = function_parameters()
+    assert {"LogLevel", "CatalogKey", "RecordTtlDays", "SnapStart"} <= set(names), names
+    for name in names:
+        changed = version_ids(translated(f"{name}={another_value(name)}")["Resources"])
+        same = [f for f in ALIASED if changed[f] == baseline_versions[f]]
+        assert not same, f"{name} changed, yet {same} would keep their published version"
+
+
+def _copy_with_change(source: Path, into: Path, changed: str | None) -> Path:
+    folder = shutil.copytree(source, into, ignore=shutil.ignore_patterns("__pycache__", "node_modules"))
+    if changed is not None:
+        target = folder / changed
+        target.write_text(target.read_text() + "\n# changed\n")
+    return folder
+
+
+@pytest.mark.sam
+@pytest.mark.parametrize(("layer", "source", "changed"), [
+    ("MomorLayer", ROOT / "shared", "momor/__init__.py"),
+    ("DependenciesLayer", ROOT / "infra" / "sam" / "layer", "requirements.txt"),
+])
+def test_a_layer_change_publishes_new_versions_and_nothing_changed_publishes_none(tmp_path, layer, source, changed):
+    """All app code is in layers: a changed module of shared/momor, or other dependencies, must reach
+    the alias. Packaged as `sam package` names it (after the folder's checksum)."""
+    first = version_ids(translated(code={layer: _copy_with_change(source, tmp_path / "a", None)})["Resources"])
+    again = version_ids(translated(code={layer: _copy_with_change(source, tmp_path / "b", None)})["Resources"])
+    other = version_ids(translated(code={layer: _copy_with_change(source, tmp_path / "c", changed)})["Resources"])
+    assert first == again, "the same content must not publish another version"
+    assert all(other[f] != first[f] for f in ALIASED), (first, other)
+
+
+@pytest.mark.sam
+def test_replaced_versions_are_deleted(baseline_versions):
+    """A version replaced by the next deployment's is deleted: with SnapStart each one kept would keep
+    paying for its cached snapshot."""
+    resources = translated()["Resources"]
+    for version in baseline_versions.values():
+        assert resources[version]["DeletionPolicy"] == "Delete"
+
+
 @pytest.mark.sam
 def test_the_api_has_only_its_declared_stage():
     """Without an OpenApiVersion SAM also deploys a stage named `Stage` (no tracing, yet invokable
     through the functions' `/*/` permissions). Read from SAM's own translation of the template."""
     resources = translated()["Resources"]
     stages = {k: v["Properties"] for k, v in resources.items() if v["Type"] == "AWS::ApiGateway::Stage"}
-    assert [p["StageName"] for p in stages.values()] == [{"Ref": "Stage"}]
+    assert [p["StageName"] for p in stages.values()] == [T["Parameters"]["Stage"]["Default"]]
     assert all(p["TracingEnabled"] is True for p in stages.values())
     deployments = [v["Properties"] for v in resources.values() if v["Type"] == "AWS::ApiGateway::Deployment"]
     assert deployments and not any("StageName" in p for p in deployments), deployments
