@@ -336,6 +336,56 @@ def test_the_api_has_only_its_declared_stage():
     assert deployments and not any("StageName" in p for p in deployments), deployments
 
 
+# --- logs ------------------------------------------------------------------------------------------------
+
+
+def _lambda_functions(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {k: v["Properties"] for k, v in resources.items() if v["Type"] == "AWS::Lambda::Function"}
+
+
+@pytest.mark.sam
+def test_every_function_keeps_lambdas_own_lines_in_its_own_group_for_log_retention_days():
+    """START/REPORT (duration, memory, init and restore time) are INFO system events: SystemLogLevel
+    WARN dropped them. Each function writes to its own log group, kept LogRetentionDays (default 30)."""
+    assert T["Parameters"]["LogRetentionDays"]["Default"] == 30
+    for retention, resources in ((30, translated()["Resources"]), (7, translated("LogRetentionDays=7")["Resources"])):
+        functions = _lambda_functions(resources)
+        assert sorted(functions) == sorted(FUNCTIONS)
+        groups = set()
+        for name, p in functions.items():
+            config = p["LoggingConfig"]
+            assert config["LogFormat"] == "JSON" and config["SystemLogLevel"] == "INFO", name
+            group = config["LogGroup"]["Ref"]
+            assert resources[group]["Type"] == "AWS::Logs::LogGroup" and "Condition" not in resources[group]
+            assert str(resources[group]["Properties"]["RetentionInDays"]) == str(retention), name
+            groups.add(group)
+        assert len(groups) == len(functions), "each function its own group"
+
+
+def _stage(resources: dict[str, Any]) -> dict[str, Any]:
+    [stage] = [v["Properties"] for v in resources.values() if v["Type"] == "AWS::ApiGateway::Stage"]
+    return stage
+
+
+@pytest.mark.sam
+def test_api_access_logs_are_an_option_off_by_default():
+    assert T["Parameters"]["ApiAccessLogs"]["Default"] == "false"
+    off = translated()["Resources"]
+    assert "AccessLogSetting" not in _stage(off)
+    # What turning them on creates exists only under the condition (CloudFormation skips it when off).
+    for logical_id in ("ApiAccessLogGroup", "ApiGatewayLoggingRole", "ApiGatewayAccount"):
+        assert RESOURCES[logical_id]["Condition"] == "AccessLogsOn", logical_id
+    on = translated("ApiAccessLogs=true", "LogRetentionDays=14")["Resources"]
+    setting = _stage(on)["AccessLogSetting"]
+    assert setting["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
+    assert str(on["ApiAccessLogGroup"]["Properties"]["RetentionInDays"]) == "14"
+    line = json.loads(setting["Format"])
+    assert line["requestId"] == "$context.requestId" and line["status"] == "$context.status"
+    assert not [v for v in line.values() if "authorization" in v.lower()]
+    role = on["ApiGatewayAccount"]["Properties"]["CloudWatchRoleArn"]
+    assert role == {"Fn::GetAtt": ["ApiGatewayLoggingRole", "Arn"]}
+
+
 # --- the template, read -------------------------------------------------------------------------------
 
 
