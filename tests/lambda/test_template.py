@@ -386,6 +386,26 @@ def test_api_access_logs_are_an_option_off_by_default():
     assert role == {"Fn::GetAtt": ["ApiGatewayLoggingRole", "Arn"]}
 
 
+# --- the console's files through API Gateway ------------------------------------------------------------
+
+
+@pytest.mark.sam
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "shared" / "momor" / "console").iterdir()
+                                         if p.is_file()))
+def test_console_files_reach_the_browser_as_they_are(name):
+    """The REST API declares no binary media types, so it passes a Lambda proxy answer's body on as
+    text: an answer marked base64 reached the browser as base64 (the favicon did). Every console
+    file must leave the function as its own text, through the handler API Gateway calls."""
+    assert "BinaryMediaTypes" not in props("MomorApi") and "BinaryMediaTypes" not in T["Globals"]["Api"]
+    app = importlib.import_module("functions.usage.app")
+    event = rie.api_event("rest", "GET", f"/console/{name}", resource="/console/{name}",
+                          path_parameters={"name": name})
+    answer = app.handler(event, None)
+    assert answer["statusCode"] == 200, answer
+    assert answer["isBase64Encoded"] is False, f"{name} would reach the browser base64 encoded"
+    assert answer["body"] == (ROOT / "shared" / "momor" / "console" / name).read_text()
+
+
 # --- the template, read -------------------------------------------------------------------------------
 
 
@@ -532,6 +552,18 @@ def test_tables():
         assert p["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
         assert p["BillingMode"] == "PAY_PER_REQUEST"
         assert RESOURCES[table]["DeletionPolicy"] == "Retain"
+
+
+@pytest.mark.sam
+def test_tables_use_the_free_aws_owned_key_unless_told_otherwise():
+    """SSEEnabled true is the account's AWS-managed KMS key (billed per request); false is the free
+    AWS-owned key, the default here."""
+    assert T["Parameters"]["TableKey"]["Default"] == "AwsOwned"
+    tables = ("RecordsTable", "ApiKeysTable", "MemoryTable")
+    for overrides, enabled in (((), False), (("TableKey=AwsManaged",), True)):
+        resources = translated(*overrides)["Resources"]
+        for table in tables:
+            assert resources[table]["Properties"]["SSESpecification"] == {"SSEEnabled": enabled}, (table, overrides)
 
 
 def test_bucket_and_secret():
