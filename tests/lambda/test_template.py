@@ -655,6 +655,48 @@ def test_the_code_scan_finds_every_kind_of_call():
     assert not aws_usage.unreadable_calls()
 
 
+UNREADABLE = {
+    "a client of another service": 'import boto3\n\ndef f():\n    boto3.client("sqs").send_message(QueueUrl="q")\n',
+    "a lean client of another service": ('from .store import aws\n\ndef f():\n'
+                                         '    aws.lean_client("sts").get_caller_identity()\n'),
+    "a service chosen at run time": 'from .store import aws\n\ndef make(name):\n    return aws.client(name)\n',
+    "the resource API": 'import boto3\n\ndef f():\n    boto3.resource("dynamodb").Table("t").get_item(Key={})\n',
+    "a paginator": 'from .store import aws\n\ndef f():\n    aws.client("dynamodb").get_paginator("query")\n',
+    "a client kept on an object": ('from .store import aws\n\nclass C:\n    def __init__(self):\n'
+                                   '        self.db = aws.client("dynamodb")\n'),
+    "a client returned": 'from .store import aws\n\ndef db():\n    return aws.client("dynamodb")\n',
+    "a request signed for another service": ('from .store import sigv4\n\ndef f(c):\n    return sigv4.sign('
+                                             '"POST", "https://sts", {}, b"", service="sts", region="r", '
+                                             'credentials=c)\n'),
+    "a forwarded signature outside a boto3-named method": ('from .store import aws\n\ndef f():\n    return aws._signed('
+                                                           '"s3", "GET", "https://x", {}, b"", timeout=1.0)\n'),
+    "a DynamoDB operation chosen at run time": ('from .store import dynamo\n\nasync def f(op):\n'
+                                                '    return await dynamo.call(op, {})\n'),
+    "an X-Amz-Target of its own": ('def f():\n'
+                                   '    return {"X-Amz-Target": "STS.GetCallerIdentity"}\n'),
+}
+
+
+@pytest.fixture(scope="module")
+def package_copy(tmp_path_factory) -> Path:
+    package = tmp_path_factory.mktemp("scan") / "shared"
+    shutil.copytree(ROOT / "shared" / "momor", package / "momor",
+                    ignore=shutil.ignore_patterns("__pycache__", "console"))
+    assert not aws_usage.unreadable_calls(package)  # the copy itself reads clean
+    return package
+
+
+@pytest.mark.parametrize("case", sorted(UNREADABLE))
+def test_the_code_scan_refuses_a_call_it_cannot_read(package_copy, case):
+    """The scan must fail on an AWS call it does not recognise, or a new call would pass this test and
+    meet AccessDenied on AWS. A copy of the package, with one module added making that call."""
+    package = package_copy
+    (package / "momor" / "extra.py").write_text(UNREADABLE[case])
+    aws_usage.modules.cache_clear()
+    found = aws_usage.unreadable_calls(package)
+    assert len(found) == 1 and found[0].startswith("momor.extra:"), found
+
+
 @pytest.mark.parametrize("function", FUNCTIONS)
 def test_every_aws_call_a_function_can_make_is_granted(function):
     granted = statements(function)
