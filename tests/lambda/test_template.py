@@ -135,6 +135,33 @@ def test_sam_build_makes_every_function_and_both_layers():
     assert not (deps / "pytest").exists() and not (deps / "jsonschema").exists()  # a test-only dependency
 
 
+@pytest.mark.sam
+def test_sam_build_stops_when_the_consoles_chart_library_is_missing(tmp_path):
+    """Chart.js is not in git (infra/setup.sh copies it from npm): a build without it must fail and
+    say what to run, not ship a console that draws nothing. The momor layer alone, built by SAM CLI
+    from a copy of shared/ (the same Makefile), without the file and then with it."""
+    shared = shutil.copytree(ROOT / "shared", tmp_path / "shared", ignore=shutil.ignore_patterns("__pycache__"))
+    chart = shared / "momor" / "console" / "chart.umd.min.js"
+    chart.unlink(missing_ok=True)
+    layer = {**RESOURCES["MomorLayer"], "Properties": {**props("MomorLayer"), "ContentUri": "shared/"}}
+    template = tmp_path / "template.yaml"
+    template.write_text(json.dumps({"AWSTemplateFormatVersion": "2010-09-09", "Transform": T["Transform"],
+                                    "Resources": {"MomorLayer": layer}}))
+
+    def build() -> subprocess.CompletedProcess[str]:
+        shutil.rmtree(tmp_path / "build", ignore_errors=True)
+        return rie.run_sam("build", "--template-file", str(template), "--build-dir", str(tmp_path / "build"),
+                           "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path, timeout=300)
+
+    missing = build()
+    assert missing.returncode != 0
+    assert "chart.umd.min.js is missing: run infra/setup.sh" in missing.stdout + missing.stderr
+    chart.write_text("/* Chart.js */")
+    present = build()
+    assert present.returncode == 0, present.stdout[-2000:] + present.stderr[-2000:]
+    assert (tmp_path / "build" / "MomorLayer" / "python" / "momor" / "console" / "chart.umd.min.js").is_file()
+
+
 UNCHECKED_HASH = 0b01
 """PEP 552 flags of a hash-based .pyc whose source is never checked."""
 
