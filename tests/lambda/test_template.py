@@ -433,6 +433,40 @@ def test_console_files_reach_the_browser_as_they_are(name):
     assert answer["body"] == (ROOT / "shared" / "momor" / "console" / name).read_text()
 
 
+# --- the README's deployment steps ---------------------------------------------------------------------
+
+
+def _deploy_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## Deploying to AWS\n")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_the_readme_deploy_steps_name_what_the_stack_and_the_repository_have():
+    """A newcomer follows these literally: the outputs they read exist, the files they copy exist,
+    every parameter is explained, and the catalog they upload names real providers, not the fakes."""
+    section = _deploy_section()
+    outputs = re.findall(r"\$\(out (\w+)\)", section)
+    assert {"ApiUrl", "CatalogBucketName", "ProviderKeysSecretArn", "ApiKeysTableName"} <= set(outputs)
+    assert set(outputs) <= set(T["Outputs"]), "an output the stack does not have"
+    for path in set(re.findall(r"(infra/[\w./-]+\.(?:json|py|sh))", section)):
+        assert (ROOT / path).is_file(), path
+    missing = [name for name in T["Parameters"] if f"`{name}`" not in section]
+    assert not missing, f"parameters the README does not explain: {missing}"
+    assert "cp infra/example-catalog.real.json my-catalog.json" in section
+    real = json.loads((ROOT / "infra" / "example-catalog.real.json").read_text())
+    for provider in real["providers"]:
+        url = provider["baseUrl"]
+        host = re.sub(r"\{[^}]+\}", "x", url.split("/")[2]).split(":")[0]
+        assert url.startswith("https://") and host not in ("127.0.0.1", "localhost") and "." in host, provider
+    capabilities = tomllib.loads((ROOT / "samconfig.toml").read_text())["default"]["deploy"]["parameters"]
+    assert "CAPABILITY_AUTO_EXPAND" in capabilities["capabilities"]  # the LanguageExtensions transform
+    assert "AWS::LanguageExtensions" in T["Transform"]
+    usage = subprocess.run([sys.executable, "-m", "infra.create_api_key", "--help"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60).stdout
+    assert "--region" in usage and "--table" in usage
+
+
 # --- the template, read -------------------------------------------------------------------------------
 
 
