@@ -2,10 +2,16 @@
 
     python -m infra.create_api_key NAME [--zdr] [--owner WHO] [--admin] [--daily-usd N] [--monthly-usd N]
     python -m infra.create_api_key --update CALLER_ID [--admin | --no-admin] [--daily-usd N|none] [--monthly-usd N|none]
+    (either with [--table TABLE] [--region REGION])
 
 Creating stores only the key's hash in MOMOR_API_KEYS_TABLE (or --table) and prints the key once,
 on stdout, so it can be piped into a secret store; the caller id goes to stderr. The key cannot be
 shown again: lose it and create another.
+
+The table is looked for in --region, else the region boto3 would use (AWS_DEFAULT_REGION, else the
+profile's `region`, else AWS_REGION, else us-east-1: momor/store/aws.py), with the usual AWS
+credentials (AWS_PROFILE and the like). stderr names the table and region either way, and a table
+that is not there says so, region included: the stack's region is where it is.
 
 Limits are US dollars per UTC day and per UTC month (momor/budgets.py); `none` removes one. An
 admin key's GET /usage and console show every key's calls. Running processes see a change within
@@ -67,12 +73,29 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--daily-usd", type=_usd, default=False, metavar="N|none", help="spend limit per UTC day")
     parser.add_argument("--monthly-usd", type=_usd, default=False, metavar="N|none", help="spend limit per UTC month")
     parser.add_argument("--table", help="the API-keys table (default: $MOMOR_API_KEYS_TABLE)")
+    parser.add_argument("--region", help="the stack's AWS region (default: boto3's, e.g. $AWS_DEFAULT_REGION)")
     args = parser.parse_args(argv)
     if (args.name is None) == (args.update is None):
         parser.error("give either NAME (create a key) or --update CALLER_ID")
     if args.table:
         os.environ["MOMOR_API_KEYS_TABLE"] = args.table
         reset_config()
+    if args.region:
+        os.environ["AWS_DEFAULT_REGION"] = args.region
+        aws.reset_clients()
+    table = get_config().need("api_keys_table")
+    print(f"API-keys table {table} in region {aws.region()}", file=sys.stderr)
+    try:
+        _run(args)
+    except Exception as exc:  # botocore's ClientError, without importing botocore first
+        code = getattr(exc, "response", {}).get("Error", {}).get("Code")
+        if code != "ResourceNotFoundException":
+            raise
+        raise SystemExit(f"no table {table} in region {aws.region()}: give the stack's region (--region) "
+                         "and its ApiKeysTableName output (--table)") from None
+
+
+def _run(args: argparse.Namespace) -> None:
     if args.update:
         budgets.set_limits(find_key_hash(args.update), daily=args.daily_usd, monthly=args.monthly_usd,
                            admin=args.admin)

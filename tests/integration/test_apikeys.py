@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
 import re
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 
 from infra import create_api_key as create_api_key_cli
 from momor.config import reset_config
-from momor.store import apikeys
+from momor.store import apikeys, aws
 from momor.store.apikeys import Caller
 
 
@@ -144,3 +145,23 @@ async def test_cli_prints_the_key_once_and_stores_its_hash(momor_aws: Any, capsy
     assert item["zdr"] == {"BOOL": True}
     apikeys.reset_cache()
     assert await apikeys.authenticate(plaintext) == Caller(id=item["id"]["S"], name="from the cli", zdr=True)
+
+
+def test_cli_names_its_table_and_region_and_a_missing_table_says_where_it_looked(
+        momor_aws: Any, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CLI sets both in the environment: put back, with the settings and clients made from them.
+    region = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", region)
+    monkeypatch.setenv("MOMOR_API_KEYS_TABLE", momor_aws.api_keys_table)
+    try:
+        create_api_key_cli.main(["regional", "--region", "eu-west-3"])
+        out, err = capsys.readouterr()
+        assert out.strip().startswith("momor-")
+        assert f"API-keys table {momor_aws.api_keys_table} in region eu-west-3" in err
+        with pytest.raises(SystemExit) as missing:
+            create_api_key_cli.main(["lost", "--table", "no-such-table", "--region", "eu-west-3"])
+        assert "no table no-such-table in region eu-west-3" in str(missing.value)
+    finally:
+        os.environ.update(AWS_DEFAULT_REGION=region, MOMOR_API_KEYS_TABLE=momor_aws.api_keys_table)
+        reset_config()
+        aws.reset_clients()

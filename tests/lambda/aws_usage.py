@@ -26,6 +26,11 @@ two tables is ambiguous and reported as such rather than guessed. Where the part
 by a local function returning an f-string with a literal head (`f"rate#{...}"`), that head is the
 key prefix the call can touch (for a `dynamodb:LeadingKeys` condition).
 
+Anything AWS the scan cannot read is refused rather than skipped (`unreadable_calls`, which the
+template test requires to be empty): another service, a client it cannot follow, a paginator, a
+request signed outside the two signing paths above. A new kind of call fails the test here before
+it fails on AWS with AccessDenied; teach this module to read it, then grant it.
+
 Reachability is a call graph over-approximated on purpose: any reference to a function counts (a
 callback, `in_thread(f)`, a route registered by `add_api_route`), an attribute on an unknown
 receiver (`backend.read_record`, `self._refresh`) reaches every method of that name in the classes
@@ -99,10 +104,11 @@ def _module_name(path: Path, root: Path) -> str:
 
 
 @functools.cache
-def modules() -> dict[str, Module]:
-    """Every module of the package and every function's app.py, parsed."""
-    paths = [(p, PACKAGE_ROOT) for p in sorted((PACKAGE_ROOT / PACKAGE).rglob("*.py"))]
-    paths += [(p, ROOT) for p in sorted((ROOT / "functions").glob("*/app.py"))]
+def modules(package_root: Path = PACKAGE_ROOT, root: Path = ROOT) -> dict[str, Module]:
+    """Every module of the package (under `package_root`) and every function's app.py (under `root`),
+    parsed. Other roots are for testing this module on a changed copy of the package."""
+    paths = [(p, package_root) for p in sorted((package_root / PACKAGE).rglob("*.py"))]
+    paths += [(p, root) for p in sorted((root / "functions").glob("*/app.py"))]
     found = {}
     for path, root in paths:
         name = _module_name(path, root)
@@ -414,9 +420,9 @@ def _signed_http_sites(module: Module, sinks: set[str], fields: set[str]) -> lis
     return sites
 
 
-def call_sites(fields: Iterable[str]) -> list[Site]:
+def call_sites(fields: Iterable[str], package_root: Path = PACKAGE_ROOT) -> list[Site]:
     """Every AWS operation in the package; `fields` are the settings fields that name resources."""
-    known = modules()
+    known = modules(package_root)
     field_set = set(fields)
     sinks = _dynamodb_sinks(known)
     sites = []
@@ -426,23 +432,129 @@ def call_sites(fields: Iterable[str]) -> list[Site]:
     return sites
 
 
-def unreadable_calls() -> list[str]:
-    """AWS calls made in a way this module cannot read: boto3's resource API (`.resource("s3")`),
-    or an `X-Amz-Target` header written outside a function taking `operation`. Each would slip
-    past the derivation, so the test refuses them until this module learns to read them."""
-    known = modules()
+def unreadable_calls(package_root: Path = PACKAGE_ROOT) -> list[str]:
+    """Every AWS call the scan cannot turn into a Site: it fails the template test, so a new kind of
+    call is read (or refused) here before it meets AccessDenied on AWS. Strict on purpose:
+    - a client of a service outside SERVICES (`client("sqs")`), a service that is not a literal
+      (outside a factory that takes it as its own parameter), and boto3's resource API;
+    - a client the scan cannot follow: kept anywhere but a local name or used at once (`self._c =
+      client(...)`, `return client(...)`);
+    - a method of a client that is not an operation of the service (`get_paginator`, `get_waiter`:
+      the operations they run are not seen);
+    - a signed request (`sigv4.sign`) for a service outside SERVICES, or made anywhere but a DynamoDB
+      sink or a forwarder (aws._signed) called only from a boto3-named method of that service;
+    - `X-Amz-Target` written outside a sink, and a sink called with an operation that is not a literal."""
+    known = modules(package_root)
+    sinks = _dynamodb_sinks(known)
+    forwarders = _sign_forwarders(known)
     found = []
     for module in known.values():
         for qualname, fn in _defs(module):
-            params = [a.arg for a in fn.args.args + fn.args.kwonlyargs]
-            for sub in ast.walk(fn):
-                if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr == "resource"
-                        and sub.args and isinstance(sub.args[0], ast.Constant) and sub.args[0].value in SERVICES):
-                    found.append(f"{module.name}:{qualname} line {sub.lineno}: boto3 resource API")
-                # A lean client's method named like boto3's (store/aws.py `get_secret_value`) is read at
-                # its call sites (`lean_client("secretsmanager").get_secret_value(...)`), as boto3's are.
-                boto3_named = any(qualname.rsplit(".", 1)[-1] in operation_names(svc) for svc in SERVICES)
-                if (isinstance(sub, ast.Constant) and sub.value == "X-Amz-Target" and "operation" not in params
-                        and not boto3_named):
-                    found.append(f"{module.name}:{qualname} line {sub.lineno}: X-Amz-Target without `operation`")
+            where = f"{module.name}:{qualname}"
+            found += [f"{where} line {line}: {why}" for line, why in _unreadable_in(fn, qualname, sinks, forwarders)]
+    return found
+
+
+_FACTORIES = ("client", "lean_client", "create_client", "resource")
+_NOT_OPERATIONS = frozenset({"close"})
+"""Client methods that call no AWS operation."""
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    return [a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+
+
+def _parents(fn: ast.AST) -> dict[ast.AST, ast.AST]:
+    return {child: node for node in ast.walk(fn) for child in ast.iter_child_nodes(node)}
+
+
+def _argument(call: ast.Call, name: str, position: int) -> ast.expr | None:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return call.args[position] if len(call.args) > position else None
+
+
+def _sign_forwarders(known: dict[str, Module]) -> set[str]:
+    """Functions that sign for the service given as their own `service` parameter (aws._signed)."""
+    return {qualname.rsplit(".", 1)[-1] for m in known.values() for qualname, fn in _defs(m)
+            for sub in ast.walk(fn) if isinstance(sub, ast.Call) and _callee_name(sub) == "sign"
+            and isinstance(arg := _argument(sub, "service", 99), ast.Name) and arg.id in _params(fn)}
+
+
+def _unreadable_in(fn: ast.FunctionDef | ast.AsyncFunctionDef, qualname: str, sinks: set[str],
+                   forwarders: set[str]) -> list[tuple[int, str]]:
+    params, parents, name = _params(fn), _parents(fn), qualname.rsplit(".", 1)[-1]
+    boto3_named = any(name in operation_names(svc) for svc in SERVICES)
+    found = []
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Call):
+            found += [(sub.lineno, why) for why in _unreadable_call(sub, params, parents, name, sinks, forwarders)]
+        elif isinstance(sub, ast.Constant) and sub.value == "X-Amz-Target" and "operation" not in params \
+                and not boto3_named:
+            # A lean client's method named like boto3's (store/aws.py `get_secret_value`) is read at its
+            # call sites (`lean_client("secretsmanager").get_secret_value(...)`), as boto3's are.
+            found.append((sub.lineno, "X-Amz-Target without `operation`"))
+    found += [(line, why) for line, why in _unknown_client_methods(fn)]
+    return found
+
+
+def _unreadable_call(call: ast.Call, params: list[str], parents: dict[ast.AST, ast.AST], name: str,
+                     sinks: set[str], forwarders: set[str]) -> list[str]:
+    callee = _callee_name(call)
+    if isinstance(call.func, ast.Attribute) and callee in _FACTORIES:
+        return _unreadable_factory(call, callee, params, parents, name)
+    if callee == "sign":
+        service = _argument(call, "service", 99)
+        if isinstance(service, ast.Name) and service.id in params:
+            return []  # a forwarder: its callers are checked
+        if isinstance(service, ast.Constant) and service.value == "dynamodb" and name in sinks:
+            return []  # a DynamoDB sink: read through its callers' `operation`
+        return [f"a request signed for {ast.unparse(service) if service else '?'} outside a sink the scan reads"]
+    if callee in forwarders and name not in forwarders:
+        service = _argument(call, "service", 0)
+        if not (isinstance(service, ast.Constant) and service.value in SERVICES
+                and name in operation_names(service.value)):
+            return [f"{callee}({ast.unparse(service) if service else '?'}, ...) outside a boto3-named method"]
+    operation = _argument(call, "operation", 0) if callee in sinks and name not in sinks else None
+    # (A call of that name without arguments is another function's: sinks are matched by name.)
+    if operation is not None and not (isinstance(operation, ast.Constant)
+                                      and operation.value in operation_names("dynamodb").values()):
+        return [f"{callee} called with operation {ast.unparse(operation)}"]
+    return []
+
+
+def _unreadable_factory(call: ast.Call, factory: str, params: list[str], parents: dict[ast.AST, ast.AST],
+                        name: str) -> list[str]:
+    service = call.args[0] if call.args else _argument(call, "service_name", 99)
+    if factory == "resource":
+        return [f"boto3 resource API ({ast.unparse(service) if service else '?'})"]
+    if isinstance(service, ast.Name) and service.id in params and name in _FACTORIES:
+        return []  # a factory (aws.client) taking the service as its own parameter: its callers are read
+    if not (isinstance(service, ast.Constant) and service.value in SERVICES):
+        return [f"a {factory} of {ast.unparse(service) if service else '?'}, a service the scan does not read"]
+    holder = parents.get(call)
+    while isinstance(holder, ast.BoolOp | ast.IfExp):  # `self._s3 or lean_client("s3")`
+        holder = parents.get(holder)
+    if isinstance(holder, ast.Attribute):  # used at once: client("s3").get_object(...)
+        return []
+    if isinstance(holder, ast.Assign) and all(isinstance(t, ast.Name) for t in holder.targets):
+        return []
+    return [f"a {service.value} client kept where the scan cannot follow it"]
+
+
+def _unknown_client_methods(fn: ast.AST) -> list[tuple[int, str]]:
+    """Calls on a client that are not operations of its service (paginators, waiters and the like)."""
+    clients: dict[str, str] = {}
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Assign) and (service := _client_service(sub.value)):
+            clients.update({t.id: service for t in sub.targets if isinstance(t, ast.Name)})
+    found = []
+    for sub in ast.walk(fn):
+        if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)):
+            continue
+        receiver = sub.func.value
+        service = clients.get(receiver.id) if isinstance(receiver, ast.Name) else _client_service(receiver)
+        if service and sub.func.attr not in operation_names(service) and sub.func.attr not in _NOT_OPERATIONS:
+            found.append((sub.lineno, f"{service} client's {sub.func.attr}(), not an operation the scan reads"))
     return found

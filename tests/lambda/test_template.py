@@ -135,6 +135,33 @@ def test_sam_build_makes_every_function_and_both_layers():
     assert not (deps / "pytest").exists() and not (deps / "jsonschema").exists()  # a test-only dependency
 
 
+@pytest.mark.sam
+def test_sam_build_stops_when_the_consoles_chart_library_is_missing(tmp_path):
+    """Chart.js is not in git (infra/setup.sh copies it from npm): a build without it must fail and
+    say what to run, not ship a console that draws nothing. The momor layer alone, built by SAM CLI
+    from a copy of shared/ (the same Makefile), without the file and then with it."""
+    shared = shutil.copytree(ROOT / "shared", tmp_path / "shared", ignore=shutil.ignore_patterns("__pycache__"))
+    chart = shared / "momor" / "console" / "chart.umd.min.js"
+    chart.unlink(missing_ok=True)
+    layer = {**RESOURCES["MomorLayer"], "Properties": {**props("MomorLayer"), "ContentUri": "shared/"}}
+    template = tmp_path / "template.yaml"
+    template.write_text(json.dumps({"AWSTemplateFormatVersion": "2010-09-09", "Transform": T["Transform"],
+                                    "Resources": {"MomorLayer": layer}}))
+
+    def build() -> subprocess.CompletedProcess[str]:
+        shutil.rmtree(tmp_path / "build", ignore_errors=True)
+        return rie.run_sam("build", "--template-file", str(template), "--build-dir", str(tmp_path / "build"),
+                           "--cache-dir", str(tmp_path / "cache"), cwd=tmp_path, timeout=300)
+
+    missing = build()
+    assert missing.returncode != 0
+    assert "chart.umd.min.js is missing: run infra/setup.sh" in missing.stdout + missing.stderr
+    chart.write_text("/* Chart.js */")
+    present = build()
+    assert present.returncode == 0, present.stdout[-2000:] + present.stderr[-2000:]
+    assert (tmp_path / "build" / "MomorLayer" / "python" / "momor" / "console" / "chart.umd.min.js").is_file()
+
+
 UNCHECKED_HASH = 0b01
 """PEP 552 flags of a hash-based .pyc whose source is never checked."""
 
@@ -182,11 +209,14 @@ def test_a_cold_start_from_the_built_layers_compiles_nothing(tmp_path):
     assert not from_source, f"compiled at import: {from_source[:5]}"
 
 
-def translated(*overrides: str) -> dict[str, Any]:
-    """SAM's own translation of the template (tests/lambda/sam_translate.py), with parameter overrides."""
+def translated(*overrides: str, code: dict[str, Path] | None = None) -> dict[str, Any]:
+    """What CloudFormation makes of the template (tests/lambda/sam_translate.py: `sam package`, then
+    AWS::LanguageExtensions, then SAM's translator), with parameter overrides (`Name=Value`) and
+    `code`: resources whose code is packaged from a folder (the others get a fixed placeholder)."""
     python = rie.SAM_VENV / "bin" / "python"
+    folders = [arg for logical_id, folder in (code or {}).items() for arg in ("--code", f"{logical_id}={folder}")]
     done = subprocess.run([str(python), str(ROOT / "tests" / "lambda" / "sam_translate.py"), str(rie.TEMPLATE),
-                           *overrides], capture_output=True, text=True, timeout=300, env=rie.sam_env())
+                           *folders, *overrides], capture_output=True, text=True, timeout=300, env=rie.sam_env())
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
@@ -198,9 +228,12 @@ def test_snapstart_is_a_parameter_and_the_api_invokes_the_snapshotted_versions()
     assert T["Parameters"]["SnapStart"]["AllowedValues"] == ["None", "PublishedVersions"]
     assert T["Parameters"]["SnapStart"]["Default"] == "None"
     resources = translated()["Resources"]
+    switched_on = translated("SnapStart=PublishedVersions")["Resources"]
     for function in STREAMING:
-        # CloudFormation resolves the parameter: PublishedVersions, or None (off).
-        assert resources[function]["Properties"]["SnapStart"] == {"ApplyOn": {"Ref": "SnapStart"}}
+        # The parameter's value (the LanguageExtensions transform resolves it): None (off) by default.
+        assert props(function)["SnapStart"] == {"ApplyOn": {"Ref": "SnapStart"}}
+        assert resources[function]["Properties"]["SnapStart"] == {"ApplyOn": "None"}
+        assert switched_on[function]["Properties"]["SnapStart"] == {"ApplyOn": "PublishedVersions"}
         alias = resources[f"{function}Aliaslive"]
         assert alias["Type"] == "AWS::Lambda::Alias"
         version = alias["Properties"]["FunctionVersion"]["Fn::GetAtt"][0]
@@ -216,16 +249,239 @@ def test_snapstart_is_a_parameter_and_the_api_invokes_the_snapshotted_versions()
     assert not any(json.dumps({"Ref": f}) in targets for f in STREAMING)
 
 
+# --- every deployment that changes what a function runs publishes a version --------------------------
+#
+# API Gateway invokes an aliased function's alias, so code or settings that reach $LATEST without a new
+# version never reach a caller. SAM publishes one only when the version's logical id changes.
+
+ALIASED = sorted(f for f in FUNCTIONS if "AutoPublishAlias" in props(f))
+
+
+def version_ids(resources: dict[str, Any]) -> dict[str, str]:
+    """Each aliased function's published version: the logical id its alias points at."""
+    found = {}
+    for function in ALIASED:
+        alias = resources[f"{function}Alias{props(function)['AutoPublishAlias']}"]
+        found[function] = alias["Properties"]["FunctionVersion"]["Fn::GetAtt"][0]
+        assert resources[found[function]]["Type"] == "AWS::Lambda::Version"
+    return found
+
+
+def parameters_in(value: Any) -> set[str]:
+    """Template parameters a value refers to (Ref, or ${Name} in a Sub)."""
+    names = set(T["Parameters"])
+    if isinstance(value, dict):
+        if set(value) == {"Ref"}:
+            return {value["Ref"]} & names
+        if set(value) == {"Fn::Sub"}:
+            text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
+            return set(re.findall(r"\$\{([A-Za-z0-9]+)\}", text)) & names
+        return set().union(*(parameters_in(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(parameters_in(v) for v in value))
+    return set()
+
+
+def function_parameters() -> list[str]:
+    """Parameters that become something an aliased function runs with: referenced from Globals'
+    function settings or the function's own properties (its IAM policies apart: they are the role's)."""
+    found = parameters_in(T["Globals"]["Function"])
+    for function in ALIASED:
+        found |= parameters_in({k: v for k, v in props(function).items() if k != "Policies"})
+    return sorted(found)
+
+
+def another_value(name: str) -> str:
+    spec = T["Parameters"][name]
+    default = spec.get("Default")
+    if "AllowedValues" in spec:
+        return str(next(v for v in spec["AllowedValues"] if str(v) != str(default)))
+    if spec["Type"] == "Number":
+        return str(int(default) + 1)
+    return f"{default}-changed"
+
+
+@pytest.mark.parametrize("function", ALIASED)
+def test_an_aliased_function_says_everything_it_runs_counts(function):
+    """What SAM cannot take from Globals (cfn-lint refuses AutoPublishAliasAllProperties there, and the
+    LanguageExtensions transform resolves parameters in Resources only), each aliased function states
+    itself; a function given AutoPublishAlias later fails here until it does too."""
+    p = props(function)
+    assert p.get("AutoPublishAliasAllProperties") is True, f"{function}: add AutoPublishAliasAllProperties: true"
+    assert p.get("VersionDeletionPolicy") == "Delete", f"{function}: add VersionDeletionPolicy: Delete"
+    own = p.get("Environment", {}).get("Variables", {})
+    from_parameters = {k: v for k, v in T["Globals"]["Function"]["Environment"]["Variables"].items()
+                       if parameters_in(v)}
+    missing = {k: v for k, v in from_parameters.items() if own.get(k) != v}
+    assert not missing, f"{function}: repeat these Globals variables in its own Environment: {missing}"
+    assert not parameters_in({k: v for k, v in T["Globals"]["Function"].items() if k != "Environment"}), (
+        "a parameter referenced in Globals outside Environment does not count in the version ids")
+
+
+@pytest.fixture(scope="module")
+def baseline_versions() -> dict[str, str]:
+    return version_ids(translated()["Resources"])
+
+
+@pytest.mark.sam
+def test_every_parameter_a_function_runs_with_publishes_new_versions(baseline_versions):
+    """The parameters that become environment or settings (log level, catalog key, TTLs, SnapStart)
+    each change every aliased function's version id; SAM alone would not see them (they are `Ref`s)."""
+    assert set(STREAMING) <= set(ALIASED)
+    names = function_parameters()
+    assert {"LogLevel", "CatalogKey", "RecordTtlDays", "SnapStart"} <= set(names), names
+    for name in names:
+        changed = version_ids(translated(f"{name}={another_value(name)}")["Resources"])
+        same = [f for f in ALIASED if changed[f] == baseline_versions[f]]
+        assert not same, f"{name} changed, yet {same} would keep their published version"
+
+
+def _copy_with_change(source: Path, into: Path, changed: str | None) -> Path:
+    folder = shutil.copytree(source, into, ignore=shutil.ignore_patterns("__pycache__", "node_modules"))
+    if changed is not None:
+        target = folder / changed
+        target.write_text(target.read_text() + "\n# changed\n")
+    return folder
+
+
+@pytest.mark.sam
+@pytest.mark.parametrize(("layer", "source", "changed"), [
+    ("MomorLayer", ROOT / "shared", "momor/__init__.py"),
+    ("DependenciesLayer", ROOT / "infra" / "sam" / "layer", "requirements.txt"),
+])
+def test_a_layer_change_publishes_new_versions_and_nothing_changed_publishes_none(tmp_path, layer, source, changed):
+    """All app code is in layers: a changed module of shared/momor, or other dependencies, must reach
+    the alias. Packaged as `sam package` names it (after the folder's checksum)."""
+    first = version_ids(translated(code={layer: _copy_with_change(source, tmp_path / "a", None)})["Resources"])
+    again = version_ids(translated(code={layer: _copy_with_change(source, tmp_path / "b", None)})["Resources"])
+    other = version_ids(translated(code={layer: _copy_with_change(source, tmp_path / "c", changed)})["Resources"])
+    assert first == again, "the same content must not publish another version"
+    assert all(other[f] != first[f] for f in ALIASED), (first, other)
+
+
+@pytest.mark.sam
+def test_replaced_versions_are_deleted(baseline_versions):
+    """A version replaced by the next deployment's is deleted: with SnapStart each one kept would keep
+    paying for its cached snapshot."""
+    resources = translated()["Resources"]
+    for version in baseline_versions.values():
+        assert resources[version]["DeletionPolicy"] == "Delete"
+
+
 @pytest.mark.sam
 def test_the_api_has_only_its_declared_stage():
     """Without an OpenApiVersion SAM also deploys a stage named `Stage` (no tracing, yet invokable
     through the functions' `/*/` permissions). Read from SAM's own translation of the template."""
     resources = translated()["Resources"]
     stages = {k: v["Properties"] for k, v in resources.items() if v["Type"] == "AWS::ApiGateway::Stage"}
-    assert [p["StageName"] for p in stages.values()] == [{"Ref": "Stage"}]
+    assert [p["StageName"] for p in stages.values()] == [T["Parameters"]["Stage"]["Default"]]
     assert all(p["TracingEnabled"] is True for p in stages.values())
     deployments = [v["Properties"] for v in resources.values() if v["Type"] == "AWS::ApiGateway::Deployment"]
     assert deployments and not any("StageName" in p for p in deployments), deployments
+
+
+# --- logs ------------------------------------------------------------------------------------------------
+
+
+def _lambda_functions(resources: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {k: v["Properties"] for k, v in resources.items() if v["Type"] == "AWS::Lambda::Function"}
+
+
+@pytest.mark.sam
+def test_every_function_keeps_lambdas_own_lines_in_its_own_group_for_log_retention_days():
+    """START/REPORT (duration, memory, init and restore time) are INFO system events: SystemLogLevel
+    WARN dropped them. Each function writes to its own log group, kept LogRetentionDays (default 30)."""
+    assert T["Parameters"]["LogRetentionDays"]["Default"] == 30
+    for retention, resources in ((30, translated()["Resources"]), (7, translated("LogRetentionDays=7")["Resources"])):
+        functions = _lambda_functions(resources)
+        assert sorted(functions) == sorted(FUNCTIONS)
+        groups = set()
+        for name, p in functions.items():
+            config = p["LoggingConfig"]
+            assert config["LogFormat"] == "JSON" and config["SystemLogLevel"] == "INFO", name
+            group = config["LogGroup"]["Ref"]
+            assert resources[group]["Type"] == "AWS::Logs::LogGroup" and "Condition" not in resources[group]
+            assert str(resources[group]["Properties"]["RetentionInDays"]) == str(retention), name
+            groups.add(group)
+        assert len(groups) == len(functions), "each function its own group"
+
+
+def _stage(resources: dict[str, Any]) -> dict[str, Any]:
+    [stage] = [v["Properties"] for v in resources.values() if v["Type"] == "AWS::ApiGateway::Stage"]
+    return stage
+
+
+@pytest.mark.sam
+def test_api_access_logs_are_an_option_off_by_default():
+    assert T["Parameters"]["ApiAccessLogs"]["Default"] == "false"
+    off = translated()["Resources"]
+    assert "AccessLogSetting" not in _stage(off)
+    # What turning them on creates exists only under the condition (CloudFormation skips it when off).
+    for logical_id in ("ApiAccessLogGroup", "ApiGatewayLoggingRole", "ApiGatewayAccount"):
+        assert RESOURCES[logical_id]["Condition"] == "AccessLogsOn", logical_id
+    on = translated("ApiAccessLogs=true", "LogRetentionDays=14")["Resources"]
+    setting = _stage(on)["AccessLogSetting"]
+    assert setting["DestinationArn"] == {"Fn::GetAtt": ["ApiAccessLogGroup", "Arn"]}
+    assert str(on["ApiAccessLogGroup"]["Properties"]["RetentionInDays"]) == "14"
+    line = json.loads(setting["Format"])
+    assert line["requestId"] == "$context.requestId" and line["status"] == "$context.status"
+    assert not [v for v in line.values() if "authorization" in v.lower()]
+    role = on["ApiGatewayAccount"]["Properties"]["CloudWatchRoleArn"]
+    assert role == {"Fn::GetAtt": ["ApiGatewayLoggingRole", "Arn"]}
+
+
+# --- the console's files through API Gateway ------------------------------------------------------------
+
+
+@pytest.mark.sam
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "shared" / "momor" / "console").iterdir()
+                                         if p.is_file()))
+def test_console_files_reach_the_browser_as_they_are(name):
+    """The REST API declares no binary media types, so it passes a Lambda proxy answer's body on as
+    text: an answer marked base64 reached the browser as base64 (the favicon did). Every console
+    file must leave the function as its own text, through the handler API Gateway calls."""
+    assert "BinaryMediaTypes" not in props("MomorApi") and "BinaryMediaTypes" not in T["Globals"]["Api"]
+    app = importlib.import_module("functions.usage.app")
+    event = rie.api_event("rest", "GET", f"/console/{name}", resource="/console/{name}",
+                          path_parameters={"name": name})
+    answer = app.handler(event, None)
+    assert answer["statusCode"] == 200, answer
+    assert answer["isBase64Encoded"] is False, f"{name} would reach the browser base64 encoded"
+    assert answer["body"] == (ROOT / "shared" / "momor" / "console" / name).read_text()
+
+
+# --- the README's deployment steps ---------------------------------------------------------------------
+
+
+def _deploy_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## Deploying to AWS\n")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_the_readme_deploy_steps_name_what_the_stack_and_the_repository_have():
+    """A newcomer follows these literally: the outputs they read exist, the files they copy exist,
+    every parameter is explained, and the catalog they upload names real providers, not the fakes."""
+    section = _deploy_section()
+    outputs = re.findall(r"\$\(out (\w+)\)", section)
+    assert {"ApiUrl", "CatalogBucketName", "ProviderKeysSecretArn", "ApiKeysTableName"} <= set(outputs)
+    assert set(outputs) <= set(T["Outputs"]), "an output the stack does not have"
+    for path in set(re.findall(r"(infra/[\w./-]+\.(?:json|py|sh))", section)):
+        assert (ROOT / path).is_file(), path
+    missing = [name for name in T["Parameters"] if f"`{name}`" not in section]
+    assert not missing, f"parameters the README does not explain: {missing}"
+    assert "cp infra/example-catalog.real.json my-catalog.json" in section
+    real = json.loads((ROOT / "infra" / "example-catalog.real.json").read_text())
+    for provider in real["providers"]:
+        url = provider["baseUrl"]
+        host = re.sub(r"\{[^}]+\}", "x", url.split("/")[2]).split(":")[0]
+        assert url.startswith("https://") and host not in ("127.0.0.1", "localhost") and "." in host, provider
+    capabilities = tomllib.loads((ROOT / "samconfig.toml").read_text())["default"]["deploy"]["parameters"]
+    assert "CAPABILITY_AUTO_EXPAND" in capabilities["capabilities"]  # the LanguageExtensions transform
+    assert "AWS::LanguageExtensions" in T["Transform"]
+    usage = subprocess.run([sys.executable, "-m", "infra.create_api_key", "--help"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=60).stdout
+    assert "--region" in usage and "--table" in usage
 
 
 # --- the template, read -------------------------------------------------------------------------------
@@ -376,6 +632,18 @@ def test_tables():
         assert RESOURCES[table]["DeletionPolicy"] == "Retain"
 
 
+@pytest.mark.sam
+def test_tables_use_the_free_aws_owned_key_unless_told_otherwise():
+    """SSEEnabled true is the account's AWS-managed KMS key (billed per request); false is the free
+    AWS-owned key, the default here."""
+    assert T["Parameters"]["TableKey"]["Default"] == "AwsOwned"
+    tables = ("RecordsTable", "ApiKeysTable", "MemoryTable")
+    for overrides, enabled in (((), False), (("TableKey=AwsManaged",), True)):
+        resources = translated(*overrides)["Resources"]
+        for table in tables:
+            assert resources[table]["Properties"]["SSESpecification"] == {"SSEEnabled": enabled}, (table, overrides)
+
+
 def test_bucket_and_secret():
     bucket = props("CatalogBucket")
     assert all(bucket["PublicAccessBlockConfiguration"].values())
@@ -463,6 +731,48 @@ def test_the_code_scan_finds_every_kind_of_call():
     assert all(site.settings for site in SITES), [str(s) for s in SITES if not s.settings]
     assert any(site.key_prefix == "rate#" for site in SITES)
     assert not aws_usage.unreadable_calls()
+
+
+UNREADABLE = {
+    "a client of another service": 'import boto3\n\ndef f():\n    boto3.client("sqs").send_message(QueueUrl="q")\n',
+    "a lean client of another service": ('from .store import aws\n\ndef f():\n'
+                                         '    aws.lean_client("sts").get_caller_identity()\n'),
+    "a service chosen at run time": 'from .store import aws\n\ndef make(name):\n    return aws.client(name)\n',
+    "the resource API": 'import boto3\n\ndef f():\n    boto3.resource("dynamodb").Table("t").get_item(Key={})\n',
+    "a paginator": 'from .store import aws\n\ndef f():\n    aws.client("dynamodb").get_paginator("query")\n',
+    "a client kept on an object": ('from .store import aws\n\nclass C:\n    def __init__(self):\n'
+                                   '        self.db = aws.client("dynamodb")\n'),
+    "a client returned": 'from .store import aws\n\ndef db():\n    return aws.client("dynamodb")\n',
+    "a request signed for another service": ('from .store import sigv4\n\ndef f(c):\n    return sigv4.sign('
+                                             '"POST", "https://sts", {}, b"", service="sts", region="r", '
+                                             'credentials=c)\n'),
+    "a forwarded signature outside a boto3-named method": ('from .store import aws\n\ndef f():\n    return aws._signed('
+                                                           '"s3", "GET", "https://x", {}, b"", timeout=1.0)\n'),
+    "a DynamoDB operation chosen at run time": ('from .store import dynamo\n\nasync def f(op):\n'
+                                                '    return await dynamo.call(op, {})\n'),
+    "an X-Amz-Target of its own": ('def f():\n'
+                                   '    return {"X-Amz-Target": "STS.GetCallerIdentity"}\n'),
+}
+
+
+@pytest.fixture(scope="module")
+def package_copy(tmp_path_factory) -> Path:
+    package = tmp_path_factory.mktemp("scan") / "shared"
+    shutil.copytree(ROOT / "shared" / "momor", package / "momor",
+                    ignore=shutil.ignore_patterns("__pycache__", "console"))
+    assert not aws_usage.unreadable_calls(package)  # the copy itself reads clean
+    return package
+
+
+@pytest.mark.parametrize("case", sorted(UNREADABLE))
+def test_the_code_scan_refuses_a_call_it_cannot_read(package_copy, case):
+    """The scan must fail on an AWS call it does not recognise, or a new call would pass this test and
+    meet AccessDenied on AWS. A copy of the package, with one module added making that call."""
+    package = package_copy
+    (package / "momor" / "extra.py").write_text(UNREADABLE[case])
+    aws_usage.modules.cache_clear()
+    found = aws_usage.unreadable_calls(package)
+    assert len(found) == 1 and found[0].startswith("momor.extra:"), found
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)

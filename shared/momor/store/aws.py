@@ -6,7 +6,9 @@ pays, and no request pays twice. Clients are thread-safe once made; making one i
 are not), hence the lock.
 
 Where clients point is boto3's business: AWS_ENDPOINT_URL or the per-service
-AWS_ENDPOINT_URL_S3 / _DYNAMODB / _SECRETS_MANAGER reach local emulators with no code change.
+AWS_ENDPOINT_URL_S3 / _DYNAMODB / _SECRETS_MANAGER reach local emulators with no code change. The
+signed requests made here (and in dynamo.py) follow the same variables, else the region's endpoint
+in its partition's domain (`dns_suffix`: amazonaws.com.cn in China, and so on).
 
 boto3 blocks. Async code calls it through `in_thread`, which runs the call on the default
 executor so the event loop keeps serving other requests meanwhile.
@@ -23,7 +25,9 @@ works; nothing else goes that way. Inside Lambda, neither boto3 nor botocore is 
 from __future__ import annotations
 
 import asyncio
+import functools
 import http.client
+import importlib.util
 import io
 import json
 import os
@@ -64,6 +68,39 @@ def region() -> str:
     imported for it."""
     return (os.environ.get("AWS_DEFAULT_REGION") or session().get_config_variable("region")
             or os.environ.get("AWS_REGION") or "us-east-1")
+
+
+_DEFAULT_SUFFIX = "amazonaws.com"
+
+
+@functools.cache
+def _partitions() -> list[dict[str, Any]]:
+    """botocore's partitions.json, read as a file: importing botocore is what the lean calls avoid."""
+    spec = importlib.util.find_spec("botocore")  # finds the package without running it
+    if spec is None or spec.origin is None:
+        return []
+    path = os.path.join(os.path.dirname(spec.origin), "data", "partitions.json")
+    try:
+        with open(path, "rb") as f:
+            return list(json.load(f).get("partitions", []))
+    except (OSError, ValueError):
+        return []
+
+
+@functools.cache
+def dns_suffix(region: str) -> str:
+    """The domain of AWS's endpoints in the region's partition, as botocore resolves it:
+    amazonaws.com (aws, aws-us-gov), amazonaws.com.cn (aws-cn), amazonaws.eu (aws-eusc), and so on.
+    The template's ARNs use ${AWS::Partition}; the endpoints here must follow the same partition."""
+    partitions = _partitions()
+    for partition in partitions:  # a listed region first, then the partition's region pattern
+        if region in partition.get("regions", {}):
+            return str(partition["outputs"]["dnsSuffix"])
+    for partition in partitions:
+        pattern = partition.get("regionRegex")
+        if pattern and re.match(pattern, region):
+            return str(partition["outputs"]["dnsSuffix"])
+    return _DEFAULT_SUFFIX
 
 
 def credentials() -> sigv4.Credentials | None:
@@ -193,9 +230,9 @@ class LeanS3:
         if local:
             url = f"{local}/{Bucket}/{path}"
         elif "." in Bucket:  # a dotted name cannot be a TLS host name: path style
-            url = f"https://s3.{region()}.amazonaws.com/{Bucket}/{path}"
+            url = f"https://s3.{region()}.{dns_suffix(region())}/{Bucket}/{path}"
         else:
-            url = f"https://{Bucket}.s3.{region()}.amazonaws.com/{path}"
+            url = f"https://{Bucket}.s3.{region()}.{dns_suffix(region())}/{path}"
         headers = {"If-None-Match": IfNoneMatch} if IfNoneMatch else {}
         status, got, body = _signed("s3", "GET", url, headers, b"", timeout=20.0)
         if status == 200:
@@ -209,7 +246,7 @@ class LeanSecretsManager:
     """GetSecretValue as boto3's client answers it: {"SecretString": ...} (or SecretBinary)."""
 
     def get_secret_value(self, *, SecretId: str) -> dict[str, Any]:
-        url = (_endpoint("SECRETS_MANAGER") or f"https://secretsmanager.{region()}.amazonaws.com") + "/"
+        url = (_endpoint("SECRETS_MANAGER") or f"https://secretsmanager.{region()}.{dns_suffix(region())}") + "/"
         headers = {"X-Amz-Target": "secretsmanager.GetSecretValue", "Content-Type": "application/x-amz-json-1.1"}
         status, _, body = _signed("secretsmanager", "POST", url, headers, json.dumps({"SecretId": SecretId}).encode(),
                                   timeout=20.0)

@@ -11,8 +11,9 @@ httpx2 where a proxy is configured). Everything else (table admin, usage queries
 (`aws.py`). A transport failure is a DynamoError too (`TransportError`, or httpx2's error behind a
 proxy): callers fail open or log it, as with any DynamoDB error.
 
-Endpoint: AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else the region's public endpoint, as
-boto3 chooses it. Throttling and 5xx answers are retried twice with a short backoff.
+Endpoint: AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else the region's public endpoint in its
+partition's domain (aws.dns_suffix), as boto3 chooses it. Throttling and 5xx answers are retried twice
+with a short backoff.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class _Signer:
         self._credentials = aws.credentials
         self.region = aws.region()
         base = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL")
-        self.url = (base or f"https://dynamodb.{self.region}.amazonaws.com").rstrip("/") + "/"
+        self.url = (base or f"https://dynamodb.{self.region}.{aws.dns_suffix(self.region)}").rstrip("/") + "/"
 
     def headers(self, operation: str, body: bytes) -> dict[str, str]:
         credentials = self._credentials()
