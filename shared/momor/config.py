@@ -84,6 +84,9 @@ class Config:
     max_file_bytes: int = _knob("MOMOR_MAX_FILE_BYTES", 10 * MIB, kind=int, minimum=1, maximum=10 * MIB)
     max_files_bytes: int = _knob("MOMOR_MAX_FILES_BYTES", 20 * MIB, kind=int, minimum=1, maximum=20 * MIB)
     max_schema_bytes: int = _knob("MOMOR_MAX_SCHEMA_BYTES", 256 * 1024, kind=int, minimum=1, maximum=256 * 1024)
+    budget_store_failure: str = _knob("MOMOR_BUDGET_STORE_FAILURE", "open")
+    """When the spend-limit store (DynamoDB) fails: `open` admits a budgeted call uncounted (settled
+    once the store answers again), `closed` refuses it with 503 (store/budgets.py)."""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Config:
@@ -95,6 +98,8 @@ class Config:
                 values[f.name] = _read(f.metadata, text)
         config = cls(**values)
         config._check_catalog()
+        if config.budget_store_failure not in ("open", "closed"):
+            raise ConfigError(f"MOMOR_BUDGET_STORE_FAILURE must be open or closed, not {config.budget_store_failure!r}")
         return config
 
     def need(self, name: str) -> str:
