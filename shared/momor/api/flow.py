@@ -312,7 +312,7 @@ async def _record(backend: Backend, recorder: Recorder, routed: Routed | None = 
     recorder.written = True
     recorder.mark_end()
     billed = routed.billed_prices if routed is not None else None
-    await background.later(recorder.request_id, _write(backend, recorder, billed))
+    await background.later(recorder.request_id, _written(backend, recorder, billed))
 
 
 def _billed_cost(recorder: Recorder, billed: Callable[[Candidate], Prices | None]) -> Decimal | None:
@@ -329,34 +329,40 @@ def _billed_cost(recorder: Recorder, billed: Callable[[Candidate], Prices | None
 async def _write(backend: Backend, recorder: Recorder, billed: Callable[[Candidate], Prices | None] | None = None
                  ) -> None:
     """A record that cannot be written is logged loudly, never allowed to fail the answer."""
-    record = None
+    record = recorder.to_record()
+    if billed is not None:
+        record.cost = _billed_cost(recorder, billed)
+    served = record.served
+    logger.info(
+        "call",
+        extra={
+            "request_id": recorder.request_id,
+            "correlation_id": recorder.gateway_request_id,
+            "route": recorder.route,
+            "status": recorder.status_code,
+            "attempts": len(record.attempts),
+            "served": f"{served.model}@{served.provider}" if served else None,
+            "error": redact(recorder.error, recorder.secrets) if recorder.error else None,
+        },
+    )
     try:
-        record = recorder.to_record()
-        if billed is not None:
-            record.cost = _billed_cost(recorder, billed)
-        served = record.served
-        logger.info(
-            "call",
-            extra={
-                "request_id": recorder.request_id,
-                "correlation_id": recorder.gateway_request_id,
-                "route": recorder.route,
-                "status": recorder.status_code,
-                "attempts": len(record.attempts),
-                "served": f"{served.model}@{served.provider}" if served else None,
-                "error": redact(recorder.error, recorder.secrets) if recorder.error else None,
-            },
-        )
-        try:
-            await backend.write_record(record, recorder.secrets)
-        except Exception:
-            logger.exception("call record not written", extra={"request_id": recorder.request_id})
-        try:
-            metrics.emit(record)
-        except Exception:
-            logger.exception("call metrics not written", extra={"request_id": recorder.request_id})
+        await backend.write_record(record, recorder.secrets)
+    except Exception:
+        logger.exception("call record not written", extra={"request_id": recorder.request_id})
+    await _settle(backend, recorder, record)
+    try:
+        metrics.emit(record)
+    except Exception:
+        logger.exception("call metrics not written", extra={"request_id": recorder.request_id})
+
+
+async def _written(backend: Backend, recorder: Recorder, billed: Callable[[Candidate], Prices | None] | None = None
+                   ) -> None:
+    """The record, then the budget's settlement, which happens even if the record could not be built."""
+    try:
+        await _write(backend, recorder, billed)
     finally:
-        await _settle(backend, recorder, record)
+        await _settle(backend, recorder, None)  # nothing left to settle unless _write failed before it
 
 
 async def _settle(backend: Backend, recorder: Recorder, record: CallRecord | None) -> None:
