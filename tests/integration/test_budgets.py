@@ -375,3 +375,21 @@ def test_the_store_failure_setting_is_checked_at_start(monkeypatch):
     with pytest.raises(ConfigError, match="MOMOR_BUDGET_STORE_FAILURE must be open or closed"):
         Config.from_env({"MOMOR_BUDGET_STORE_FAILURE": "ajar"})
     assert Config.from_env({}).budget_store_failure == "open"
+
+
+def test_a_call_whose_record_cannot_be_built_settles_at_its_hold(momor, momor_aws, monkeypatch):
+    """A bug after the answer must not leave the hold taken forever: the call settles at its estimate,
+    the most it could have cost."""
+    from momor.routing.recorder import Recorder
+
+    hold = estimate_of(momor)
+    key = key_with(daily="5")
+
+    def broken(self):
+        raise RuntimeError("a bug building the record")
+
+    monkeypatch.setattr(Recorder, "to_record", broken)
+    assert post(momor, key, body=SMALL).status_code == 200
+    momor.settle()
+    held, held_today, month = _hold_left(momor_aws, key)
+    assert held == held_today == 0 and hold - Decimal("0.000001") <= month <= hold
