@@ -10,7 +10,9 @@ candidate would be sent it (the router's default ceiling included), else the mod
 `maxOutputTokens`, else DEFAULT_OUTPUT_CEILING. Prices are the higher of the offering's own and
 the ones the caller is billed (overflow bills the asked model's). Cache prices are not used: a
 cache read is cheaper than fresh input, and a cache write (dearer on Anthropic) is rare enough that
-settlement, which adds the real cost, absorbs it.
+settlement, which adds the real cost, absorbs it. An audio file is counted as tokens.py counts any
+file (its bytes as text: an over-estimate for audio), and a per-minute price is not held (its
+duration is not known before the call): transcription holds are rough, their settlement exact.
 """
 
 from __future__ import annotations
