@@ -111,6 +111,10 @@ class Config:
     """Comma-separated host names and IP networks that file URLs (and a Vertex token endpoint) may
     reach although they are loopback, private or link-local; parsed by egress.AllowList."""
 
+    budget_store_failure: str = _knob("MOMOR_BUDGET_STORE_FAILURE", "open")
+    """When the spend-limit store (DynamoDB) fails: `open` admits a budgeted call uncounted (settled
+    once the store answers again), `closed` refuses it with 503 (store/budgets.py)."""
+
     @property
     def max_inline_file_bytes(self) -> int:
         """The largest file a body can carry inline: MOMOR_MAX_FILE_BYTES, and no more than the body
@@ -137,6 +141,8 @@ class Config:
             values.setdefault("max_body_bytes", LAMBDA_MAX_BODY_BYTES)
         config = cls(**values)
         config._check_catalog()
+        if config.budget_store_failure not in ("open", "closed"):
+            raise ConfigError(f"MOMOR_BUDGET_STORE_FAILURE must be open or closed, not {config.budget_store_failure!r}")
         return config
 
     def need(self, name: str) -> str:

@@ -226,3 +226,19 @@ def test_the_console_shows_spend_against_the_limits(momor, browser, artifacts):
     assert f"{usd(float(spent))} of $0.50" in text(browser, "budget-day")
     assert f"{usd(float(spent))} of $20.00" in text(browser, "budget-month")
     browser.save_screenshot(str(artifacts / "console-budget.png"))
+
+
+@pytest.mark.parametrize("days", ["1", "30", "90"])  # 7 is the default: choosing it changes nothing
+def test_every_range_the_page_offers_loads(momor, browser, days):
+    """Each choice of the range menu, "Last 90 days" included (its `from` alone used to make a range a
+    few milliseconds past the 90 days /usage allows): the page's request is answered, not refused."""
+    from selenium.webdriver.support.ui import Select
+
+    viewport(browser, *DESKTOP)
+    sign_in(browser, momor.url, momor.api_key)
+    browser.execute_script("document.body.setAttribute('data-state', 'picking')")
+    Select(browser.find_element(By.ID, "range")).select_by_value(days)
+    WebDriverWait(browser, WAIT_S).until(
+        lambda b: b.find_element(By.TAG_NAME, "body").get_attribute("data-state") in ("ready", "error"))
+    assert browser.find_element(By.ID, "truncated").text == ""
+    assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-state") == "ready"

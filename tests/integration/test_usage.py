@@ -146,10 +146,28 @@ def test_the_range_is_honoured(momor):
     ("from=2026-05-01&to=2026-04-01", "before"),
     ("from=yesterday", "ISO 8601"),
     ("group=colour", "`group`"),
+    # Extreme and malformed ranges (issue 20): each was a 500 (datetime overflow) or is refused plainly.
+    ("from=0001-01-01", "between 2000-01-01 and 2100-01-01"),
+    ("to=9999-12-31T23:59:59", "between"),
+    ("to=9999-12-31", "between"),
+    ("to=0001-01-01", "between"),
+    ("from=0001-01-01T00:00:00%2B05:00", "between"),
+    ("from=9999-12-31T23:59:59.999999-05:00", "between"),
+    ("from=2026-05-01T00:00:00%2B25:00", "ISO 8601"),
+    ("from=2026-05-01T00:00:00-14:00&to=2026-05-01T12:00:00Z", "before"),
+    ("from=" + "9" * 5000, "ISO 8601"),
+    ("from=%00%FF", "ISO 8601"),
+    ("from=2000-01-01&to=2099-12-31", "at most 90 days"),
 ])
 def test_bad_ranges_and_groups_are_refused(momor, query, detail):
     response = momor.get(f"/usage?{query}")
     assert response.status_code == 400 and detail in response.json()["detail"]
+    assert response.headers["content-type"].startswith("application/problem+json")
+
+
+def test_a_range_of_exactly_the_maximum_and_an_offset_are_answered(momor):
+    assert momor.get("/usage?from=2026-01-01T00:00:00Z&to=2026-04-01T00:00:00Z").status_code == 200
+    assert momor.get("/usage?from=2026-01-01T00:00:00%2B14:00&to=2026-01-02T00:00:00-12:00").status_code == 200
 
 
 def test_unknown_keys_are_refused(momor):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from ..catalog import Catalog
@@ -38,12 +39,13 @@ class Backend:
         """Count the call against the caller's rate limit (atomic in DynamoDB)."""
         return await ratelimit.admit(caller.id, key_hash=apikeys.key_hash(token))
 
-    async def admit_budget(self, caller: Caller) -> budgets.BudgetState | None:
-        """Admit the call against the key's spend limits, if it has any (budgets.py)."""
-        return await budgets.admit(caller) if budgets.has_budget(caller) else None
+    async def admit_budget(self, caller: Caller, estimate: Decimal) -> budgets.BudgetState | None:
+        """Hold the call's estimated cost against the key's spend limits, if it has any (budgets.py)."""
+        return await budgets.admit(caller, estimate) if budgets.has_budget(caller) else None
 
-    async def add_spend(self, spend: budgets.Spend, record: records.CallRecord) -> None:
-        await budgets.add_spend(spend, records.total_cost(record))
+    async def settle_spend(self, spend: budgets.Spend, cost: Decimal) -> None:
+        """The call has ended: release its hold, add what it cost (budgets.py)."""
+        await budgets.settle(spend, cost)
 
     async def key_resolver(self, call_keys: dict[str, Any], *, zdr: bool) -> KeyResolver:
         # The saved keys are read once per call (off the event loop when stale) and the resolver

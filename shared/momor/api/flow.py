@@ -33,12 +33,13 @@ from ..http import check_accept, check_content_type, new_request_id, parse_json_
 from ..logs import logger
 from ..redact import redact
 from ..routing.attempts import Answer, KeyResolver, Session
+from ..routing.estimate import cost_ceiling
 from ..routing.plan import Candidate, check_provider_names, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
-from ..store.budgets import BudgetState
+from ..store.budgets import BudgetState, has_budget
 from ..store.ratelimit import RateState
-from ..store.records import cost_usd
+from ..store.records import CallRecord, cost_usd, total_cost
 from .backend import Backend, Caller
 from .frame_stream import FrameStream
 
@@ -85,32 +86,62 @@ class Door(Protocol):
 
 
 class _Admission:
-    """The rate-limit and budget checks, started as soon as the caller is known and awaited only
-    before a provider is called, so their DynamoDB round trips overlap reading and planning."""
+    """The rate-limit and budget checks. The rate limit's round trip starts as soon as the caller is
+    known and overlaps reading and planning; a budget's hold needs the call's estimated cost, so it
+    is taken once the call is planned (keys without a budget make no trip for it)."""
 
     def __init__(self) -> None:
         self.task: asyncio.Future[RateState] | None = None
-        self.budget: asyncio.Future[BudgetState | None] | None = None
+        self.budget: BudgetState | None = None
+        self._caller: tuple[Backend, Caller] | None = None
 
     def start(self, backend: Backend, caller: Caller, token: str) -> None:
         self.task = asyncio.ensure_future(backend.admit(caller, token))
-        self.budget = asyncio.ensure_future(backend.admit_budget(caller))
+        self._caller = backend, caller
 
-    async def check(self, recorder: Recorder) -> None:
+    async def check(self, recorder: Recorder, estimate: Callable[[], Decimal]) -> None:
         state = await self.task if self.task else None
         if state is not None and not state.allowed:
             raise RequestError(f"Rate limit exceeded: {state.limit} requests a window; retry in "
                                f"{state.retry_after} s.", status=429)
-        budget = await self.budget if self.budget else None
-        if budget is not None and not budget.allowed:
-            raise budget.refusal()  # 402, before any provider is called
-        recorder.spend = budget.spend if budget is not None else None
+        if self._caller is None or not has_budget(self._caller[1]):
+            return
+        backend, caller = self._caller
+        held = asyncio.ensure_future(backend.admit_budget(caller, estimate()))
+        try:
+            self.budget = await asyncio.shield(held)
+        except asyncio.CancelledError:  # the caller left during the trip: a hold taken is released
+            held.add_done_callback(lambda done: _release(backend, done))
+            raise
+        if self.budget is not None and not self.budget.allowed:
+            raise self.budget.refusal()  # 402, before any provider is called
+        recorder.spend = self.budget.spend if self.budget is not None else None
 
     async def headers(self) -> dict[str, str]:
         """X-RateLimit-* and X-Momor-Budget-Remaining for every answer to a known caller."""
         headers = (await self.task).headers() if self.task else {}
-        budget = await self.budget if self.budget else None
-        return headers | budget.headers() if budget is not None else headers
+        return headers | self.budget.headers() if self.budget is not None else headers
+
+
+def _release(backend: Backend, held: asyncio.Future[BudgetState | None]) -> None:
+    """Settle at no cost a hold whose call was gone before it could be served."""
+    if held.cancelled() or held.exception() is not None:
+        return
+    state = held.result()
+    if state is not None and state.spend is not None:
+        task = asyncio.ensure_future(backend.settle_spend(state.spend, Decimal(0)))  # never raises
+        _releasing.add(task)
+        task.add_done_callback(_releasing.discard)
+
+
+_releasing: set[asyncio.Future[None]] = set()
+"""Releases under way (a task must be referenced until it ends)."""
+
+
+def unbilled(operation: Operation) -> Operation:
+    """Mark an operation that is never billed (token counting): no budget hold is taken for it."""
+    operation.billed = False  # type: ignore[attr-defined]
+    return operation
 
 
 @dataclass(slots=True)
@@ -146,7 +177,8 @@ async def routed_call(
     recorder.gateway_request_id = _gateway_request_id(request)
     admission = _Admission()
     try:
-        prepared = await _prepare(request, door, backend, recorder, admission)
+        prepared = await _prepare(request, door, backend, recorder, admission,
+                                  billed=getattr(operation, "billed", True))
         response = await (operation or generate)(prepared)
         if not isinstance(response, StreamingResponse):
             await _record(backend, recorder)  # a stream records itself when it ends
@@ -167,7 +199,7 @@ async def routed_call(
 
 
 async def _prepare(
-    request: Request, door: Door, backend: Backend, recorder: Recorder, admission: _Admission
+    request: Request, door: Door, backend: Backend, recorder: Recorder, admission: _Admission, *, billed: bool = True
 ) -> Prepared:
     token = door.token(request)
     caller = await backend.authenticate(token)
@@ -186,7 +218,8 @@ async def _prepare(
     check_provider_names(catalog, routed.prio, routed.prio_where)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
-    await admission.check(recorder)
+    await admission.check(recorder, lambda: cost_ceiling(routed.call, candidates, billed_prices=routed.billed_prices,
+                                                         adjust=routed.adjust) if billed else Decimal(0))
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
     return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr,
                     deadline=invocation.deadline(request.scope))
@@ -290,7 +323,7 @@ async def _record(backend: Backend, recorder: Recorder, routed: Routed | None = 
     recorder.written = True
     recorder.mark_end()
     billed = routed.billed_prices if routed is not None else None
-    await background.later(recorder.request_id, _write(backend, recorder, billed))
+    await background.later(recorder.request_id, _written(backend, recorder, billed))
 
 
 def _billed_cost(recorder: Recorder, billed: Callable[[Candidate], Prices | None]) -> Decimal | None:
@@ -327,12 +360,30 @@ async def _write(backend: Backend, recorder: Recorder, billed: Callable[[Candida
         await backend.write_record(record, recorder.secrets)
     except Exception:
         logger.exception("call record not written", extra={"request_id": recorder.request_id})
-    if recorder.spend is not None:
-        try:
-            await backend.add_spend(recorder.spend, record)
-        except Exception:
-            logger.exception("call cost not added to the key's budget", extra={"request_id": recorder.request_id})
+    await _settle(backend, recorder, record)
     try:
         metrics.emit(record)
     except Exception:
         logger.exception("call metrics not written", extra={"request_id": recorder.request_id})
+
+
+async def _written(backend: Backend, recorder: Recorder, billed: Callable[[Candidate], Prices | None] | None = None
+                   ) -> None:
+    """The record, then the budget's settlement, which happens even if the record could not be built."""
+    try:
+        await _write(backend, recorder, billed)
+    finally:
+        await _settle(backend, recorder, None)  # nothing left to settle unless _write failed before it
+
+
+async def _settle(backend: Backend, recorder: Recorder, record: CallRecord | None) -> None:
+    """The budget's hold released and the real cost added, however the call ended (failed, cut,
+    cancelled). Without a record (a bug building it) the estimate held is taken as the cost: it is
+    the most the call could have cost."""
+    spend, recorder.spend = recorder.spend, None
+    if spend is None:
+        return
+    try:
+        await backend.settle_spend(spend, total_cost(record) if record is not None else spend.hold)
+    except Exception:
+        logger.exception("call cost not settled on the key's budget", extra={"request_id": recorder.request_id})

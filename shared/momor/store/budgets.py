@@ -1,52 +1,69 @@
-"""Spend limits per API key: US dollars per UTC day and/or per UTC month, counted in DynamoDB.
+"""Spend limits per API key: US dollars per UTC day and/or per UTC month, held and settled in DynamoDB.
 
-    state = await admit(caller)              # None: the key has no budget
-    if state and not state.allowed: answer 402 (state.refusal()), before any provider is called
+    state = await admit(caller, estimate)   # None: the key has no budget
+    if not state.allowed: answer 402 (state.refusal()), before any provider is called
     ... serve the call; every answer carries state.headers() (X-Momor-Budget-Remaining)
-    await add_spend(state.spend, cost)       # after the call's record: what it cost, atomically
+    await settle(state.spend, cost)         # when the call ends, however it ended: its real cost
 
 Limits live on the key's item in the API-keys table (`budgetDailyUsd`, `budgetMonthlyUsd`, set by
 `infra/create_api_key.py`), so they arrive with the caller (apikeys.Caller), cached as it is.
 
 Storage: the API-keys table again (single-table design, as ratelimit.py). One item per key and
-UTC month, `keyHash` = "spend#<caller id>#<YYYY-MM>", holding `month` (USD spent this month),
-`d<DD>` (USD spent on day DD), `calls` (calls admitted) and `expiresAt` (TTL, a month after the
-month ends). One item for both periods, so admission is one round trip whatever limits are set.
+UTC month, `keyHash` = "spend#<caller id>#<YYYY-MM>", holding
+    month   USD committed this month: spent, plus the holds of calls still running
+    d<DD>   USD committed on day DD (calls admitted that day)
+    held, h<DD>   the holds still outstanding, of the month and of day DD (so spent = month - held)
+    calls   calls admitted; seeded: when the counters were seeded (below); expiresAt (TTL)
+One item for both periods, so admission is one round trip whatever limits are set.
 
-Admission is one conditional UpdateItem: ADD calls 1, on the condition that the month's and the
-day's spend are still under their limits. DynamoDB applies it atomically, and ReturnValues gives
-the spend so far in the same trip (the remaining budget the answer reports). A refused call writes
-nothing. The cost is added after the call with one unconditional ADD (the provider billed it,
-whatever the limit says), made through `dynamo.call` like the record itself.
+Hold and settle. Admission is one conditional UpdateItem: ADD the call's estimate (routing/
+estimate.py: its input at the dearest candidate's price plus its output ceiling) to `month`,
+`d<DD>`, `held` and `h<DD>`, on the condition that for each limit, committed + estimate <= limit.
+DynamoDB expressions have no arithmetic in conditions, so the condition reads `month <= :cap` with
+the cap (limit - estimate) computed here. When the call ends, one UpdateItem settles it: ADD
+(cost - estimate) to the committed counters and -estimate to the holds. Concurrent admissions are
+serialised by DynamoDB on the one item, so the running calls' holds are always counted: N calls at
+a limit can overspend only by what their real costs exceed their estimates (the input estimate is
+a heuristic), never by N calls. A call whose estimate alone is more than what is left is refused
+(its 402 says so; a lower max_tokens lowers the estimate).
 
-The race, and its bound: a call is admitted when the spend *so far* is under the limit; its own
-cost is known only when it ends. Calls admitted while others are still running each see the spend
-without the running calls' costs, so a key can end past its limit by at most the cost of the calls
-in flight when the limit was crossed (and of a call whose cost lands a moment after its answer:
-records and spend are written just after the answer, see background.py). Once the spend is past
-the limit, every later admission sees it and is refused: it never grows further.
+Seeding: a key without a limit writes nothing here (no budget write per call). So that a limit
+set at noon counts the morning's spend, a month's counters start from the key's records
+(spend_history.py): an admission that finds the item unseeded (its first budgeted call of the
+month, or the first after `set_limits` gave a key with no limit one) sums the month's records,
+SETs the counters (plus any outstanding holds), marks the item `seeded`, and admits again.
+Concurrent seeders are harmless: the SET is conditional on `seeded` being absent.
 
-Fail open, as the rate limiter does: if DynamoDB errs or does not answer in time, the call is
-admitted uncounted and a warning logged; an outage of the store must not take the router down.
+Store failure (MOMOR_BUDGET_STORE_FAILURE, config.py): `open` (the default) admits a call
+uncounted when DynamoDB errs or does not answer in time, logging a warning, so an outage of the
+store never takes the router down; `closed` refuses it with 503. Either way a settlement that
+cannot be written (an uncounted call's cost, or a counted call's) joins a small in-process backlog,
+applied on the next successful trip to the store: a call admitted uncounted is counted once the
+store answers again (unless the process ends first; its record still has the cost).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 from decimal import ROUND_DOWN, Decimal
 from typing import Any
 
 from ..config import get_config
-from ..errors import RequestError
+from ..errors import MomorError, RequestError
 from ..logs import logger
-from . import aws, dynamo
+from . import aws, dynamo, spend_history
 from .apikeys import Caller
 
 DYNAMODB_TIMEOUT_S = 2.0
 REMAINING_HEADER = "X-Momor-Budget-Remaining"
+BACKLOG_MAX = 10_000
+"""Items (key and month) the unsettled backlog keeps; past it an amount is logged and dropped."""
 _CENT_FRACTIONS = Decimal("0.000001")
+_ZERO = Decimal(0)
 
 
 def _n(value: Decimal) -> dict[str, str]:
@@ -72,6 +89,14 @@ class Period:
         return f"d{self.day.day:02d}"
 
     @property
+    def held_attribute(self) -> str:
+        return f"h{self.day.day:02d}"
+
+    @property
+    def month_start(self) -> dt.datetime:
+        return dt.datetime(self.day.year, self.day.month, 1, tzinfo=dt.UTC)
+
+    @property
     def day_resets(self) -> dt.datetime:
         return dt.datetime.combine(self.day + dt.timedelta(days=1), dt.time(), dt.UTC)
 
@@ -87,16 +112,23 @@ def spend_key(caller_id: str, period: Period) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Spend:
-    """Where a call's cost goes: the key's month item and the day it was admitted on."""
+    """Where a call's cost settles: the key's month item, the day it was admitted on, and what it holds."""
 
     table: str
     caller_id: str
     period: Period
     expires: int
+    hold: Decimal = _ZERO
+    """The estimate held at admission (0: admitted uncounted, the store having failed open)."""
 
     @property
     def day_attribute(self) -> str:
         return self.period.day_attribute
+
+    @property
+    def slot(self) -> tuple[str, str, Period, int]:
+        """The backlog's key: every amount for one item and day sums into one entry."""
+        return self.table, self.caller_id, self.period, self.expires
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,29 +140,39 @@ class BudgetState:
     period: Period
     allowed: bool
     spend: Spend | None = None
-    """None when the store could not be asked (failed open): nothing is counted."""
+    """Where this call settles (None when refused)."""
+    held_day: Decimal = _ZERO
+    held_month: Decimal = _ZERO
+    """Holds of calls still running (this one's included once admitted): not spent, not available."""
+    estimate: Decimal = _ZERO
+
+    def _left(self) -> list[tuple[str, Decimal, Decimal]]:
+        return [(name, limit, limit - spent - held) for name, limit, spent, held in (
+            ("daily", self.daily, self.spent_day, self.held_day),
+            ("monthly", self.monthly, self.spent_month, self.held_month)) if limit is not None]
 
     def remaining(self) -> Decimal:
-        """USD left before the nearer limit, never below zero."""
-        left = [limit - spent for limit, spent in ((self.daily, self.spent_day), (self.monthly, self.spent_month))
-                if limit is not None]
-        return max(min(left), Decimal(0)).quantize(_CENT_FRACTIONS, rounding=ROUND_DOWN)
+        """USD left before the nearer limit (running calls' holds taken), never below zero."""
+        return max(min(left for _, _, left in self._left()), _ZERO).quantize(_CENT_FRACTIONS, rounding=ROUND_DOWN)
 
     def headers(self) -> dict[str, str]:
         return {REMAINING_HEADER: format(self.remaining(), "f")}
 
     def refusal(self) -> RequestError:
-        """402, naming the limit that is spent and when it resets."""
-        if self.daily is not None and (self.spent_day >= self.daily or self.daily <= 0):
-            name, limit, spent, resets = "daily", self.daily, self.spent_day, self.period.day_resets
-        else:
-            name, limit, spent = "monthly", self.monthly or Decimal(0), self.spent_month
-            resets = self.period.month_resets
+        """402, naming the limit that is spent (or too near for this call's estimate) and when it resets."""
+        name, limit, left = min(self._left(), key=lambda entry: entry[2])
+        spent = self.spent_day if name == "daily" else self.spent_month
+        resets = self.period.day_resets if name == "daily" else self.period.month_resets
+        when = f"it resets at {resets.isoformat().replace('+00:00', 'Z')}."
+        if left > 0 and self.estimate > left:
+            return RequestError(
+                f"Budget too low for this call: its estimated cost of up to ${self.estimate.quantize(_CENT_FRACTIONS)}"
+                f" (its input and its output ceiling; a lower max_tokens lowers it) is more than the"
+                f" ${left.quantize(_CENT_FRACTIONS, rounding=ROUND_DOWN)} left of this API key's {name} limit of"
+                f" ${limit}; {when}", status=402)
         return RequestError(
             f"Budget exhausted: this API key's {name} limit of ${limit} is spent (${spent.quantize(_CENT_FRACTIONS)}"
-            f" so far); it resets at {resets.isoformat().replace('+00:00', 'Z')}.",
-            status=402,
-        )
+            f" so far); {when}", status=402)
 
     def to_json(self) -> dict[str, Any]:
         """For GET /usage: spend against each limit (the console shows it)."""
@@ -142,6 +184,7 @@ class BudgetState:
             "monthlyUsd": usd(self.monthly),
             "spentTodayUsd": usd(self.spent_day),
             "spentThisMonthUsd": usd(self.spent_month),
+            "heldUsd": usd(self.held_month),
             "remainingUsd": usd(self.remaining()),
             "dayResets": self.period.day_resets.isoformat(),
             "monthResets": self.period.month_resets.isoformat(),
@@ -157,58 +200,129 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
-def _spent(item: dict[str, Any], name: str) -> Decimal:
+def _number(item: dict[str, Any], name: str) -> Decimal:
     value = item.get(name, {}).get("N")
-    return Decimal(value) if value is not None else Decimal(0)
+    return Decimal(value) if value is not None else _ZERO
 
 
-async def admit(caller: Caller) -> BudgetState | None:
-    """Admit one call against the caller's budget (see the module docstring); None: no budget.
-    Never raises for a store failure (fail open)."""
+def _state(caller: Caller, spend: Spend, item: dict[str, Any], allowed: bool, estimate: Decimal) -> BudgetState:
+    """The state an item shows: committed counters less the holds in them."""
+    held_day, held_month = _number(item, spend.period.held_attribute), _number(item, "held")
+    return BudgetState(caller.budget_daily, caller.budget_monthly,
+                       _number(item, spend.day_attribute) - held_day, _number(item, "month") - held_month,
+                       spend.period, allowed, spend if allowed else None, held_day, held_month, estimate)
+
+
+class _Unseeded(Exception):
+    """The month's item has not been seeded from the key's records yet."""
+
+
+class _Changed(Exception):
+    """The item read after a refused hold would admit the call: it changed in between."""
+
+
+async def admit(caller: Caller, estimate: Decimal = _ZERO) -> BudgetState | None:
+    """Hold `estimate` against the caller's limits (see the module docstring); None: no budget.
+    A store failure admits uncounted (MOMOR_BUDGET_STORE_FAILURE=open) or raises a 503 (closed)."""
     table = get_config().api_keys_table
     if table is None or not has_budget(caller):
         return None
     period = Period.at(_now())
-    spend = Spend(table, caller.id, period, int(period.month_resets.timestamp()) + 31 * 86_400)
-    names = {"#calls": "calls", "#exp": "expiresAt"}
-    values: dict[str, Any] = {":one": {"N": "1"}, ":exp": {"N": str(spend.expires)}}
-    conditions = []
-    for alias, attribute, limit in (("m", "month", caller.budget_monthly), ("d", spend.day_attribute,
-                                                                          caller.budget_daily)):
-        if limit is not None:
-            names[f"#{alias}"] = attribute
-            values[f":{alias}"] = _n(limit)
-            conditions.append(f"(attribute_not_exists(#{alias}) OR #{alias} < :{alias})")
-    update = {
-        "UpdateExpression": "ADD #calls :one SET #exp = :exp",
-        "ConditionExpression": " AND ".join(conditions),
-        "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": values,
-        "ReturnValues": "ALL_NEW",
-    }
-    allowed = True
+    spend = Spend(table, caller.id, period, int(period.month_resets.timestamp()) + 31 * 86_400, estimate)
     try:
-        if any(limit is not None and limit <= 0 for limit in (caller.budget_daily, caller.budget_monthly)):
-            # Nothing may be spent. (The condition below would admit a first call: a spend item
-            # that does not exist yet passes `attribute_not_exists`.)
-            allowed, item = False, await _read(spend)
-        else:
-            try:
-                # The key built in the call itself: the IAM test reads its "spend#" head from here.
-                answer = await asyncio.wait_for(dynamo.call("UpdateItem", {
-                    "TableName": table, "Key": {"keyHash": {"S": spend_key(spend.caller_id, spend.period)}},
-                    **update}), DYNAMODB_TIMEOUT_S)
-                item = answer.get("Attributes", {})
-            except dynamo.DynamoError as exc:
-                if exc.code != "ConditionalCheckFailedException":
-                    raise
-                allowed, item = False, await _read(spend)
-    except Exception as exc:  # the store failed: admit uncounted (module docstring)
-        logger.warning("budget store unavailable; admitting the call uncounted",
-                       extra={"caller_id": caller.id, "error": f"{type(exc).__name__}: {exc}"[:300]})
-        return BudgetState(caller.budget_daily, caller.budget_monthly, Decimal(0), Decimal(0), period, True)
-    return BudgetState(caller.budget_daily, caller.budget_monthly, _spent(item, spend.day_attribute),
-                       _spent(item, "month"), period, allowed, spend if allowed else None)
+        state = await _hold_seeded(caller, spend)
+    except Exception as exc:  # the store failed
+        return _store_failed(caller, spend, exc)
+    await _flush_backlog()
+    return state
+
+
+HOLD_TRIES = 4
+
+
+async def _hold_seeded(caller: Caller, spend: Spend) -> BudgetState:
+    """The hold, seeding the item first if need be. The item read after a failed condition may have
+    changed since (seeded, or a hold released by another process): then the hold is tried again."""
+    for _ in range(HOLD_TRIES - 1):
+        try:
+            return await _hold(caller, spend)
+        except _Unseeded:
+            await _seed(spend)
+        except _Changed:
+            pass
+    return await _hold(caller, spend, last=True)
+
+
+async def _hold(caller: Caller, spend: Spend, *, last: bool = False) -> BudgetState:
+    """The conditional UpdateItem; raises _Unseeded when the item must be seeded first, _Changed when
+    the item read after a refusal would admit the call (unless `last`: then it is refused)."""
+    names = {"#calls": "calls", "#exp": "expiresAt", "#s": "seeded", "#m": "month", "#d": spend.day_attribute,
+             "#h": "held", "#hd": spend.period.held_attribute}
+    values: dict[str, Any] = {":one": {"N": "1"}, ":exp": {"N": str(spend.expires)}, ":e": _n(spend.hold)}
+    conditions = ["attribute_exists(#s)"]
+    for alias, limit in (("m", caller.budget_monthly), ("d", caller.budget_daily)):
+        if limit is None:
+            continue
+        cap = limit - spend.hold
+        if cap < 0:  # the estimate alone is more than the limit: refused whatever is spent
+            return _refused(caller, spend, await _read(spend), last=True)
+        values[f":{alias}"] = _n(cap)
+        conditions.append(f"(attribute_not_exists(#{alias}) OR #{alias} <= :{alias})")
+    try:
+        # The key built in the call itself: the IAM test reads its "spend#" head from here.
+        answer = await asyncio.wait_for(dynamo.call("UpdateItem", {
+            "TableName": spend.table, "Key": {"keyHash": {"S": spend_key(spend.caller_id, spend.period)}},
+            "UpdateExpression": "ADD #calls :one, #m :e, #d :e, #h :e, #hd :e SET #exp = :exp",
+            "ConditionExpression": " AND ".join(conditions),
+            "ExpressionAttributeNames": names, "ExpressionAttributeValues": values,
+            "ReturnValues": "ALL_NEW"}), DYNAMODB_TIMEOUT_S)
+    except dynamo.DynamoError as exc:
+        if exc.code != "ConditionalCheckFailedException":
+            raise
+        return _refused(caller, spend, await _read(spend), last=last)
+    return _state(caller, spend, answer.get("Attributes", {}), True, spend.hold)
+
+
+def _refused(caller: Caller, spend: Spend, item: dict[str, Any], *, last: bool) -> BudgetState:
+    if "seeded" not in item:
+        raise _Unseeded
+    state = _state(caller, spend, item, False, spend.hold)
+    if not last and all(left >= spend.hold for _, _, left in state._left()):
+        raise _Changed
+    return state
+
+
+async def _seed(spend: Spend) -> None:
+    """The month's counters from the key's records (module docstring), once: a concurrent seeder's
+    SET stands and this one's is dropped."""
+    month, today = await spend_history.spent_since(spend.caller_id, spend.period.month_start, spend.period.day)
+    try:
+        await asyncio.wait_for(dynamo.call("UpdateItem", {
+            "TableName": spend.table, "Key": {"keyHash": {"S": spend_key(spend.caller_id, spend.period)}},
+            # Outstanding holds stay committed: their calls settle (cost - hold) later.
+            "UpdateExpression": "SET #s = :now, #m = if_not_exists(#h, :zero) + :m, "
+                                "#d = if_not_exists(#hd, :zero) + :d, #exp = :exp",
+            "ConditionExpression": "attribute_not_exists(#s)",
+            "ExpressionAttributeNames": {"#s": "seeded", "#m": "month", "#d": spend.day_attribute, "#h": "held",
+                                         "#hd": spend.period.held_attribute, "#exp": "expiresAt"},
+            "ExpressionAttributeValues": {":now": {"N": str(int(time.time()))}, ":zero": {"N": "0"},
+                                          ":m": _n(month), ":d": _n(today), ":exp": {"N": str(spend.expires)}},
+        }), DYNAMODB_TIMEOUT_S)
+    except dynamo.DynamoError as exc:
+        if exc.code != "ConditionalCheckFailedException":
+            raise
+
+
+def _store_failed(caller: Caller, spend: Spend, exc: Exception) -> BudgetState:
+    closed = get_config().budget_store_failure == "closed"
+    logger.warning("budget store unavailable; " + ("refusing the call" if closed else "admitting the call uncounted"),
+                   extra={"caller_id": caller.id, "error": f"{type(exc).__name__}: {exc}"[:300]})
+    if closed:
+        raise MomorError("This API key's spend limit cannot be checked now (its store is unavailable); retry "
+                         "shortly.", status=503)
+    # Uncounted: nothing held; the call's cost settles (or joins the backlog) when it ends.
+    return BudgetState(caller.budget_daily, caller.budget_monthly, _ZERO, _ZERO, spend.period, True,
+                       replace(spend, hold=_ZERO))
 
 
 async def _read(spend: Spend) -> dict[str, Any]:
@@ -221,18 +335,64 @@ async def _read(spend: Spend) -> dict[str, Any]:
     return answer.get("Item", {})
 
 
-async def add_spend(spend: Spend, cost: Decimal) -> None:
-    """Add a finished call's cost to the month and the day it was admitted on. Raises
-    dynamo.DynamoError: the caller logs it (the answer has gone)."""
-    if cost <= 0:
+# ---------------------------------------------------------------------------------------------
+# Settlement, and the backlog of what could not be settled
+
+_backlog: dict[tuple[str, str, Period, int], tuple[Decimal, Decimal]] = {}
+"""Per item and day: (USD to add to the committed counters, USD to add to the holds)."""
+
+
+async def settle(spend: Spend, cost: Decimal) -> None:
+    """The call has ended: release its hold and add its real cost, on the month and the day it was
+    admitted on. Never raises: an amount the store does not take joins the backlog."""
+    await _apply(spend.slot, cost - spend.hold, -spend.hold)
+    await _flush_backlog()
+
+
+async def _apply(slot: tuple[str, str, Period, int], committed: Decimal, held: Decimal) -> bool:
+    if not committed and not held:
+        return True
+    table, caller_id, period, expires = slot
+    try:
+        await asyncio.wait_for(dynamo.call("UpdateItem", {
+            "TableName": table,
+            "Key": {"keyHash": {"S": spend_key(caller_id, period)}},
+            "UpdateExpression": "ADD #m :c, #d :c, #h :h, #hd :h SET #exp = :exp",
+            "ExpressionAttributeNames": {"#m": "month", "#d": period.day_attribute, "#h": "held",
+                                         "#hd": period.held_attribute, "#exp": "expiresAt"},
+            "ExpressionAttributeValues": {":c": _n(committed), ":h": _n(held), ":exp": {"N": str(expires)}},
+        }), DYNAMODB_TIMEOUT_S)
+    except Exception as exc:
+        _keep(slot, committed, held, exc)
+        return False
+    return True
+
+
+def _keep(slot: tuple[str, str, Period, int], committed: Decimal, held: Decimal, exc: Exception | None) -> None:
+    """Into the backlog (summed per slot), unless it is full."""
+    if slot not in _backlog and len(_backlog) >= BACKLOG_MAX:
+        logger.error("budget backlog full; a settlement is lost (the call's record keeps its cost)",
+                     extra={"caller_id": slot[1], "usd": format(committed, "f")})
         return
-    await dynamo.call("UpdateItem", {
-        "TableName": spend.table,
-        "Key": {"keyHash": {"S": spend_key(spend.caller_id, spend.period)}},
-        "UpdateExpression": "ADD #m :c, #d :c SET #exp = :exp",
-        "ExpressionAttributeNames": {"#m": "month", "#d": spend.day_attribute, "#exp": "expiresAt"},
-        "ExpressionAttributeValues": {":c": _n(cost), ":exp": {"N": str(spend.expires)}},
-    })
+    before = _backlog.get(slot, (_ZERO, _ZERO))
+    _backlog[slot] = (before[0] + committed, before[1] + held)
+    if exc is not None:
+        logger.warning("budget settlement not written; kept for the next store trip",
+                       extra={"caller_id": slot[1], "error": f"{type(exc).__name__}: {exc}"[:300]})
+
+
+async def _flush_backlog() -> None:
+    """Apply what earlier trips could not (the store has just answered); stop at the first failure."""
+    while _backlog:
+        slot = next(iter(_backlog))
+        committed, held = _backlog.pop(slot)
+        if not await _apply(slot, committed, held):
+            return
+
+
+def backlog_usd() -> Decimal:
+    """USD waiting in this process's backlog (for tests and logs)."""
+    return sum((committed for committed, _ in _backlog.values()), _ZERO)
 
 
 async def current(caller: Caller) -> BudgetState | None:
@@ -244,16 +404,16 @@ async def current(caller: Caller) -> BudgetState | None:
     answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"keyHash": {"S": spend_key(caller.id, period)}},
                                            "ConsistentRead": True})
     item = answer.get("Item", {})
-    spent_day, spent_month = _spent(item, period.day_attribute), _spent(item, "month")
-    under = all(limit is None or spent < limit for limit, spent in
-                ((caller.budget_daily, spent_day), (caller.budget_monthly, spent_month)))
-    return BudgetState(caller.budget_daily, caller.budget_monthly, spent_day, spent_month, period, under)
+    state = _state(caller, Spend(table, caller.id, period, 0), item, True, _ZERO)
+    under = all(left > 0 for _, _, left in state._left())
+    return replace(state, allowed=under, spend=None)
 
 
 def set_limits(key_hash: str, *, daily: Decimal | bool | None = False, monthly: Decimal | bool | None = False,
                admin: bool | None = None) -> None:
     """Change a key's limits (a Decimal sets one, None removes it, False leaves it) and admin flag.
-    Warm processes see the change within MOMOR_API_KEY_CACHE_S."""
+    Warm processes see the change within MOMOR_API_KEY_CACHE_S. A key that had no limit and now has
+    one has this month's spend counters reset, so its next call seeds them from its records."""
     sets, removes = [], []
     names: dict[str, str] = {}
     values: dict[str, Any] = {}
@@ -275,13 +435,29 @@ def set_limits(key_hash: str, *, daily: Decimal | bool | None = False, monthly: 
     if not names:
         return
     expression = (f"SET {', '.join(sets)} " if sets else "") + (f"REMOVE {', '.join(removes)}" if removes else "")
+    table = get_config().need("api_keys_table")
     request: dict[str, Any] = {
-        "TableName": get_config().need("api_keys_table"),
+        "TableName": table,
         "Key": {"keyHash": {"S": key_hash}},
         "UpdateExpression": expression.strip(),
         "ConditionExpression": "attribute_exists(keyHash)",
         "ExpressionAttributeNames": names,
+        "ReturnValues": "ALL_OLD",
     }
     if values:
         request["ExpressionAttributeValues"] = values
-    aws.client("dynamodb").update_item(**request)
+    old = aws.client("dynamodb").update_item(**request).get("Attributes", {})
+    had = "budgetDailyUsd" in old or "budgetMonthlyUsd" in old
+    if old and not had and any(v is not False and v is not None for v in (daily, monthly)):
+        _unseed(table, old.get("id", {}).get("S") or key_hash[:16])  # apikeys: the id, else the hash's head
+
+
+def _unseed(table: str, caller_id: str) -> None:
+    """Make the key's next budgeted call seed this month's counters from its records (module docstring)."""
+    client = aws.client("dynamodb")
+    # No spend item this month (the condition fails): the first budgeted call seeds it anyway.
+    with contextlib.suppress(client.exceptions.ConditionalCheckFailedException):
+        client.update_item(
+            TableName=table, Key={"keyHash": {"S": spend_key(caller_id, Period.at(_now()))}},
+            UpdateExpression="REMOVE #s", ConditionExpression="attribute_exists(keyHash)",
+            ExpressionAttributeNames={"#s": "seeded"})

@@ -74,20 +74,37 @@ class Range:
         return [(first + dt.timedelta(days=i)).isoformat() for i in range((last - first).days + 1)]
 
 
+RANGE_FIRST = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+RANGE_LAST = dt.datetime(2100, 1, 1, tzinfo=dt.UTC)
+"""The instants a range may name. Outside them no record can exist, and Python's datetime overflows
+near its own ends (0001-01-01 with an offset, 9999-12-31 as a whole day): a 400, never a 500."""
+_INSTANT_MAX_CHARS = 40
+
+
 def _instant(text: str, name: str, *, end: bool) -> dt.datetime:
     """ISO 8601 date or date-time (UTC when no offset). A bare date as `to` means the whole day."""
+    shown = repr(text[:_INSTANT_MAX_CHARS])
     try:
+        if len(text) > _INSTANT_MAX_CHARS:
+            raise ValueError
         if len(text) == 10:
             day = dt.date.fromisoformat(text)
-            return dt.datetime.combine(day + dt.timedelta(days=1 if end else 0), dt.time(), dt.UTC)
-        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+            moment = dt.datetime.combine(day, dt.time(), dt.UTC) + dt.timedelta(days=1 if end else 0)
+        else:
+            moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
     except ValueError:
-        raise RequestError(f"`{name}` must be an ISO 8601 date or date-time, not {text[:40]!r}.") from None
-    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+        raise RequestError(f"`{name}` must be an ISO 8601 date or date-time, not {shown}.") from None
+    except OverflowError:  # an offset or a whole day past datetime's own range
+        moment = RANGE_FIRST - dt.timedelta(days=1)
+    if not RANGE_FIRST <= moment <= RANGE_LAST:
+        raise RequestError(f"`{name}` must fall between {RANGE_FIRST:%Y-%m-%d} and {RANGE_LAST:%Y-%m-%d}, not {shown}.")
+    return moment
 
 
 def parse_range(start: str | None, end: str | None, now: dt.datetime) -> Range:
-    """`from` and `to` as the route takes them: default the last DEFAULT_DAYS days up to now."""
+    """`from` and `to` as the route takes them: default the last DEFAULT_DAYS days up to now. A range
+    of exactly MAX_RANGE_DAYS is allowed (the console's "Last 90 days" sends both ends)."""
     stop = _instant(end, "to", end=True) if end else now
     begin = _instant(start, "from", end=False) if start else stop - dt.timedelta(days=DEFAULT_DAYS)
     if begin >= stop:

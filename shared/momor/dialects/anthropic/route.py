@@ -55,7 +55,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...api.backend import Backend
-from ...api.flow import Prepared, Routed, routed_call
+from ...api.flow import Prepared, Routed, routed_call, unbilled
 from ...call import Parameters
 from ...catalog import Catalog
 from ...errors import MomorError, ProviderError, RequestError
@@ -210,6 +210,7 @@ def anthropic_error(request_id: str, status: int, message: str) -> Response:
                     headers={"request-id": request_id})
 
 
+@unbilled  # counting is free: no budget hold
 async def _count(p: Prepared) -> Response:
     """count_tokens, as a routed operation: authenticated, rate limited, recorded (routing/count.py)."""
     count, how = await count_input_tokens(p.routed.call, p.candidates, p.resolve_key, p.recorder)
