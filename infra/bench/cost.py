@@ -204,7 +204,9 @@ def _group(route: str, shape: str, budget: bool, group: list[dict[str, Any]], ta
         turns.append(turn)
     return Measured(
         route, shape, budget, n,
-        statistics.mean(c["duration_s"] for c in group), statistics.mean(c["response_bytes"] for c in group),
+        # The median: on a shared machine one call held up by another process is the machine's, not
+        # Momor's (what Lambda bills is the median's neighbourhood, a provider's own spread aside).
+        statistics.median(c["duration_s"] for c in group), statistics.mean(c["response_bytes"] for c in group),
         statistics.mean(c["log_bytes"] for c in group), statistics.mean(c["log_lines"] for c in group),
         {k: (v[0], v[1]) for k, v in units.items()}, (local[0], local[1]),
         tuple(turns) if "memory" in units else ())
@@ -310,6 +312,30 @@ def report(measured: list[Measured], per_op: dict, template: dict[str, Any], can
     return "\n".join(lines)
 
 
+def brief(measured: list[Measured], per_op: dict, template: dict[str, Any], candidates: list[Size],
+          s: Settings) -> str:
+    """One row per route and shape: the template's components without a budget, its total without and
+    with one, and each candidate's totals (the README's table)."""
+    from infra.bench.cost_run import FUNCTIONS, ROUTES
+
+    by = {(m.route, m.shape, m.budget): m for m in measured}
+    head = "| route | shape | size | Lambda | API Gateway | DynamoDB | Logs | Secrets+S3 | **total** | with a budget |"
+    lines = [head, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+    for route in ROUTES:
+        for shape in ("buffered", "stream"):
+            plain, budget = by.get((route, shape, False)), by.get((route, shape, True))
+            if plain is None or budget is None:
+                continue
+            here = function_size(template, FUNCTIONS[route])
+            for i, size in enumerate((here, *candidates)):
+                d, b = dollars(plain, size, per_op, s), dollars(budget, size, per_op, s)
+                label = f"{size.memory_mb} MB {size.arch}" + (" (template)" if i == 0 else "")
+                lines.append(f"| {route} | {_shape(shape)} | {label} | {d['Lambda']:.2f} | {d['API Gateway']:.2f} | "
+                             f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['Secrets+S3']:.2f} | **{d['total']:.2f}** | "
+                             f"{b['total']:.2f} |")
+    return "\n".join(lines)
+
+
 def _shape(shape: str) -> str:
     return "buffered, 1 s provider" if shape == "buffered" else "10 s stream"
 
@@ -356,12 +382,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--streams", type=int, default=2, help="streams per route and budget")
     parser.add_argument("--stream-seconds", type=float, default=10.0)
     parser.add_argument("--busy", type=float, default=0.5, help="share of the time a warm instance is busy")
+    parser.add_argument("--brief", action="store_true", help="one row per route and shape (the README's table)")
     args = parser.parse_args(argv)
     candidates = candidates_from(args.memory, args.arch)
     saved = json.loads(args.source.read_text()) if args.source else _measure(args)
     template = load_template(args.template)
     measured, per_op = summarise(saved["calls"], saved["env"], template)
-    print(report(measured, per_op, template, candidates, Settings(busy=args.busy)), file=sys.stdout)
+    show = brief if args.brief else report
+    print(show(measured, per_op, template, candidates, Settings(busy=args.busy)), file=sys.stdout)
 
 
 if __name__ == "__main__":

@@ -272,19 +272,13 @@ def _run(settings: RunSettings, fake: Any, ddb: Any, env: dict[str, str]) -> lis
         import httpx2
 
         with httpx2.Client(timeout=60) as client:
-            # One untimed call per key, route and shape first (an instant answer): the catalog, keys and
-            # API key read, the first lease taken, each route's first-call costs paid.
-            for token in (plain, budgeted):
-                for route in ROUTES:
-                    for stream in (False, True):
-                        url, body, headers = _request(base, route, stream, token)
-                        client.post(url, content=body, headers=headers)
-            ops.take()
             real_stdout = sys.stdout
-            sys.stdout = counted
+            sys.stdout = counted  # from here on what the app writes is counted, not shown
             for h in handlers:
                 h.setStream(counted)
             try:
+                _warm_up(client, base, (plain, budgeted), timer)
+                ops.take()
                 for route in ROUTES:
                     for token, budget in ((plain, False), (budgeted, True)):
                         for shape, n in (("buffered", settings.calls), ("stream", settings.streams)):
@@ -300,6 +294,26 @@ def _run(settings: RunSettings, fake: Any, ddb: Any, env: dict[str, str]) -> lis
     return calls
 
 
+def _warm_up(client: Any, base: str, tokens: tuple[str, ...], timer: _Timer) -> None:
+    """One untimed call per key, route and shape (an instant answer): the catalog, keys and API key
+    read, the first lease taken, each route's first-call costs paid before anything is counted."""
+    for token in tokens:
+        for route in ROUTES:
+            for stream in (False, True):
+                url, body, headers = _request(base, route, stream, token)
+                timer.durations.clear()
+                client.post(url, content=body, headers=headers)
+                _app_done(timer)
+
+
+def _app_done(timer: _Timer) -> None:
+    """Wait until the app has returned from the request: a stream's record and budget settlement are
+    written after its last byte has reached the caller, and belong to that call, not the next."""
+    deadline = time.monotonic() + 5
+    while not timer.durations and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
 def _one(client: Any, fake: Any, base: str, route: str, shape: str, token: str, budget: bool,
          settings: RunSettings, timer: _Timer, counted: _Counted, ops: _Ops, ddb: Any) -> Call:
     from tests.fakes import hang, stall
@@ -313,10 +327,7 @@ def _one(client: Any, fake: Any, base: str, route: str, shape: str, token: str, 
     with client.stream("POST", url, content=body, headers=headers) as response:
         size = sum(len(chunk) for chunk in response.iter_raw())
         status = response.status_code
-    # The app's own wrapper has returned by the time uvicorn finishes the response; wait for its timer.
-    deadline = time.monotonic() + 5
-    while not timer.durations and time.monotonic() < deadline:
-        time.sleep(0.005)
+    _app_done(timer)
     taken = ops.take()
     _read_back(taken, ddb)
     if status != 200:
