@@ -246,6 +246,9 @@ class Settings:
     api_key_cache_s: float = 60.0
     keys_ttl_s: float = 300.0
     catalog_ttl_s: float = 60.0
+    provider_s: float = 1.0
+    """The run's shapes (labels only): how long the provider took before a buffered answer, and a stream."""
+    stream_s: float = 10.0
 
 
 def dollars(m: Measured, size: Size, per_op: dict, s: Settings) -> dict[str, float]:
@@ -272,9 +275,26 @@ def dollars(m: Measured, size: Size, per_op: dict, s: Settings) -> dict[str, flo
     return out
 
 
+BEFORE_ISSUE_27 = Size(1024, "x86_64")
+"""Every function's size in template.yaml before issue 27 (Globals: MemorySize 1024, x86_64)."""
+
+
+def sizes_for(template: dict[str, Any], route: str, candidates: list[Size]) -> list[tuple[str, Size]]:
+    """The sizes a route is priced at: the template's, the template's before issue 27 (when it differs;
+    the same measured work at the old size), then each candidate."""
+    from infra.bench.cost_run import FUNCTIONS
+
+    here = function_size(template, FUNCTIONS[route])
+    sizes = [("template", here)]
+    if here != BEFORE_ISSUE_27:
+        sizes.append(("before issue 27", BEFORE_ISSUE_27))
+    sizes += [("", c) for c in candidates if c not in (here, BEFORE_ISSUE_27)]
+    return sizes
+
+
 def report(measured: list[Measured], per_op: dict, template: dict[str, Any], candidates: list[Size],
            s: Settings) -> str:
-    from infra.bench.cost_run import FUNCTIONS, ROUTES
+    from infra.bench.cost_run import ROUTES
 
     order = {r: i for i, r in enumerate(ROUTES)}
     measured = sorted(measured, key=lambda m: (order.get(m.route, 99), m.shape, m.budget))
@@ -284,11 +304,10 @@ def report(measured: list[Measured], per_op: dict, template: dict[str, Any], can
     lines += ["| route | shape | budget | size | Lambda | API Gateway | DynamoDB | Logs | Secrets+S3 | **total** |",
               "|---|---|---|---|--:|--:|--:|--:|--:|--:|"]
     for m in measured:
-        here = function_size(template, FUNCTIONS[m.route])
-        for label, size in (("template", here), *((None, c) for c in candidates)):
+        for label, size in sizes_for(template, m.route, candidates):
             d = dollars(m, size, per_op, s)
             name = f"{label}: " if label else ""
-            lines.append(f"| {m.route} | {_shape(m.shape)} | {'yes' if m.budget else 'no'} | "
+            lines.append(f"| {m.route} | {_shape(m.shape, s)} | {'yes' if m.budget else 'no'} | "
                          f"{name}{size.memory_mb} MB {size.arch} | {d['Lambda']:.2f} | {d['API Gateway']:.2f} | "
                          f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['Secrets+S3']:.3f} | **{d['total']:.2f}** |")
     lines += ["", "Measured per call (averages):", "",
@@ -298,12 +317,12 @@ def report(measured: list[Measured], per_op: dict, template: dict[str, Any], can
     for m in measured:
         d = dollars(m, Size(1024, "x86_64"), per_op, s)
         kinds = ", ".join(f"{k} {w:.2f}w/{r:.2f}r" for k, (w, r) in sorted(m.units.items()))
-        lines.append(f"| {m.route} | {_shape(m.shape)} | {'yes' if m.budget else 'no'} | {m.calls} | "
+        lines.append(f"| {m.route} | {_shape(m.shape, s)} | {'yes' if m.budget else 'no'} | {m.calls} | "
                      f"{rules.billed_ms(m.duration_s)} | {m.response_bytes:.0f} | {d['wu']:.2f} | {d['ru']:.2f} | "
                      f"{m.log_bytes:.0f} | {m.log_lines:.1f} | {kinds} | {m.local[0]:.2f}w/{m.local[1]:.2f}r |")
     for m in measured:
         if m.memory_turns:
-            lines.append(f"\nRouter memory, {'with' if m.budget else 'no'} budget, {_shape(m.shape)}: write units a "
+            lines.append(f"\nRouter memory, {'with' if m.budget else 'no'} budget, {_shape(m.shape, s)}: write units a "
                          f"turn, in order: {' '.join(f'{t:g}' for t in m.memory_turns)}")
     lines += ["", f"Amortised: a rate-limit lease {per_op['lease_wu']:.2f} write units "
               f"({per_op['leases_seen']} seen), an API-key read {per_op['key_ru']:.2f} read units "
@@ -316,7 +335,7 @@ def brief(measured: list[Measured], per_op: dict, template: dict[str, Any], cand
           s: Settings) -> str:
     """One row per route and shape: the template's components without a budget, its total without and
     with one, and each candidate's totals (the README's table)."""
-    from infra.bench.cost_run import FUNCTIONS, ROUTES
+    from infra.bench.cost_run import ROUTES
 
     by = {(m.route, m.shape, m.budget): m for m in measured}
     head = "| route | shape | size | Lambda | API Gateway | DynamoDB | Logs | Secrets+S3 | **total** | with a budget |"
@@ -326,18 +345,17 @@ def brief(measured: list[Measured], per_op: dict, template: dict[str, Any], cand
             plain, budget = by.get((route, shape, False)), by.get((route, shape, True))
             if plain is None or budget is None:
                 continue
-            here = function_size(template, FUNCTIONS[route])
-            for i, size in enumerate((here, *candidates)):
+            for name, size in sizes_for(template, route, candidates):
                 d, b = dollars(plain, size, per_op, s), dollars(budget, size, per_op, s)
-                label = f"{size.memory_mb} MB {size.arch}" + (" (template)" if i == 0 else "")
-                lines.append(f"| {route} | {_shape(shape)} | {label} | {d['Lambda']:.2f} | {d['API Gateway']:.2f} | "
+                label = f"{size.memory_mb} MB {size.arch}" + (f" ({name})" if name else "")
+                lines.append(f"| {route} | {_shape(shape, s)} | {label} | {d['Lambda']:.2f} | {d['API Gateway']:.2f} | "
                              f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['Secrets+S3']:.2f} | **{d['total']:.2f}** | "
                              f"{b['total']:.2f} |")
     return "\n".join(lines)
 
 
-def _shape(shape: str) -> str:
-    return "buffered, 1 s provider" if shape == "buffered" else "10 s stream"
+def _shape(shape: str, s: Settings) -> str:
+    return f"buffered, {s.provider_s:g} s provider" if shape == "buffered" else f"{s.stream_s:g} s stream"
 
 
 # --- command line ---------------------------------------------------------------------------------------
@@ -361,12 +379,13 @@ def candidates_from(memories: str | None, arches: str | None) -> list[Size]:
 def _measure(args: argparse.Namespace) -> dict[str, Any]:
     from infra.bench import cost_run
 
-    settings = cost_run.RunSettings(calls=args.calls, streams=args.streams, stream_s=args.stream_seconds)
+    settings = cost_run.RunSettings(calls=args.calls, streams=args.streams, stream_s=args.stream_seconds,
+                                    thread_turns=args.thread_turns)
     calls = cost_run.measure(settings)
     import os
 
     env = {k: os.environ[k] for k in TABLE_ENV if k in os.environ}
-    saved = {"env": env, "calls": [asdict(c) for c in calls]}
+    saved = {"env": env, "settings": asdict(settings), "calls": [asdict(c) for c in calls]}
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / "cost.json").write_text(json.dumps(saved, default=str))
     return saved
@@ -381,6 +400,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--calls", type=int, default=10, help="buffered calls per route and budget")
     parser.add_argument("--streams", type=int, default=2, help="streams per route and budget")
     parser.add_argument("--stream-seconds", type=float, default=10.0)
+    parser.add_argument("--thread-turns", type=int, default=0,
+                        help="untimed router turns to grow each thread by before the router is measured")
     parser.add_argument("--busy", type=float, default=0.5, help="share of the time a warm instance is busy")
     parser.add_argument("--brief", action="store_true", help="one row per route and shape (the README's table)")
     args = parser.parse_args(argv)
@@ -388,8 +409,10 @@ def main(argv: list[str] | None = None) -> None:
     saved = json.loads(args.source.read_text()) if args.source else _measure(args)
     template = load_template(args.template)
     measured, per_op = summarise(saved["calls"], saved["env"], template)
+    run = saved.get("settings", {})
+    settings = Settings(busy=args.busy, provider_s=run.get("provider_s", 1.0), stream_s=run.get("stream_s", 10.0))
     show = brief if args.brief else report
-    print(show(measured, per_op, template, candidates, Settings(busy=args.busy)), file=sys.stdout)
+    print(show(measured, per_op, template, candidates, settings), file=sys.stdout)
 
 
 if __name__ == "__main__":

@@ -222,6 +222,9 @@ class RunSettings:
     """Streams per route and budget."""
     provider_s: float = 1.0
     stream_s: float = 10.0
+    thread_turns: int = 0
+    """Untimed router turns added to each key's thread before the router is measured: the memory item
+    is rewritten whole every turn, so a longer thread shows what a turn costs later in a conversation."""
 
 
 def _request(base: str, route: str, stream: bool, token: str) -> tuple[str, bytes, dict[str, str]]:
@@ -278,6 +281,9 @@ def _run(settings: RunSettings, fake: Any, ddb: Any, env: dict[str, str]) -> lis
                 h.setStream(counted)
             try:
                 _warm_up(client, base, (plain, budgeted), timer)
+                for token in (plain, budgeted):
+                    for _ in range(settings.thread_turns):
+                        _untimed(client, base, "router (memory)", False, token, timer)
                 ops.take()
                 for route in ROUTES:
                     for token, budget in ((plain, False), (budgeted, True)):
@@ -300,10 +306,14 @@ def _warm_up(client: Any, base: str, tokens: tuple[str, ...], timer: _Timer) -> 
     for token in tokens:
         for route in ROUTES:
             for stream in (False, True):
-                url, body, headers = _request(base, route, stream, token)
-                timer.durations.clear()
-                client.post(url, content=body, headers=headers)
-                _app_done(timer)
+                _untimed(client, base, route, stream, token, timer)
+
+
+def _untimed(client: Any, base: str, route: str, stream: bool, token: str, timer: _Timer) -> None:
+    url, body, headers = _request(base, route, stream, token)
+    timer.durations.clear()
+    client.post(url, content=body, headers=headers)
+    _app_done(timer)
 
 
 def _app_done(timer: _Timer) -> None:

@@ -193,3 +193,30 @@ def test_a_run_is_summarised_per_call_with_leases_and_key_reads_set_apart():
     assert m.units == {"record": (2.0, 0.0)}
     assert per_op["leases_seen"] == 1 and per_op["lease_wu"] == 1.0
     assert math.isclose(m.log_bytes, 100)
+
+
+def test_each_route_is_priced_at_the_template_the_size_before_issue_27_and_each_candidate():
+    def template(memory, arch):
+        functions = {"ModelsFunction", "ChatCompletionsFunction", "MessagesFunction"}
+        return {"Globals": {"Function": {"MemorySize": memory, "Architectures": [arch]}},
+                "Resources": {f: {"Properties": {}} for f in functions}}
+
+    candidates = [cost.Size(256, "arm64"), cost.Size(1024, "x86_64")]
+    assert cost.sizes_for(template(1024, "x86_64"), "/messages", candidates) == [
+        ("template", cost.Size(1024, "x86_64")), ("", cost.Size(256, "arm64"))]
+    assert cost.sizes_for(template(512, "arm64"), "/messages", candidates) == [
+        ("template", cost.Size(512, "arm64")), ("before issue 27", cost.Size(1024, "x86_64")),
+        ("", cost.Size(256, "arm64"))]
+
+
+def test_operations_are_told_apart_by_table_and_key():
+    tables = {"rec": "RecordsTable", "keys": "ApiKeysTable", "mem": "MemoryTable"}
+
+    def op(table, key):
+        return {"operation": "GetItem", "payload": {"TableName": table, "Key": key}, "answer": {}}
+
+    assert cost._kind(op("rec", {"id": {"S": "x"}}), tables) == "record"
+    assert cost._kind(op("mem", {"threadKey": {"S": "c#t"}}), tables) == "memory"
+    assert cost._kind(op("keys", {"keyHash": {"S": "rate#c#60"}}), tables) == "lease"
+    assert cost._kind(op("keys", {"keyHash": {"S": "spend#c#2026-12"}}), tables) == "budget"
+    assert cost._kind(op("keys", {"keyHash": {"S": "ab" * 32}}), tables) == "key"
