@@ -136,6 +136,8 @@ def op_units(op: dict[str, Any], table: str, indexes: dict[str, list[rules.Index
     payload = op["payload"]
     name = op["operation"]
     if name == "PutItem":
+        # A put over an existing item (a memory thread) is billed on the larger of the two: the new
+        # one, for a thread that grows.
         units = rules.put_units(payload["Item"], TABLE_KEYS.get(table, ()), indexes.get(table, []))
         return float(sum(units.values())), 0.0
     if name == "UpdateItem":
@@ -143,6 +145,8 @@ def op_units(op: dict[str, Any], table: str, indexes: dict[str, list[rules.Index
     if name == "DeleteItem":
         return 1.0, 0.0
     if name == "GetItem":
+        # Billed on the whole item; a projected read (the limiter's rateLimit) answers part of a key's
+        # item, which is far under 4 KB either way: the minimum.
         item = op["answer"].get("Item", {})
         return 0.0, rules.read_units(rules.item_size(item), consistent=bool(payload.get("ConsistentRead")))
     return 0.0, 0.0
@@ -249,6 +253,17 @@ class Settings:
     provider_s: float = 1.0
     """The run's shapes (labels only): how long the provider took before a buffered answer, and a stream."""
     stream_s: float = 10.0
+
+
+def settings_from_config(**given: Any) -> Settings:
+    """The amortisation's periods from momor's own defaults (config.py: MOMOR_RATE_LIMIT and _WINDOW_S,
+    MOMOR_API_KEY_CACHE_S, MOMOR_KEYS_TTL, MOMOR_CATALOG_TTL; template.yaml sets none of them), so a
+    changed default changes the figures."""
+    from momor.config import Config
+
+    c = Config()
+    return Settings(rate_limit=c.rate_limit, rate_window_s=c.rate_window, api_key_cache_s=c.api_key_cache,
+                    keys_ttl_s=c.keys_ttl, catalog_ttl_s=c.catalog_ttl, **given)
 
 
 def dollars(m: Measured, size: Size, per_op: dict, s: Settings) -> dict[str, float]:
@@ -410,7 +425,8 @@ def main(argv: list[str] | None = None) -> None:
     template = load_template(args.template)
     measured, per_op = summarise(saved["calls"], saved["env"], template)
     run = saved.get("settings", {})
-    settings = Settings(busy=args.busy, provider_s=run.get("provider_s", 1.0), stream_s=run.get("stream_s", 10.0))
+    settings = settings_from_config(busy=args.busy, provider_s=run.get("provider_s", 1.0),
+                                    stream_s=run.get("stream_s", 10.0))
     show = brief if args.brief else report
     print(show(measured, per_op, template, candidates, settings), file=sys.stdout)
 
