@@ -325,8 +325,8 @@ def report(measured: list[Measured], per_op: dict, template: dict[str, Any], can
             lines.append(f"| {m.route} | {_shape(m.shape, s)} | {'yes' if m.budget else 'no'} | "
                          f"{name}{size.memory_mb} MB {size.arch} | {d['Lambda']:.2f} | {d['API Gateway']:.2f} | "
                          f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['Secrets+S3']:.3f} | **{d['total']:.2f}** |")
-    lines += ["", "Measured per call (averages):", "",
-              "| route | shape | budget | calls | billed ms | response bytes | write units | read units | "
+    lines += ["", "Measured per call (averages; the duration a median):", "",
+              "| route | shape | budget | calls | billed ms (median) | response bytes | write units | read units | "
               "log bytes (app) | log lines (app) | units by kind (write/read) | DynamoDB Local's count |",
               "|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|---|"]
     for m in measured:
