@@ -522,3 +522,23 @@ async def test_reading_on_continues_where_the_window_stopped(router):
     assert on.turns == said[-len(on.turns):] and 30 <= len(on.turns) <= 31
     everything = await store.load(router.caller_id, "paged", 1000, on)
     assert everything.turns == said[-store.HORIZON_MESSAGES:] and everything.more is None
+
+
+async def test_each_turn_expires_memory_ttl_days_after_it_was_said(router, momor_aws, monkeypatch):
+    """MOMOR_MEMORY_TTL_DAYS sets each turn's expiresAt; a turn past it is never read again, even
+    while DynamoDB's TTL sweep (which can take days) has not deleted it yet."""
+    from momor.config import reset_config
+    from momor.store import memory as store
+
+    with monkeypatch.context() as env:
+        env.setenv("MOMOR_MEMORY_TTL_DAYS", "7")
+        reset_config()
+        await store.append(router.caller_id, "ttl", [user("kept a week")])
+    reset_config()
+    [item] = stored_items(momor_aws, router.caller_id, "ttl")
+    assert abs(int(item["expiresAt"]["N"]) - (time.time() + 7 * 86_400)) < 60
+    # The same turn, expired a second ago but still in the table: the thread reads as empty of it.
+    momor_aws.client("dynamodb").put_item(TableName=momor_aws.memory_table,
+                                          Item={**item, "expiresAt": {"N": str(int(time.time()) - 1)}})
+    await store.append(router.caller_id, "ttl", [user("fresh")])
+    assert (await store.load(router.caller_id, "ttl", 8)).turns == [user("fresh")]

@@ -107,8 +107,12 @@ async def load(caller_id: str, chat_id: str, messages: int, thread: Thread | Non
 
 
 def _take(thread: Thread, items: list[dict[str, Any]], want: int) -> bool:
-    """Put the items' messages (newest item first) before the thread's; False at the horizon."""
+    """Put the items' messages (newest item first) before the thread's; False at the horizon. A turn
+    past its TTL is left out: DynamoDB deletes expired items only within a few days."""
+    now = time.time()
     for item in items:
+        if float(item.get("expiresAt", {}).get("N", "inf")) <= now:
+            continue
         kept = orjson.loads(item["messages"]["S"]) if "messages" in item else []
         for message in reversed(kept if isinstance(kept, list) else []):
             size = len(orjson.dumps(message)) + 1
