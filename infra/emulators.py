@@ -205,7 +205,7 @@ def provision(
     *,
     records_table: str = "momor-records",
     api_keys_table: str = "momor-api-keys",
-    memory_table: str = "momor-memory",
+    memory_table: str = "momor-memory-turns",
     catalog_bucket: str = "momor-catalog",
     catalog_key: str = "catalog.json",
     catalog_file: str | os.PathLike[str] | None = None,
@@ -217,7 +217,7 @@ def provision(
     ddb = endpoints.client("dynamodb")
     _create_table(ddb, records_table, "id", indexes=True)
     _create_table(ddb, api_keys_table, "keyHash")
-    _create_table(ddb, memory_table, "threadKey")
+    _create_table(ddb, memory_table, "threadKey", sort_key="turn")  # one item per turn (store/memory.py)
     # Records expire, and so do the rate-limit windows kept in the API-keys table and memory threads.
     for table in (records_table, api_keys_table, memory_table):
         if _ttl_off(ddb, table):
@@ -248,10 +248,15 @@ def provision(
     }
 
 
-def _create_table(ddb: Any, name: str, partition_key: str, *, indexes: bool = False) -> None:
-    """A table; with `indexes`, the records table's usage indexes (momor.usage) too."""
+def _create_table(ddb: Any, name: str, partition_key: str, *, sort_key: str | None = None,
+                  indexes: bool = False) -> None:
+    """A table (string keys); with `indexes`, the records table's usage indexes (momor.usage) too."""
     extra: dict[str, Any] = {}
     attributes = [{"AttributeName": partition_key, "AttributeType": "S"}]
+    schema = [{"AttributeName": partition_key, "KeyType": "HASH"}]
+    if sort_key is not None:
+        attributes.append({"AttributeName": sort_key, "AttributeType": "S"})
+        schema.append({"AttributeName": sort_key, "KeyType": "RANGE"})
     if indexes:
         from momor.store.usage import index_definitions
 
@@ -261,7 +266,7 @@ def _create_table(ddb: Any, name: str, partition_key: str, *, indexes: bool = Fa
         ddb.create_table(
             TableName=name,
             AttributeDefinitions=attributes,
-            KeySchema=[{"AttributeName": partition_key, "KeyType": "HASH"}],
+            KeySchema=schema,
             BillingMode="PAY_PER_REQUEST",
             **extra,
         )

@@ -8,12 +8,14 @@ What a later turn relies on is proved by what the fake provider received.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
 import openai
 import pytest
 
+from momor.routing import memory
 from momor.store import apikeys, keys
 from tests.fakes.script import cut, fail, reply
 
@@ -112,6 +114,14 @@ def user(text):
     return {"role": "user", "content": text}
 
 
+def stored_items(momor_aws, caller_id, chat_id):
+    """A thread's items as the memory table holds them, oldest first (one per turn)."""
+    answer = momor_aws.client("dynamodb").query(
+        TableName=momor_aws.memory_table, KeyConditionExpression="threadKey = :k",
+        ExpressionAttributeValues={":k": {"S": f"{caller_id}#{chat_id}"}}, ConsistentRead=True)
+    return answer["Items"]
+
+
 def sent_messages(fake, label, model_id=None):
     """The messages of the last generation request a family's fake received (not the classifier's)."""
     found = [r.json for r in fake.requests(label) if r.json and r.json.get("model") != CLASSIFIER_ID
@@ -206,9 +216,7 @@ def test_context_false_clears_the_thread(router, fake, momor_aws):
         client.chat.completions.create(model="zen-small", messages=[user("Forget it all.")],
                                        extra_body={"chat_id": "c1", "context": False})
         assert sent_messages(fake, "zen") == [user("Forget it all.")]
-        ddb = momor_aws.client("dynamodb")
-        key = {"threadKey": {"S": f"{router.caller_id}#c1"}}
-        assert "Item" not in ddb.get_item(TableName=momor_aws.memory_table, Key=key, ConsistentRead=True)
+        assert stored_items(momor_aws, router.caller_id, "c1") == []  # deleted, not left to the TTL
         client.chat.completions.create(model="zen-small", messages=[user("Anything left?")],
                                        extra_body={"chat_id": "c1"})
         assert sent_messages(fake, "zen") == [user("Anything left?")]
@@ -424,16 +432,17 @@ def test_a_thread_survives_across_instances(router, fake):
 
 
 async def test_concurrent_turns_on_one_thread_are_both_kept(router):
-    """Optimistic concurrency: two writers that read the same version both land, in some order."""
+    """One item per turn, each under its own time-ordered unique id: two turns written at once on
+    one thread both land, in some order, and neither reads or rewrites the other."""
     from momor.store import memory as store
 
-    stale = await store.load(router.caller_id, "busy")
-    await store.append(router.caller_id, "busy", [user("first")], stale)
-    await store.append(router.caller_id, "busy", [user("second")], stale)  # read before the first write
-    thread = await store.load(router.caller_id, "busy")
-    assert thread.turns == [user("first"), user("second")] and thread.version == 2
+    await asyncio.gather(*(store.append(router.caller_id, "busy", [user(f"turn {i}")]) for i in range(8)))
+    thread = await store.load(router.caller_id, "busy", 40)
+    assert sorted(t["content"] for t in thread.turns) == [f"turn {i}" for i in range(8)]
+    await store.append(router.caller_id, "busy", [user("last")])
+    assert (await store.load(router.caller_id, "busy", 40)).turns[-1] == user("last")  # time-ordered
     await store.clear(router.caller_id, "busy")
-    assert (await store.load(router.caller_id, "busy")).turns == []
+    assert (await store.load(router.caller_id, "busy", 40)).turns == []
 
 
 def test_a_classified_stream_names_its_tier_and_thread(router, fake):
@@ -464,7 +473,72 @@ def test_compact_and_full_memory_bounds_and_only_conversation_is_stored(router, 
     assert compact[:-1] == [m for i in range(2, 6) for m in (user(f"q{i}"), {"role": "assistant",
                                                                             "content": f"Echo: q{i}"})]
     assert [m["content"] for m in full[:-1]][:2] == ["q0", "Echo: q0"] and len(full) == 15
-    item = momor_aws.client("dynamodb").get_item(
-        TableName=momor_aws.memory_table, Key={"threadKey": {"S": f"{router.caller_id}#long"}}, ConsistentRead=True)
-    stored = json.loads(item["Item"]["turns"]["S"])
+    items = stored_items(momor_aws, router.caller_id, "long")
+    assert len(items) == 8  # one item per turn
+    stored = [m for item in items for m in json.loads(item["messages"]["S"])]
     assert {m["role"] for m in stored} == {"user", "assistant"} and len(stored) == 16  # no system message kept
+
+
+# --- memory's cost: one item per turn, read by the window -----------------------------------------
+
+SHORT_QUESTION = "What is the capital of France, in one line?"
+SHORT_ANSWER = "The capital of France is Paris, on the Seine; it has been the capital since the 10th century."
+
+
+async def test_a_turns_store_cost_does_not_grow_with_the_thread(router):
+    """DynamoDB Local's ConsumedCapacity (ReturnConsumedCapacity TOTAL) for the same short exchange
+    at every thread length: the write is the turn's own item, the compact read the recent window."""
+    from momor.store import memory as store
+
+    exchange = [user(SHORT_QUESTION), {"role": "assistant", "content": SHORT_ANSWER}]
+    writes, reads = {}, {}
+    for n in range(1, 101):
+        reads[n] = (await store.load(router.caller_id, "costly", memory.BOUNDS["auto"].messages)).read_units
+        writes[n] = await store.append(router.caller_id, "costly", exchange)
+    print(f"\nmemory cost per short turn: writes {[writes[n] for n in (1, 10, 100)]}, "
+          f"compact reads {[reads[n] for n in (1, 10, 100)]}")
+    assert writes[1] == writes[2] == writes[10] == writes[100] == 1.0
+    assert reads[5] == reads[10] == reads[100]  # from the fifth turn on, the window is full
+    full = await store.load(router.caller_id, "costly", memory.BOUNDS["full"].messages)
+    assert len(full.turns) == 40 and full.turns[-2:] == exchange
+    assert full.read_units == (await store.load(router.caller_id, "costly", 40)).read_units
+    horizon = await store.load(router.caller_id, "costly", store.HORIZON_MESSAGES)
+    print(f"full read {full.read_units}, horizon read {horizon.read_units}")
+
+
+async def test_reading_on_continues_where_the_window_stopped(router):
+    """A read that pages further back (a caller resending more than the window) gets exactly the
+    newest messages asked for, in order, as one longer read would; never past the horizon."""
+    from momor.store import memory as store
+
+    said = []
+    for i in range(40):  # items of one and of two messages, so a page can stop inside what it read
+        new = [user(f"q{i}")] if i % 3 == 0 else [user(f"q{i}"), {"role": "assistant", "content": f"a{i}"}]
+        await store.append(router.caller_id, "paged", new)
+        said += new
+    window = await store.load(router.caller_id, "paged", 8)
+    assert window.turns == said[-len(window.turns):] and 8 <= len(window.turns) <= 9 and window.more is not None
+    on = await store.load(router.caller_id, "paged", 30, window)
+    assert on.turns == said[-len(on.turns):] and 30 <= len(on.turns) <= 31
+    everything = await store.load(router.caller_id, "paged", 1000, on)
+    assert everything.turns == said[-store.HORIZON_MESSAGES:] and everything.more is None
+
+
+async def test_each_turn_expires_memory_ttl_days_after_it_was_said(router, momor_aws, monkeypatch):
+    """MOMOR_MEMORY_TTL_DAYS sets each turn's expiresAt; a turn past it is never read again, even
+    while DynamoDB's TTL sweep (which can take days) has not deleted it yet."""
+    from momor.config import reset_config
+    from momor.store import memory as store
+
+    with monkeypatch.context() as env:
+        env.setenv("MOMOR_MEMORY_TTL_DAYS", "7")
+        reset_config()
+        await store.append(router.caller_id, "ttl", [user("kept a week")])
+    reset_config()
+    [item] = stored_items(momor_aws, router.caller_id, "ttl")
+    assert abs(int(item["expiresAt"]["N"]) - (time.time() + 7 * 86_400)) < 60
+    # The same turn, expired a second ago but still in the table: the thread reads as empty of it.
+    momor_aws.client("dynamodb").put_item(TableName=momor_aws.memory_table,
+                                          Item={**item, "expiresAt": {"N": str(int(time.time()) - 1)}})
+    await store.append(router.caller_id, "ttl", [user("fresh")])
+    assert (await store.load(router.caller_id, "ttl", 8)).turns == [user("fresh")]

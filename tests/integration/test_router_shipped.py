@@ -191,9 +191,11 @@ def test_the_sdk_loop_resending_the_conversation_is_remembered_once(shipped, cli
         # What the model read is the conversation, each turn once: no memory injected again.
         assert zen_sent(fake)["messages"] == conversation
         conversation.append({"role": "assistant", "content": answer.choices[0].message.content})
-    item = momor_aws.client("dynamodb").get_item(
-        TableName=momor_aws.memory_table, Key={"threadKey": {"S": f"{shipped.caller_id}#loop"}}, ConsistentRead=True)
-    assert json.loads(item["Item"]["turns"]["S"]) == conversation[1:]
+    items = momor_aws.client("dynamodb").query(
+        TableName=momor_aws.memory_table, KeyConditionExpression="threadKey = :k",
+        ExpressionAttributeValues={":k": {"S": f"{shipped.caller_id}#loop"}}, ConsistentRead=True)["Items"]
+    # One item per turn, each holding only what that turn added (its question and answer).
+    assert [json.loads(item["messages"]["S"]) for item in items] == [conversation[i:i + 2] for i in (1, 3, 5)]
     # A caller that sends only its new turn still gets the thread.
     client.chat.completions.create(model="big-pickle", messages=[user("And my drink?")], extra_body={"chat_id": "loop"})
     assert zen_sent(fake)["messages"] == [*conversation[1:], user("And my drink?")]

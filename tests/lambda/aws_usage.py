@@ -70,6 +70,8 @@ class Site:
     """The settings fields that name its resource (one table, or the catalog bucket and key)."""
     key_prefix: str | None = None
     """A literal head every partition key it touches starts with, when the code shows one."""
+    on_index: bool = False
+    """Its function names an `IndexName` (a Query of an index, not of the table itself)."""
 
     @property
     def action(self) -> str:
@@ -372,7 +374,8 @@ def _boto3_sites(module: Module, fields: set[str]) -> list[Site]:
             operation = operation_names(service).get(sub.func.attr) if service else None
             if service and operation:
                 sites.append(Site(service, operation, f"{module.name}:{qualname}", sub.lineno,
-                                  _resource_settings(service, fn, module, fields), _key_prefix(sub, module)))
+                                  _resource_settings(service, fn, module, fields), _key_prefix(sub, module),
+                                  _names_an_index(fn)))
     return sites
 
 
@@ -416,8 +419,15 @@ def _signed_http_sites(module: Module, sinks: set[str], fields: set[str]) -> lis
             named = [k.value for k in sub.keywords if k.arg == "operation"] + sub.args[:1]
             if named and isinstance(named[0], ast.Constant) and named[0].value in operations:
                 sites.append(Site("dynamodb", named[0].value, f"{module.name}:{qualname}", sub.lineno,
-                                  _resource_settings("dynamodb", fn, module, fields), _key_prefix(sub, module)))
+                                  _resource_settings("dynamodb", fn, module, fields), _key_prefix(sub, module),
+                                  _names_an_index(fn)))
     return sites
+
+
+def _names_an_index(fn: ast.AST) -> bool:
+    """The function writes `IndexName` (a payload key or a boto3 keyword): its Query reads an index."""
+    return any((isinstance(n, ast.Constant) and n.value == "IndexName") or
+               (isinstance(n, ast.keyword) and n.arg == "IndexName") for n in ast.walk(fn))
 
 
 def call_sites(fields: Iterable[str], package_root: Path = PACKAGE_ROOT) -> list[Site]:

@@ -622,10 +622,14 @@ def test_tables():
     assert records["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
     keys = props("ApiKeysTable")
     assert keys["KeySchema"] == [{"AttributeName": "keyHash", "KeyType": "HASH"}]
-    memory = props("MemoryTable")
-    assert memory["KeySchema"] == [{"AttributeName": "threadKey", "KeyType": "HASH"}]
+    # Memory: one item per turn (store/memory.py), the thread's key and a time-ordered turn id; the
+    # env names it, and the one-item-per-thread table it replaced is kept (Retain) but unused.
+    memory = props("MemoryTurnsTable")
+    assert memory["KeySchema"] == [{"AttributeName": "threadKey", "KeyType": "HASH"},
+                                   {"AttributeName": "turn", "KeyType": "RANGE"}]
     assert memory["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
-    for table in ("RecordsTable", "ApiKeysTable", "MemoryTable"):
+    assert T["Globals"]["Function"]["Environment"]["Variables"]["MOMOR_MEMORY_TABLE"] == {"Ref": "MemoryTurnsTable"}
+    for table in ("RecordsTable", "ApiKeysTable", "MemoryTurnsTable", "MemoryTable"):
         p = props(table)
         assert p["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
         assert p["BillingMode"] == "PAY_PER_REQUEST"
@@ -684,7 +688,7 @@ def resource_of(site: aws_usage.Site) -> Any:
     if site.service == "dynamodb":
         assert len(refs) == 1, f"{site}: its module reads several tables ({sorted(refs)}); say which"
         table = refs.popitem()[1]
-        if site.operation == "Query":  # the code queries the table's indexes (usage.py), never scans it
+        if site.operation == "Query" and site.on_index:  # usage.py queries the records' indexes
             return {"Fn::Sub": f"${{{table}.Arn}}/index/*"}
         return {"Fn::GetAtt": [table, "Arn"]}
     if site.service == "s3":

@@ -355,18 +355,27 @@ def ex(i):
     return [{"role": "user", "content": f"q{i}"}, {"role": "assistant", "content": f"a{i}"}]
 
 
+reads: list[int] = []
+"""How many messages each load of `thread_store` returned."""
+
+
 @pytest.fixture
 def thread_store(monkeypatch):
-    """routing/memory.py over a dict instead of DynamoDB."""
+    """routing/memory.py over a dict instead of DynamoDB, read the way the store reads: the newest
+    messages asked for (at least what was read before), `more` when older ones are left unread."""
     from momor.store import memory as store
 
     threads: dict[str, list] = {}
+    reads.clear()
 
-    async def load(caller, chat):
-        return store.Thread(list(threads.get(chat, [])), 1 if chat in threads else 0)
+    async def load(caller, chat, messages, thread=None):
+        stored = threads.get(chat, [])[-store.HORIZON_MESSAGES:]
+        n = min(max(messages, len(thread.turns) if thread else 0), len(stored))
+        reads.append(n)
+        return store.Thread(list(stored[len(stored) - n:]), more={} if n < len(stored) else None)
 
-    async def append(caller, chat, new, read=None):
-        threads[chat] = store.bounded([*threads.get(chat, []), *new])[0]
+    async def append(caller, chat, new):
+        threads[chat] = [*threads.get(chat, []), *store.bounded(new)]
 
     monkeypatch.setattr(store, "load", load)
     monkeypatch.setattr(store, "append", append)
@@ -416,6 +425,40 @@ async def test_the_callers_last_turn_is_always_new(thread_store):
     thread_store["c"] = [{"role": "user", "content": "same"}]  # an answer with no text kept no turn
     assert await turn(thread_store, [{"role": "user", "content": "same"}]) == [{"role": "user", "content": "same"}]
     assert thread_store["c"][-2:] == [{"role": "user", "content": "same"}, {"role": "assistant", "content": "ok"}]
+
+
+async def test_only_the_modes_window_is_read_when_the_caller_sends_its_new_turn(thread_store):
+    thread_store["c"] = [m for i in range(50) for m in ex(i)]
+    assert await turn(thread_store, [{"role": "user", "content": "next"}]) == [m for i in range(46, 50)
+                                                                             for m in ex(i)]
+    assert reads == [memory.BOUNDS["auto"].messages]  # 8 of the thread's 100 messages
+    reads.clear()
+    await turn(thread_store, [{"role": "user", "content": "more"}], mode="full")
+    assert reads == [memory.BOUNDS["full"].messages]
+
+
+async def test_a_trimmed_resend_of_a_long_thread_reads_back_to_the_older_turns_it_left_out(thread_store):
+    thread_store["c"] = [m for i in range(20) for m in ex(i)]
+    # The caller resends the last 3 exchanges: the 4 before them are injected, read behind them.
+    injected = await turn(thread_store, [*ex(17), *ex(18), *ex(19), {"role": "user", "content": "q20"}])
+    assert injected == [m for i in range(13, 17) for m in ex(i)]
+    assert reads == [8, 6 + 8]
+    assert thread_store["c"][-2:] == [{"role": "user", "content": "q20"}, {"role": "assistant", "content": "ok"}]
+
+
+async def test_the_sdk_loop_on_a_long_thread_reads_what_it_resent_never_past_the_horizon(thread_store):
+    from momor.store import memory as store
+
+    history = [m for i in range(20) for m in ex(i)]
+    thread_store["c"] = list(history)
+    assert await turn(thread_store, [*history, {"role": "user", "content": "q20"}], "a20") == []
+    assert reads == [8, 40] and thread_store["c"] == [*history, *ex(20)]  # only the new turn kept
+    # Beyond the horizon the thread is what the last 64 messages were: the resend still matches.
+    history = [m for i in range(50) for m in ex(i)]
+    thread_store["c"] = list(history)
+    reads.clear()
+    assert await turn(thread_store, [*history, {"role": "user", "content": "q50"}], "a50") == []
+    assert reads == [8, store.HORIZON_MESSAGES] and thread_store["c"] == [*history, *ex(50)]
 
 
 def test_resent_finds_the_latest_run_ending_with_the_threads_last_turn():

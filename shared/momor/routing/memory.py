@@ -15,8 +15,14 @@ opens with an assistant message, so the model sees each kept answer with its que
     false                             the thread is cleared; nothing is injected or kept
 
 Tokens are estimated offline (tokens.py: a token per 4 UTF-8 bytes of the message's JSON plus a
-per-message overhead). The store keeps more than "full" injects (store/memory.py), so switching
-a thread from compact to full brings back what compact left out.
+per-message overhead). A thread keeps every turn (one item each, until its TTL) and memory looks
+back over its newest 64 messages, more than "full" injects (store/memory.py), so switching a
+thread from compact to full brings back what compact left out.
+
+What is read is the window the mode needs: the newest `Bound.messages` messages, one Query. Only a
+caller whose messages hold every turn that window read (it resends its conversation) makes the
+read go further back, as far as it resent plus the mode's window (for the older turns it may lack),
+never past the 64 messages. A turn is stored as one new item: its cost never grows with the thread.
 
 A resent history is not remembered twice. Clients such as the OpenAI SDK's usual loop send the
 whole conversation every turn. When the caller's user and assistant messages already hold the
@@ -27,7 +33,7 @@ are injected (none when the caller's messages start with history of their own). 
 by role and content, as stored.
 
 One big turn never costs the thread its history. A turn larger than `TURN_BYTES` (a quarter of
-what a thread keeps) is stored shortened: its text cut, marked `[Momor memory: ... shortened ...]`,
+what memory looks back over) is stored shortened: its text cut, marked `[Momor memory: ... shortened ...]`,
 its other parts left out. A remembered turn larger than the mode's whole bound is injected
 shortened to half the bound, so the turns before it still fit.
 
@@ -58,7 +64,7 @@ CHAT_ID_MAX = 128
 CHAT_ID_PATTERN = re.compile(rf"[A-Za-z0-9_.:-]{{1,{CHAT_ID_MAX}}}")
 """A chat id's safe characters: it is echoed in a header (X-Momor-Chat-Id) and keys a DynamoDB item."""
 CHAT_ID_CHARACTERS = "letters A-Z and a-z, digits, and _ . : -"
-TURN_BYTES = store.STORED_BYTES // 4
+TURN_BYTES = store.HORIZON_BYTES // 4
 """A turn's JSON content beyond this is stored shortened (one turn never pushes out the thread)."""
 DEFAULT_PREFIX = "chat_default_"
 _CONVERSATION = ("user", "assistant")
@@ -208,13 +214,21 @@ def with_memory(
 
 
 async def recall(ask: Ask, caller_id: str, chat_id: str, request_messages: list[Any]) -> Recall:
-    """Load (or, for context false, clear) the thread; what to inject and what is new."""
+    """Load (or, for context false, clear) the thread's recent window; what to inject and what is new."""
     turns = said(request_messages)
     if ask.mode == "off":
         await store.clear(caller_id, chat_id)
         return Recall(chat_id, caller_id, ask.mode, store.Thread(), [], turns)
-    thread = store.Thread() if ask.new else await store.load(caller_id, chat_id)
+    want = BOUNDS[ask.mode].messages
+    thread = store.Thread() if ask.new else await store.load(caller_id, chat_id, want)
     k, j = resent(thread.turns, turns)
+    if k and thread.more is not None and (k == len(thread.turns) or j == k):
+        # Every turn read matched, so the caller may hold more of the thread than was read; and when
+        # it holds only the thread's latest turns, the older ones to inject lie behind them: read
+        # back that far (never past the horizon). A caller that resends its whole conversation (the
+        # SDK's loop) so costs a read of what it resent; one that sends its new turn, the window.
+        thread = await store.load(caller_id, chat_id, j + want, thread)
+        k, j = resent(thread.turns, turns)
     if k == 0:
         return Recall(chat_id, caller_id, ask.mode, thread, recent(thread.turns, ask.mode), turns)
     # The caller holds the thread's last k turns: inject only older ones it lacks, and only when its
@@ -235,6 +249,6 @@ async def remember(found: Recall, assembler: Assembler) -> None:
     if not new:
         return
     try:
-        await store.append(found.caller_id, found.chat_id, new, found.thread)
+        await store.append(found.caller_id, found.chat_id, new)
     except Exception:
         logger.exception("memory turn not kept", extra={"chat_id_length": len(found.chat_id)})
