@@ -293,6 +293,20 @@ def _client_service(node: ast.AST) -> str | None:
     return None
 
 
+def _made_client(value: ast.AST) -> str | None:
+    """The service of a client the expression itself makes (`aws.client("dynamodb")`, or one of the
+    branches of `a or b` / `a if c else b`); None for anything made from a client, such as an answer
+    (`answer = aws.client("dynamodb").update_item(...)`), whose methods are a dict's, not the client's."""
+    if isinstance(value, ast.BoolOp):
+        return next((s for v in value.values if (s := _made_client(v))), None)
+    if isinstance(value, ast.IfExp):
+        return _made_client(value.body) or _made_client(value.orelse)
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in (
+            "client", "lean_client"):
+        return _client_service(value)
+    return None
+
+
 def _defs(module: Module) -> Iterable[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
     for qualname, node in module.defs.items():
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -557,7 +571,7 @@ def _unknown_client_methods(fn: ast.AST) -> list[tuple[int, str]]:
     """Calls on a client that are not operations of its service (paginators, waiters and the like)."""
     clients: dict[str, str] = {}
     for sub in ast.walk(fn):
-        if isinstance(sub, ast.Assign) and (service := _client_service(sub.value)):
+        if isinstance(sub, ast.Assign) and (service := _made_client(sub.value)):
             clients.update({t.id: service for t in sub.targets if isinstance(t, ast.Name)})
     found = []
     for sub in ast.walk(fn):

@@ -446,7 +446,8 @@ def set_limits(key_hash: str, *, daily: Decimal | bool | None = False, monthly: 
     }
     if values:
         request["ExpressionAttributeValues"] = values
-    old = aws.client("dynamodb").update_item(**request).get("Attributes", {})
+    answer = aws.client("dynamodb").update_item(**request)
+    old: dict[str, Any] = answer.get("Attributes", {})  # one statement a call, as the IAM scan reads them
     had = "budgetDailyUsd" in old or "budgetMonthlyUsd" in old
     if old and not had and any(v is not False and v is not None for v in (daily, monthly)):
         _unseed(table, old.get("id", {}).get("S") or key_hash[:16])  # apikeys: the id, else the hash's head
