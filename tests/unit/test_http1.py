@@ -8,33 +8,13 @@ import contextlib
 import pytest
 
 from momor import http1
-from momor.http1 import UpstreamError, _Chunked
+from momor.http1 import UpstreamError
 
 BODY = b"".join(b'data: {"n": %d}\n\n' % n for n in range(200))
 
 
 def chunked(pieces: list[bytes], ext: bool = False) -> bytes:
     return b"".join(b"%x%s\r\n%s\r\n" % (len(p), b";x=1" if ext else b"", p) for p in pieces) + b"0\r\n\r\n"
-
-
-@pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 64, 4096])
-def test_chunked_bodies_decode_whole_in_any_split(size):
-    pieces = [BODY[i:i + 37] for i in range(0, len(BODY), 37)]
-    for ext in (False, True):
-        wire = chunked(pieces, ext) + b"NEXT"
-        decoder, out = _Chunked(), []
-        for at in range(0, len(wire), size):
-            if decoder.done:
-                break
-            out.append(decoder.feed(wire[at:at + size]))
-        assert decoder.done and b"".join(out) == BODY
-
-
-@pytest.mark.parametrize("bad", [b"zz\r\nabc\r\n", b"3\r\nabcXY0\r\n\r\n"])
-def test_a_malformed_chunked_body_is_a_protocol_error(bad):
-    with pytest.raises(UpstreamError) as caught:
-        _Chunked().feed(bad)
-    assert caught.value.kind == "protocol"
 
 
 @contextlib.asynccontextmanager
@@ -63,6 +43,42 @@ async def read_request(reader) -> tuple[bytes, bytes]:
     length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
                   if line.lower().startswith(b"content-length"))
     return head, await reader.readexactly(length)
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 64, 4096])
+async def test_chunked_bodies_decode_whole_in_any_split(size):
+    """The body arrives in reads of `size` bytes, cutting sizes, extensions and CRLFs anywhere."""
+    pieces = [BODY[i:i + 37] for i in range(0, len(BODY), 37)]
+    for ext in (False, True):
+
+        async def answer(reader, writer, ext=ext):
+            await read_request(reader)
+            wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(pieces, ext)
+            for at in range(0, len(wire), size):
+                writer.write(wire[at:at + size])
+                await writer.drain()
+                if size < 64:
+                    await asyncio.sleep(0)
+            await asyncio.sleep(1)
+
+        async with server(answer) as (url, _):
+            response = await http1.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)
+            assert b"".join([p async for p in response.pieces(5)]) == BODY
+
+
+@pytest.mark.parametrize("bad", [b"zz\r\nabc\r\n", b"3\r\nabcXY0\r\n\r\n"])
+async def test_a_malformed_chunked_body_is_a_protocol_error(bad):
+    async def answer(reader, writer):
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + bad)
+        await writer.drain()
+        await asyncio.sleep(1)
+
+    async with server(answer) as (url, _):
+        response = await http1.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)
+        with pytest.raises(UpstreamError) as caught:
+            await response.aread(5)
+        assert caught.value.kind == "protocol"
 
 
 async def test_requests_reuse_one_connection_and_bodies_come_whole():
