@@ -310,7 +310,8 @@ class Response:
             else:
                 self._since_payload += size
                 if self._since_payload > MAX_TRAILER_BYTES:
-                    self._fail(_protocol_error(f"The provider's trailers exceed {MAX_TRAILER_BYTES} bytes."))
+                    self._fail(_protocol_error(
+                        f"The provider's chunk framing or trailers exceed {MAX_TRAILER_BYTES} bytes."))
         if self._buffered > BUFFER_BYTES and not self._paused:
             conn = self._conn
             if conn is not None and conn.transport is not None and not conn.transport.is_closing():
