@@ -397,16 +397,20 @@ class Response:
         cap = MAX_ERROR_BODY_BYTES if self.status_code >= 400 else MAX_BODY_BYTES
         chunks: list[bytes] = []
         size = 0
-        while True:
-            if self._pieces:
-                data = self._take()
-                size += len(data)
-                if size > cap:
-                    raise self._failed(_protocol_error(f"The provider's answer exceeds {cap} bytes."))
-                chunks.append(data)
-            if self._complete:
-                break
-            await self._more(timeout)
+        try:
+            while True:
+                if self._pieces:
+                    data = self._take()
+                    size += len(data)
+                    if size > cap:
+                        raise self._failed(_protocol_error(f"The provider's answer exceeds {cap} bytes."))
+                    chunks.append(data)
+                if self._complete:
+                    break
+                await self._more(timeout)
+        except BaseException:  # cancelled too: a reader that calls no aclose (the store) leaks nothing
+            self._discard()
+            raise
         await self.aclose()
         # A small buffered answer is one read, parsed with its head before post() returned: no wait.
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
