@@ -5,8 +5,8 @@ Why not httpx2 here: a small POST and its answer cost about 350 µs of CPU throu
 per-event state machine, six generator layers per HTTP chunk), against 15-40 µs on raw asyncio;
 that was half of Momor's added latency on a buffered call (infra/bench/PROPOSALS.md §3). Provider
 calls are one shape only: a POST of a JSON body to an HTTPS (or, in tests, HTTP) origin, answered by
-a whole body or a chunked event stream. That shape is done here; everything else (a proxy,
-multipart uploads, token counting) stays on httpx2 (net.py).
+a whole body or a chunked event stream. That shape is done here (DynamoDB's signed calls are that shape
+too: store/dynamo.py); everything else (a proxy, multipart uploads, token counting) stays on httpx2 (net.py).
 
 What it does: one idle-connection list per origin and event loop (at most `IDLE_PER_ORIGIN`, each
 kept `KEEPALIVE_S`); TLS with the process's one context (net.tls_context, httpx2's default); the
@@ -56,7 +56,8 @@ KEEPALIVE_S = 30.0
 MAX_HEAD_BYTES = 64 * 1024
 """A response head: its header names and values, interim (1xx) heads counted in. Real ones are ~1-2 KB."""
 MAX_TRAILER_BYTES = 16 * 1024
-"""A chunked body's trailers (read and ignored), and any run of chunk framing that carries no payload."""
+"""A chunked body's trailers (read and ignored), and any run of chunk framing that carries no payload
+(the latter counted per socket read: it may overshoot by one read)."""
 MAX_BODY_BYTES = 64 * 1024 * 1024
 """A body read whole (`aread`: a buffered answer, a DynamoDB page). Generated images come as base64 in
 the JSON, a few MB each. A streamed body (`pieces`) is handed on as it arrives and never held whole."""

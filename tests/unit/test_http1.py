@@ -1,4 +1,5 @@
-"""http1: the lean client's chunked decoding, keep-alive reuse and failure kinds, against loopback servers."""
+"""http1: chunked decoding, keep-alive reuse and failure kinds against loopback servers; then hostile ones (issue
+20): bytes past an answer, lenient framing, oversized heads, trailers and bodies, on a pool two callers share."""
 
 from __future__ import annotations
 
