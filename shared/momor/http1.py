@@ -143,6 +143,8 @@ class _Connection(asyncio.Protocol):
             return False
         if self.fileno < 0:
             return True
+        if not hasattr(select, "poll"):  # Windows
+            return not select.select([self.fileno], [], [], 0)[0]
         poller = select.poll()  # not select.select: a busy process has descriptors past its 1024 limit
         poller.register(self.fileno, select.POLLIN)
         return not poller.poll(0)
