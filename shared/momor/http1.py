@@ -1,22 +1,32 @@
-"""A lean HTTP/1.1 client for the calls to providers: keep-alive connections over asyncio streams.
+"""A lean HTTP/1.1 client for the calls to providers: kept-alive connections, responses framed by llhttp.
 
 Why not httpx2 here: a small POST and its answer cost about 350 µs of CPU through
 `httpx2.AsyncClient.stream` (its request and response models, httpcore's pool bookkeeping, h11's
-per-event state machine, six generator layers per HTTP chunk), against 15-40 µs on raw asyncio
-streams; that was half of Momor's added latency on a buffered call (infra/bench/PROPOSALS.md §3).
-Provider calls are one shape only: a POST of a JSON body to an HTTPS (or, in tests, HTTP) origin,
-answered by a whole body or a chunked event stream. That shape is done here; everything else (a
-proxy, multipart uploads, token counting, the store's calls) stays on httpx2 (net.py).
+per-event state machine, six generator layers per HTTP chunk), against 15-40 µs on raw asyncio;
+that was half of Momor's added latency on a buffered call (infra/bench/PROPOSALS.md §3). Provider
+calls are one shape only: a POST of a JSON body to an HTTPS (or, in tests, HTTP) origin, answered by
+a whole body or a chunked event stream. That shape is done here (DynamoDB's signed calls are that shape
+too: store/dynamo.py); everything else (a proxy, multipart uploads, token counting) stays on httpx2 (net.py).
 
-What it does: one idle-connection list per origin and event loop (at most `IDLE_PER_ORIGIN`,
-each kept `KEEPALIVE_S`); TLS with the process's one context (net.tls_context, httpx2's default); the
-request head and body in one write; the response head parsed here; a body by Content-Length,
-chunked (decoded a socket read at a time, all the chunks a read completed in one piece) or to the
-connection's end. A connection goes back to the list only once its answer was read to the end
-and neither side asked to close it. Failures are `UpstreamError`s with the `kind` the attempt loop
-classifies (transport.py maps them to ProviderErrors): `dropped` when a reused connection closed
-before any response byte (the keep-alive race; the attempt loop retries it), `timeout`, `connect`
-and `protocol`.
+What it does: one idle-connection list per origin and event loop (at most `IDLE_PER_ORIGIN`, each
+kept `KEEPALIVE_S`); TLS with the process's one context (net.tls_context, httpx2's default); the
+request head and body in one write. The response is framed by httptools' binding of llhttp (Node.js's
+parser), fed each socket read as it arrives, never by hand: a hand-written framer that is lenient
+anywhere (a `+5` or `0x5` length, a body past its length) lets a broken or hostile provider leave
+bytes on a kept connection, and the next caller would read them as its own answer. So:
+
+- framing is llhttp's, strict (no leniency flags), plus what llhttp allows and Momor does not: a
+  Transfer-Encoding other than `chunked` (we asked for none), a version other than HTTP/1.0 or 1.1,
+  a 101 (we asked for no upgrade);
+- a connection is kept only when its answer was parsed to its end, both sides allow keep-alive, and
+  not one byte came past that end; bytes (or an EOF) arriving while it sits idle spoil it at once,
+  and it is checked again for unread bytes before reuse (`_Connection.usable`);
+- what a provider may send is capped (`MAX_HEAD_BYTES`, `MAX_TRAILER_BYTES`, `MAX_BODY_BYTES`,
+  `MAX_ERROR_BODY_BYTES`; README "When providers misbehave");
+- any protocol error closes the connection. Failures are `UpstreamError`s with the `kind` the attempt
+  loop classifies (transport.py maps them to ProviderErrors): `dropped` when a connection closed
+  before any response byte (on a reused one, the keep-alive race: sent again at once), `timeout`,
+  `connect` and `protocol` (a malformed, cut or oversized answer: the attempt loop fails over).
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import select
 import ssl
 import time
 import weakref
@@ -31,21 +42,39 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+import httptools
+
 from .net import tls_context
 
 IDLE_PER_ORIGIN = 32
 """Idle connections kept per origin (more in flight are fine; they close when done)."""
 KEEPALIVE_S = 30.0
 """How long an idle connection is kept: below the 60 s most provider front ends allow."""
-READ_BYTES = 64 * 1024
-LIMIT = 256 * 1024
-"""The most a response head may hold (the stream reader's limit) before it is a protocol error."""
+
+# What one response may hold. Past a cap the answer is a protocol error and its connection is closed:
+# a broken or hostile provider cannot make Momor (a Lambda of a few hundred MB) hold more than this.
+MAX_HEAD_BYTES = 64 * 1024
+"""A response head: its header names and values, interim (1xx) heads counted in. Real ones are ~1-2 KB."""
+MAX_TRAILER_BYTES = 16 * 1024
+"""A chunked body's trailers (read and ignored), and any run of chunk framing that carries no payload
+(the latter counted per socket read: it may overshoot by one read)."""
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""A body read whole (`aread`: a buffered answer, a DynamoDB page). Generated images come as base64 in
+the JSON, a few MB each. A streamed body (`pieces`) is handed on as it arrives and never held whole."""
+MAX_ERROR_BODY_BYTES = 1024 * 1024
+"""The body of an error answer (status >= 400): only its message is ever read."""
+BUFFER_BYTES = 256 * 1024
+"""Body bytes parsed ahead of their reader before the socket is no longer read (flow control)."""
 
 
 class UpstreamError(Exception):
     def __init__(self, message: str, kind: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class _PastTheEnd(Exception):
+    """Raised inside the parser when a second message begins after the answer: stops it there."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -63,19 +92,67 @@ class _Origin:
         return host if self.port == default else f"{host}:{self.port}"
 
 
-@dataclass(slots=True)
-class _Connection:
-    reader: asyncio.StreamReader
-    writer: asyncio.StreamWriter
-    reused: bool = False
-    idle_since: float = 0.0
+class _Connection(asyncio.Protocol):
+    """One connection: its transport, and the response being read on it (None while it is idle)."""
+
+    __slots__ = ("closed", "fileno", "idle_since", "response", "reused", "spoiled", "transport")
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.fileno = -1
+        self.response: Response | None = None
+        self.reused = False
+        self.idle_since = 0.0
+        self.spoiled = False
+        """Something came while idle: the connection no longer starts at a response's beginning."""
+        self.closed = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        sock = transport.get_extra_info("socket")
+        self.fileno = sock.fileno() if sock is not None else -1
+
+    def data_received(self, data: bytes) -> None:
+        response = self.response
+        if response is None:
+            # Bytes nobody asked for (an early 408, a body longer than its length said, an answer to
+            # no request): whatever comes next on this connection cannot be trusted to be ours.
+            self.spoiled = True
+            self.close()
+            return
+        response.feed(data)
+
+    def eof_received(self) -> bool:
+        self.spoiled = True
+        if self.response is not None:
+            self.response.ended(None)
+        return False  # the transport closes itself
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = self.spoiled = True
+        if self.response is not None:
+            self.response.ended(exc)
 
     def usable(self) -> bool:
-        return (not self.writer.is_closing() and not self.reader.at_eof()
-                and time.monotonic() - self.idle_since < KEEPALIVE_S)
+        """Fit to carry the next request: open, clean since it went idle, kept less than KEEPALIVE_S,
+        and no byte the event loop has not read yet (one that came just now: the loop would hand it
+        to the next response as its own)."""
+        if self.spoiled or self.transport is None or self.transport.is_closing():
+            return False
+        if time.monotonic() - self.idle_since >= KEEPALIVE_S:
+            return False
+        if self.fileno < 0:
+            return True
+        if not hasattr(select, "poll"):  # Windows
+            return not select.select([self.fileno], [], [], 0)[0]
+        poller = select.poll()  # not select.select: a busy process has descriptors past its 1024 limit
+        poller.register(self.fileno, select.POLLIN)
+        return not poller.poll(0)
 
     def close(self) -> None:
-        self.writer.close()
+        self.spoiled = True
+        if self.transport is not None:
+            self.transport.close()
 
 
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[_Origin, list[_Connection]]] = (
@@ -101,161 +178,294 @@ def split(url: str) -> tuple[_Origin, str]:
     return _Origin(parts.scheme, parts.hostname, port), target
 
 
+def _protocol_error(message: str) -> UpstreamError:
+    return UpstreamError(message, kind="protocol")
+
+
 class Response:
-    """A response whose head is in; its body read once, whole (`aread`) or in pieces (`pieces`)."""
+    """A response being read on a connection: its head (`status_code`, `headers`) once `post` returns
+    it, its body read once, whole (`aread`) or in pieces (`pieces`).
 
-    __slots__ = ("_chunked", "_conn", "_done", "_keep", "_length", "_origin", "headers", "status_code")
+    llhttp calls the `on_*` methods from `feed` as each socket read is parsed: body pieces wait in
+    `_pieces` for the reader, who is woken through `_waiter`. The parser and this object refer to each
+    other; `_release` breaks that when the response is done with."""
 
-    def __init__(self, conn: _Connection, origin: _Origin, status: int, headers: dict[str, str]) -> None:
+    __slots__ = (
+        "_buffered", "_complete", "_conn", "_error", "_fed_in_head", "_got_bytes", "_head_size", "_interim", "_keep",
+        "_origin", "_parser", "_paused", "_pieces", "_since_payload", "_trailer_size", "_until_eof",
+        "_waiter", "headers", "status_code",
+    )
+
+    def __init__(self, conn: _Connection, origin: _Origin) -> None:
         self._conn: _Connection | None = conn
         self._origin = origin
-        self.status_code = status
-        self.headers = headers
+        self._parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
+        self.status_code = 0
+        """0 until the final head is in."""
+        self.headers: dict[str, str] = {}
         """Lower-case names; repeated headers joined with ", "."""
-        self._chunked = "chunked" in headers.get("transfer-encoding", "").lower()
-        length = "0" if status in (204, 304) else headers.get("content-length")
+        self._pieces: list[bytes] = []
+        self._buffered = 0
+        """The size of `_pieces`."""
+        self._waiter: asyncio.Future[None] | None = None
+        self._error: UpstreamError | None = None
+        self._complete = False
+        self._keep = True
+        self._interim = False
+        self._until_eof = False
+        self._paused = False
+        self._got_bytes = False
+        self._head_size = 0
+        self._fed_in_head = 0
+        self._trailer_size = 0
+        self._since_payload = 0
+
+    # -- what llhttp calls, from `feed` --
+
+    def on_message_begin(self) -> None:
+        if self._complete:
+            raise _PastTheEnd
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self.status_code:  # after the head: a trailer, counted and dropped
+            self._trailer_size += len(name) + len(value) + 4
+            if self._trailer_size > MAX_TRAILER_BYTES:
+                raise _protocol_error(f"The provider's trailers exceed {MAX_TRAILER_BYTES} bytes.")
+            return
+        self._head_size += len(name) + len(value) + 4
+        if self._head_size > MAX_HEAD_BYTES:
+            raise _protocol_error(f"The provider's response head exceeds {MAX_HEAD_BYTES} bytes.")
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1").strip()
+        headers = self.headers
+        headers[key] = f"{headers[key]}, {text}" if key in headers else text
+
+    def on_headers_complete(self) -> None:
+        parser = self._parser
+        assert parser is not None
+        status = parser.get_status_code()
+        if status < 200:  # 100 Continue, 103 Early Hints: the answer's own head follows (101: see feed)
+            self._interim = True
+            self.headers = {}
+            return
+        if parser.get_http_version() not in ("1.1", "1.0"):
+            raise _protocol_error("The provider did not answer in HTTP/1.x.")
+        coding = self.headers.get("transfer-encoding")
+        if coding is not None and coding.lower() != "chunked":
+            # llhttp would take `gzip` as "to the connection's end" and `gzip, chunked` as chunked: neither
+            # is what was asked for (no TE header, Accept-Encoding: identity).
+            raise _protocol_error("The provider's Transfer-Encoding is not chunked.")
+        self._until_eof = coding is None and "content-length" not in self.headers and status not in (204, 304)
+        self.status_code = status
+
+    def on_body(self, body: bytes) -> None:
+        self._pieces.append(body)
+        self._buffered += len(body)
+        self._since_payload = -1  # payload in this read (see _after_feed)
+
+    def on_message_complete(self) -> None:
+        if self._interim:
+            self._interim = False
+            return
+        self._complete = True
+        self._keep = self._keep and self._parser is not None and self._parser.should_keep_alive()
+
+    # -- the connection's side --
+
+    def feed(self, data: bytes) -> None:
+        """One socket read: parsed now, whatever the reader is doing (llhttp keeps no bytes back)."""
+        if self._complete or self._error is not None or self._parser is None:
+            self._keep = False  # past the answer's end (or after a failure): never reused
+            return
+        self._got_bytes = True
+        in_head = not self.status_code
         try:
-            self._length = None if self._chunked or length is None else int(length)
-        except ValueError:
-            raise UpstreamError("The provider's Content-Length is not a number.", kind="protocol") from None
-        self._keep = "close" not in headers.get("connection", "").lower()
-        self._done = False
+            self._parser.feed_data(data)
+        except httptools.HttpParserCallbackError as exc:
+            cause = exc.__context__
+            if isinstance(cause, UpstreamError):
+                self._fail(cause)
+            elif self._complete:  # _PastTheEnd
+                self._keep = False
+            else:
+                self._fail(_protocol_error("The provider's response is malformed."))
+        except httptools.HttpParserUpgrade:
+            self._fail(_protocol_error("The provider switched protocols unasked."))
+        except httptools.HttpParserError as exc:
+            if self._complete:  # e.g. "Data after `Connection: close`": the answer itself was whole
+                self._keep = False
+            else:
+                self._fail(_protocol_error(f"The provider's response is malformed ({exc})."))
+        self._after_feed(len(data), in_head)
+
+    def _after_feed(self, size: int, in_head: bool) -> None:
+        """The caps llhttp's callbacks cannot see (bytes it holds before a header or trailer is whole),
+        flow control, and the reader woken."""
+        if self._error is None and not self._complete:
+            if not self.status_code:
+                # A head still incomplete: count what it has taken (httptools accumulates a header
+                # value across reads before calling on_header).
+                self._fed_in_head += size
+                if self._fed_in_head > MAX_HEAD_BYTES:
+                    self._fail(_protocol_error(f"The provider's response head exceeds {MAX_HEAD_BYTES} bytes."))
+            elif self._since_payload < 0 or in_head:
+                self._since_payload = 0
+            else:
+                self._since_payload += size
+                if self._since_payload > MAX_TRAILER_BYTES:
+                    self._fail(_protocol_error(
+                        f"The provider's chunk framing or trailers exceed {MAX_TRAILER_BYTES} bytes."))
+        if self._buffered > BUFFER_BYTES and not self._paused:
+            conn = self._conn
+            if conn is not None and conn.transport is not None and not conn.transport.is_closing():
+                conn.transport.pause_reading()  # the reader is behind: let the socket's window fill
+                self._paused = True
+        self._wake()
+
+    def ended(self, exc: Exception | None) -> None:
+        """The connection reached its end (EOF, reset or closed)."""
+        if self._complete or self._error is not None:
+            self._wake()
+            return
+        if not self.status_code:
+            # Nothing at all: the provider produced nothing (on a reused connection, the keep-alive race).
+            kind = "protocol" if self._got_bytes else "dropped"
+            self._error = UpstreamError("The provider closed the connection before answering.", kind=kind)
+        elif self._until_eof and exc is None:
+            self._complete, self._keep = True, False  # a body that runs to the connection's end
+        else:
+            self._error = _protocol_error("The provider closed the connection mid-answer.")
+        self._wake()
+
+    def _fail(self, error: UpstreamError) -> None:
+        """A protocol error: the connection is closed at once, the reader told."""
+        if self._error is None:
+            self._error = error
+        self._keep = False
+        if self._conn is not None:
+            self._conn.close()
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # -- the reader's side --
+
+    async def _next(self) -> None:
+        """Until `feed` or `ended` has something for the reader."""
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+
+    async def head(self, timeout: float | None) -> None:
+        try:
+            async with asyncio.timeout(timeout):
+                while not self.status_code:
+                    if self._error is not None:
+                        raise self._error
+                    await self._next()
+        except TimeoutError:
+            raise UpstreamError(f"The provider did not begin its answer within {timeout:g} s.",
+                                kind="timeout") from None
+
+    async def _more(self, timeout: float | None) -> None:
+        """More of the body, within `timeout`; its failure (a cut, a malformed or oversized body)
+        raised, the connection closed."""
+        if self._error is not None:
+            raise self._failed(self._error)
+        try:
+            async with asyncio.timeout(timeout):
+                await self._next()
+        except TimeoutError:
+            raise self._failed(UpstreamError("The provider did not answer in time.", kind="timeout")) from None
+
+    def _take(self) -> bytes:
+        pieces = self._pieces
+        self._pieces = []
+        self._buffered = 0
+        if self._paused:
+            self._paused = False
+            conn = self._conn
+            if conn is not None and conn.transport is not None and not conn.transport.is_closing():
+                conn.transport.resume_reading()
+        return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
     async def aread(self, timeout: float | None = None) -> bytes:
-        """The whole body, each socket read within `timeout`."""
-        conn = self._conn
-        if self._length is None or conn is None:
-            return b"".join([piece async for piece in self.pieces(timeout)])
-        # A sized body (most whole answers) is read here without the pieces generator: a small
-        # buffered call's body is one read already in the buffer, and the generator cost more.
-        chunks = []
-        left = self._length
-        while left > 0:
-            data = await _read_more(conn.reader, timeout, left)
-            chunks.append(data)
-            left -= len(data)
-        self._done = True
+        """The whole body, each wait for more within `timeout`; at most MAX_BODY_BYTES
+        (MAX_ERROR_BODY_BYTES for an error answer)."""
+        cap = MAX_ERROR_BODY_BYTES if self.status_code >= 400 else MAX_BODY_BYTES
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            while True:
+                if self._pieces:
+                    data = self._take()
+                    size += len(data)
+                    if size > cap:
+                        raise self._failed(_protocol_error(f"The provider's answer exceeds {cap} bytes."))
+                    chunks.append(data)
+                if self._complete:
+                    break
+                await self._more(timeout)
+        except BaseException:  # cancelled too: a reader that calls no aclose (the store) leaks nothing
+            self._discard()
+            raise
         await self.aclose()
+        # A small buffered answer is one read, parsed with its head before post() returned: no wait.
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     async def pieces(self, timeout: float | None) -> AsyncIterator[bytes]:
-        """The body: all of it a socket read completed, each time (chunk framing removed)."""
-        conn = self._conn
-        assert conn is not None, "the body was already read"
-        if self._chunked:
-            decoder = _Chunked()
-            while not decoder.done:
-                piece = decoder.feed(await _read_more(conn.reader, timeout))
-                if decoder.done:
-                    # Known before the last piece is handed on: a reader that stops at the stream's
-                    # own end marker ([DONE]) still returns the connection to the pool.
-                    self._done = True
-                    self._keep = self._keep and not decoder.extra  # bytes past the end: not to be trusted
-                if piece:
-                    yield piece
-        elif self._length is not None:
-            left = self._length
-            while left > 0:
-                data = await _read_more(conn.reader, timeout, left)
-                left -= len(data)
-                self._done = not left
-                yield data
-        else:  # to the connection's end
-            self._keep = False
-            while data := await _read(conn.reader, timeout):
-                yield data
-        self._done = True
+        """The body: all of it parsed since the last piece, each time (chunk framing removed). The
+        answer is known complete before its last piece is handed on: a reader that stops at the
+        stream's own end marker ([DONE]) still returns the connection to the pool."""
+        while True:
+            if self._pieces:
+                yield self._take()
+            elif self._complete:
+                break
+            else:
+                await self._more(timeout)
         await self.aclose()
 
-    async def aclose(self) -> None:
-        """Back to the idle list when the answer was read whole; closed otherwise."""
+    def _failed(self, error: UpstreamError) -> UpstreamError:
+        """`error`, to raise, its connection closed and the response let go."""
+        self._fail(error)
+        self._release()
+        return error
+
+    def _discard(self) -> None:
+        """The response abandoned before its head was in (a failure, a timeout, a cancelled call)."""
+        self._keep = False
+        if self._conn is not None:
+            self._conn.close()
+        self._release()
+
+    def _release(self) -> None:
+        """Unlink the connection and the parser (which holds this object's methods: a cycle)."""
         conn, self._conn = self._conn, None
+        self._parser = None
+        if conn is not None:
+            conn.response = None
+
+    async def aclose(self) -> None:
+        """Back to the idle list when the answer was parsed to its end and may be followed by another;
+        closed otherwise. Safe to call twice."""
+        conn = self._conn
         if conn is None:
             return
-        if self._done and self._keep and not conn.writer.is_closing():
+        self._release()
+        if self._complete and self._keep and not self._paused and conn.transport is not None \
+                and not conn.spoiled and not conn.transport.is_closing():
             idle = _idle().setdefault(self._origin, [])
             if len(idle) < IDLE_PER_ORIGIN:
                 conn.reused, conn.idle_since = True, time.monotonic()
                 idle.append(conn)
                 return
         conn.close()
-
-
-async def _read_more(reader: asyncio.StreamReader, timeout: float | None, limit: int = READ_BYTES) -> bytes:
-    """Bytes of a body that has more to come: the connection's end here is the answer cut short."""
-    data = await _read(reader, timeout, limit)
-    if not data:
-        raise UpstreamError("The provider closed the connection mid-answer.", kind="protocol")
-    return data
-
-
-async def _read(reader: asyncio.StreamReader, timeout: float | None, limit: int = READ_BYTES) -> bytes:
-    try:
-        async with asyncio.timeout(timeout):
-            return await reader.read(min(limit, READ_BYTES))
-    except TimeoutError:
-        raise UpstreamError("The provider did not answer in time.", kind="timeout") from None
-    except (ConnectionError, OSError) as exc:
-        raise UpstreamError("The provider closed the connection mid-answer.", kind="protocol") from exc
-
-
-class _Chunked:
-    """Incremental chunked transfer decoding: `feed(data)` returns the payload bytes it completed."""
-
-    __slots__ = ("_buffer", "_left", "done", "extra")
-
-    def __init__(self) -> None:
-        self._buffer = b""
-        self._left = 0  # payload bytes of the current chunk still to come (then its CRLF)
-        self.done = False
-        self.extra = b""
-
-    def feed(self, data: bytes) -> bytes:
-        buffer = self._buffer + data if self._buffer else data
-        out: list[bytes] = []
-        at = 0
-        end = len(buffer)
-        while at < end:
-            if self._left > 0:
-                take = min(self._left, end - at)
-                out.append(buffer[at:at + take])
-                at += take
-                self._left -= take
-                if self._left:
-                    break
-                self._left = -2  # the chunk's CRLF next
-                continue
-            if self._left == -2:
-                if end - at < 2:
-                    break
-                if buffer[at:at + 2] != b"\r\n":
-                    raise UpstreamError("The provider's chunked body is malformed.", kind="protocol")
-                at += 2
-                self._left = 0
-                continue
-            line_end = buffer.find(b"\r\n", at)
-            if line_end < 0:
-                if end - at > 1024:
-                    raise UpstreamError("The provider's chunked body is malformed.", kind="protocol")
-                break
-            size_text = buffer[at:line_end].split(b";", 1)[0].strip()
-            try:
-                size = int(size_text, 16)
-            except ValueError:
-                raise UpstreamError("The provider's chunked body is malformed.", kind="protocol") from None
-            if size == 0:
-                # The last chunk, then trailers (ignored) up to an empty line.
-                close = buffer.find(b"\r\n\r\n", line_end)
-                if close < 0:
-                    break
-                self.done = True
-                self.extra = buffer[close + 4:]
-                at = end
-                break
-            at = line_end + 2
-            self._left = size
-        self._buffer = buffer[at:] if at < end else b""
-        return out[0] if len(out) == 1 else b"".join(out)
 
 
 async def post(url: str, headers: dict[str, str], body: bytes, *, connect_timeout: float | None,
@@ -279,11 +489,15 @@ async def post(url: str, headers: dict[str, str], body: bytes, *, connect_timeou
 
 
 async def _exchange(conn: _Connection, origin: _Origin, request: bytes, timeout: float | None) -> Response:
+    response = conn.response = Response(conn, origin)
     try:
-        conn.writer.write(request)
-        return await _head(conn, origin, timeout)
+        if conn.closed or conn.transport is None or conn.transport.is_closing():
+            raise UpstreamError("The provider closed the connection before answering.", kind="dropped")
+        conn.transport.write(request)
+        await response.head(timeout)
+        return response
     except BaseException:
-        conn.close()
+        response._discard()
         raise
 
 
@@ -333,8 +547,8 @@ async def _connection(origin: _Origin, timeout: float | None) -> _Connection:
         conn.close()
     try:
         async with asyncio.timeout(timeout):
-            reader, writer = await asyncio.open_connection(
-                origin.host, origin.port, limit=LIMIT,
+            _, conn = await asyncio.get_running_loop().create_connection(
+                _Connection, origin.host, origin.port,
                 ssl=tls_context() if origin.scheme == "https" else None,
                 server_hostname=origin.host if origin.scheme == "https" else None,
             )
@@ -342,43 +556,4 @@ async def _connection(origin: _Origin, timeout: float | None) -> _Connection:
         raise UpstreamError("Timed out connecting to the provider.", kind="timeout") from None
     except (OSError, ssl.SSLError) as exc:
         raise UpstreamError("Could not connect to the provider.", kind="connect") from exc
-    return _Connection(reader, writer)
-
-
-async def _head(conn: _Connection, origin: _Origin, timeout: float | None) -> Response:
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                head = await conn.reader.readuntil(b"\r\n\r\n")
-                status, headers = _parse_head(head)
-                if status >= 200 or status == 101:
-                    return Response(conn, origin, status, headers)
-                # 1xx (100 Continue, 103 Early Hints): the answer's own head follows.
-    except TimeoutError:
-        raise UpstreamError(f"The provider did not begin its answer within {timeout:g} s.", kind="timeout") from None
-    except asyncio.IncompleteReadError as exc:
-        # Nothing at all: the provider produced nothing (on a reused connection, the keep-alive race).
-        kind = "protocol" if exc.partial else "dropped"
-        raise UpstreamError("The provider closed the connection before answering.", kind=kind) from None
-    except asyncio.LimitOverrunError:
-        raise UpstreamError("The provider's response head is too large.", kind="protocol") from None
-    except (ConnectionError, OSError) as exc:
-        raise UpstreamError("The provider closed the connection before answering.", kind="dropped") from exc
-
-
-def _parse_head(head: bytes) -> tuple[int, dict[str, str]]:
-    try:
-        text = head.decode("latin-1")
-        status_line, *lines = text[:-4].split("\r\n")
-        version, status, *_ = status_line.split(" ", 2)
-        if not version.startswith("HTTP/1."):
-            raise ValueError(version)
-        headers: dict[str, str] = {}
-        for line in lines:
-            name, _, value = line.partition(":")
-            name = name.strip().lower()
-            value = value.strip()
-            headers[name] = f"{headers[name]}, {value}" if name in headers else value
-        return int(status), headers
-    except ValueError:
-        raise UpstreamError("The provider's response head is malformed.", kind="protocol") from None
+    return conn
