@@ -279,6 +279,27 @@ def test_parameter_values_are_not_checked(momor, fake):
     assert "temperature" not in sent and "service_tier" not in sent and sent["max_completion_tokens"] == 40
 
 
+def _tokens(logprobs):
+    return "".join(t["token"] for t in logprobs)
+
+
+def test_logprobs_come_back_in_the_answer_and_the_stream_frames(momor, fake):
+    """Seed 000 `logprobs`/`topLogprobs`: sent, and each answer token's log probability returned."""
+    asked = {"logprobs": True, "topLogprobs": 2}
+    answer = momor.post("/models", body(parameters=asked)).json()
+    sent = fake.requests("openai")[-1].json
+    assert sent["logprobs"] is True and sent["top_logprobs"] == 2
+    assert _tokens(answer["logprobs"]) == "Echo: Hello there"
+    first = answer["logprobs"][0]
+    assert first["logprob"] < 0 and first["bytes"] == list(first["token"].encode())
+    assert first["topLogprobs"][0]["token"] == first["token"] and len(first["topLogprobs"]) == 2
+    _, frames = momor.stream("/models", body("one two", parameters=asked, streaming=True))
+    streamed = [t for e, d in frames if e == "logprobs" for t in d["logprobs"]]
+    assert _tokens(streamed) == "Echo: one two" and all(len(t["topLogprobs"]) == 2 for t in streamed)
+    # Not asked, none come back.
+    assert "logprobs" not in momor.post("/models", body()).json()
+
+
 def test_refusals_leave_a_record(momor):
     response = momor.post("/models", content=b"{not json")
     record = momor.record(response.headers["x-momor-request-id"])
