@@ -271,12 +271,29 @@ def test_400s_are_problem_documents(momor, payload, fragment):
 
 
 def test_parameter_values_are_not_checked(momor, fake):
-    """Seed 000: values are not checked (issue 10: 35). One the call cannot carry is left off."""
-    response = momor.post("/models", body(parameters={"temperature": "hot", "serviceTier": "ultra",
-                                                      "reasoningEffort": "max", "maxTokens": 40}))
+    """Seed 000: values are not checked, they reach the provider as written (issue 22): `max` on a
+    model that lists it goes as `max`, not as the nearest depth Momor knows. serviceTier takes
+    Momor's words only: any other is left off everywhere."""
+    response = momor.post("/models", body(model="deepseek-v4-flash", parameters={
+        "serviceTier": "ultra", "reasoningEffort": "max", "maxTokens": 40}))
     assert response.status_code == 200, response.text
-    sent = fake.requests("openai")[-1].json
-    assert "temperature" not in sent and "service_tier" not in sent and sent["max_completion_tokens"] == 40
+    sent = fake.requests("zen")[-1].json
+    assert sent["reasoning_effort"] == "max" and sent["max_tokens"] == 40 and "service_tier" not in sent
+
+
+def test_a_value_momor_cannot_read_reaches_the_provider_whose_refusal_moves_the_call_on(momor, fake):
+    """maxTokens 0 is not "no ceiling": the provider gets it, and refuses it (a 400, as written)."""
+    doc = problem(momor.post("/models", body(parameters={"maxTokens": 0})), 400)
+    assert fake.requests("openai")[-1].json["max_completion_tokens"] == 0 and "max_completion_tokens" in doc["detail"]
+    # A value of a type no canonical field holds goes as written too; refused, the next candidate serves.
+    two = {k: v for k, v in body(parameters={"logprobs": "sometimes"}).items() if k != "model"}
+    response = momor.post("/models", {**two, "models": ["gpt-5-mini", "llama-3.3-70b"]})
+    assert response.status_code == 200, response.text
+    assert fake.requests("openai")[-1].json["logprobs"] == "sometimes"
+    assert response.json()["model"]["provider"] == "deepinfra"  # it does not honour logprobs: left off there
+    assert "logprobs" not in fake.requests("deepinfra")[-1].json
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("openai", "failed"), ("deepinfra", "ok")]
 
 
 def _tokens(logprobs):

@@ -38,7 +38,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, assert_never
 
-from ..call import Call, Parameters
+from ..call import Call, Parameters, nearest_depth
 from ..catalog import Capabilities
 from ..errors import ProviderError
 from ..events import Event
@@ -55,7 +55,7 @@ from ..messages import (
 )
 from . import anthropic_response
 from .anthropic_response import RESPOND_TOOL, AnthropicStreamDecoder
-from .base import Target, WireRequest
+from .base import Target, WireRequest, place_unchecked
 
 WIRE_NAME = "anthropic"
 API_VERSION = "2023-06-01"
@@ -275,6 +275,11 @@ def _emulate_schema(call: Call, tools: list[Block], choice: Block | None) -> tup
 # Ceilings and thinking
 
 
+_UNCHECKED_FIELDS = {"maxTokens": "max_tokens", "temperature": "temperature", "topP": "top_p", "topK": "top_k",
+                     "stop": "stop_sequences"}
+"""Where a value Momor cannot read goes (`place_unchecked`): the field of the same meaning."""
+
+
 def _max_tokens(params: Parameters, caps: Capabilities) -> int:
     cap = caps.max_output_tokens
     if params.max_tokens is None:
@@ -286,15 +291,16 @@ def _thinking_budget(effort: str, max_tokens: int, cap: int | None, ceiling_aske
     """(budget_tokens, max_tokens) with 1024 <= budget < max_tokens, or None when no budget fits.
 
     A ceiling the caller set bounds reasoning and answer together (it is their cost cap): the
-    budget shrinks to fit inside it, and an offering where none fits is refused, never sent a
-    larger max_tokens. Without one, max_tokens grows to make room, within the model's cap."""
-    budget = _THINKING_BUDGETS[effort]
+    budget shrinks to fit inside it, and where none fits (below Anthropic's minimum budget) the
+    model answers without extended thinking, inside that ceiling, rather than being refused or
+    sent a larger max_tokens. Without one, max_tokens grows to make room, within the model's cap."""
+    depth = nearest_depth(effort, list(_THINKING_BUDGETS))
+    if depth not in _THINKING_BUDGETS:  # a word of another provider's (`max`): no budget means it
+        raise _unsupported(f"reasoningEffort {effort!r}: a thinking budget takes {', '.join(_THINKING_BUDGETS)}")
+    budget = _THINKING_BUDGETS[depth]
     if ceiling_asked:
         budget = max(_MIN_THINKING_BUDGET, min(budget, max_tokens - _ANSWER_ROOM))
-        if budget >= max_tokens:
-            raise _unsupported(f"reasoning needs a budget of at least {_MIN_THINKING_BUDGET} tokens inside "
-                               f"maxTokens, and {max_tokens} leaves no room for it")
-        return budget, max_tokens
+        return (budget, max_tokens) if budget < max_tokens else None
     if budget >= max_tokens:
         # Thinking counts toward max_tokens: make room for it and for an answer, within the cap.
         wanted = budget + _ANSWER_ROOM
@@ -548,6 +554,7 @@ class AnthropicWire:
         forced_tool = _map_tools_and_schema(call, target, body)
         thinking = _map_thinking(call, target, body, forced_tool)
         _map_sampling(call.params, thinking, body)
+        place_unchecked(body, call.params.unchecked, _UNCHECKED_FIELDS, WIRE_NAME)
         # Caching is Momor's to place only where the catalog says the provider honours it; elsewhere
         # the provider's own default holds (seed 000), which for Anthropic is no breakpoints.
         honoured = "caching" in target.provider.parameters

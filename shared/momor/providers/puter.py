@@ -42,7 +42,7 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
-from .base import FunctionWire, SSEEvent, Target, TextParts, WireRequest
+from .base import FunctionWire, SSEEvent, Target, TextParts, WireRequest, place_unchecked
 from .endpoint import auth_headers
 from .openai_tools import tool_choice
 from .transport import retry_after_seconds
@@ -87,6 +87,7 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
         ]
         args.update(tool_choice(call.params))
     args.update(_map_parameters(call.params, target))
+    place_unchecked(args, call.params.unchecked, _UNCHECKED_FIELDS, WIRE_NAME)
     driver = target.provider.options.get("driver")
     body = {
         "interface": _INTERFACE,
@@ -153,6 +154,11 @@ def _map_file(file: File, target: Target) -> dict[str, Any]:
         raise _unsupported(f"{file.name!r} ({content_type}): only images")
     url = file.value if file.type == "url" else f"data:{content_type};base64,{file.value}"
     return {"type": "image_url", "image_url": {"url": url}}
+
+
+_UNCHECKED_FIELDS = {"maxTokens": "max_tokens", "temperature": "temperature", "topP": "top_p",
+                     "reasoningEffort": "reasoning_effort"}
+"""Where a value Momor cannot read goes in the driver's args (`place_unchecked`)."""
 
 
 def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
