@@ -112,6 +112,9 @@ class Call:
     turn is the first answer."""
     json_object: bool = False
     """A JSON object is asked for without a schema (Chat Completions' json_object format)."""
+    system_cache: dict[str, Any] | None = None
+    """A cache breakpoint the caller placed on the system prompt (Chat Completions' `cache_control`
+    on a system or developer content part), for a wire that places breakpoints (Anthropic)."""
     betas: tuple[str, ...] = ()
     """Anthropic beta features the caller asked for (its `anthropic-beta` header), sent to an
     Anthropic offering beside the catalog's own; other wires have no such switch."""

@@ -559,6 +559,32 @@ def test_a_chat_completions_call_gets_no_cache_breakpoints_on_anthropic(momor, f
     assert "cache_control" in json.dumps(fake.requests("anthropic")[-1].json)
 
 
+def test_cache_control_the_caller_wrote_on_content_parts_reaches_anthropic(momor, fake, client):
+    """Issue 22: breakpoints written on Chat Completions content parts (system, user, tool) are carried
+    to Anthropic as written, ttl included; Momor adds none of its own and keeps Anthropic's four."""
+    ephemeral = {"type": "ephemeral"}
+    messages = [
+        {"role": "system", "content": [{"type": "text", "text": "Be brief.", "cache_control": ephemeral}]},
+        {"role": "user", "content": [{"type": "text", "text": "call get_weather for Paris",
+                                      "cache_control": {"type": "ephemeral", "ttl": "1h"}}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "Sunny",
+                                                                 "cache_control": ephemeral}]},
+        {"role": "user", "content": [{"type": "text", "text": "And now?", "cache_control": ephemeral},
+                                     {"type": "text", "text": "Thanks.", "cache_control": ephemeral}]},
+    ]
+    client.chat.completions.create(model=CLAUDE, max_completion_tokens=50, tools=[WEATHER], messages=messages)
+    sent = fake.requests("anthropic")[-1].json
+    assert sent["system"][0]["cache_control"] == ephemeral
+    assert sent["messages"][0]["content"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    tool_turn = sent["messages"][2]["content"]
+    assert tool_turn[0]["type"] == "tool_result" and tool_turn[0]["cache_control"] == ephemeral
+    assert tool_turn[-1]["cache_control"] == ephemeral  # the last user text, the joined parts' breakpoint
+    assert "cache_control" not in json.dumps(sent.get("tools"))
+    assert json.dumps(sent).count("cache_control") == 4
+
+
 def test_json_object_on_anthropic_is_held_to_an_object(momor, fake, client):
     """Issue 10 (13): response_format json_object was dropped on the way to Claude."""
     answer = client.chat.completions.create(model=CLAUDE, max_completion_tokens=200, messages=[user("Hi")],

@@ -141,6 +141,8 @@ def _map_user(message: UserMessage, caps: Capabilities) -> list[Block]:
     blocks = [_map_file(file, caps) for file in message.files]
     if message.value:
         blocks.append({"type": "text", "text": message.value})
+    if blocks and message.cache_control is not None:
+        blocks[-1]["cache_control"] = dict(message.cache_control)  # the caller's breakpoint, as written
     return blocks
 
 
@@ -178,6 +180,8 @@ def _map_tool_result(message: ToolResultMessage, caps: Capabilities) -> Block:
         block["content"] = content
     if result.failure:
         block["is_error"] = True
+    if message.cache_control is not None:
+        block["cache_control"] = dict(message.cache_control)
     return block
 
 
@@ -385,8 +389,19 @@ def _map_caching(caching: str | None, body: dict[str, Any]) -> None:
         cacheable = [b for b in body["messages"][-1]["content"] if b["type"] in _CACHEABLE]
         if cacheable:
             marks.append(cacheable[-1])
-    for block in marks[-_MAX_BREAKPOINTS:]:
-        block["cache_control"] = {"type": "ephemeral"}
+    for block in marks:
+        block.setdefault("cache_control", {"type": "ephemeral"})
+    _at_most_four(body)
+
+
+def _at_most_four(body: dict[str, Any]) -> None:
+    """Anthropic refuses more than four breakpoints: the caller's own (carried from another
+    dialect) and Momor's together keep the last four in prompt order (tools, system, messages),
+    which cache the longest prefixes."""
+    marked = [b for b in [*body.get("tools", []), *body.get("system", []),
+                          *(b for turn in body["messages"] for b in turn["content"])] if "cache_control" in b]
+    for block in marked[:-_MAX_BREAKPOINTS]:
+        del block["cache_control"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -551,6 +566,8 @@ class AnthropicWire:
         }
         if call.system:
             body["system"] = [{"type": "text", "text": call.system}]
+            if call.system_cache is not None:
+                body["system"][0]["cache_control"] = dict(call.system_cache)
         forced_tool = _map_tools_and_schema(call, target, body)
         thinking = _map_thinking(call, target, body, forced_tool)
         _map_sampling(call.params, thinking, body)

@@ -116,6 +116,7 @@ def to_call(body: dict[str, Any], stream: bool) -> Call:
         raw_wire=RAW_WIRE,
         n=n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1,
         json_object=isinstance(fmt, dict) and fmt.get("type") == "json_object",
+        system_cache=_system_cache(messages),
     )
 
 
@@ -149,6 +150,20 @@ def map_messages(messages: list[Any]) -> tuple[str, list[Message]]:
             raise invalid(f"{where}.role: {role!r} is not one of system, developer, user, assistant, tool.",
                           f"{where}.role")
     return "\n\n".join(system), out
+
+
+def _cache_control(content: Any) -> dict[str, Any] | None:
+    """The last `cache_control` the caller wrote on a content part (Anthropic's breakpoint, which
+    OpenAI-compatible gateways pass on): it marks the end of the message's cached prefix."""
+    marks = [p["cache_control"] for p in content if isinstance(p, dict) and isinstance(p.get("cache_control"), dict)] \
+        if isinstance(content, list) else []
+    return marks[-1] if marks else None
+
+
+def _system_cache(messages: list[Any]) -> dict[str, Any] | None:
+    marks = [_cache_control(m.get("content")) for m in messages
+             if isinstance(m, dict) and m.get("role") in ("system", "developer")]
+    return next((m for m in reversed(marks) if m is not None), None)
 
 
 def _text_of(content: Any, where: str) -> str:
@@ -186,7 +201,7 @@ def _map_user(content: Any, where: str) -> UserMessage:
         file = _map_part(part, len(files), part_where)
         if file is not None:
             files.append(file)
-    return UserMessage(value="\n".join(texts), files=files)
+    return UserMessage(value="\n".join(texts), files=files).cached(_cache_control(content))
 
 
 def _map_part(part: dict[str, Any], n: int, where: str) -> File | None:
@@ -314,7 +329,8 @@ def _map_tool_result(message: dict[str, Any], names: dict[str, str], where: str)
     if not isinstance(call_id, str):
         raise invalid(f"{where}.tool_call_id is required.", f"{where}.tool_call_id")
     content = _text_of(message.get("content"), where)
-    return ToolResultMessage(result=ToolResultBody(id=call_id, name=names.get(call_id, ""), content=content))
+    result = ToolResultBody(id=call_id, name=names.get(call_id, ""), content=content)
+    return ToolResultMessage(result=result).cached(_cache_control(message.get("content")))
 
 
 # ---------------------------------------------------------------------------------------------
