@@ -108,8 +108,8 @@ class Call:
     n: int = 1
     """How many answers the caller asked for (Chat Completions' n). A wire that answers several
     (Gemini's candidateCount) declares `answers_choices` and emits each answer's parts with its
-    `PartStart.choice`; the planner tries its offerings first, the rest answer one. The canonical
-    turn is the first answer."""
+    `PartStart.choice`; the planner tries its offerings first, and the rest are called n times
+    (routing/choices.py). The canonical turn is the first answer."""
     json_object: bool = False
     """A JSON object is asked for without a schema (Chat Completions' json_object format)."""
     system_cache: dict[str, Any] | None = None

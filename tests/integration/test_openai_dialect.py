@@ -585,6 +585,25 @@ def test_cache_control_the_caller_wrote_on_content_parts_reaches_anthropic(momor
     assert json.dumps(sent).count("cache_control") == 4
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_n_on_a_wire_that_answers_one_is_served_by_n_calls(momor, fake, client, stream):
+    """Issue 22: n=2 on Claude (Anthropic answers one choice) was one choice and no error."""
+    messages = [user("Hi")]
+    if stream:
+        with client.chat.completions.stream(model=CLAUDE, max_completion_tokens=50, n=2, messages=messages,
+                                            stream_options={"include_usage": True}) as s:
+            answer = s.get_final_completion()
+    else:
+        answer = client.chat.completions.create(model=CLAUDE, max_completion_tokens=50, n=2, messages=messages)
+    assert [(c.index, c.message.content, c.finish_reason) for c in answer.choices] == \
+        [(0, "Echo: Hi", "stop"), (1, "Echo: Hi", "stop")]
+    calls = fake.requests("anthropic")
+    assert len(calls) == 2 and all("n" not in c.json for c in calls)
+    record = momor.record(answer.id)
+    one = record["attempts"][0]["usage"]["outputTokens"] // 2
+    assert one > 0 and answer.usage is not None and answer.usage.completion_tokens == 2 * one
+
+
 def test_json_object_on_anthropic_is_held_to_an_object(momor, fake, client):
     """Issue 10 (13): response_format json_object was dropped on the way to Claude."""
     answer = client.chat.completions.create(model=CLAUDE, max_completion_tokens=200, messages=[user("Hi")],

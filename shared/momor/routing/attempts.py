@@ -35,6 +35,7 @@ from ..providers import wire_for_call
 from ..providers.base import Target
 from ..providers.transport import Timeouts, exchange
 from .breaker import DEFERRED, Breakers
+from .choices import several_answers
 from .plan import Candidate
 from .policy import Policy, classify, context_exceeded, counts_against_breaker, current_policy
 from .recorder import AttemptTimer, Recorder
@@ -260,7 +261,10 @@ class Session:
             call = dataclasses.replace(call, params=params)
         wire = wire_for_call(candidate.provider.wire, call)
         timeouts = self._timeouts()
-        stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts)
+        if call.n > 1 and not getattr(wire, "answers_choices", False):  # n calls for n answers
+            stream = several_answers(self.exchange_fn, wire, call, target, stream=call.stream, timeouts=timeouts)
+        else:
+            stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts)
         # What a stream's offering produces is written out as it passes: keep no copy of it.
         produced = Assembler(keep_raw=not call.stream, keep_text=not call.stream)
         held: list[Event] = []
