@@ -387,6 +387,23 @@ def test_rollover_lets_the_next_candidate_finish_the_answer(momor, fake):
     assert record["served"]["provider"] == "backup"
 
 
+def test_after_a_rollover_the_end_frame_reports_the_served_providers_own_usage(momor, fake):
+    """Issue 22: the end frame added Momor's estimate for the cut attempt, unmarked, under the last
+    provider's name. It is the serving provider's own count; the estimate stays on the record, marked."""
+    fake.script("flaky", cut(after=4))  # cut before its usage chunk: Momor estimates what it billed
+    response, frames = momor.stream(
+        "/models", body("one two three four", model="duo", streaming=True, streamFailureBehavior="rollover"))
+    assert frames[-1][0] == "end", frames[-1]
+    end = frames[-1][1]["usage"]
+    record = momor.record(response.headers["x-momor-request-id"])
+    cut_off, served = record["attempts"]
+    assert cut_off["usage"]["estimated"] is True and "estimated" not in served["usage"]
+    assert end["provider"] == "backup" and "estimated" not in end
+    own = served["usage"]
+    assert (end["inputTokens"], end["outputTokens"]) == (own["inputTokens"], own["outputTokens"])
+    assert record["usage"]["estimated"] is True  # the call's usage sums both, the estimate included
+
+
 def test_leaving_reasoning_effort_out_asks_each_provider_not_to_reason(momor, fake):
     """Seed 000: none, also what leaving it out sends, asks the model not to reason (issue 10: 33)."""
     assert momor.post("/models", body()).status_code == 200

@@ -318,7 +318,10 @@ class Session:
                     self.recorder.end("failed", exc.detail)
                     raise
                 serving, prefill = following
-                renumber = Renumber(sent, prefill.trimmed, self._delivered_usage())
+                renumber = Renumber(sent, prefill.trimmed)
+                # The answer's usage from here is the continuing provider's own (seed 000: "as the
+                # provider reported it, not estimated"); each attempt keeps its own on the record.
+                sent.usage = Usage()
                 m = serving.candidate.model
                 yield Continued(m.name, m.tier, m.publisher, serving.candidate.provider.name, exc.detail)
             except (asyncio.CancelledError, GeneratorExit):
@@ -367,14 +370,6 @@ class Session:
                     with anyio.CancelScope(shield=True):
                         await _aclose(rest)
         attempt.succeed(produced)
-
-    def _delivered_usage(self) -> Usage:
-        """What every offering that delivered part of the answer so far used, summed."""
-        total = Usage()
-        for a in self.recorder.attempts:
-            if a.delivered and a.usage is not None:
-                total = total.plus(a.usage)
-        return total
 
     async def _roll_over(
         self, sent: Assembler, failed: _Serving, exc: ProviderError

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ...events import Assembler, Continued, Delta, Event, Finish, Logprobs, PartEnd, PartStart, TokenLogprob
+from ...events import Assembler, Continued, Delta, Event, Finish, Logprobs, PartEnd, PartStart, TokenLogprob, Usage
 from ...http import sse
 from ...messages import ToolCallMessage, dump_messages
 from ...routing.plan import Candidate
@@ -96,6 +96,7 @@ class StreamWriter:
                 return _frame("logprobs", {"type": "logprobs", "logprobs": [native_logprob(t) for t in tokens]})
             case Continued():
                 self.provider = event.provider
+                self.assembler.usage = Usage()  # the end frame's usage is the continuing provider's own
                 model = {"name": event.model, "tier": event.tier, "publisher": event.publisher,
                          "provider": event.provider}
                 return _frame("rollover", {"type": "rollover", "model": model, "reason": event.reason})
