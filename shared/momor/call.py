@@ -26,6 +26,14 @@ def nearest_depth(effort: str, depths: list[str]) -> str | None:
     return known[-1] if known else None
 
 
+def least_depth(depths: list[str]) -> str | None:
+    """How a model is asked not to reason (seed 000: `none`, also what leaving reasoningEffort out
+    sends): `none` where it takes it, else its lowest depth, since it has no off; None for a model
+    that lists no depth Momor knows (it is sent nothing)."""
+    known = sorted((d for d in depths if d in REASONING_DEPTHS), key=REASONING_DEPTHS.index)
+    return known[0] if known else None
+
+
 class ToolUse(BaseModel):
     """Whether the model may call a tool, must call one, must call the named one, or must not."""
 

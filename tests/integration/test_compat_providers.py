@@ -299,6 +299,24 @@ def test_puter_native(momor, fake, streaming):
     assert sent.json["args"]["stream"] is streaming
 
 
+def test_puter_is_asked_not_to_reason_when_reasoning_effort_is_none_or_left_out(momor, fake):
+    """Seed 000: none, also what leaving reasoningEffort out sends, asks the model not to reason.
+    Issue 22: the Puter wire sent nothing, so the model reasoned at its default depth. Puter hands
+    reasoning_effort to the upstream as written: it gets `none` where the model takes it, else the
+    lowest depth the model lists (gpt-5-nano: low, medium, high)."""
+    for parameters in ({}, {"reasoningEffort": "none"}):
+        assert momor.post("/models", native("gpt-5-nano", parameters=parameters)).status_code == 200
+        assert fake.requests("puter")[-1].json["args"]["reasoning_effort"] == "low"
+    catalog = momor.catalog
+    model = next(m for m in catalog["models"] if m["name"] == "gpt-5-nano")
+    model["capabilities"]["reasoning"] = ["none", "low", "medium", "high"]
+    momor.write_catalog(catalog)
+    assert momor.post("/models", native("gpt-5-nano")).status_code == 200
+    assert fake.requests("puter")[-1].json["args"]["reasoning_effort"] == "none"
+    assert momor.post("/models", native("gpt-5-nano", parameters={"reasoningEffort": "high"})).status_code == 200
+    assert fake.requests("puter")[-1].json["args"]["reasoning_effort"] == "high"
+
+
 def test_puter_ndjson_becomes_openai_chunks_for_the_sdk(momor, fake, client):
     fake.script("puter", reply("one two three", thinking="mull", chunks=3))
     stream = client.chat.completions.create(model="gpt-5-nano", messages=[user("hi")], stream=True,
