@@ -7,7 +7,7 @@ import json
 import pytest
 
 from momor.config import reset_config
-from tests.fakes.script import cut, fail, reply
+from tests.fakes.script import cut, fail, hang, reply
 
 from .conftest import SAVED_KEYS
 
@@ -18,6 +18,10 @@ WEATHER = {
     "description": "The weather in a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
+
+
+def _with_file(file):
+    return {"type": "user", "value": "see", "files": [file]}
 
 
 def body(text="Hello there", model="gpt-5-mini", **extra):
@@ -263,6 +267,19 @@ def test_406_when_accept_allows_neither_json_nor_sse(momor):
          "parameters.networkTimeout"),
         (json.dumps(body(parameters={"networkTimeout": "9999999999.00:00:00"})).encode(),
          "parameters.networkTimeout"),
+        # Issue 22, rows without a test: networkTimeout's bounds (longer than zero, at most 100 s, in
+        # either notation), a handle where an address belongs, a file without its name or media
+        # type, and more than 128 tools.
+        (json.dumps(body(parameters={"networkTimeout": "PT0S"})).encode(), "longer than zero"),
+        (json.dumps(body(parameters={"networkTimeout": "PT100.5S"})).encode(), "at most 100 seconds"),
+        (json.dumps(body(parameters={"networkTimeout": "00:01:41"})).encode(), "at most 100 seconds"),
+        (json.dumps(body(messages=[_with_file({"type": "url", "value": "file-abc123", "name": "a.pdf",
+                                                "contentType": "application/pdf"})])).encode(), "handles are refused"),
+        (json.dumps(body(messages=[_with_file({"type": "bytes", "value": "aGk=",
+                                                "contentType": "text/plain"})])).encode(), "files.0.name"),
+        (json.dumps(body(messages=[_with_file({"type": "bytes", "value": "aGk=", "name": "a.txt"})])).encode(),
+         "files.0.contentType"),
+        (json.dumps(body(tools=[{**WEATHER, "name": f"tool_{i}"} for i in range(129)])).encode(), "at most 128"),
     ],
 )
 def test_400s_are_problem_documents(momor, payload, fragment):
@@ -331,6 +348,42 @@ def test_oversized_inline_file_is_413(momor):
         {"type": "bytes", "value": big, "name": "a.pdf", "contentType": "application/pdf"}]}
     doc = problem(momor.post("/models", {"systemPrompt": "", "messages": [message]}), 413)
     assert "10 MiB" in doc["detail"]
+
+
+def test_inline_files_may_be_at_most_20_mib_together(momor):
+    """Seed 000: 10 MiB each and 20 MiB together (issue 22: the total had no test)."""
+    import base64
+
+    seven = base64.b64encode(b"x" * (7 * 1024 * 1024)).decode()
+    files = [{"type": "bytes", "value": seven, "name": f"{n}.pdf", "contentType": "application/pdf"} for n in range(3)]
+    doc = problem(momor.post("/models", body(messages=[{"type": "user", "value": "see", "files": files}])), 413)
+    assert "20 MiB together" in doc["detail"]
+
+
+def test_the_schemas_may_be_at_most_256_kib_together(momor, fake):
+    """Seed 000: the serialized schemas, tools' and responseSchema together, at most 256 KiB."""
+    wide = {"type": "object", "properties": {f"field_{n:05d}": {"type": "string"} for n in range(5000)}}
+    assert 130 * 1024 < len(json.dumps(wide, separators=(",", ":"))) < 256 * 1024  # as Momor measures it
+    tool = {**WEATHER, "parameters": wide}
+    assert momor.post("/models", body(tools=[tool])).status_code == 200  # one is within the limit
+    doc = problem(momor.post("/models", body(tools=[tool, {**tool, "name": "other"}])), 413)
+    assert "256 KiB" in doc["detail"]
+    doc = problem(momor.post("/models", body(model="gpt-4.1-mini", tools=[tool], responseSchema=wide)), 413)
+    assert "256 KiB" in doc["detail"]
+
+
+def test_network_timeout_only_shortens_the_wait(momor, fake):
+    """Seed 000: networkTimeout bounds each network operation (here the wait for a buffered answer)
+    and only ever shortens it: a provider silent past it fails over; within it, it serves."""
+    fake.script("flaky", hang(3))
+    response = momor.post("/models", body(model="duo", parameters={"networkTimeout": "PT0.5S"}))
+    assert response.status_code == 200 and response.json()["model"]["provider"] == "backup"
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("flaky", "failed"), ("backup", "ok")]
+    assert record["attempts"][0]["latencyMs"] < 2500
+    fake.script("flaky", hang(0.3))
+    response = momor.post("/models", body(model="duo", parameters={"networkTimeout": "00:00:05"}))
+    assert response.status_code == 200 and response.json()["model"]["provider"] == "flaky"
 
 
 def test_aliases_answer_the_same(momor):
