@@ -9,7 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .messages import Message, Tool
 
-REASONING_DEPTHS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
+REASONING_DEPTHS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+"""The depths Momor knows, shallowest first (`max`: Zen's and DeepSeek's deepest, past xhigh)."""
 
 
 def nearest_depth(effort: str, depths: list[str]) -> str | None:

@@ -604,6 +604,19 @@ def test_n_on_a_wire_that_answers_one_is_served_by_n_calls(momor, fake, client, 
     assert one > 0 and answer.usage is not None and answer.usage.completion_tokens == 2 * one
 
 
+def test_a_value_momor_cannot_read_reaches_a_translated_provider(momor, fake, client):
+    """Seed 001: values are not checked (issue 22): a temperature of the wrong type reaches Claude as
+    written, and Claude's refusal is the caller's 400; a reasoning_effort word goes as written to the
+    wire, which sends the nearest depth the model takes (max: Claude's deepest budget)."""
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model=CLAUDE, max_completion_tokens=50, messages=[user("Hi")],
+                                       temperature="hot")  # type: ignore[arg-type]
+    assert fake.requests("anthropic")[-1].json["temperature"] == "hot"
+    client.chat.completions.create(model=CLAUDE, max_completion_tokens=30000, messages=[user("Hi")],
+                                   reasoning_effort="max")  # type: ignore[arg-type]
+    assert fake.requests("anthropic")[-1].json["thinking"]["budget_tokens"] == 16384
+
+
 def test_json_object_on_anthropic_is_held_to_an_object(momor, fake, client):
     """Issue 10 (13): response_format json_object was dropped on the way to Claude."""
     answer = client.chat.completions.create(model=CLAUDE, max_completion_tokens=200, messages=[user("Hi")],

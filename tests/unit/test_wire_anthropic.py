@@ -333,11 +333,13 @@ def test_the_callers_ceiling_bounds_reasoning_and_answer_together() -> None:
 
 
 def test_an_effort_no_budget_means_cannot_be_carried() -> None:
-    """Seed 000: the value reaches the wire; a word with no thinking budget (`max`) is the offering's to refuse."""
+    """Seed 000: the value reaches the wire; a word Momor does not know has no thinking budget, and the
+    offering cannot carry it. A depth Momor knows goes as the nearest it takes (max: the deepest)."""
     with pytest.raises(ProviderError) as info:
-        body_for(hi(maxTokens=3000, reasoningEffort="max"))
+        body_for(hi(maxTokens=3000, reasoningEffort="ultra"))
     assert info.value.kind == "unsupported"
-    assert body_for(hi(maxTokens=3000, reasoningEffort="xhigh"))["thinking"]["budget_tokens"] == 3000 - 1024
+    for deepest in ("xhigh", "max"):
+        assert body_for(hi(maxTokens=30000, reasoningEffort=deepest))["thinking"]["budget_tokens"] == 16384
 
 
 def test_budget_shrinks_when_the_cap_is_too_low() -> None:

@@ -52,7 +52,8 @@ from .base import Target, place_unchecked
 
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 """Google's documented stand-in signature for a function call the model did not make."""
-_THINKING_BUDGETS = {"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768}
+_THINKING_BUDGETS = {"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768,
+                     "max": 32768}
 _TOOL_MODES = {"auto": "AUTO", "any": "ANY", "none": "NONE", "use": "ANY"}
 
 Part = dict[str, Any]

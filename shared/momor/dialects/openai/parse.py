@@ -49,9 +49,6 @@ RAW_WIRE = "openai_chat"
 ROUTING_FIELDS = ("model", "models", "provider")
 """Taken off the body before it reaches an `openai_chat` provider (seed 001)."""
 
-# Chat Completions' reasoning_effort words -> the canonical depths (nearest deeper, else deepest).
-_EFFORTS = {"none": "none", "minimal": "low", "low": "low", "medium": "medium", "high": "high",
-            "xhigh": "high", "max": "high"}
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 _TOOL_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
 _PARAMETER_FIELDS = (
@@ -390,7 +387,9 @@ def map_response_format(fmt: Any) -> tuple[dict[str, Any] | None, bool | None]:
 
 def map_parameters(body: dict[str, Any]) -> Parameters:
     """The sampling fields Momor has words for. Values are not checked (seed 001): one the canonical
-    call cannot hold is left off it, and the provider on the same wire still gets it as written."""
+    call cannot hold is kept aside as written (`Parameters.unchecked`) and still reaches a translated
+    provider under its own field, as the provider on the same wire gets the body as written; only a
+    service_tier word Momor does not know is left off a translated call (seed 000)."""
     given: dict[str, Any] = {name: body[name] for name in _PARAMETER_FIELDS if body.get(name) is not None}
     ceiling = body.get("max_completion_tokens")
     if ceiling is None:
@@ -401,8 +400,10 @@ def map_parameters(body: dict[str, Any]) -> Parameters:
     if stop is not None:
         given["stop"] = [stop] if isinstance(stop, str) else stop
     effort = body.get("reasoning_effort")
-    if isinstance(effort, str) and effort in _EFFORTS:
-        given["reasoning_effort"] = _EFFORTS[effort]
+    if isinstance(effort, str):
+        # As written: each wire sends the depth the model takes, the nearest deeper one where it
+        # does not take this one (seed 001), and a word Momor does not know as written.
+        given["reasoning_effort"] = effort
     tool_use = map_tool_choice(body.get("tool_choice"))
     if tool_use is not None:
         given["tool_use"] = tool_use
@@ -414,12 +415,16 @@ def map_parameters(body: dict[str, Any]) -> Parameters:
 def _lenient_parameters(given: dict[str, Any]) -> Parameters:
     fields = Parameters.model_fields
     given = {fields[k].alias or k: v for k, v in given.items()}  # errors name fields by alias
+    unchecked: dict[str, Any] = {}
     for _ in range(len(given) + 1):
         try:
-            return Parameters.model_validate(given)
+            params = Parameters.model_validate(given)
         except ValidationError as exc:
             bad = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
             if not bad & set(given):
                 break
+            unchecked.update({k: v for k, v in given.items() if k in bad and k != "serviceTier"})
             given = {k: v for k, v in given.items() if k not in bad}
+        else:
+            return params.with_unchecked(unchecked) if unchecked else params
     return Parameters()
