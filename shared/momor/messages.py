@@ -78,7 +78,7 @@ class UserMessage(_Cached):
     """Anything attached."""
 
 
-class ContentMessage(_Model):
+class ContentMessage(_Cached):
     """Text a model said."""
 
     type: Literal["content"] = "content"

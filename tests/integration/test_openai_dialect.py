@@ -560,15 +560,15 @@ def test_a_chat_completions_call_gets_no_cache_breakpoints_on_anthropic(momor, f
 
 
 def test_cache_control_the_caller_wrote_on_content_parts_reaches_anthropic(momor, fake, client):
-    """Issue 22: breakpoints written on Chat Completions content parts (system, user, tool) are carried
-    to Anthropic as written, ttl included; Momor adds none of its own and keeps Anthropic's four."""
+    """Issue 22: breakpoints written on Chat Completions content parts (system, user, assistant, tool)
+    are carried to Anthropic as written, ttl included; Momor adds none of its own and keeps four."""
     ephemeral = {"type": "ephemeral"}
     messages = [
         {"role": "system", "content": [{"type": "text", "text": "Be brief.", "cache_control": ephemeral}]},
         {"role": "user", "content": [{"type": "text", "text": "call get_weather for Paris",
                                       "cache_control": {"type": "ephemeral", "ttl": "1h"}}]},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Let me look.", "cache_control": ephemeral}],
+         "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "Sunny",
                                                                  "cache_control": ephemeral}]},
         {"role": "user", "content": [{"type": "text", "text": "And now?", "cache_control": ephemeral},
@@ -576,8 +576,11 @@ def test_cache_control_the_caller_wrote_on_content_parts_reaches_anthropic(momor
     ]
     client.chat.completions.create(model=CLAUDE, max_completion_tokens=50, tools=[WEATHER], messages=messages)
     sent = fake.requests("anthropic")[-1].json
-    assert sent["system"][0]["cache_control"] == ephemeral
+    # Five breakpoints (six marked parts), Anthropic takes four: the last four, the longest prefixes.
+    assert "cache_control" not in sent["system"][0]
     assert sent["messages"][0]["content"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    said = sent["messages"][1]["content"][0]
+    assert said["text"] == "Let me look." and said["cache_control"] == ephemeral
     tool_turn = sent["messages"][2]["content"]
     assert tool_turn[0]["type"] == "tool_result" and tool_turn[0]["cache_control"] == ephemeral
     assert tool_turn[-1]["cache_control"] == ephemeral  # the last user text, the joined parts' breakpoint

@@ -124,7 +124,10 @@ def _map_messages(messages: list[Message], caps: Capabilities) -> list[dict[str,
                 turns.add("user", _map_user(message, caps))
             case ContentMessage():
                 if message.value:
-                    turns.add("assistant", [{"type": "text", "text": message.value}])
+                    block: Block = {"type": "text", "text": message.value}
+                    if message.cache_control is not None:
+                        block["cache_control"] = dict(message.cache_control)
+                    turns.add("assistant", [block])
             case ThinkingMessage():
                 turns.add("assistant", _map_thinking_block(message))
             case ToolCallMessage():

@@ -265,7 +265,7 @@ def map_assistant(message: dict[str, Any], where: str) -> list[Message]:
     out: list[Message] = list(_map_reasoning(message))
     text = _text_of(message.get("content"), where)
     if text:
-        out.append(ContentMessage(value=text))
+        out.append(ContentMessage(value=text).cached(_cache_control(message.get("content"))))
     for j, tool_call in enumerate(message.get("tool_calls") or []):
         out.append(_map_tool_call(tool_call, f"{where}.tool_calls[{j}]"))
     return out
