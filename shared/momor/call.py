@@ -5,25 +5,34 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .messages import Message, Tool
 
-ReasoningEffort = Literal["none", "low", "medium", "high"]
-REASONING_DEPTHS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
+REASONING_DEPTHS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh", "max")
+"""The depths Momor knows, shallowest first (`max`: Zen's and DeepSeek's deepest, past xhigh)."""
 
 
 def nearest_depth(effort: str, depths: list[str]) -> str | None:
     """`effort` where the model takes it, else the nearest deeper depth it takes, else the deepest
-    it takes (seed 001); None when it takes no depth Momor knows. An unknown `effort` ranks lowest."""
-    if effort in depths:
+    it takes (seed 001); None when it takes no depth Momor knows. A word Momor does not know (a
+    model's own, such as `max`) goes as written: seed 000 checks no value, the provider does."""
+    if effort in depths or effort not in REASONING_DEPTHS:
         return effort
     known = sorted((d for d in depths if d in REASONING_DEPTHS), key=REASONING_DEPTHS.index)
-    rank = REASONING_DEPTHS.index(effort) if effort in REASONING_DEPTHS else 0
+    rank = REASONING_DEPTHS.index(effort)
     deeper = [d for d in known if REASONING_DEPTHS.index(d) > rank]
     if deeper:
         return deeper[0]
     return known[-1] if known else None
+
+
+def least_depth(depths: list[str]) -> str | None:
+    """How a model is asked not to reason (seed 000: `none`, also what leaving reasoningEffort out
+    sends): `none` where it takes it, else its lowest depth, since it has no off; None for a model
+    that lists no depth Momor knows (it is sent nothing)."""
+    known = sorted((d for d in depths if d in REASONING_DEPTHS), key=REASONING_DEPTHS.index)
+    return known[0] if known else None
 
 
 class ToolUse(BaseModel):
@@ -40,10 +49,12 @@ class Parameters(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
-    max_tokens: int | None = Field(None, alias="maxTokens", ge=1)
+    # Values are not checked (seed 000): maxTokens 0, or a reasoning depth only some models know
+    # (`max`), reaches the provider, whose refusal moves the call on like any other refusal.
+    max_tokens: int | None = Field(None, alias="maxTokens")
     temperature: float | None = None
     top_p: float | None = Field(None, alias="topP")
-    reasoning_effort: ReasoningEffort | None = Field(None, alias="reasoningEffort")
+    reasoning_effort: str | None = Field(None, alias="reasoningEffort")
     tool_use: ToolUse | None = Field(None, alias="toolUse")
     strict: bool | None = None
     stop: list[str] | None = None
@@ -61,6 +72,21 @@ class Parameters(BaseModel):
     top_logprobs: int | None = Field(None, alias="topLogprobs")
     caching: str | None = None
     network_timeout: str | None = Field(None, alias="networkTimeout")
+
+    _unchecked: dict[str, Any] = PrivateAttr(default_factory=dict)
+
+    @property
+    def unchecked(self) -> dict[str, Any]:
+        """Values a field above cannot hold (a string temperature, say), by native name, as the caller
+        wrote them: seed 000 checks no value, so each goes to the provider under its own field
+        (`providers.base.place_unchecked`), and a wire with no field for it cannot carry the call."""
+        return self._unchecked
+
+    def with_unchecked(self, values: dict[str, Any]) -> Parameters:
+        """A copy carrying `values` as its unchecked values (never shared with this one)."""
+        copy = self.model_copy()
+        copy._unchecked = dict(values)
+        return copy
 
     def given(self) -> dict[str, Any]:
         """The parameters the caller set, by their native (camelCase) names."""
@@ -91,10 +117,13 @@ class Call:
     n: int = 1
     """How many answers the caller asked for (Chat Completions' n). A wire that answers several
     (Gemini's candidateCount) declares `answers_choices` and emits each answer's parts with its
-    `PartStart.choice`; the planner tries its offerings first, the rest answer one. The canonical
-    turn is the first answer."""
+    `PartStart.choice`; the planner tries its offerings first, and the rest are called n times
+    (routing/choices.py). The canonical turn is the first answer."""
     json_object: bool = False
     """A JSON object is asked for without a schema (Chat Completions' json_object format)."""
+    system_cache: dict[str, Any] | None = None
+    """A cache breakpoint the caller placed on the system prompt (Chat Completions' `cache_control`
+    on a system or developer content part), for a wire that places breakpoints (Anthropic)."""
     betas: tuple[str, ...] = ()
     """Anthropic beta features the caller asked for (its `anthropic-beta` header), sent to an
     Anthropic offering beside the catalog's own; other wires have no such switch."""

@@ -134,6 +134,27 @@ class ChoiceEnd:
     stop: Stop
 
 
+@dataclass(slots=True, frozen=True)
+class TokenLogprob:
+    """One answer token's log probability, as the provider reported it (seed 000 `logprobs`)."""
+
+    token: str
+    logprob: float
+    bytes: tuple[int, ...] | None = None
+    """The token's UTF-8 bytes, where the provider gives them (a token may be part of a character)."""
+    top: tuple[TokenLogprob, ...] = ()
+    """The likeliest alternatives at that step (`topLogprobs` of them), the token itself often among them."""
+
+
+@dataclass(slots=True, frozen=True)
+class Logprobs:
+    """Log probabilities of the answer tokens the provider just produced, in order. They belong to an
+    answer (`choice`), not to a part: providers report them per answer, beside the text."""
+
+    tokens: tuple[TokenLogprob, ...]
+    choice: int = 0
+
+
 @dataclass(slots=True)  # not frozen: a frozen __init__ costs three times a plain one, paid per token
 class Raw:
     """The provider's own words, for a caller who speaks the same protocol (DESIGN: "same
@@ -169,7 +190,7 @@ class Continued:
     """Why the previous offering stopped."""
 
 
-Event = PartStart | Delta | PartEnd | UsageEvent | Finish | Raw | Continued
+Event = PartStart | Delta | PartEnd | UsageEvent | Finish | Raw | Continued | Logprobs
 
 
 class StreamOrderError(RuntimeError):
@@ -212,6 +233,8 @@ class Assembler:
     """The provider's own words, for a buffered same-protocol answer (empty unless passthrough)."""
     output_bytes: int = 0
     """UTF-8 bytes of every delta, kept or not: what an estimate of output tokens is made from."""
+    logprobs: dict[int, list[TokenLogprob]] = field(default_factory=dict)
+    """Each answer's token log probabilities, by choice (kept with the text: `keep_text`)."""
     keep_text: bool = True
     keep_raw: bool = True
 
@@ -261,6 +284,9 @@ class Assembler:
                 self.usage.merge(usage)
             case Finish():
                 self.finish = event
+            case Logprobs(tokens=tokens, choice=choice):
+                if self.keep_text:
+                    self.logprobs.setdefault(choice, []).extend(tokens)
             case Raw():
                 self.add(event)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
 
 
 class _Model(BaseModel):
@@ -49,7 +49,26 @@ class File(_Model):
         return value
 
 
-class UserMessage(_Model):
+class _Cached(_Model):
+    """A message that may carry a cache breakpoint a caller placed on it in another dialect."""
+
+    _cache_control: dict[str, Any] | None = PrivateAttr(None)
+    """A prompt-cache breakpoint at the end of this message, as the caller wrote it (Chat
+    Completions' `cache_control` on a content part, `{"type": "ephemeral", "ttl"?}`), for a wire
+    that places breakpoints (Anthropic). Not part of seed 000's message: never read from or written
+    to the native dialect (a native caller asks for caching with `parameters.caching`)."""
+
+    @property
+    def cache_control(self) -> dict[str, Any] | None:
+        return self._cache_control
+
+    def cached(self, control: dict[str, Any] | None) -> Any:
+        """This message with `control` as its breakpoint (None: none)."""
+        self._cache_control = control
+        return self
+
+
+class UserMessage(_Cached):
     """What the caller said."""
 
     type: Literal["user"] = "user"
@@ -59,7 +78,7 @@ class UserMessage(_Model):
     """Anything attached."""
 
 
-class ContentMessage(_Model):
+class ContentMessage(_Cached):
     """Text a model said."""
 
     type: Literal["content"] = "content"
@@ -114,7 +133,7 @@ class ToolResultBody(_Model):
     """True when the tool failed; content then says why."""
 
 
-class ToolResultMessage(_Model):
+class ToolResultMessage(_Cached):
     """The answer to one call."""
 
     type: Literal["toolResult"] = "toolResult"

@@ -145,6 +145,22 @@ def validate(body: dict[str, Any], count_only: bool = False) -> None:
     names = _validate_tools(body)
     _validate_thinking(body, messages, count_only)
     _validate_tool_choice(body.get("tool_choice"), names)
+    _validate_breakpoints(body)
+
+
+def _validate_breakpoints(body: dict[str, Any]) -> None:
+    """At most four blocks with cache_control, each `{"type": "ephemeral", "ttl"?: "5m" | "1h"}`."""
+    system = body.get("system") if isinstance(body.get("system"), list) else []
+    blocks = [*(body.get("tools") or []), *system,
+              *(b for m in body["messages"] if isinstance(m.get("content"), list) for b in m["content"])]
+    marks = [b["cache_control"] for b in blocks if isinstance(b, dict) and "cache_control" in b]
+    for mark in marks:
+        if not isinstance(mark, dict) or mark.get("type") != "ephemeral" or mark.get("ttl", "5m") not in ("5m", "1h") \
+                or set(mark) - {"type", "ttl"}:
+            raise Invalid("cache_control: Input tag does not match the expected tag 'ephemeral' (or its ttl is not "
+                          "'5m' or '1h')")
+    if len(marks) > 4:
+        raise Invalid(f"A maximum of 4 blocks with cache_control may be provided. Found {len(marks)}.")
 
 
 def _validate_sampling(body: dict[str, Any]) -> None:

@@ -241,3 +241,15 @@ def example_of(schema: Any, root: dict[str, Any], text: str) -> Any:
     if kind == "array":
         return [example_of(schema.get("items", {}), root, text)]
     return {name: example_of(sub, root, text) for name, sub in schema.get("properties", {}).items()}
+
+
+def token_logprobs(text: str, top: int) -> list[tuple[str, float, list[tuple[str, float]]]]:
+    """Made-up log probabilities for `text`'s tokens (a token is a word with its trailing space, as
+    `split_text` streams them): each token, a repeatable logprob, and `top` alternatives, the token
+    itself first. Every wire writes them in its own shape."""
+    out = []
+    for i, token in enumerate(_WORD.findall(text) or ([text] if text else [])):
+        logprob = -round(0.01 * (1 + i % 7), 4)
+        alternatives = [(token, logprob)] + [(f"{token.strip()}~{k}", logprob - k) for k in range(1, top)]
+        out.append((token, logprob, alternatives[:top]))
+    return out

@@ -26,7 +26,7 @@ from collections.abc import Collection
 from typing import Any
 from urllib.parse import parse_qs
 
-from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_text
+from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_text, token_logprobs
 from .errors import Invalid
 from .transport import dumps
 
@@ -245,11 +245,30 @@ class GeminiFake:
     def _finish(self, answer: Answer) -> str:
         return answer.finish or _FINISH[answer.stop]
 
+    def _logprobs(self, text: str, body: dict[str, Any]) -> dict[str, Any]:
+        """A candidate's `logprobsResult` for `text`, where `responseLogprobs` asked for it: the chosen
+        token of each step beside that step's `logprobs` top candidates (Vertex has no sum)."""
+        config = body.get("generationConfig") or {}
+        if not config.get("responseLogprobs") or not text:
+            return {}
+        steps = token_logprobs(text, config.get("logprobs") or 0)
+
+        def one(token: str, logprob: float) -> dict[str, Any]:
+            return {"token": token, "tokenId": sum(token.encode()) % 50_000, "logProbability": logprob}
+
+        result: dict[str, Any] = {"topCandidates": [{"candidates": [one(t, lp) for t, lp in alternatives]}
+                                                    for _, _, alternatives in steps],
+                                  "chosenCandidates": [one(token, logprob) for token, logprob, _ in steps]}
+        if not self.vertex:
+            result["logProbabilitySum"] = sum(logprob for _, logprob, _ in steps)
+        return {"logprobsResult": result}
+
     def whole(self, answer: Answer, body: dict[str, Any]) -> dict[str, Any]:
         body = camel(body)
         n = (body.get("generationConfig") or {}).get("candidateCount") or 1
         candidates = [{"content": {"parts": self._parts(answer), "role": "model"},
-                       "finishReason": self._finish(answer), "index": i} for i in range(n)]
+                       "finishReason": self._finish(answer), "index": i, **self._logprobs(answer.text, body)}
+                      for i in range(n)]
         return {"candidates": candidates, "usageMetadata": self._usage(answer, n),
                 **self._envelope(secrets.token_urlsafe(12))}
 
@@ -261,6 +280,8 @@ class GeminiFake:
         def event(index: int, parts: list[dict[str, Any]], finish: str | None = None,
                   usage: dict[str, Any] | None = None) -> str:
             candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": index}
+            text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
+            candidate.update(self._logprobs(text, body))
             if finish is not None:
                 candidate["finishReason"] = finish
             chunk: dict[str, Any] = {"candidates": [candidate]}

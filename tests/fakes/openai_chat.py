@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .behaviour import Answer, Ask, count_input_tokens, sign, split_json, split_text
+from .behaviour import Answer, Ask, count_input_tokens, sign, split_json, split_text, token_logprobs
 from .dialects import OPENAI, Dialect, azure_filter_results
 from .errors import Invalid
 from .transport import dumps
@@ -580,6 +580,18 @@ def _envelope(body: dict[str, Any], obj: str, completion_id: str) -> dict[str, A
             "service_tier": "default", "system_fingerprint": "fp_fake0001"}
 
 
+def logprobs_of(text: str, body: dict[str, Any]) -> dict[str, Any] | None:
+    """`choices[].logprobs` as the API writes it, where the request set `logprobs` (the
+    `ChatCompletionTokenLogprob` list, each with as many `top_logprobs` as asked)."""
+    if not body.get("logprobs"):
+        return None
+    top = body.get("top_logprobs") or 0
+    content = [{"token": token, "logprob": logprob, "bytes": list(token.encode()),
+                "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in alternatives]}
+               for token, logprob, alternatives in token_logprobs(text, top)]
+    return {"content": content, "refusal": None}
+
+
 def whole(answer: Answer, body: dict[str, Any], dialect: Dialect = OPENAI) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant",
                                "content": answer.text if answer.text or not answer.tool_calls else None,
@@ -597,8 +609,8 @@ def whole(answer: Answer, body: dict[str, Any], dialect: Dialect = OPENAI) -> di
                                  for c in answer.tool_calls]
     n = body.get("n") or 1
     result = _envelope(body, "chat.completion", "chatcmpl-" + secrets.token_hex(14))
-    result["choices"] = [{"index": i, "message": message, "logprobs": None, "finish_reason": _finish(answer)}
-                         for i in range(n)]
+    result["choices"] = [{"index": i, "message": message, "logprobs": logprobs_of(answer.text, body),
+                          "finish_reason": _finish(answer)} for i in range(n)]
     result["usage"] = _usage(answer, n)
     if dialect.filter_results:
         result["prompt_filter_results"] = [{"prompt_index": 0, "content_filter_results": azure_filter_results()}]
@@ -627,7 +639,9 @@ def stream_events(answer: Answer, body: dict[str, Any], dialect: Dialect = OPENA
     n = body.get("n") or 1
 
     def chunk(index: int, delta: dict[str, Any], finish: str | None = None) -> str:
-        choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
+        text = delta.get("content")
+        logprobs = logprobs_of(text, body) if isinstance(text, str) and text else None
+        choice = {"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
         if dialect.filter_results and (delta.get("content") or finish):
             choice["content_filter_results"] = {} if finish else azure_filter_results()
         data = {**base, "choices": [choice]}

@@ -32,7 +32,7 @@ import secrets
 import time
 from typing import Any
 
-from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_json, split_text
+from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_json, split_text, token_logprobs
 from .errors import Invalid
 from .openai_chat import check_auth as openai_check_auth
 from .openai_chat import check_numbers, missing, type_error
@@ -437,6 +437,17 @@ def _summaries(answer: Answer, body: dict[str, Any]) -> list[str]:
     return [p for p in answer.thinking.split("\n\n") if p]
 
 
+def _text_logprobs(text: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """An output_text's `logprobs`: filled only when `include` asks for them (`top_logprobs` many
+    alternatives each), an empty list otherwise, as the API writes it."""
+    if "message.output_text.logprobs" not in (body.get("include") or []):
+        return []
+    top = body.get("top_logprobs") or 0
+    return [{"token": token, "bytes": list(token.encode()), "logprob": logprob,
+             "top_logprobs": [{"token": t, "bytes": list(t.encode()), "logprob": lp} for t, lp in alternatives]}
+            for token, logprob, alternatives in token_logprobs(text, top)]
+
+
 def _items(answer: Answer, body: dict[str, Any], ids: dict[str, str]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if answer.thinking and _raw_reasoning(body):
@@ -452,7 +463,8 @@ def _items(answer: Answer, body: dict[str, Any], ids: dict[str, str]) -> list[di
             reasoning["encrypted_content"] = encrypted_content(ids["rs"], answer.thinking, following)
         items.append(reasoning)
     if answer.text or not answer.tool_calls:
-        part: dict[str, Any] = {"type": "output_text", "annotations": [], "logprobs": [], "text": answer.text}
+        part: dict[str, Any] = {"type": "output_text", "annotations": [],
+                                "logprobs": _text_logprobs(answer.text, body), "text": answer.text}
         if answer.finish == "refusal":
             part = {"type": "refusal", "refusal": answer.text}
         items.append({"id": ids["msg"], "type": "message", "status": "completed", "content": [part],
@@ -497,7 +509,8 @@ def _response(body: dict[str, Any], ids: dict[str, str], created: int) -> dict[s
         "safety_identifier": None, "service_tier": body.get("service_tier", "auto"),
         "store": body.get("store", True), "temperature": body.get("temperature", 1.0),
         "text": {"format": (body.get("text") or {}).get("format", {"type": "text"}), "verbosity": "medium"},
-        "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools", []), "top_logprobs": 0,
+        "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools", []),
+        "top_logprobs": body.get("top_logprobs", 0),
         "top_p": body.get("top_p", 1.0), "truncation": "disabled", "usage": None, "user": body.get("user"),
         "metadata": body.get("metadata", {}),
     }
@@ -551,7 +564,7 @@ def _reasoning_events(ev: _Events, index: int, item: dict[str, Any]) -> None:
         ev.add("response.reasoning_summary_part.done", **at, part=summary)
 
 
-def _message_events(ev: _Events, index: int, item: dict[str, Any], answer: Answer) -> None:
+def _message_events(ev: _Events, index: int, item: dict[str, Any], answer: Answer, body: dict[str, Any]) -> None:
     ev.add("response.output_item.added", output_index=index,
            item={**item, "status": "in_progress", "content": []})
     part = item["content"][0]
@@ -564,8 +577,9 @@ def _message_events(ev: _Events, index: int, item: dict[str, Any], answer: Answe
     else:
         ev.add("response.content_part.added", **at, part={**part, "text": ""})
         for piece in split_text(part["text"], answer.chunks):
-            ev.add("response.output_text.delta", **at, delta=piece, logprobs=[], obfuscation=_obfuscation())
-        ev.add("response.output_text.done", **at, text=part["text"], logprobs=[])
+            ev.add("response.output_text.delta", **at, delta=piece, logprobs=_text_logprobs(piece, body),
+                   obfuscation=_obfuscation())
+        ev.add("response.output_text.done", **at, text=part["text"], logprobs=part["logprobs"])
     ev.add("response.content_part.done", **at, part=part)
 
 
@@ -593,7 +607,7 @@ def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
         if item["type"] == "reasoning":
             _reasoning_events(ev, index, item)
         elif item["type"] == "message":
-            _message_events(ev, index, item, answer)
+            _message_events(ev, index, item, answer, body)
         else:
             _call_events(ev, index, item)
         ev.add("response.output_item.done", output_index=index, item=item)

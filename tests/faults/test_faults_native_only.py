@@ -152,11 +152,11 @@ def test_rollover_lets_backup_finish_what_flaky_began(momor, fake, tune, step):
     assert [a["delivered"] for a in record["attempts"]] == [True, True]
     end_usage = out.frames[-1][1]["usage"]
     assert end_usage["provider"] == "backup"
-    # The end frame reports the whole answer's usage: each delivering attempt's, summed.
+    # The end frame reports the finishing provider's own usage (issue 22); each attempt keeps its own.
     by_attempt = [a["usage"] for a in record["attempts"]]
     assert all(u is not None for u in by_attempt)
-    assert end_usage["outputTokens"] == sum(u["outputTokens"] for u in by_attempt)
-    assert record["usage"]["outputTokens"] == end_usage["outputTokens"]
+    assert end_usage["outputTokens"] == by_attempt[-1]["outputTokens"]
+    assert record["usage"]["outputTokens"] == sum(u["outputTokens"] for u in by_attempt)  # the call's: summed
 
 
 def test_rollover_with_no_offering_able_to_finish_ends_on_an_error_frame(momor, fake):

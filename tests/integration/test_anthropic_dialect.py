@@ -537,6 +537,29 @@ def test_overflow_model_uses_the_models_other_offerings(momor, fake):
     assert no_overflow.status_code in (429, 502)
 
 
+def test_overflow_keeps_the_requests_region(momor, fake, client):
+    """Seed 004: "The request keeps its region": asked on azure@eu, class overflow reaches only
+    offerings in eu, never the same tier elsewhere (a provider with no region, say)."""
+    catalog = momor.catalog
+    openai_root = next(p for p in catalog["providers"] if p["name"] == "openai")
+    catalog["providers"].append({**openai_root, "name": "openai@eu"})
+    catalog["models"].append({"name": "eu-mini", "publisher": "openai", "tier": "low", "released": "2025-10-01",
+                              "capabilities": {"maxOutputTokens": 4096},
+                              "offerings": [{"provider": "openai@eu", "id": "eu-mini",
+                                             "prices": {"input": 5.0, "output": 20.0}}]})
+    momor.write_catalog(catalog)
+    fake.script("azure-eu", *[fail(429)] * 6)
+    body = {"model": {"name": "gpt-4.1-mini", "provider": "azure@eu"}, "max_tokens": 16, "messages": USER}
+    response = httpx2.post(momor.url + "/v1/messages", json=body, timeout=30,
+                           headers={"x-api-key": momor.api_key, "x-momor-overflow": "class"})
+    assert response.status_code == 200, response.text
+    assert response.headers["x-momor-overflow-step"] == "class" and response.json()["model"] == "openai/eu-mini"
+    assert fake.requests("deepinfra") == [] and fake.requests("mistral") == []
+    record = momor.record(response.headers["x-momor-request-id"])
+    skipped = {a["provider"]: a["error"] for a in record["attempts"] if a["status"] == "skipped"}
+    assert "region (eu)" in skipped["deepinfra"] and "region (eu)" in skipped["mistral"]
+
+
 def test_overflow_only_on_capacity_refusals(momor, fake, client):
     fake.script("anthropic", *[fail(400)] * 3)
     with pytest.raises(anthropic.APIStatusError) as caught:

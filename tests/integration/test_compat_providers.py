@@ -112,6 +112,35 @@ def test_azure_per_call_key_without_its_resource_fails_that_offering_only(momor,
     assert fake.requests("azure-eu") == []
 
 
+def _with_azure_root(momor) -> None:
+    """A root `azure` provider beside its regions (the azure@us endpoint, listed a little cheaper)."""
+    catalog = momor.catalog
+    us = next(p for p in catalog["providers"] if p["name"] == "azure@us")
+    catalog["providers"].append({**us, "name": "azure"})
+    model = next(m for m in catalog["models"] if m["name"] == AZURE)
+    model["offerings"].append({"provider": "azure", "id": AZURE, "prices": {"input": 0.3, "output": 1.2}})
+    momor.write_catalog(catalog)
+
+
+def test_ignore_a_root_leaves_out_the_root_alone(momor, fake, client):
+    """Seeds 000 and 001: "a root leaves out the root alone; name@region leaves out that region alone"
+    (issue 22: `ignore: ["azure"]` took every Azure region out with it)."""
+    # Without a root of its own in the catalog, `azure` names no provider: every region still serves.
+    response = momor.post("/models", native(AZURE, prioritization={"ignore": ["azure"]}))
+    assert response.status_code == 200, response.text
+    assert response.json()["model"]["provider"] in ("azure@eu", "azure@us")
+    _with_azure_root(momor)
+    served = momor.post("/models", native(AZURE)).json()["model"]["provider"]
+    assert served == "azure"  # the cheapest, before anything is ignored
+    response = momor.post("/models", native(AZURE, prioritization={"ignore": ["azure"]}))
+    assert response.status_code == 200 and response.json()["model"]["provider"] in ("azure@eu", "azure@us")
+    answer = client.chat.completions.create(model=AZURE, messages=[user("Hi")],
+                                            extra_body={"provider": {"ignore": ["azure", "azure@eu"]}})
+    record = record_of(momor, answer.id)
+    assert record["served"]["provider"] == "azure@us"
+    assert {a["provider"] for a in record["attempts"]} == {"azure@us"}
+
+
 def test_the_fake_refuses_a_bearer_key_and_a_missing_api_version(momor, fake):
     """The fake is as strict as Azure: without the catalog's options the call is refused."""
     catalog = momor.catalog
@@ -268,6 +297,24 @@ def test_puter_native(momor, fake, streaming):
     assert sent.json["interface"] == "puter-chat-completion" and sent.json["method"] == "complete"
     assert sent.json["args"]["model"] == "gpt-5-nano" and sent.json["args"]["max_tokens"] == 50
     assert sent.json["args"]["stream"] is streaming
+
+
+def test_puter_is_asked_not_to_reason_when_reasoning_effort_is_none_or_left_out(momor, fake):
+    """Seed 000: none, also what leaving reasoningEffort out sends, asks the model not to reason.
+    Issue 22: the Puter wire sent nothing, so the model reasoned at its default depth. Puter hands
+    reasoning_effort to the upstream as written: it gets `none` where the model takes it, else the
+    lowest depth the model lists (gpt-5-nano: low, medium, high)."""
+    for parameters in ({}, {"reasoningEffort": "none"}):
+        assert momor.post("/models", native("gpt-5-nano", parameters=parameters)).status_code == 200
+        assert fake.requests("puter")[-1].json["args"]["reasoning_effort"] == "low"
+    catalog = momor.catalog
+    model = next(m for m in catalog["models"] if m["name"] == "gpt-5-nano")
+    model["capabilities"]["reasoning"] = ["none", "low", "medium", "high"]
+    momor.write_catalog(catalog)
+    assert momor.post("/models", native("gpt-5-nano")).status_code == 200
+    assert fake.requests("puter")[-1].json["args"]["reasoning_effort"] == "none"
+    assert momor.post("/models", native("gpt-5-nano", parameters={"reasoningEffort": "high"})).status_code == 200
+    assert fake.requests("puter")[-1].json["args"]["reasoning_effort"] == "high"
 
 
 def test_puter_ndjson_becomes_openai_chunks_for_the_sdk(momor, fake, client):

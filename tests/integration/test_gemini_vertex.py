@@ -113,6 +113,19 @@ def test_native_streamed(momor, fake, google):
     assert streamed.path.endswith(":streamGenerateContent") and streamed.query == "alt=sse"
 
 
+def test_native_logprobs_from_logprobs_result(momor, fake, google):
+    """Gemini's `logprobsResult` (chosen and top candidates) comes back as the native `logprobs`."""
+    asked = {"logprobs": True, "topLogprobs": 3}
+    answer = momor.post("/models", native("Hello there", parameters=asked)).json()
+    config = sent(fake, "gemini").json["generationConfig"]
+    assert config["responseLogprobs"] is True and config["logprobs"] == 3
+    assert "".join(t["token"] for t in answer["logprobs"]) == "Echo: Hello there"
+    assert all(len(t["topLogprobs"]) == 3 and t["logprob"] < 0 for t in answer["logprobs"])
+    _, frames = momor.stream("/models", native("a b", parameters=asked, streaming=True))
+    streamed = [t["token"] for e, d in frames if e == "logprobs" for t in d["logprobs"]]
+    assert "".join(streamed) == "Echo: a b"
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 def test_native_two_turn_tool_conversation_replays_the_signature(momor, fake, google, streaming):
     conversation: list[dict[str, Any]] = [{"type": "user", "value": "call get_weather for Paris"}]
@@ -227,6 +240,21 @@ def test_openai_n_asks_gemini_for_as_many_choices(momor, fake, google, client):
     completion = client.chat.completions.create(model=GEMINI, messages=[{"role": "user", "content": "Hi"}], n=2)
     assert sent(fake, "gemini").json["generationConfig"]["candidateCount"] == 2
     assert [c.index for c in completion.choices] == [0, 1]
+
+
+def test_openai_logprobs_translated_from_gemini(momor, fake, google, client):
+    """choices[].logprobs, built from the canonical tokens for a translated call (seed 001)."""
+    completion = client.chat.completions.create(model=GEMINI, messages=[{"role": "user", "content": "Hi"}],
+                                                logprobs=True, top_logprobs=2)
+    assert sent(fake, "gemini").json["generationConfig"]["responseLogprobs"] is True
+    content = completion.choices[0].logprobs.content
+    assert "".join(t.token for t in content) == "Echo: Hi"
+    assert content[0].bytes == list(content[0].token.encode()) and len(content[0].top_logprobs) == 2
+    stream = client.chat.completions.create(model=GEMINI, messages=[{"role": "user", "content": "Hi you"}],
+                                            logprobs=True, top_logprobs=1, stream=True)
+    tokens = [t.token for chunk in stream if chunk.choices and chunk.choices[0].logprobs
+              for t in chunk.choices[0].logprobs.content or []]
+    assert "".join(tokens) == "Echo: Hi you"
 
 
 def _openai_turn(client: Any, messages: list[dict[str, Any]], streaming: bool) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from momor.config import reset_config
-from tests.fakes.script import cut, fail, reply
+from tests.fakes.script import cut, fail, hang, reply
 
 from .conftest import SAVED_KEYS
 
@@ -18,6 +18,10 @@ WEATHER = {
     "description": "The weather in a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
+
+
+def _with_file(file):
+    return {"type": "user", "value": "see", "files": [file]}
 
 
 def body(text="Hello there", model="gpt-5-mini", **extra):
@@ -263,6 +267,19 @@ def test_406_when_accept_allows_neither_json_nor_sse(momor):
          "parameters.networkTimeout"),
         (json.dumps(body(parameters={"networkTimeout": "9999999999.00:00:00"})).encode(),
          "parameters.networkTimeout"),
+        # Issue 22, rows without a test: networkTimeout's bounds (longer than zero, at most 100 s, in
+        # either notation), a handle where an address belongs, a file without its name or media
+        # type, and more than 128 tools.
+        (json.dumps(body(parameters={"networkTimeout": "PT0S"})).encode(), "longer than zero"),
+        (json.dumps(body(parameters={"networkTimeout": "PT100.5S"})).encode(), "at most 100 seconds"),
+        (json.dumps(body(parameters={"networkTimeout": "00:01:41"})).encode(), "at most 100 seconds"),
+        (json.dumps(body(messages=[_with_file({"type": "url", "value": "file-abc123", "name": "a.pdf",
+                                                "contentType": "application/pdf"})])).encode(), "handles are refused"),
+        (json.dumps(body(messages=[_with_file({"type": "bytes", "value": "aGk=",
+                                                "contentType": "text/plain"})])).encode(), "files.0.name"),
+        (json.dumps(body(messages=[_with_file({"type": "bytes", "value": "aGk=", "name": "a.txt"})])).encode(),
+         "files.0.contentType"),
+        (json.dumps(body(tools=[{**WEATHER, "name": f"tool_{i}"} for i in range(129)])).encode(), "at most 128"),
     ],
 )
 def test_400s_are_problem_documents(momor, payload, fragment):
@@ -271,12 +288,50 @@ def test_400s_are_problem_documents(momor, payload, fragment):
 
 
 def test_parameter_values_are_not_checked(momor, fake):
-    """Seed 000: values are not checked (issue 10: 35). One the call cannot carry is left off."""
-    response = momor.post("/models", body(parameters={"temperature": "hot", "serviceTier": "ultra",
-                                                      "reasoningEffort": "max", "maxTokens": 40}))
+    """Seed 000: values are not checked, they reach the provider as written (issue 22): `max` on a
+    model that lists it goes as `max`, not as the nearest depth Momor knows. serviceTier takes
+    Momor's words only: any other is left off everywhere."""
+    response = momor.post("/models", body(model="deepseek-v4-flash", parameters={
+        "serviceTier": "ultra", "reasoningEffort": "max", "maxTokens": 40}))
     assert response.status_code == 200, response.text
+    sent = fake.requests("zen")[-1].json
+    assert sent["reasoning_effort"] == "max" and sent["max_tokens"] == 40 and "service_tier" not in sent
+
+
+def test_a_value_momor_cannot_read_reaches_the_provider_whose_refusal_moves_the_call_on(momor, fake):
+    """maxTokens 0 is not "no ceiling": the provider gets it, and refuses it (a 400, as written)."""
+    doc = problem(momor.post("/models", body(parameters={"maxTokens": 0})), 400)
+    assert fake.requests("openai")[-1].json["max_completion_tokens"] == 0 and "max_completion_tokens" in doc["detail"]
+    # A value of a type no canonical field holds goes as written too; refused, the next candidate serves.
+    two = {k: v for k, v in body(parameters={"logprobs": "sometimes"}).items() if k != "model"}
+    response = momor.post("/models", {**two, "models": ["gpt-5-mini", "llama-3.3-70b"]})
+    assert response.status_code == 200, response.text
+    assert fake.requests("openai")[-1].json["logprobs"] == "sometimes"
+    assert response.json()["model"]["provider"] == "deepinfra"  # it does not honour logprobs: left off there
+    assert "logprobs" not in fake.requests("deepinfra")[-1].json
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("openai", "failed"), ("deepinfra", "ok")]
+
+
+def _tokens(logprobs):
+    return "".join(t["token"] for t in logprobs)
+
+
+def test_logprobs_come_back_in_the_answer_and_the_stream_frames(momor, fake):
+    """Seed 000 `logprobs`/`topLogprobs`: sent, and each answer token's log probability returned."""
+    asked = {"logprobs": True, "topLogprobs": 2}
+    answer = momor.post("/models", body(parameters=asked)).json()
     sent = fake.requests("openai")[-1].json
-    assert "temperature" not in sent and "service_tier" not in sent and sent["max_completion_tokens"] == 40
+    assert sent["logprobs"] is True and sent["top_logprobs"] == 2
+    assert _tokens(answer["logprobs"]) == "Echo: Hello there"
+    first = answer["logprobs"][0]
+    assert first["logprob"] < 0 and first["bytes"] == list(first["token"].encode())
+    assert first["topLogprobs"][0]["token"] == first["token"] and len(first["topLogprobs"]) == 2
+    _, frames = momor.stream("/models", body("one two", parameters=asked, streaming=True))
+    streamed = [t for e, d in frames if e == "logprobs" for t in d["logprobs"]]
+    assert _tokens(streamed) == "Echo: one two" and all(len(t["topLogprobs"]) == 2 for t in streamed)
+    # Not asked, none come back.
+    assert "logprobs" not in momor.post("/models", body()).json()
 
 
 def test_refusals_leave_a_record(momor):
@@ -293,6 +348,42 @@ def test_oversized_inline_file_is_413(momor):
         {"type": "bytes", "value": big, "name": "a.pdf", "contentType": "application/pdf"}]}
     doc = problem(momor.post("/models", {"systemPrompt": "", "messages": [message]}), 413)
     assert "10 MiB" in doc["detail"]
+
+
+def test_inline_files_may_be_at_most_20_mib_together(momor):
+    """Seed 000: 10 MiB each and 20 MiB together (issue 22: the total had no test)."""
+    import base64
+
+    seven = base64.b64encode(b"x" * (7 * 1024 * 1024)).decode()
+    files = [{"type": "bytes", "value": seven, "name": f"{n}.pdf", "contentType": "application/pdf"} for n in range(3)]
+    doc = problem(momor.post("/models", body(messages=[{"type": "user", "value": "see", "files": files}])), 413)
+    assert "20 MiB together" in doc["detail"]
+
+
+def test_the_schemas_may_be_at_most_256_kib_together(momor, fake):
+    """Seed 000: the serialized schemas, tools' and responseSchema together, at most 256 KiB."""
+    wide = {"type": "object", "properties": {f"field_{n:05d}": {"type": "string"} for n in range(5000)}}
+    assert 130 * 1024 < len(json.dumps(wide, separators=(",", ":"))) < 256 * 1024  # as Momor measures it
+    tool = {**WEATHER, "parameters": wide}
+    assert momor.post("/models", body(tools=[tool])).status_code == 200  # one is within the limit
+    doc = problem(momor.post("/models", body(tools=[tool, {**tool, "name": "other"}])), 413)
+    assert "256 KiB" in doc["detail"]
+    doc = problem(momor.post("/models", body(model="gpt-4.1-mini", tools=[tool], responseSchema=wide)), 413)
+    assert "256 KiB" in doc["detail"]
+
+
+def test_network_timeout_only_shortens_the_wait(momor, fake):
+    """Seed 000: networkTimeout bounds each network operation (here the wait for a buffered answer)
+    and only ever shortens it: a provider silent past it fails over; within it, it serves."""
+    fake.script("flaky", hang(3))
+    response = momor.post("/models", body(model="duo", parameters={"networkTimeout": "PT0.5S"}))
+    assert response.status_code == 200 and response.json()["model"]["provider"] == "backup"
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("flaky", "failed"), ("backup", "ok")]
+    assert record["attempts"][0]["latencyMs"] < 2500
+    fake.script("flaky", hang(0.3))
+    response = momor.post("/models", body(model="duo", parameters={"networkTimeout": "00:00:05"}))
+    assert response.status_code == 200 and response.json()["model"]["provider"] == "flaky"
 
 
 def test_aliases_answer_the_same(momor):
@@ -347,6 +438,23 @@ def test_rollover_lets_the_next_candidate_finish_the_answer(momor, fake):
     record = momor.record(response.headers["x-momor-request-id"])
     assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("flaky", "failed"), ("backup", "ok")]
     assert record["served"]["provider"] == "backup"
+
+
+def test_after_a_rollover_the_end_frame_reports_the_served_providers_own_usage(momor, fake):
+    """Issue 22: the end frame added Momor's estimate for the cut attempt, unmarked, under the last
+    provider's name. It is the serving provider's own count; the estimate stays on the record, marked."""
+    fake.script("flaky", cut(after=4))  # cut before its usage chunk: Momor estimates what it billed
+    response, frames = momor.stream(
+        "/models", body("one two three four", model="duo", streaming=True, streamFailureBehavior="rollover"))
+    assert frames[-1][0] == "end", frames[-1]
+    end = frames[-1][1]["usage"]
+    record = momor.record(response.headers["x-momor-request-id"])
+    cut_off, served = record["attempts"]
+    assert cut_off["usage"]["estimated"] is True and "estimated" not in served["usage"]
+    assert end["provider"] == "backup" and "estimated" not in end
+    own = served["usage"]
+    assert (end["inputTokens"], end["outputTokens"]) == (own["inputTokens"], own["outputTokens"])
+    assert record["usage"]["estimated"] is True  # the call's usage sums both, the estimate included
 
 
 def test_leaving_reasoning_effort_out_asks_each_provider_not_to_reason(momor, fake):

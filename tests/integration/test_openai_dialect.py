@@ -562,6 +562,67 @@ def test_a_chat_completions_call_gets_no_cache_breakpoints_on_anthropic(momor, f
     assert "cache_control" in json.dumps(fake.requests("anthropic")[-1].json)
 
 
+def test_cache_control_the_caller_wrote_on_content_parts_reaches_anthropic(momor, fake, client):
+    """Issue 22: breakpoints written on Chat Completions content parts (system, user, assistant, tool)
+    are carried to Anthropic as written, ttl included; Momor adds none of its own and keeps four."""
+    ephemeral = {"type": "ephemeral"}
+    messages = [
+        {"role": "system", "content": [{"type": "text", "text": "Be brief.", "cache_control": ephemeral}]},
+        {"role": "user", "content": [{"type": "text", "text": "call get_weather for Paris",
+                                      "cache_control": {"type": "ephemeral", "ttl": "1h"}}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Let me look.", "cache_control": ephemeral}],
+         "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": [{"type": "text", "text": "Sunny",
+                                                                 "cache_control": ephemeral}]},
+        {"role": "user", "content": [{"type": "text", "text": "And now?", "cache_control": ephemeral},
+                                     {"type": "text", "text": "Thanks.", "cache_control": ephemeral}]},
+    ]
+    client.chat.completions.create(model=CLAUDE, max_completion_tokens=50, tools=[WEATHER], messages=messages)
+    sent = fake.requests("anthropic")[-1].json
+    # Five breakpoints (six marked parts), Anthropic takes four: the last four, the longest prefixes.
+    assert "cache_control" not in sent["system"][0]
+    assert sent["messages"][0]["content"][-1]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    said = sent["messages"][1]["content"][0]
+    assert said["text"] == "Let me look." and said["cache_control"] == ephemeral
+    tool_turn = sent["messages"][2]["content"]
+    assert tool_turn[0]["type"] == "tool_result" and tool_turn[0]["cache_control"] == ephemeral
+    assert tool_turn[-1]["cache_control"] == ephemeral  # the last user text, the joined parts' breakpoint
+    assert "cache_control" not in json.dumps(sent.get("tools"))
+    assert json.dumps(sent).count("cache_control") == 4
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_n_on_a_wire_that_answers_one_is_served_by_n_calls(momor, fake, client, stream):
+    """Issue 22: n=2 on Claude (Anthropic answers one choice) was one choice and no error."""
+    messages = [user("Hi")]
+    if stream:
+        with client.chat.completions.stream(model=CLAUDE, max_completion_tokens=50, n=2, messages=messages,
+                                            stream_options={"include_usage": True}) as s:
+            answer = s.get_final_completion()
+    else:
+        answer = client.chat.completions.create(model=CLAUDE, max_completion_tokens=50, n=2, messages=messages)
+    assert [(c.index, c.message.content, c.finish_reason) for c in answer.choices] == \
+        [(0, "Echo: Hi", "stop"), (1, "Echo: Hi", "stop")]
+    calls = fake.requests("anthropic")
+    assert len(calls) == 2 and all("n" not in c.json for c in calls)
+    record = momor.record(answer.id)
+    one = record["attempts"][0]["usage"]["outputTokens"] // 2
+    assert one > 0 and answer.usage is not None and answer.usage.completion_tokens == 2 * one
+
+
+def test_a_value_momor_cannot_read_reaches_a_translated_provider(momor, fake, client):
+    """Seed 001: values are not checked (issue 22): a temperature of the wrong type reaches Claude as
+    written, and Claude's refusal is the caller's 400; a reasoning_effort word goes as written to the
+    wire, which sends the nearest depth the model takes (max: Claude's deepest budget)."""
+    with pytest.raises(openai.BadRequestError):
+        client.chat.completions.create(model=CLAUDE, max_completion_tokens=50, messages=[user("Hi")],
+                                       temperature="hot")  # type: ignore[arg-type]
+    assert fake.requests("anthropic")[-1].json["temperature"] == "hot"
+    client.chat.completions.create(model=CLAUDE, max_completion_tokens=30000, messages=[user("Hi")],
+                                   reasoning_effort="max")  # type: ignore[arg-type]
+    assert fake.requests("anthropic")[-1].json["thinking"]["budget_tokens"] == 16384
+
+
 def test_json_object_on_anthropic_is_held_to_an_object(momor, fake, client):
     """Issue 10 (13): response_format json_object was dropped on the way to Claude."""
     answer = client.chat.completions.create(model=CLAUDE, max_completion_tokens=200, messages=[user("Hi")],
@@ -578,11 +639,13 @@ def test_max_completion_tokens_bounds_reasoning_on_anthropic(momor, fake, client
                                    messages=[user("Hi")])
     sent = fake.requests("anthropic")[-1].json
     assert sent["max_tokens"] == 3000 and sent["thinking"]["budget_tokens"] < 3000
-    with pytest.raises(openai.BadRequestError) as raised:  # no budget fits in 300: the offering is passed over
-        client.chat.completions.create(model=CLAUDE, max_completion_tokens=300, reasoning_effort="low",
-                                       messages=[user("Hi")])
-    assert raised.value.response.headers["x-should-retry"] == "false"
-    assert len(fake.requests("anthropic")) == 1  # it never reached the provider with a larger ceiling
+    # Issue 22: no thinking budget fits in 300 (Anthropic's least is 1024), and Claude is the only
+    # candidate: it answers without extended thinking, inside the caller's ceiling, never refused.
+    answer = client.chat.completions.create(model=CLAUDE, max_completion_tokens=300, reasoning_effort="low",
+                                            messages=[user("Hi")])
+    assert answer.choices[0].message.content == "Echo: Hi"
+    sent = fake.requests("anthropic")[-1].json
+    assert sent["max_tokens"] == 300 and "thinking" not in sent
 
 
 @pytest.mark.parametrize("model", [GPT, CLAUDE])

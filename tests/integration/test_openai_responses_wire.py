@@ -163,6 +163,20 @@ def test_structured_output_and_files_reach_the_responses_api(responses, fake):
     assert [p["type"] for p in sent["input"][0]["content"]] == ["input_text", "input_image", "input_file"]
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_logprobs_asked_with_include_and_returned(responses, fake, stream):
+    """logprobs rides on `include` (message.output_text.logprobs) with top_logprobs; the output_text's
+    logprobs (whole, or on each text delta) come back as the native `logprobs`."""
+    messages = [{"type": "user", "value": "Hello there"}]
+    _, answer = _native(responses, messages, stream=stream, tools=[],
+                        parameters={"reasoningEffort": "low", "logprobs": True, "topLogprobs": 2})
+    sent = _responses_requests(fake)[-1].json
+    assert "message.output_text.logprobs" in sent["include"] and sent["top_logprobs"] == 2
+    tokens = answer["logprobs"] if not stream else [t for e, d in answer if e == "logprobs" for t in d["logprobs"]]
+    assert "".join(t["token"] for t in tokens) == "Echo: Hello there"
+    assert all(len(t["topLogprobs"]) == 2 for t in tokens)
+
+
 def test_no_effort_asks_the_model_for_its_least_reasoning(responses, fake):
     response = responses.post("/models", {"systemPrompt": "", "model": MODEL,
                                           "messages": [{"type": "user", "value": "hi"}]})

@@ -332,6 +332,19 @@ def test_the_tier_is_served_family_by_family(router, fake):
         ("zen", "zen-medium"), ("nvidia", "nv-medium"), ("puter", "zen-medium")]
 
 
+def test_a_call_without_a_temperature_sends_none(router, fake):
+    """Issue 22: the router sends a temperature to its classifier, never to the answer's provider
+    unless the caller set one (the provider's own default holds)."""
+    fake.script("zen", reply("medium"), model=CLASSIFIER_ID)
+    with sdk(router) as client:
+        client.chat.completions.create(model="auto", messages=[user("Explain DNS.")])
+        answer = [r.json for r in fake.requests("zen") if r.json and r.json.get("model") != CLASSIFIER_ID][-1]
+        assert "temperature" not in answer and "top_p" not in answer
+        client.chat.completions.create(model="zen-medium", messages=[user("Explain DNS.")], temperature=0.3)
+        answer = [r.json for r in fake.requests("zen") if r.json and r.json.get("model") != CLASSIFIER_ID][-1]
+        assert answer["temperature"] == 0.3
+
+
 @pytest.mark.parametrize("answer", ["", "I think it is complicated", "ultra"])
 def test_a_classifier_answering_nonsense_serves_the_default_tier(router, fake, answer):
     fake.script("zen", reply(answer), model=CLASSIFIER_ID)

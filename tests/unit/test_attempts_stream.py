@@ -319,7 +319,7 @@ async def test_a_second_rollover_sends_the_answer_so_far_once():
     assert third[-1].value == "One two three four"
 
 
-async def test_after_a_rollover_the_usage_is_the_whole_answers_and_each_attempt_keeps_its_own():
+async def test_after_a_rollover_the_usage_is_the_finishing_providers_own_and_each_attempt_keeps_its_own():
     script = Script(a=[[PartStart(0, "content"), Delta(0, "One two "), UsageEvent(Usage(10, None)), CUT]],
                     b=[[PartStart(0, "content"), UsageEvent(Usage(14, None)), Delta(0, " three."), PartEnd(0),
                         UsageEvent(Usage(None, 3)), Finish("stop", "stop")]])
@@ -329,14 +329,16 @@ async def test_after_a_rollover_the_usage_is_the_whole_answers_and_each_attempt_
     first, second = s.recorder.attempts
     assert (first.usage.input_tokens, first.usage.output_tokens) == (10, 2)  # output estimated from "One two "
     assert (second.usage.input_tokens, second.usage.output_tokens) == (14, 3)
-    whole = Usage()
-    for e in events:
+    after = events[next(i for i, e in enumerate(events) if isinstance(e, Continued)):]
+    own = Usage()
+    for e in after:
         if isinstance(e, UsageEvent):
-            whole.merge(e.usage)
-    assert (whole.input_tokens, whole.output_tokens) == (24, 5)  # what a door writes in its end frame
-    assert (answer.assembler.usage.input_tokens, answer.assembler.usage.output_tokens) == (24, 5)
+            own.merge(e.usage)
+    # Issue 22: what a door writes in its end frame is b's own count, never a sum with a's estimate.
+    assert (own.input_tokens, own.output_tokens) == (14, 3) and not own.estimated
+    assert (answer.assembler.usage.input_tokens, answer.assembler.usage.output_tokens) == (14, 3)
     record = s.recorder.to_record()
-    assert (record.usage.input_tokens, record.usage.output_tokens) == (24, 5)
+    assert (record.usage.input_tokens, record.usage.output_tokens) == (24, 5) and record.usage.estimated
     assert record.served.provider == "b" and record.outcome == "complete"
 
 

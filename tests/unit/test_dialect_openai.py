@@ -135,7 +135,8 @@ def test_tools_choice_format_and_parameters():
     assert [t.name for t in call.tools] == ["f"] and call.response_schema == {"type": "object"}
     p = call.params
     assert p.tool_use is not None and p.tool_use.type == "any"
-    assert (p.max_tokens, p.stop, p.seed, p.reasoning_effort, p.strict) == (9, ["END"], 1, "low", True)
+    # reasoning_effort as written: each wire sends the depth its model takes (issue 22)
+    assert (p.max_tokens, p.stop, p.seed, p.reasoning_effort, p.strict) == (9, ["END"], 1, "minimal", True)
     assert (p.service_tier, p.metadata, p.logprobs, p.top_logprobs) == ("flex", {"a": "b"}, True, 3)
     assert (p.parallel_tool_calls, p.frequency_penalty, p.presence_penalty, p.user) == (False, 0.5, 0.1, "u")
     assert req.needs.tools and req.needs.json_schema
@@ -160,11 +161,13 @@ def test_n_and_a_json_object_format_reach_the_canonical_call_and_its_needs():
     assert plain.call.n == 1 and not plain.call.json_object and plain.call.answer_schema is None
 
 
-def test_values_the_canonical_call_cannot_hold_are_left_off_it_not_refused():
+def test_values_the_canonical_call_cannot_hold_are_kept_aside_not_refused():
     req = door.parse(body(temperature="hot", service_tier="ultra", top_p=0.5, max_tokens=0))
     assert req.call.params.temperature is None and req.call.params.service_tier is None
-    assert req.call.params.top_p == 0.5 and req.call.params.max_tokens is None
+    assert req.call.params.top_p == 0.5 and req.call.params.max_tokens == 0  # not checked: it goes as written
     assert req.call.raw["temperature"] == "hot"
+    # Issue 22: a translated provider gets it too (serviceTier takes Momor's words only, seed 000).
+    assert req.call.params.unchecked == {"temperature": "hot"}
 
 
 # --- the passthrough request ------------------------------------------------------------------------

@@ -327,9 +327,19 @@ def test_the_callers_ceiling_bounds_reasoning_and_answer_together() -> None:
     assert body["max_tokens"] == 2000 and body["thinking"]["budget_tokens"] == 1024
     body = body_for(hi(maxTokens=8000, reasoningEffort="high"))
     assert body["max_tokens"] == 8000 and body["thinking"]["budget_tokens"] == 8000 - 1024
-    with pytest.raises(ProviderError) as info:  # no budget fits: the offering is refused, not widened
-        body_for(hi(maxTokens=300, reasoningEffort="low"))
+    # No budget fits (issue 22): the model answers without extended thinking, inside the ceiling.
+    body = body_for(hi(maxTokens=300, reasoningEffort="low"))
+    assert body["max_tokens"] == 300 and "thinking" not in body
+
+
+def test_an_effort_no_budget_means_cannot_be_carried() -> None:
+    """Seed 000: the value reaches the wire; a word Momor does not know has no thinking budget, and the
+    offering cannot carry it. A depth Momor knows goes as the nearest it takes (max: the deepest)."""
+    with pytest.raises(ProviderError) as info:
+        body_for(hi(maxTokens=3000, reasoningEffort="ultra"))
     assert info.value.kind == "unsupported"
+    for deepest in ("xhigh", "max"):
+        assert body_for(hi(maxTokens=30000, reasoningEffort=deepest))["thinking"]["budget_tokens"] == 16384
 
 
 def test_budget_shrinks_when_the_cap_is_too_low() -> None:

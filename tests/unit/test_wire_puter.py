@@ -97,7 +97,7 @@ def test_the_driver_call():
     }
 
 
-def test_driver_option_and_effort_none_for_a_model_without_it():
+def test_driver_option_and_effort_none_for_a_provider_that_takes_no_effort():
     call = Call(system="", messages=[UserMessage(value="Hi")], params=Parameters(reasoning_effort="none"))
     body = WIRE.build_request(call, make_target({"driver": "openai-completion"}), False).body
     assert body["driver"] == "openai-completion" and "reasoning_effort" not in body["args"]

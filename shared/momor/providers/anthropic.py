@@ -38,7 +38,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, assert_never
 
-from ..call import Call, Parameters
+from ..call import Call, Parameters, nearest_depth
 from ..catalog import Capabilities
 from ..errors import ProviderError
 from ..events import Event
@@ -55,7 +55,7 @@ from ..messages import (
 )
 from . import anthropic_response
 from .anthropic_response import RESPOND_TOOL, AnthropicStreamDecoder
-from .base import Target, WireRequest
+from .base import Target, WireRequest, place_unchecked
 
 WIRE_NAME = "anthropic"
 API_VERSION = "2023-06-01"
@@ -124,7 +124,10 @@ def _map_messages(messages: list[Message], caps: Capabilities) -> list[dict[str,
                 turns.add("user", _map_user(message, caps))
             case ContentMessage():
                 if message.value:
-                    turns.add("assistant", [{"type": "text", "text": message.value}])
+                    block: Block = {"type": "text", "text": message.value}
+                    if message.cache_control is not None:
+                        block["cache_control"] = dict(message.cache_control)
+                    turns.add("assistant", [block])
             case ThinkingMessage():
                 turns.add("assistant", _map_thinking_block(message))
             case ToolCallMessage():
@@ -141,6 +144,8 @@ def _map_user(message: UserMessage, caps: Capabilities) -> list[Block]:
     blocks = [_map_file(file, caps) for file in message.files]
     if message.value:
         blocks.append({"type": "text", "text": message.value})
+    if blocks and message.cache_control is not None:
+        blocks[-1]["cache_control"] = dict(message.cache_control)  # the caller's breakpoint, as written
     return blocks
 
 
@@ -178,6 +183,8 @@ def _map_tool_result(message: ToolResultMessage, caps: Capabilities) -> Block:
         block["content"] = content
     if result.failure:
         block["is_error"] = True
+    if message.cache_control is not None:
+        block["cache_control"] = dict(message.cache_control)
     return block
 
 
@@ -275,6 +282,11 @@ def _emulate_schema(call: Call, tools: list[Block], choice: Block | None) -> tup
 # Ceilings and thinking
 
 
+_UNCHECKED_FIELDS = {"maxTokens": "max_tokens", "temperature": "temperature", "topP": "top_p", "topK": "top_k",
+                     "stop": "stop_sequences"}
+"""Where a value Momor cannot read goes (`place_unchecked`): the field of the same meaning."""
+
+
 def _max_tokens(params: Parameters, caps: Capabilities) -> int:
     cap = caps.max_output_tokens
     if params.max_tokens is None:
@@ -286,15 +298,16 @@ def _thinking_budget(effort: str, max_tokens: int, cap: int | None, ceiling_aske
     """(budget_tokens, max_tokens) with 1024 <= budget < max_tokens, or None when no budget fits.
 
     A ceiling the caller set bounds reasoning and answer together (it is their cost cap): the
-    budget shrinks to fit inside it, and an offering where none fits is refused, never sent a
-    larger max_tokens. Without one, max_tokens grows to make room, within the model's cap."""
-    budget = _THINKING_BUDGETS[effort]
+    budget shrinks to fit inside it, and where none fits (below Anthropic's minimum budget) the
+    model answers without extended thinking, inside that ceiling, rather than being refused or
+    sent a larger max_tokens. Without one, max_tokens grows to make room, within the model's cap."""
+    depth = nearest_depth(effort, list(_THINKING_BUDGETS))
+    if depth not in _THINKING_BUDGETS:  # a word of another provider's (`max`): no budget means it
+        raise _unsupported(f"reasoningEffort {effort!r}: a thinking budget takes {', '.join(_THINKING_BUDGETS)}")
+    budget = _THINKING_BUDGETS[depth]
     if ceiling_asked:
         budget = max(_MIN_THINKING_BUDGET, min(budget, max_tokens - _ANSWER_ROOM))
-        if budget >= max_tokens:
-            raise _unsupported(f"reasoning needs a budget of at least {_MIN_THINKING_BUDGET} tokens inside "
-                               f"maxTokens, and {max_tokens} leaves no room for it")
-        return budget, max_tokens
+        return (budget, max_tokens) if budget < max_tokens else None
     if budget >= max_tokens:
         # Thinking counts toward max_tokens: make room for it and for an answer, within the cap.
         wanted = budget + _ANSWER_ROOM
@@ -379,8 +392,19 @@ def _map_caching(caching: str | None, body: dict[str, Any]) -> None:
         cacheable = [b for b in body["messages"][-1]["content"] if b["type"] in _CACHEABLE]
         if cacheable:
             marks.append(cacheable[-1])
-    for block in marks[-_MAX_BREAKPOINTS:]:
-        block["cache_control"] = {"type": "ephemeral"}
+    for block in marks:
+        block.setdefault("cache_control", {"type": "ephemeral"})
+    _at_most_four(body)
+
+
+def _at_most_four(body: dict[str, Any]) -> None:
+    """Anthropic refuses more than four breakpoints: the caller's own (carried from another
+    dialect) and Momor's together keep the last four in prompt order (tools, system, messages),
+    which cache the longest prefixes."""
+    marked = [b for b in [*body.get("tools", []), *body.get("system", []),
+                          *(b for turn in body["messages"] for b in turn["content"])] if "cache_control" in b]
+    for block in marked[:-_MAX_BREAKPOINTS]:
+        del block["cache_control"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -545,9 +569,12 @@ class AnthropicWire:
         }
         if call.system:
             body["system"] = [{"type": "text", "text": call.system}]
+            if call.system_cache is not None:
+                body["system"][0]["cache_control"] = dict(call.system_cache)
         forced_tool = _map_tools_and_schema(call, target, body)
         thinking = _map_thinking(call, target, body, forced_tool)
         _map_sampling(call.params, thinking, body)
+        place_unchecked(body, call.params.unchecked, _UNCHECKED_FIELDS, WIRE_NAME)
         # Caching is Momor's to place only where the catalog says the provider honours it; elsewhere
         # the provider's own default holds (seed 000), which for Anthropic is no breakpoints.
         honoured = "caching" in target.provider.parameters

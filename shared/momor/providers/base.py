@@ -63,6 +63,22 @@ class TextParts:
         return events
 
 
+def place_unchecked(body: dict[str, Any], unchecked: dict[str, Any], fields: dict[str, str], wire: str) -> None:
+    """Values the canonical parameters cannot hold (`Parameters.unchecked`), put in the wire's body
+    as written, under `fields` (native name -> the body's field, dotted for a nested one): seed 000
+    checks no value, the provider does, and its refusal moves the call on. A value the wire has no
+    field for cannot be carried: the offering is passed over as for any request it cannot take."""
+    for name, value in unchecked.items():
+        field = fields.get(name)
+        if field is None:
+            raise ProviderError(f"{wire} offering cannot carry parameters.{name} as written", kind="unsupported")
+        *path, last = field.split(".")
+        place = body
+        for key in path:
+            place = place.setdefault(key, {})
+        place[last] = value
+
+
 def count_of(value: Any) -> int | None:
     """A token count as a provider reported it: a whole number (JSON `true` is not 1), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None

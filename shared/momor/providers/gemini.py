@@ -36,9 +36,10 @@ from urllib.parse import quote
 
 from ..call import Call
 from ..errors import ProviderError
-from ..events import ChoiceEnd, Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
+from ..events import ChoiceEnd, Delta, Event, Finish, Logprobs, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from .base import SSEEvent, Target, WireRequest, count_of
 from .gemini_request import build_body
+from .logprobs import from_google
 from .transport import retry_after_seconds
 
 WIRE_NAME = "gemini"
@@ -135,6 +136,9 @@ class _Parts:
         for part in parts if isinstance(parts, list) else []:
             if isinstance(part, dict):
                 events.extend(self._part(state, part))
+        tokens = from_google(data.get("logprobsResult"))  # this chunk's tokens, in a stream
+        if tokens:
+            events.append(Logprobs(tokens, state.choice))
         reason = data.get("finishReason")
         if isinstance(reason, str) and reason:
             state.finish = reason

@@ -48,11 +48,12 @@ from ..messages import (
     UserMessage,
     state_for,
 )
-from .base import Target
+from .base import Target, place_unchecked
 
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 """Google's documented stand-in signature for a function call the model did not make."""
-_THINKING_BUDGETS = {"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768}
+_THINKING_BUDGETS = {"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "high": 24576, "xhigh": 32768,
+                     "max": 32768}
 _TOOL_MODES = {"auto": "AUTO", "any": "ANY", "none": "NONE", "use": "ANY"}
 
 Part = dict[str, Any]
@@ -265,8 +266,8 @@ def _map_thinking_config(params: Parameters, target: Target) -> dict[str, Any] |
             return None  # a level model has no "off"; its own default applies
         return {"thinkingLevel": depth, **shown}
     budget = _THINKING_BUDGETS.get(depth)
-    if budget is None:
-        return None
+    if budget is None:  # a word of another provider's (`max`): a thinking budget has no such depth
+        raise ProviderError(f"reasoningEffort {depth!r} cannot be carried as a thinking budget", kind="unsupported")
     return {"thinkingBudget": budget, **shown} if budget else {"thinkingBudget": 0}
 
 
@@ -297,6 +298,12 @@ def _map_generation(call: Call, target: Target) -> dict[str, Any]:
     return config
 
 
+_UNCHECKED_FIELDS = {"maxTokens": "maxOutputTokens", "temperature": "temperature", "topP": "topP", "topK": "topK",
+                     "seed": "seed", "presencePenalty": "presencePenalty", "frequencyPenalty": "frequencyPenalty",
+                     "stop": "stopSequences", "logprobs": "responseLogprobs", "topLogprobs": "logprobs"}
+"""Where a value Momor cannot read goes in generationConfig (`place_unchecked`)."""
+
+
 def build_body(call: Call, target: Target, wire: str) -> dict[str, Any]:
     """The `GenerateContentRequest` for `call` (the model is named in the URL, never the body)."""
     body: dict[str, Any] = {"contents": map_contents(call, target, wire)}
@@ -308,6 +315,7 @@ def build_body(call: Call, target: Target, wire: str) -> dict[str, Any]:
         if tool_config is not None:
             body["toolConfig"] = tool_config
     generation = _map_generation(call, target)
+    place_unchecked(generation, call.params.unchecked, _UNCHECKED_FIELDS, wire)
     if generation:
         body["generationConfig"] = generation
     return body

@@ -36,8 +36,9 @@ from typing import Any
 import orjson
 
 from ..errors import ProviderError, ProviderErrorKind
-from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
+from ..events import Delta, Event, Finish, Logprobs, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from .base import FunctionWire, SSEEvent, Target, TextParts, count_of
+from .logprobs import from_openai
 from .openai_chat_request import TOOL_CALL_FIELDS, WIRE_NAME, build_request
 from .transport import retry_after
 
@@ -106,6 +107,7 @@ def _process_response(data: dict[str, Any]) -> list[Event]:
         events.append(Delta(index, _arguments_text(function.get("arguments"))))
         events.append(PartEnd(index, data=_tool_state(_tool_extras(tool))))
     events.extend(_details_part(len(pieces), message.get("reasoning_details")))
+    events.extend(_logprobs(choice))
     usage = data.get("usage")
     if isinstance(usage, dict):
         events.append(UsageEvent(_map_usage(usage)))
@@ -134,6 +136,15 @@ def _message_pieces(message: dict[str, Any]) -> list[_Piece]:
     if isinstance(function_call, dict):
         pieces.append(("toolCall", "", {"function": function_call}))
     return pieces
+
+
+def _logprobs(choice: dict[str, Any]) -> list[Event]:
+    """The choice's content token log probabilities (`logprobs.content`), where they were asked for."""
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, dict):
+        return []
+    tokens = from_openai(logprobs.get("content"))
+    return [Logprobs(tokens)] if tokens else []
 
 
 def _reasoning_text(obj: dict[str, Any]) -> str:
@@ -324,7 +335,8 @@ class _ChatStreamDecoder:
         if type(choices) is not list or len(choices) != 1:
             return None
         choice = choices[0]
-        if type(choice) is not dict or choice.get("finish_reason") is not None or choice.get("index", 0) != 0:
+        if type(choice) is not dict or choice.get("finish_reason") is not None or choice.get("index", 0) != 0 \
+                or choice.get("logprobs") is not None:
             return None
         delta = choice.get("delta")
         if type(delta) is not dict or not delta.keys() <= _PLAIN_DELTA:
@@ -351,6 +363,7 @@ class _ChatStreamDecoder:
                 events.extend(self._tool_delta(fragment))
         if isinstance(delta.get("function_call"), dict):
             events.extend(self._tool_delta({"index": 0, "function": delta["function_call"]}))
+        events.extend(_logprobs(choice))
         if choice.get("finish_reason"):
             self._finish_reason = choice["finish_reason"]
         return events

@@ -25,7 +25,7 @@ from ..messages import (
     UserMessage,
     state_for,
 )
-from .base import Target, WireRequest
+from .base import Target, WireRequest, place_unchecked
 from .endpoint import endpoint
 from .openai_tools import tool_choice
 
@@ -81,6 +81,8 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
     if call.response_schema is not None:
         body["response_format"] = _map_response_format(call.response_schema, call.params)
     body.update(_map_parameters(call.params, target))
+    if call.params.unchecked:
+        place_unchecked(body, call.params.unchecked, _unchecked_fields(options), WIRE_NAME)
     if stream:
         body["stream"] = True
         if options.get("streamOptions", True) is not False:
@@ -303,6 +305,14 @@ def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
     if isinstance(store, bool):
         body["store"] = store
     return body
+
+
+def _unchecked_fields(options: dict[str, Any]) -> dict[str, str]:
+    """Where a value Momor cannot read goes: the field of the same meaning (`place_unchecked`)."""
+    fields = {f.alias or name: name for name, f in Parameters.model_fields.items() if name in _SAME_NAME_PARAMETERS}
+    return {**fields, "reasoningEffort": "reasoning_effort", "parallelToolCalls": "parallel_tool_calls",
+            "maxTokens": _option_str(options, "maxTokensField", "max_completion_tokens"),
+            "seed": _option_str(options, "seedField", "seed")}
 
 
 def _raise_temperature(body: dict[str, Any], options: dict[str, Any]) -> None:

@@ -44,8 +44,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ProviderError, ProviderErrorKind
-from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
+from ..events import Delta, Event, Finish, Logprobs, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from .base import FunctionWire, SSEEvent, Target, count_of
+from .logprobs import from_openai
 from .openai_responses_request import WIRE_NAME, build_request
 from .transport import retry_after
 
@@ -199,7 +200,17 @@ def parse_response(body: bytes, target: Target) -> list[Event]:
         following = output[index + 1] if index + 1 < len(output) and isinstance(output[index + 1], dict) else None
         state = _item_state(item, following)
         events += [_start(index, item), Delta(index, _item_text(item)), PartEnd(index, data=state)]
+        events += _item_logprobs(item)
     return events + _ending(data, called, refused)
+
+
+def _item_logprobs(item: dict[str, Any]) -> list[Event]:
+    """A message item's text token log probabilities (each output_text part's `logprobs`)."""
+    if item.get("type") != "message":
+        return []
+    tokens = tuple(t for part in item.get("content") or [] if isinstance(part, dict)
+                   for t in from_openai(part.get("logprobs")))
+    return [Logprobs(tokens)] if tokens else []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,10 +355,15 @@ class ResponsesStreamDecoder:
         return events + _ending(response, self._called, self._refused)
 
 
+def _delta_logprobs(event: dict[str, Any]) -> list[Event]:
+    tokens = from_openai(event.get("logprobs"))
+    return [Logprobs(tokens)] if tokens else []
+
+
 _HANDLERS = {
     "response.output_item.added": ResponsesStreamDecoder._item_added,
     "response.output_item.done": ResponsesStreamDecoder._item_done,
-    "response.output_text.delta": lambda self, e: self._text_delta(e, "content"),
+    "response.output_text.delta": lambda self, e: self._text_delta(e, "content") + _delta_logprobs(e),
     "response.refusal.delta": lambda self, e: self._text_delta(e, "content"),
     "response.reasoning_summary_text.delta": lambda self, e: self._thinking_delta(e, "summary"),
     "response.reasoning_text.delta": lambda self, e: self._thinking_delta(e, "content"),

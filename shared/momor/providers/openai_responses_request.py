@@ -24,7 +24,7 @@ from ..messages import (
     UserMessage,
     state_for,
 )
-from .base import Target, WireRequest
+from .base import Target, WireRequest, place_unchecked
 from .openai_tools import tool_choice
 
 WIRE_NAME = "openai_responses"
@@ -32,12 +32,19 @@ PATH = "/responses"
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 """What `include` asks for so a reasoning item can be replayed when OpenAI keeps nothing (store=false)."""
+TEXT_LOGPROBS = "message.output_text.logprobs"
+"""What `include` asks for so the answer's text carries its tokens' log probabilities."""
 
 # Momor's parameter -> the Responses field of the same meaning. Left off (the API refuses them):
-# stop, seed, frequency/presence penalties and top_k. logprobs/topLogprobs are left off too: they
-# ride on `include`, and the canonical turn has no place for them.
+# stop, seed, frequency/presence penalties and top_k. logprobs rides on `include` (TEXT_LOGPROBS),
+# with topLogprobs as `top_logprobs`.
 _SAME_MEANING = (("temperature", "temperature"), ("top_p", "top_p"), ("max_tokens", "max_output_tokens"),
                  ("user", "user"), ("metadata", "metadata"))
+
+# Where a value Momor cannot read goes (`place_unchecked`): the field of the same meaning.
+_UNCHECKED_FIELDS = {"temperature": "temperature", "topP": "top_p", "maxTokens": "max_output_tokens",
+                     "user": "user", "metadata": "metadata", "topLogprobs": "top_logprobs",
+                     "parallelToolCalls": "parallel_tool_calls"}
 
 # Momor's service tier words -> OpenAI's; `standard` is OpenAI's `default`.
 _SERVICE_TIERS = {"auto": "auto", "default": "default", "standard": "default", "flex": "flex",
@@ -66,11 +73,18 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
     if call.response_schema is not None:
         body["text"] = {"format": _map_text_format(call.response_schema, call.params)}
     body.update(_map_parameters(call.params))
+    place_unchecked(body, call.params.unchecked, _UNCHECKED_FIELDS, WIRE_NAME)
     reasoning = map_reasoning(call.params.reasoning_effort, target.model.capabilities.reasoning)
+    include: list[str] = []
     if reasoning is not None:
         body["reasoning"] = reasoning
         if reasoning["effort"] != "none":
-            body["include"] = [ENCRYPTED_REASONING]
+            include.append(ENCRYPTED_REASONING)
+    if call.params.logprobs:
+        include.append(TEXT_LOGPROBS)
+        body["top_logprobs"] = call.params.top_logprobs or 0
+    if include:
+        body["include"] = include
     if store_false:
         body["store"] = False
     if stream:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 from typing import Any, assert_never
 
-from ..call import Call, Parameters, nearest_depth
+from ..call import Call, Parameters, least_depth, nearest_depth
 from ..errors import ProviderError
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from ..messages import (
@@ -42,7 +42,7 @@ from ..messages import (
     ToolResultMessage,
     UserMessage,
 )
-from .base import FunctionWire, SSEEvent, Target, TextParts, WireRequest
+from .base import FunctionWire, SSEEvent, Target, TextParts, WireRequest, place_unchecked
 from .endpoint import auth_headers
 from .openai_tools import tool_choice
 from .transport import retry_after_seconds
@@ -87,6 +87,7 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
         ]
         args.update(tool_choice(call.params))
     args.update(_map_parameters(call.params, target))
+    place_unchecked(args, call.params.unchecked, _UNCHECKED_FIELDS, WIRE_NAME)
     driver = target.provider.options.get("driver")
     body = {
         "interface": _INTERFACE,
@@ -155,18 +156,28 @@ def _map_file(file: File, target: Target) -> dict[str, Any]:
     return {"type": "image_url", "image_url": {"url": url}}
 
 
+_UNCHECKED_FIELDS = {"maxTokens": "max_tokens", "temperature": "temperature", "topP": "top_p",
+                     "reasoningEffort": "reasoning_effort"}
+"""Where a value Momor cannot read goes in the driver's args (`place_unchecked`)."""
+
+
 def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
     args: dict[str, Any] = {}
     for name in ("max_tokens", "temperature", "top_p"):
         value = getattr(params, name)
         if value is not None:
             args[name] = value
-    depths = target.model.capabilities.reasoning
-    effort = params.reasoning_effort
-    if effort is not None and depths and (effort != "none" or "none" in depths):
-        depth = nearest_depth(effort, depths)
-        if depth is not None:
-            args["reasoning_effort"] = depth
+    depths, effort = target.model.capabilities.reasoning, params.reasoning_effort
+    # Puter hands reasoning_effort to the model's upstream as written (its OpenAI service does, for
+    # gpt-5 models). Left out or `none` asks the model not to reason (seed 000), and a reasoning model
+    # sent nothing reasons at its default depth: where the provider honours reasoningEffort, it is
+    # sent `none` where it takes it, else its lowest depth.
+    if effort in (None, "none"):
+        depth = least_depth(depths) if "reasoningEffort" in target.provider.parameters else None
+    else:
+        depth = nearest_depth(effort, depths) if depths else None
+    if depth is not None:
+        args["reasoning_effort"] = depth
     return args
 
 

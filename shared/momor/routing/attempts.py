@@ -35,6 +35,7 @@ from ..providers import wire_for_call
 from ..providers.base import Target
 from ..providers.transport import Timeouts, exchange
 from .breaker import DEFERRED, Breakers
+from .choices import several_answers
 from .plan import Candidate
 from .policy import Policy, classify, context_exceeded, counts_against_breaker, current_policy
 from .recorder import AttemptTimer, Recorder
@@ -64,6 +65,10 @@ def params_for(params: Parameters, candidate: Candidate) -> Parameters:
     # Every field defaults to None, so a set one is among the fields set: no model_dump per call.
     dropped = [k for k in params.model_fields_set
                if _NATIVE_NAMES[k] not in honoured and getattr(params, k) is not None]
+    unchecked = params.unchecked
+    if unchecked and not unchecked.keys() <= set(honoured):
+        kept = params.with_unchecked({k: v for k, v in unchecked.items() if k in honoured})
+        return kept.model_copy(update=dict.fromkeys(dropped)) if dropped else kept
     if not dropped:
         return params
     return params.model_copy(update=dict.fromkeys(dropped))
@@ -256,7 +261,10 @@ class Session:
             call = dataclasses.replace(call, params=params)
         wire = wire_for_call(candidate.provider.wire, call)
         timeouts = self._timeouts()
-        stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts)
+        if call.n > 1 and not getattr(wire, "answers_choices", False):  # n calls for n answers
+            stream = several_answers(self.exchange_fn, wire, call, target, stream=call.stream, timeouts=timeouts)
+        else:
+            stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts)
         # What a stream's offering produces is written out as it passes: keep no copy of it.
         produced = Assembler(keep_raw=not call.stream, keep_text=not call.stream)
         held: list[Event] = []
@@ -310,7 +318,10 @@ class Session:
                     self.recorder.end("failed", exc.detail)
                     raise
                 serving, prefill = following
-                renumber = Renumber(sent, prefill.trimmed, self._delivered_usage())
+                renumber = Renumber(sent, prefill.trimmed)
+                # The answer's usage from here is the continuing provider's own (seed 000: "as the
+                # provider reported it, not estimated"); each attempt keeps its own on the record.
+                sent.usage = Usage()
                 m = serving.candidate.model
                 yield Continued(m.name, m.tier, m.publisher, serving.candidate.provider.name, exc.detail)
             except (asyncio.CancelledError, GeneratorExit):
@@ -359,14 +370,6 @@ class Session:
                     with anyio.CancelScope(shield=True):
                         await _aclose(rest)
         attempt.succeed(produced)
-
-    def _delivered_usage(self) -> Usage:
-        """What every offering that delivered part of the answer so far used, summed."""
-        total = Usage()
-        for a in self.recorder.attempts:
-            if a.delivered and a.usage is not None:
-                total = total.plus(a.usage)
-        return total
 
     async def _roll_over(
         self, sent: Assembler, failed: _Serving, exc: ProviderError

@@ -6,7 +6,9 @@ planned after the asked ones and tried only once every asked attempt failed for 
 503, 529); otherwise they are skipped, and the record says why. An asked offering whose circuit is
 open counts as a capacity refusal: the breaker moves it behind every other candidate (the record
 says so first), so it has not been tried when the overflow candidates come up. Flex and free-tier calls do not
-overflow (seed 004), and an overflow answer is billed at the asked model's price.
+overflow (seed 004), and an overflow answer is billed at the asked model's price. The request keeps
+its region (seed 004): where every asked offering is regional (`name@region`), overflow reaches
+only offerings of those regions.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class Overflow:
     tiers: frozenset[str] = frozenset()
     prices: Prices | None = None
     """The asked model's prices (its first planned offering's): what an overflow answer is billed at."""
+    regions: frozenset[str] = frozenset()
+    """The asked offerings' regions, when every one is regional: overflow stays in them (seed 004)."""
 
     def billed_prices(self, candidate: Candidate) -> Prices | None:
         """Seed 004: you pay the price of the model you asked for, whatever overflow served."""
@@ -58,10 +62,18 @@ class Overflow:
     def gate(self, candidate: Candidate, attempts: list[Any]) -> str | None:
         if self.step(candidate) == "off":
             return None
+        if self.regions and region_of(candidate) not in self.regions:
+            return f"overflow: the request keeps its region ({', '.join(sorted(self.regions))})"
         tried = [a for a in attempts if (a.model, a.provider) in self.asked and _refusal(a) is not None]
         if tried and all(_refusal(a) for a in tried):
             return None
         return "overflow: the asked model's own capacity did not refuse the call"
+
+
+def region_of(candidate: Candidate) -> str | None:
+    """The region of a `name@region` provider; None for a root (no region of its own)."""
+    _, at, region = candidate.provider.name.partition("@")
+    return region if at else None
 
 
 def _refusal(attempt: Any) -> bool | None:
@@ -89,4 +101,5 @@ def overflow_for(mode: str, asked: list[Candidate], tier: str | None) -> Overflo
         models=frozenset(c.model.name for c in asked),
         tiers=frozenset(c.model.tier for c in asked if c.model.tier),
         prices=asked[0].offering.prices,
+        regions=frozenset(r for r in map(region_of, asked) if r) if all(map(region_of, asked)) else frozenset(),
     )

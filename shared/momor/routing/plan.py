@@ -7,8 +7,10 @@ The rules (seed 000):
   maxAge replaces the cutoff with "released no longer ago than this" (a model with no release
   date has no known age, so maxAge leaves it out). A selector naming one model is served by it
   whatever its age or deprecation.
-- order leads (in its order), then the cheapest offering (input + output price), then name for a
-  stable order. ignore takes providers out of the call.
+- order leads (in its order; a root stands for its regions), then the cheapest offering (input +
+  output price), then name for a stable order. ignore takes providers out of the call, in the
+  seeds' words: "a root leaves out the root alone; name@region leaves out that region alone", so
+  `azure` never takes `azure@eu` out with it.
 - Several selectors are tried in the order given; an offering already planned is not repeated.
 - Each route serves one kind of model (catalog `kind`): chat routes never reach a decision or
   transcription model, and the other way round.
@@ -170,7 +172,7 @@ def plan(
     seen: set[tuple[str, str]] = set()
     for selector in selectors:
         found = _selector_candidates(selector, catalog, prio, today, kind)
-        found = [c for c in found if not any(_provider_matches(e, c.provider, catalog) for e in prio.ignore)]
+        found = [c for c in found if c.provider.name not in prio.ignore]  # an exact name alone (seeds 000, 001)
         for c in sorted(found, key=rank):
             key = (c.model.name, c.provider.name)
             if key not in seen:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 
 from ..call import Call
-from ..events import COUNTS, Assembler, Delta, Event, PartEnd, PartStart, Raw, Usage, UsageEvent
+from ..events import Assembler, Delta, Event, PartEnd, PartStart, Raw
 from ..messages import ContentMessage
 from .plan import Candidate
 
@@ -59,10 +59,12 @@ def can_continue(candidate: Candidate) -> bool:
 
 class Renumber:
     """Maps a continuing candidate's events onto the answer the caller already has: part indices
-    onto its parts, the leading white space the caller already has dropped, and its usage added
-    to what the earlier offerings used (the caller is told what the whole answer used)."""
+    onto its parts, and the leading white space the caller already has dropped. Its usage passes
+    as it reported it: the end frame names the provider that finished the answer and that
+    provider's own counts, never a sum with Momor's estimate for a cut attempt (each attempt's
+    usage, an estimate marked `estimated`, is on the record, and the record's usage sums them)."""
 
-    def __init__(self, sent: Assembler, trimmed: str, earlier: Usage) -> None:
+    def __init__(self, sent: Assembler, trimmed: str) -> None:
         open_text = [i for i, p in sent.parts.items() if p.kind == "content" and not p.done]
         self._join = open_text[-1] if open_text else None
         self._offset = max(sent.parts, default=-1) + 1
@@ -70,7 +72,6 @@ class Renumber:
         self._joined: int | None = None
         """The continuing candidate's index of the part that continues the caller's open one."""
         self._trimmed = trimmed
-        self._earlier = earlier
 
     def __call__(self, event: Event) -> Event | None:
         match event:
@@ -88,8 +89,6 @@ class Renumber:
                 return Delta(self._map.get(i, i + self._offset), text)
             case PartEnd(index=i):
                 return dataclasses.replace(event, index=self._map.get(i, i + self._offset))
-            case UsageEvent(usage=usage):
-                return UsageEvent(_added(self._earlier, usage))
             case Raw():
                 return None
         return event
@@ -104,13 +103,3 @@ class Renumber:
         self._trimmed = self._trimmed[same:] if same == len(text) else ""
         return text[same:]
 
-
-def _added(earlier: Usage, reported: Usage) -> Usage:
-    """`reported` with `earlier` added to each count it reports (and only those: usage comes in
-    pieces, and a later piece's missing field must not overwrite an earlier piece's sum)."""
-    out = Usage()
-    for name in COUNTS:
-        value = getattr(reported, name)
-        if value is not None:
-            setattr(out, name, value + (getattr(earlier, name) or 0))
-    return out

@@ -49,15 +49,17 @@ class NativeBody(BaseModel):
     stream_failure_behavior: Literal["stop", "rollover"] = Field("stop", alias="streamFailureBehavior")
     file_processing: FileProcessing = Field(default_factory=FileProcessing, alias="fileProcessing")
 
-    @field_validator("parameters", mode="before")
+    @field_validator("parameters", mode="wrap")
     @classmethod
-    def _values_not_checked(cls, given: Any) -> Any:
+    def _values_not_checked(cls, given: Any, handler: Any) -> Any:
         """Seed 000: parameter values are not checked. A value the canonical call cannot hold (a
-        word or type it does not know) is left off the call, never refused; a name that is not a
-        parameter still is, and networkTimeout, which Momor reads and never sends, is checked."""
+        type it does not know) is kept aside as written and sent to the provider all the same
+        (`Parameters.unchecked`), never refused here; a name that is not a parameter still is, and
+        networkTimeout, which Momor reads and never sends, is checked. serviceTier takes Momor's
+        words only: any other is left off everywhere (seed 000)."""
         if not isinstance(given, dict):
-            return given
-        kept = dict(given)
+            return handler(given)
+        kept, unchecked = dict(given), {}
         for name, value in given.items():
             if name not in _PARAMETER_NAMES or name in _CHECKED_PARAMETERS:
                 continue
@@ -65,7 +67,11 @@ class NativeBody(BaseModel):
                 Parameters.model_validate({name: value})
             except ValidationError:
                 del kept[name]
-        return kept
+                native = Parameters.model_fields[name].alias or name if name in Parameters.model_fields else name
+                if native != "serviceTier" and value is not None:
+                    unchecked[native] = value
+        params = handler(kept)
+        return params.with_unchecked(unchecked) if unchecked else params
 
     @field_validator("tools", mode="before")
     @classmethod

@@ -8,6 +8,9 @@ Stream frame format (documented in the README; each frame is `event: <type>` + o
             then {"type":"delta","index","message":"toolCall","arguments":"<fragment>"}.
 - `message` {"type":"message","index","message":<the whole Message, data included>} when a
             message is complete: append these to the conversation to replay it.
+- `logprobs` {"type":"logprobs","logprobs":[{"token","logprob","bytes"?,"topLogprobs":[...]}]}: the
+            log probabilities of the answer tokens just streamed, where `logprobs` asked and the
+            provider returned them (a whole answer carries them all in `logprobs`).
 - `end`     {"type":"end","usage","finishReason","fingerprint"}: the last frame of a good answer.
 - `rollover` {"type":"rollover","model":{name,tier,publisher,provider},"reason"}: with
             streamFailureBehavior rollover, the serving offering failed mid-answer and this one
@@ -21,7 +24,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ...events import Assembler, Continued, Delta, Event, Finish, PartEnd, PartStart
+from ...events import Assembler, Continued, Delta, Event, Finish, Logprobs, PartEnd, PartStart, TokenLogprob, Usage
 from ...http import sse
 from ...messages import ToolCallMessage, dump_messages
 from ...routing.plan import Candidate
@@ -32,9 +35,19 @@ def model_block(candidate: Candidate) -> dict[str, Any]:
     return {"name": m.name, "tier": m.tier, "publisher": m.publisher, "provider": candidate.provider.name}
 
 
+def native_logprob(token: TokenLogprob) -> dict[str, Any]:
+    """One token's log probability in seed 000's words (camelCase, like the rest of the answer)."""
+    out: dict[str, Any] = {"token": token.token, "logprob": token.logprob}
+    if token.bytes is not None:
+        out["bytes"] = list(token.bytes)
+    if token.top:
+        out["topLogprobs"] = [native_logprob(t) for t in token.top]
+    return out
+
+
 def monolith(candidate: Candidate, assembler: Assembler) -> dict[str, Any]:
     finish = assembler.finish
-    return {
+    answer = {
         "type": "monolith",
         "model": model_block(candidate),
         "messages": dump_messages(assembler.messages()),
@@ -42,6 +55,10 @@ def monolith(candidate: Candidate, assembler: Assembler) -> dict[str, Any]:
         "finishReason": finish.reason if finish else None,
         "fingerprint": finish.fingerprint if finish else None,
     }
+    tokens = assembler.logprobs.get(0)
+    if tokens:  # only where logprobs asked and the provider returned them
+        answer["logprobs"] = [native_logprob(t) for t in tokens]
+    return answer
 
 
 class StreamWriter:
@@ -75,8 +92,11 @@ class StreamWriter:
             case PartEnd(index=i):
                 message = self._message(i)
                 return _frame("message", {"type": "message", "index": i, "message": message})
+            case Logprobs(tokens=tokens, choice=0):
+                return _frame("logprobs", {"type": "logprobs", "logprobs": [native_logprob(t) for t in tokens]})
             case Continued():
                 self.provider = event.provider
+                self.assembler.usage = Usage()  # the end frame's usage is the continuing provider's own
                 model = {"name": event.model, "tier": event.tier, "publisher": event.publisher,
                          "provider": event.provider}
                 return _frame("rollover", {"type": "rollover", "model": model, "reason": event.reason})

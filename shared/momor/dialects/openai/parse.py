@@ -49,9 +49,6 @@ RAW_WIRE = "openai_chat"
 ROUTING_FIELDS = ("model", "models", "provider")
 """Taken off the body before it reaches an `openai_chat` provider (seed 001)."""
 
-# Chat Completions' reasoning_effort words -> the canonical depths (nearest deeper, else deepest).
-_EFFORTS = {"none": "none", "minimal": "low", "low": "low", "medium": "medium", "high": "high",
-            "xhigh": "high", "max": "high"}
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
 _TOOL_CALL_FIELDS = frozenset({"index", "id", "type", "function"})
 _PARAMETER_FIELDS = (
@@ -116,6 +113,7 @@ def to_call(body: dict[str, Any], stream: bool) -> Call:
         raw_wire=RAW_WIRE,
         n=n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1,
         json_object=isinstance(fmt, dict) and fmt.get("type") == "json_object",
+        system_cache=_system_cache(messages),
     )
 
 
@@ -149,6 +147,20 @@ def map_messages(messages: list[Any]) -> tuple[str, list[Message]]:
             raise invalid(f"{where}.role: {role!r} is not one of system, developer, user, assistant, tool.",
                           f"{where}.role")
     return "\n\n".join(system), out
+
+
+def _cache_control(content: Any) -> dict[str, Any] | None:
+    """The last `cache_control` the caller wrote on a content part (Anthropic's breakpoint, which
+    OpenAI-compatible gateways pass on): it marks the end of the message's cached prefix."""
+    marks = [p["cache_control"] for p in content if isinstance(p, dict) and isinstance(p.get("cache_control"), dict)] \
+        if isinstance(content, list) else []
+    return marks[-1] if marks else None
+
+
+def _system_cache(messages: list[Any]) -> dict[str, Any] | None:
+    marks = [_cache_control(m.get("content")) for m in messages
+             if isinstance(m, dict) and m.get("role") in ("system", "developer")]
+    return next((m for m in reversed(marks) if m is not None), None)
 
 
 def _text_of(content: Any, where: str) -> str:
@@ -186,7 +198,7 @@ def _map_user(content: Any, where: str) -> UserMessage:
         file = _map_part(part, len(files), part_where)
         if file is not None:
             files.append(file)
-    return UserMessage(value="\n".join(texts), files=files)
+    return UserMessage(value="\n".join(texts), files=files).cached(_cache_control(content))
 
 
 def _map_part(part: dict[str, Any], n: int, where: str) -> File | None:
@@ -253,7 +265,7 @@ def map_assistant(message: dict[str, Any], where: str) -> list[Message]:
     out: list[Message] = list(_map_reasoning(message))
     text = _text_of(message.get("content"), where)
     if text:
-        out.append(ContentMessage(value=text))
+        out.append(ContentMessage(value=text).cached(_cache_control(message.get("content"))))
     for j, tool_call in enumerate(message.get("tool_calls") or []):
         out.append(_map_tool_call(tool_call, f"{where}.tool_calls[{j}]"))
     return out
@@ -314,7 +326,8 @@ def _map_tool_result(message: dict[str, Any], names: dict[str, str], where: str)
     if not isinstance(call_id, str):
         raise invalid(f"{where}.tool_call_id is required.", f"{where}.tool_call_id")
     content = _text_of(message.get("content"), where)
-    return ToolResultMessage(result=ToolResultBody(id=call_id, name=names.get(call_id, ""), content=content))
+    result = ToolResultBody(id=call_id, name=names.get(call_id, ""), content=content)
+    return ToolResultMessage(result=result).cached(_cache_control(message.get("content")))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -374,7 +387,9 @@ def map_response_format(fmt: Any) -> tuple[dict[str, Any] | None, bool | None]:
 
 def map_parameters(body: dict[str, Any]) -> Parameters:
     """The sampling fields Momor has words for. Values are not checked (seed 001): one the canonical
-    call cannot hold is left off it, and the provider on the same wire still gets it as written."""
+    call cannot hold is kept aside as written (`Parameters.unchecked`) and still reaches a translated
+    provider under its own field, as the provider on the same wire gets the body as written; only a
+    service_tier word Momor does not know is left off a translated call (seed 000)."""
     given: dict[str, Any] = {name: body[name] for name in _PARAMETER_FIELDS if body.get(name) is not None}
     ceiling = body.get("max_completion_tokens")
     if ceiling is None:
@@ -385,8 +400,10 @@ def map_parameters(body: dict[str, Any]) -> Parameters:
     if stop is not None:
         given["stop"] = [stop] if isinstance(stop, str) else stop
     effort = body.get("reasoning_effort")
-    if isinstance(effort, str) and effort in _EFFORTS:
-        given["reasoning_effort"] = _EFFORTS[effort]
+    if isinstance(effort, str):
+        # As written: each wire sends the depth the model takes, the nearest deeper one where it
+        # does not take this one (seed 001), and a word Momor does not know as written.
+        given["reasoning_effort"] = effort
     tool_use = map_tool_choice(body.get("tool_choice"))
     if tool_use is not None:
         given["tool_use"] = tool_use
@@ -398,12 +415,16 @@ def map_parameters(body: dict[str, Any]) -> Parameters:
 def _lenient_parameters(given: dict[str, Any]) -> Parameters:
     fields = Parameters.model_fields
     given = {fields[k].alias or k: v for k, v in given.items()}  # errors name fields by alias
+    unchecked: dict[str, Any] = {}
     for _ in range(len(given) + 1):
         try:
-            return Parameters.model_validate(given)
+            params = Parameters.model_validate(given)
         except ValidationError as exc:
             bad = {str(err["loc"][0]) for err in exc.errors() if err["loc"]}
             if not bad & set(given):
                 break
+            unchecked.update({k: v for k, v in given.items() if k in bad and k != "serviceTier"})
             given = {k: v for k, v in given.items() if k not in bad}
+        else:
+            return params.with_unchecked(unchecked) if unchecked else params
     return Parameters()

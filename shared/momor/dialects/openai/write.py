@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ...events import Assembler, Delta, Event, Finish, PartEnd, PartStart, Stop, Usage
+from ...events import Assembler, Delta, Event, Finish, Logprobs, PartEnd, PartStart, Stop, TokenLogprob, Usage
 from ...messages import ContentMessage, ThinkingMessage, ToolCallMessage
 from ...routing.plan import Candidate
 
@@ -182,6 +182,22 @@ def _message(assembler: Assembler, choice: int) -> dict[str, Any]:
     return body
 
 
+def _token_logprob(token: TokenLogprob, top: bool = True) -> dict[str, Any]:
+    out: dict[str, Any] = {"token": token.token, "logprob": token.logprob,
+                           "bytes": list(token.bytes) if token.bytes is not None else list(token.token.encode())}
+    if top:
+        out["top_logprobs"] = [_token_logprob(t, False) for t in token.top]
+    return out
+
+
+def logprobs_object(tokens: list[TokenLogprob] | tuple[TokenLogprob, ...] | None) -> dict[str, Any] | None:
+    """Chat Completions' `choices[].logprobs` from canonical tokens (None where none came back).
+    A provider that gives no bytes (Google) gets the token's own UTF-8 bytes, as OpenAI writes them."""
+    if not tokens:
+        return None
+    return {"content": [_token_logprob(t) for t in tokens], "refusal": None}
+
+
 def choice_stops(finish: Finish | None) -> dict[int, Stop]:
     """How each answer ended: the first by the Finish, the others (several asked with n) by its `others`."""
     if finish is None:
@@ -199,7 +215,8 @@ def completion(request_id: str, candidate: Candidate, assembler: Assembler) -> d
         "model": candidate.model.public_id,
         "provider": candidate.provider.name,
         "choices": [
-            {"index": k, "message": _message(assembler, k), "logprobs": None, "finish_reason": finish_reason(stop)}
+            {"index": k, "message": _message(assembler, k), "logprobs": logprobs_object(assembler.logprobs.get(k)),
+             "finish_reason": finish_reason(stop)}
             for k, stop in sorted(choice_stops(finish).items())
         ],
         "usage": usage_object(assembler.usage),
@@ -232,8 +249,9 @@ class ChunkWriter:
         return {"id": self.request_id, "object": "chat.completion.chunk", "created": self.created,
                 "model": self.candidate.model.public_id, "provider": self.candidate.provider.name}
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None, index: int = 0, **extra: Any) -> bytes:
-        choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, index: int = 0,
+               logprobs: dict[str, Any] | None = None, **extra: Any) -> bytes:
+        choice = {"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
         return data_line({**self._envelope(), **extra, "choices": [choice]})
 
     def start(self) -> bytes:
@@ -264,6 +282,9 @@ class ChunkWriter:
                 # After the arguments, as its own fragment (the SDK's accumulator wants `function` in each).
                 extra = {"index": self._tool_index[i], "function": {"arguments": ""}, **tool_call_extra(data)}
                 return self._chunk({"tool_calls": [extra]}, index=part.choice)
+            case Logprobs(tokens=tokens, choice=choice):
+                # On a chunk of its own, after the text it describes (the SDK's accumulator adds them up).
+                return self._chunk({}, index=choice, logprobs=logprobs_object(tokens))
             case Finish():
                 return self._finish(event)
         return b""
