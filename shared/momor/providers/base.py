@@ -149,5 +149,3 @@ class FunctionWire:
     parse_response: Callable[[bytes, Target], Iterable[Event]]
     stream_decoder: Callable[[Target], StreamDecoder]
     map_error: Callable[[int, bytes, dict[str, str]], ProviderError]
-    answers_choices: bool = False
-    """Whether the wire answers as many choices as `n` asks for (routing/plan.py prefers such wires)."""

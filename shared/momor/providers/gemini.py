@@ -354,8 +354,7 @@ def method_path(model_id: str, stream: bool) -> str:
 
 class GeminiWire:
     name = WIRE_NAME
-    answers_choices = True
-    """candidateCount: as many answers as n asks for (routing/plan.py prefers such wires)."""
+    # candidateCount answers as many choices as n asks for: `answers_choices` in providers/registry.py.
 
     def build_request(self, call: Call, target: Target, stream: bool) -> WireRequest:
         # The catalog's baseUrl is the API root with its version, e.g. .../v1beta.

@@ -469,6 +469,5 @@ def _error_kind(parsed: Any) -> ProviderErrorKind:
 # ---------------------------------------------------------------------------------------------
 
 
-# Chat Completions answers as many choices as n asks for.
-WIRE = FunctionWire(WIRE_NAME, build_request, parse_response, lambda target: _ChatStreamDecoder(), map_error,
-                    answers_choices=True)
+# Chat Completions answers as many choices as n asks for: `answers_choices` in providers/registry.py.
+WIRE = FunctionWire(WIRE_NAME, build_request, parse_response, lambda target: _ChatStreamDecoder(), map_error)
