@@ -39,15 +39,14 @@ Formats follow the openai-python SDK types (`openai/types/responses/`): `Respons
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ProviderError, ProviderErrorKind
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from .base import FunctionWire, SSEEvent, Target, count_of
+from .kit import error_body, http_error, load_json, protocol_error
 from .openai_responses_request import WIRE_NAME, build_request
-from .transport import retry_after
 
 SUMMARY_SEPARATOR = "\n\n"
 """Between two summary parts of one reasoning item, streamed and whole alike."""
@@ -67,14 +66,11 @@ _KINDS: dict[str, PartKind] = {"reasoning": "thinking", "message": "content", "f
 
 
 def _protocol_error(detail: str) -> ProviderError:
-    return ProviderError(f"{WIRE_NAME} provider: {detail}", kind="protocol")
+    return protocol_error(WIRE_NAME, detail)
 
 
 def _load_json(raw: bytes | str) -> Any:
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise _protocol_error("the answer is not valid JSON") from None
+    return load_json(raw, WIRE_NAME)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -362,12 +358,10 @@ _HANDLERS = {
 
 
 def map_error(status: int, body: bytes, headers: dict[str, str]) -> ProviderError:
-    parsed = _parse_error_body(body)
+    parsed = error_body(body)
     error = parsed.get("error") if isinstance(parsed, dict) else None
-    message = _message(error) or (parsed.strip()[:500] if isinstance(parsed, str) else "")
-    detail = f"{WIRE_NAME} provider answered {status}" + (f": {message}" if message else ".")
-    return ProviderError(detail, kind=_error_kind(error), upstream_status=status, body=parsed, headers=headers,
-                         retry_after=retry_after(headers))
+    message = _message(error) or (parsed if isinstance(parsed, str) else "")
+    return http_error(WIRE_NAME, status, parsed, headers, message, kind=_error_kind(error))
 
 
 def _failed(error: Any) -> ProviderError:
@@ -379,13 +373,6 @@ def _failed(error: Any) -> ProviderError:
     detail = f"{WIRE_NAME} provider reported an error" + (f": {message}" if message else ".")
     return ProviderError(detail, kind=_error_kind(error), upstream_status=status,
                          body={"error": error} if isinstance(error, dict) else None)
-
-
-def _parse_error_body(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return body.decode("utf-8", errors="replace")
 
 
 def _message(error: Any) -> str:
