@@ -537,6 +537,8 @@ def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
 
 # --- the fake interface (interface.py): how tests reach this fake, and what it last received ---
 
+ROUTES = ("v1/messages",)
+"""Where this fake answers, below the provider label (server.py routes there)."""
 SETUPS = (Setup("anthwire", "anthwire", "claude-sonnet-4-5-20250929", "sk-ant-anthwire-0103",
                 reasoning=("low", "medium", "high")),)
 

@@ -8,7 +8,9 @@ Two levels:
   publisher) builds an object per request (`GeminiFake`, `VertexClaudeFake`).
 - `WireFakeModule`: `tests/fakes/<wire>.py`, one per wire in `momor.providers.registry`, named after
   it: how a test reaches the fake on the fake server (`SETUPS`) and what it last received as a tool
-  result (`tool_result`), read from the request body as the wire writes it. The conformance suite
+  result (`tool_result`), read from the request body as the wire writes it. A fake that answers on
+  fixed paths below the provider label and implements `WireFake` with its own functions lists them
+  in `ROUTES` (`("v1/messages",)`), and `server.py` routes them with no edit. The conformance suite
   (tests/unit/test_wire_conformance.py) and the wire matrix read only this, so a new wire's fake is
   picked up by both without editing either.
 """

@@ -606,6 +606,8 @@ def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
 
 # --- the fake interface (interface.py): how tests reach this fake, and what it last received ---
 
+ROUTES = ("v1/responses",)
+"""Where this fake answers, below the provider label (server.py routes there)."""
 SETUPS = (Setup("respwire", "respwire/v1", "gpt-5-mini-2025-08-07", "sk-respwire-0102", options={"store": False},
                 reasoning=("minimal", "low", "medium", "high")),)
 

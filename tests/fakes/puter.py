@@ -146,6 +146,8 @@ def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
 
 # --- the fake interface (interface.py): how tests reach this fake, and what it last received ---
 
+ROUTES = ("drivers/call",)
+"""Where this fake answers, below the provider label (server.py routes there)."""
 SETUPS = (Setup("puterwire", "puterwire", "gpt-5-nano", "puter-token-0104", options={"driver": "ai-chat"},
                 reasoning=("low", "medium", "high")),)
 
