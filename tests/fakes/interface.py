@@ -10,7 +10,8 @@ Two levels:
   it: how a test reaches the fake on the fake server (`SETUPS`) and what it last received as a tool
   result (`tool_result`), read from the request body as the wire writes it. A fake that answers on
   fixed paths below the provider label and implements `WireFake` with its own functions lists them
-  in `ROUTES` (`("v1/messages",)`), and `server.py` routes them with no edit. The conformance suite
+  in `ROUTES` (`("v1/messages",)`), and `server.py` routes them with no edit. A transcription
+  wire's fake (`openai_transcribe.py`, multipart, no tools) declares only `SETUPS`. The conformance suite
   (tests/unit/test_wire_conformance.py) and the wire matrix read only this, so a new wire's fake is
   picked up by both without editing either.
 """

@@ -22,29 +22,32 @@ from momor.events import Assembler, Event, Finish
 from momor.messages import ThinkingMessage, Tool, ToolCallMessage, ToolResultBody, ToolResultMessage, UserMessage
 from momor.providers import wire_for
 from momor.providers.base import Target
+from momor.providers.openai_transcribe import Audio
 from momor.providers.registry import REGISTRY
-from momor.providers.transport import exchange
+from momor.providers.transport import exchange, post_multipart
 from momor.routing.policy import classify
 from tests.fakes import FakeState, create_app, cut, fail, malformed
 from tests.fakes.interface import Setup, fake_module
+from tests.media import tiny_wav
 
 FAKE_URL = "http://fake.test"
 WEATHER = Tool(name="get_weather", description="The weather in a city.",
                parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
 
 
-def _cases() -> list[Any]:
-    cases = []
-    for facts in REGISTRY:
-        if not facts.catalog:  # reached only through another wire (transcription): not a chat wire
-            continue
-        for setup in fake_module(facts.name).SETUPS:
-            cases.append(pytest.param((facts, setup), id=f"{facts.name}:{setup.publisher}:{setup.model}"))
-    return cases
+TRANSCRIBING = {facts.transcribes_over for facts in REGISTRY if facts.transcribes_over}
+"""The wires a provider's transcription goes over (reached through a catalog wire, never named)."""
 
 
-CASES = _cases()
+def _cases(chat: bool) -> list[Any]:
+    return [pytest.param((facts, setup), id=f"{facts.name}:{setup.publisher}:{setup.model}")
+            for facts in REGISTRY if (facts.catalog if chat else facts.name in TRANSCRIBING)
+            for setup in fake_module(facts.name).SETUPS]
+
+
+CASES = _cases(chat=True)
 """Every catalog wire with each setup its fake declares (test_wire_registry checks none is left out)."""
+TRANSCRIPTION_CASES = _cases(chat=False)
 
 
 class Harness:
@@ -53,8 +56,9 @@ class Harness:
         self.state = FakeState()
         self.state.tokens.update(dict.fromkeys(setup.tokens, "conformance"))
         self.wire = wire_for(facts.name)
-        provider = Provider(name=setup.name, wire=facts.name, baseUrl=f"{FAKE_URL}/{setup.base}",
-                            options=setup.options)
+        # A transcription wire is reached through a provider listed under a catalog wire.
+        listed = facts.name if facts.catalog else next(f.name for f in REGISTRY if f.transcribes_over == facts.name)
+        provider = Provider(name=setup.name, wire=listed, baseUrl=f"{FAKE_URL}/{setup.base}", options=setup.options)
         offering = Offering(provider=setup.name, id=setup.model, prices=Prices(input=1, output=1))
         capabilities = Capabilities(tools=True, reasoning=list(setup.reasoning))
         model = Model(name="conformance", publisher=setup.publisher, tier="low", capabilities=capabilities,
@@ -170,3 +174,36 @@ async def test_a_malformed_stream_is_a_protocol_error(harness: Harness) -> None:
     harness.script(malformed(after=1))
     error = await harness.failure(chat("hello there friend", stream=True))
     assert error.kind == "protocol", (error.kind, error.detail)
+
+
+# --- transcription wires: a transcript and each error class ---------------------------------------
+
+
+@pytest.fixture(params=TRANSCRIPTION_CASES)
+def transcriber(request: pytest.FixtureRequest) -> Harness:
+    return Harness(*request.param)
+
+
+async def transcribe(harness: Harness) -> Any:
+    request = harness.wire.build_request(Audio(tiny_wav(0.5), "memo.wav", "audio/wav"), harness.target)  # type: ignore[call-arg]
+    transport = httpx2.ASGITransport(app=create_app(harness.state))
+    async with httpx2.AsyncClient(transport=transport) as client:
+        body = await post_multipart(harness.wire, request, harness.target, client=client)
+    return harness.wire.parse_response(body)  # type: ignore[call-arg]
+
+
+async def test_a_transcript(transcriber: Harness) -> None:
+    transcript = await transcribe(transcriber)
+    assert transcript.text == "Transcript of memo.wav (0.50 s)."
+    assert transcript.duration_seconds  # whisper models report the (rounded up) duration they bill
+
+
+@pytest.mark.parametrize(("status", "headers", "decision", "wait"), ERRORS, ids=[str(e[0]) for e in ERRORS])
+async def test_each_transcription_error_class_is_mapped(transcriber: Harness, status: int, headers: dict[str, str],
+                                                        decision: str, wait: float | None) -> None:
+    transcriber.script(fail(status, headers=headers))
+    with pytest.raises(ProviderError) as info:
+        await transcribe(transcriber)
+    error = info.value
+    assert (error.kind, error.upstream_status, error.retry_after) == ("http", status, wait), error.detail
+    assert classify(error) == decision

@@ -17,7 +17,7 @@ from momor.providers import wire_for
 from momor.providers.registry import CATALOG_WIRES, REGISTRY
 from momor.routing.conversion import URL_MEDIA
 from momor.routing.transcribe import TRANSCRIPTION_WIRES
-from tests.unit.test_wire_conformance import CASES
+from tests.unit.test_wire_conformance import CASES, TRANSCRIPTION_CASES
 
 ROOT = Path(__file__).resolve().parents[2]
 PROVIDERS = ROOT / "shared" / "momor" / "providers"
@@ -81,13 +81,15 @@ def test_every_catalog_wire_is_in_the_readmes_catalog_documentation():
     assert set(re.findall(r"`(\w+)`", bullet.group(1))) == set(CATALOG_WIRES)
 
 
-def test_every_catalog_wire_is_in_the_conformance_suites_parameters():
-    """Each with every setup its fake declares (tests/fakes/<wire>.py `SETUPS`), none left out."""
-    under_test = [case.values[0] for case in CASES]
-    assert {facts.name for facts, _ in under_test} == set(CATALOG_WIRES)
+def test_every_registered_wire_is_in_the_conformance_suites_parameters():
+    """Each with every setup its fake declares (tests/fakes/<wire>.py `SETUPS`), none left out: a
+    catalog wire under the chat cases, a wire transcription goes over under the transcription ones."""
+    under_test = [case.values[0] for case in [*CASES, *TRANSCRIPTION_CASES]]
+    assert {facts.name for facts, _ in under_test} == set(NAMES)
+    assert {facts.name for facts, _ in (case.values[0] for case in CASES)} == set(CATALOG_WIRES)
     for facts in REGISTRY:
         setups = [setup for wire, setup in under_test if wire is facts]
-        assert setups == list(import_module(f"tests.fakes.{facts.name}").SETUPS) if facts.catalog else not setups
+        assert setups == list(import_module(f"tests.fakes.{facts.name}").SETUPS)
 
 
 def test_routing_tables_are_derived_from_the_registry():
