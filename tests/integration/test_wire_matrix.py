@@ -45,13 +45,15 @@ WIRES: dict[str, tuple[str, str, str, dict[str, Any], str, list[str] | None]] = 
     "vertex_claude": ("vertex@us-east5", "vertex", "vertex", {}, "claude-sonnet-4-5@20250929",
                       ["low", "medium", "high"]),
     "puter": ("puterwire", "puter", "puterwire", {"driver": "ai-chat"}, "gpt-5-nano", None),
+    "cohere": ("coherewire", "cohere", "coherewire", {}, "command-a-03-2025", None),
 }
 REASONING = ["openai_responses", "anthropic", "gemini"]
 """The wires whose providers hand back state a later turn must replay (openai_chat's
 reasoning_content is accepted back by its fake but never checked, so it proves nothing here)."""
 
 KEYS = {"chatwire": "sk-chatwire-0101", "respwire": "sk-respwire-0102", "anthwire": "sk-ant-anthwire-0103",
-        "gemwire": GEMINI_KEY, "puterwire": "puter-token-0104"}
+        "gemwire": GEMINI_KEY, "puterwire": "puter-token-0104",
+        "coherewire": "co-coherewire-0106"}
 
 
 def model(wire: str) -> str:

@@ -67,6 +67,7 @@ REGISTRY: tuple[WireFacts, ...] = (
               options=("schemas", "thinking")),
     WireFacts("vertex", "momor.providers.vertex", reasoning=True,
               options=("project", "location", "schemas", "thinking", "beta", "structuredOutputs")),
+    WireFacts("cohere", "momor.providers.cohere", options=("authHeader",)),
     WireFacts("openai_transcribe", "momor.providers.openai_transcribe", catalog=False,
               options=_ENDPOINT_OPTIONS),
 )
