@@ -41,7 +41,7 @@ TRANSCRIBING = {facts.transcribes_over for facts in REGISTRY if facts.transcribe
 
 def _cases(chat: bool) -> list[Any]:
     return [pytest.param((facts, setup), id=f"{facts.name}:{setup.publisher}:{setup.model}")
-            for facts in REGISTRY if (facts.catalog if chat else facts.name in TRANSCRIBING)
+            for facts in REGISTRY if (facts.in_catalog if chat else facts.name in TRANSCRIBING)
             for setup in fake_module(facts.name).SETUPS]
 
 
@@ -57,7 +57,7 @@ class Harness:
         self.state.tokens.update(dict.fromkeys(setup.tokens, "conformance"))
         self.wire = wire_for(facts.name)
         # A transcription wire is reached through a provider listed under a catalog wire.
-        listed = facts.name if facts.catalog else next(f.name for f in REGISTRY if f.transcribes_over == facts.name)
+        listed = facts.name if facts.in_catalog else next(f.name for f in REGISTRY if f.transcribes_over == facts.name)
         provider = Provider(name=setup.name, wire=listed, baseUrl=f"{FAKE_URL}/{setup.base}", options=setup.options)
         offering = Offering(provider=setup.name, id=setup.model, prices=Prices(input=1, output=1))
         capabilities = Capabilities(tools=True, reasoning=list(setup.reasoning))

@@ -64,7 +64,7 @@ def test_every_option_a_wire_module_reads_is_declared():
 
 
 def test_catalog_wires_and_the_schema_enum_are_the_registrys():
-    assert catalog.WIRES == CATALOG_WIRES == tuple(f.name for f in REGISTRY if f.catalog)
+    assert catalog.WIRES == CATALOG_WIRES == tuple(f.name for f in REGISTRY if f.in_catalog)
     committed = json.loads(catalog.SCHEMA_PATH.read_text())
     assert committed["$defs"]["Provider"]["properties"]["wire"]["enum"] == list(CATALOG_WIRES)
     provider = {"name": "p", "wire": "openai_chat", "baseUrl": "https://example.test"}

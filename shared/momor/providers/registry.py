@@ -22,12 +22,12 @@ class WireFacts:
     """One wire's facts. A plain class, not a dataclass: building a dataclass costs a millisecond of
     every cold start, and this module is imported by all of them."""
 
-    __slots__ = ("answers_choices", "catalog", "counts_tokens", "module", "name", "options", "reasoning",
+    __slots__ = ("answers_choices", "counts_tokens", "in_catalog", "module", "name", "options", "reasoning",
                  "transcribes_over", "url_media")
 
     def __init__(self, name: str, module: str, *, url_media: frozenset[str] = frozenset(),
                  answers_choices: bool = False, transcribes_over: str | None = None, counts_tokens: bool = False,
-                 reasoning: bool = False, options: tuple[str, ...] = (), catalog: bool = True) -> None:
+                 reasoning: bool = False, options: tuple[str, ...] = (), in_catalog: bool = True) -> None:
         self.name = name
         """The catalog's `wire` value."""
         self.module = module
@@ -45,7 +45,9 @@ class WireFacts:
         """The wire carries reasoning (thinking parts, replayed to the provider on the next turn)."""
         self.options = options
         """The catalog `Provider.options` names the wire reads (each documented in its module)."""
-        self.catalog = catalog
+        # Not named `catalog`: tests/lambda/aws_usage.py follows attributes by name, and `.catalog`
+        # would make every function that imports catalog.py reach the catalog's S3 source.
+        self.in_catalog = in_catalog
         """A catalog wire (a provider may name it); False for one reached only through another wire."""
 
     def __repr__(self) -> str:
@@ -68,12 +70,12 @@ REGISTRY: tuple[WireFacts, ...] = (
     WireFacts("vertex", "momor.providers.vertex", reasoning=True,
               options=("project", "location", "schemas", "thinking", "beta", "structuredOutputs")),
     WireFacts("cohere", "momor.providers.cohere", options=("authHeader",)),
-    WireFacts("openai_transcribe", "momor.providers.openai_transcribe", catalog=False,
+    WireFacts("openai_transcribe", "momor.providers.openai_transcribe", in_catalog=False,
               options=_ENDPOINT_OPTIONS),
 )
 
 _BY_NAME = {facts.name: facts for facts in REGISTRY}
-CATALOG_WIRES: tuple[str, ...] = tuple(facts.name for facts in REGISTRY if facts.catalog)
+CATALOG_WIRES: tuple[str, ...] = tuple(facts.name for facts in REGISTRY if facts.in_catalog)
 
 
 def facts(name: str) -> WireFacts | None:
