@@ -28,7 +28,7 @@ from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, U
 from ..messages import ContentMessage, ThinkingMessage, ToolCallMessage, ToolResultMessage, UserMessage
 from .base import FunctionWire, SSEEvent, Target, WireRequest, count_of
 from .endpoint import auth_headers
-from .kit import PartIndexes, error_body, http_error, load_json, protocol_error, unsupported
+from .kit import PartIndexes, error_body, http_error, load_json, protocol_error, typed_event, unsupported
 
 WIRE_NAME = "cohere"
 PATH = "/v2/chat"
@@ -154,9 +154,7 @@ class CohereStreamDecoder:
     def feed(self, sse: SSEEvent) -> list[Event]:
         if self._done or not sse.data.strip():
             return []
-        event = load_json(sse.data, WIRE_NAME, "a stream event")
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            raise protocol_error(WIRE_NAME, "a stream event is not a typed JSON object")
+        event = typed_event(sse.data, WIRE_NAME)
         delta = event.get("delta") if isinstance(event.get("delta"), dict) else {}
         message = delta.get("message") if isinstance(delta.get("message"), dict) else {}
         kind = event["type"]

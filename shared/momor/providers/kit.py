@@ -42,6 +42,14 @@ def load_json(raw: bytes | str, wire: str, what: str = "the answer") -> Any:
         raise protocol_error(wire, f"{what} is not valid JSON") from None
 
 
+def typed_event(data: str, wire: str) -> dict[str, Any]:
+    """A stream event that names its own type in its JSON (`{"type": ...}`: Responses, Cohere)."""
+    event = load_json(data, wire, "a stream event")
+    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+        raise protocol_error(wire, "a stream event is not a typed JSON object")
+    return event
+
+
 def error_body(body: bytes) -> Any:
     """An error answer's body: its JSON where it is JSON, else its text (an HTML gateway page)."""
     try:

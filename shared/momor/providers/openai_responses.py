@@ -45,7 +45,7 @@ from typing import Any
 from ..errors import ProviderError, ProviderErrorKind
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from .base import FunctionWire, SSEEvent, Target, count_of
-from .kit import error_body, http_error, load_json, protocol_error
+from .kit import error_body, http_error, load_json, protocol_error, typed_event
 from .openai_responses_request import WIRE_NAME, build_request
 
 SUMMARY_SEPARATOR = "\n\n"
@@ -238,9 +238,7 @@ class ResponsesStreamDecoder:
     def feed(self, sse: SSEEvent) -> list[Event]:
         if self._done or not sse.data.strip():
             return []
-        event = _load_json(sse.data)
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            raise _protocol_error("a stream event is not a typed JSON object")
+        event = typed_event(sse.data, WIRE_NAME)
         kind = event["type"]
         if kind == "error":
             # The SDK types put code and message on the event; some servers nest them in `error`.
