@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import MomorError
+from .providers.registry import CATALOG_WIRES
 
 Tier = Literal["free", "low", "medium", "high", "xhigh", "tierless"]
 TIERS: tuple[str, ...] = ("free", "low", "medium", "high", "xhigh", "tierless")
@@ -26,7 +27,8 @@ Kind = Literal["chat", "decision", "transcription"]
 """What a model is for, and so which route serves it (seed 000): /models, /models/chat and
 /models/two reach chat models only, /models/decision decision models, /models/transcribe
 transcription models."""
-WIRES: tuple[str, ...] = ("openai_chat", "anthropic", "puter", "openai_responses", "gemini", "vertex")
+WIRES: tuple[str, ...] = CATALOG_WIRES
+"""The wires a provider may name: providers/registry.py lists them."""
 
 
 class _Strict(BaseModel):
@@ -91,8 +93,8 @@ class Model(_Strict):
 class Provider(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]*(@[a-z0-9][a-z0-9_.-]*)?$")
     """A root such as `azure`, or `root@region` such as `azure@eu`."""
-    wire: str
-    """The wire protocol module: openai_chat, anthropic, openai_responses, puter, gemini or vertex."""
+    wire: str = Field(json_schema_extra={"enum": list(WIRES)})
+    """The wire protocol module, one of `WIRES` (providers/registry.py)."""
     base_url: str = Field(alias="baseUrl", pattern=r"^https?://")
     parameters: list[str] = Field(default_factory=list)
     """The native parameter names this provider honours; others are left off its requests."""

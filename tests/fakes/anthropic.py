@@ -19,6 +19,7 @@ from typing import Any
 
 from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_json, split_text
 from .errors import Invalid
+from .interface import Setup
 from .transport import dumps
 
 name = "anthropic"
@@ -548,3 +549,17 @@ def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
                           "usage": final_usage}))
     events.append(_event({"type": "message_stop"}))
     return events
+
+
+# --- the fake interface (interface.py): how tests reach this fake, and what it last received ---
+
+ROUTES = ("v1/messages",)
+"""Where this fake answers, below the provider label (server.py routes there)."""
+SETUPS = (Setup("anthwire", "anthwire", "claude-sonnet-4-5-20250929", "sk-ant-anthwire-0103",
+                reasoning=("low", "medium", "high")),)
+
+
+def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:
+    (block,) = body["messages"][-1]["content"]
+    assert block["type"] == "tool_result", block
+    return block["tool_use_id"], _result_text(block)

@@ -28,6 +28,7 @@ from urllib.parse import parse_qs
 
 from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_text, token_logprobs
 from .errors import Invalid
+from .interface import Setup
 from .transport import dumps
 
 STAND_INS = frozenset({"skip_thought_signature_validator", "context_engineering_is_the_way_to_go"})
@@ -488,3 +489,16 @@ def _response_text(response: Any) -> str:
         value = response.get("output", response.get("error", response))
         return value if isinstance(value, str) else dumps(value)
     return ""
+
+
+# --- the fake interface (interface.py): how tests reach this fake, and what it last received ---
+
+SETUPS = (Setup("gemwire", "gemwire/v1beta", "gemini-3-pro-preview", "AIza-saved-gemini-0007",
+                reasoning=("low", "high")),)
+
+
+def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:
+    """Gemini pairs a result with its call by name and order, not by id: no id is given back."""
+    (part,) = body["contents"][-1]["parts"]
+    response = part["functionResponse"]
+    return None, json.dumps(response["response"])

@@ -17,6 +17,7 @@ from typing import Any
 from .behaviour import Answer, Ask, count_input_tokens, sign, split_json, split_text, token_logprobs
 from .dialects import OPENAI, Dialect, azure_filter_results
 from .errors import Invalid
+from .interface import Setup
 from .transport import dumps
 
 name = "openai_chat"
@@ -672,3 +673,14 @@ def stream_events(answer: Answer, body: dict[str, Any], dialect: Dialect = OPENA
         events.append(f"data: {dumps({**base, 'choices': [], 'usage': _usage(answer, n)})}\n\n")
     events.append("data: [DONE]\n\n")
     return events
+
+
+# --- the fake interface (interface.py): how tests reach this fake, and what it last received ---
+
+SETUPS = (Setup("chatwire", "chatwire/v1", "gpt-4.1-mini", "sk-chatwire-0101", reasoning=("low", "medium", "high")),)
+
+
+def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:
+    last = body["messages"][-1]
+    assert last["role"] == "tool", last
+    return last["tool_call_id"], _text_of(last["content"])

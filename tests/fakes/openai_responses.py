@@ -34,6 +34,7 @@ from typing import Any
 
 from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_json, split_text, token_logprobs
 from .errors import Invalid
+from .interface import Setup
 from .openai_chat import check_auth as openai_check_auth
 from .openai_chat import check_numbers, missing, type_error
 from .openai_chat import error_body as error_body  # re-exported: the server asks each wire module
@@ -615,3 +616,18 @@ def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
                                                                                        "response.failed")
     ev.add(end, response=final)
     return ev.out
+
+
+# --- the fake interface (interface.py): how tests reach this fake, and what it last received ---
+
+ROUTES = ("v1/responses",)
+"""Where this fake answers, below the provider label (server.py routes there)."""
+SETUPS = (Setup("respwire", "respwire/v1", "gpt-5-mini-2025-08-07", "sk-respwire-0102", options={"store": False},
+                reasoning=("minimal", "low", "medium", "high")),)
+
+
+def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:
+    last = body["input"][-1]
+    assert last["type"] == "function_call_output", last
+    output = last["output"]
+    return last["call_id"], output if isinstance(output, str) else _text_of(output)

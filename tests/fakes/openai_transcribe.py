@@ -22,6 +22,7 @@ import wave
 from typing import Any
 
 from .errors import Invalid
+from .interface import Setup
 from .openai_responses import check_auth, error_body, new_request_id, response_headers  # noqa: F401 (the wire's API)
 
 MAX_BYTES = 25 * 1024 * 1024
@@ -119,3 +120,8 @@ def answer(fields: dict[str, str], upload: dict[str, Any], text: str | None) -> 
                  "input_token_details": {"text_tokens": prompt_tokens, "audio_tokens": audio_tokens},
                  "output_tokens": output, "total_tokens": audio_tokens + prompt_tokens + output}
     return "application/json", {"text": text, "usage": usage}
+
+
+# --- the fake interface (interface.py): how tests reach this fake ---------------------------------
+
+SETUPS = (Setup("whisperwire", "whisperwire/v1", "whisper-1", "sk-whisperwire-0105"),)

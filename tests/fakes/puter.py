@@ -27,6 +27,7 @@ from typing import Any
 from . import openai_chat
 from .behaviour import Answer, Ask, split_text
 from .errors import Invalid
+from .interface import Setup
 from .transport import dumps
 
 name = "puter"
@@ -141,3 +142,15 @@ def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
                      "text": ""}) for c in answer.tool_calls]
     lines.append(dumps({"type": "usage", "usage": _usage(answer)}))
     return [line + "\n" for line in lines]
+
+
+# --- the fake interface (interface.py): how tests reach this fake, and what it last received ---
+
+ROUTES = ("drivers/call",)
+"""Where this fake answers, below the provider label (server.py routes there)."""
+SETUPS = (Setup("puterwire", "puterwire", "gpt-5-nano", "puter-token-0104", options={"driver": "ai-chat"},
+                reasoning=("low", "medium", "high")),)
+
+
+def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:
+    return openai_chat.tool_result(body["args"])

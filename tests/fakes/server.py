@@ -32,22 +32,31 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs
 
-from . import anthropic, openai_chat, openai_responses, openai_transcribe, puter, vertex
+from momor.providers.registry import REGISTRY
+
+from . import anthropic, openai_chat, openai_transcribe, vertex
 from .behaviour import decide
 from .dialects import OPENAI, Dialect, dialect_for
 from .errors import Invalid
 from .gemini import GeminiFake
+from .interface import fake_module
 from .script import Cut, Fail, FakeState, Hang, Malformed, RecordedRequest, Reply, Stall, step_from_json, step_to_json
 from .transport import Receive, Scope, Send, pause, read_body, send_json, send_json_misbehaving, send_sse
 from .vertex import VertexClaudeFake
 
-_ROUTES: dict[str, tuple[ModuleType, bool]] = {
-    "v1/responses": (openai_responses, False),
-    "v1/messages": (anthropic, False),
-    "v1/messages/count_tokens": (anthropic, True),
-    "drivers/call": (puter, False),
-}
-"""Routes of the other wires; Chat Completions routes are the label's dialect's (dialects.py)."""
+
+def _fixed_routes() -> dict[str, tuple[ModuleType, bool]]:
+    routes: dict[str, tuple[ModuleType, bool]] = {}
+    for wire in REGISTRY:  # every registered wire has its fake, tests/fakes/<wire>.py
+        fake: Any = fake_module(wire.name)
+        for route in getattr(fake, "ROUTES", ()):
+            routes[route] = (fake, False)
+    return routes
+
+
+_ROUTES: dict[str, tuple[ModuleType, bool]] = {**_fixed_routes(), "v1/messages/count_tokens": (anthropic, True)}
+"""Routes of the wires whose fake answers on fixed paths below the label (a fake module's `ROUTES`);
+Chat Completions routes are the label's dialect's (dialects.py), Google's carry the model."""
 
 
 @dataclass(slots=True)

@@ -20,9 +20,10 @@ from collections.abc import Collection
 from typing import Any
 from urllib.parse import parse_qs
 
-from . import anthropic
+from . import anthropic, gemini
 from .behaviour import Answer, Ask
 from .errors import Invalid
+from .interface import Setup
 
 VERSION = "vertex-2023-10-16"
 VERSIONS = (VERSION, "2026-10-21")
@@ -141,3 +142,20 @@ def make_service_account(token_uri: str, email: str = "momor-test@fake-project.i
         "auth_uri": "https://accounts.google.com/o/oauth2/auth", "token_uri": token_uri,
     }
     return info, public
+
+
+# --- the fake interface (interface.py): how tests reach this fake, and what it last received ---
+
+_VERTEX_TOKEN = "ya29.fake-vertex-conformance"
+_WHERE = {"project": "fake-project"}
+SETUPS = (
+    Setup("vertex", "vertex", "gemini-2.5-flash", _VERTEX_TOKEN, provider="vertex@us-east5", publisher="google",
+          key_extra=_WHERE, reasoning=("none", "low", "medium", "high"), tokens=(_VERTEX_TOKEN,)),
+    Setup("vertex", "vertex", "claude-sonnet-4-5@20250929", _VERTEX_TOKEN, provider="vertex@us-east5",
+          publisher="anthropic", key_extra=_WHERE, reasoning=("low", "medium", "high"), tokens=(_VERTEX_TOKEN,)),
+)
+
+
+def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:
+    """Vertex speaks Gemini's body to Google's models and Anthropic's to Claude."""
+    return gemini.tool_result(body) if "contents" in body else anthropic.tool_result(body)

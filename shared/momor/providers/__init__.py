@@ -1,28 +1,21 @@
 """Provider wires: one module per wire protocol, looked up by the catalog's `wire` name.
 
-Provider names never appear in code: DeepInfra, Mistral, Azure or a local vLLM are catalog
-entries (base URL, honoured parameters, options) of the `openai_chat` wire.
+The wires and their facts are listed in `registry.py`. Provider names never appear in code:
+DeepInfra, Mistral, Azure or a local vLLM are catalog entries (base URL, honoured parameters,
+options) of the `openai_chat` wire.
 """
 
 from __future__ import annotations
 
 from importlib import import_module
+from typing import TYPE_CHECKING
 
-from ..call import Call
-from .base import Wire
+from .registry import module_of
 
-# wire name -> module path; each module exposes `WIRE`. Imported lazily so a Lambda that
-# never calls a wire does not pay for importing it.
-_MODULES = {
-    "openai_chat": "momor.providers.openai_chat",
-    "anthropic": "momor.providers.anthropic",
-    "puter": "momor.providers.puter",
-    "openai_responses": "momor.providers.openai_responses",
-    "gemini": "momor.providers.gemini",
-    "vertex": "momor.providers.vertex",
-    # Not a catalog wire: the transcription route reaches it through a provider on an OpenAI wire.
-    "openai_transcribe": "momor.providers.openai_transcribe",
-}
+if TYPE_CHECKING:  # kept light: catalog.py imports `.registry`, and so this package, at cold start
+    from ..call import Call
+    from .base import Wire
+
 # A wire whose provider also speaks other wires at the same base URL with the same key. A call that
 # came in speaking one of those goes over it, so the caller's body passes through (seed 001: an
 # OpenAI offering answers the OpenAI dialect on Chat Completions, everything else on Responses).
@@ -33,7 +26,9 @@ _loaded: dict[str, Wire] = {}
 def wire_for(name: str) -> Wire:
     wire = _loaded.get(name)
     if wire is None:
-        wire = import_module(_MODULES[name]).WIRE
+        # Each wire module is imported the first time it is called (registry.py names it), so a
+        # Lambda that never calls a wire does not pay for importing it.
+        wire = import_module(module_of(name)).WIRE
         _loaded[name] = wire
     return wire
 

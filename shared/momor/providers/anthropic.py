@@ -56,6 +56,7 @@ from ..messages import (
 from . import anthropic_response
 from .anthropic_response import RESPOND_TOOL, AnthropicStreamDecoder
 from .base import Target, WireRequest, place_unchecked
+from .kit import unsupported
 
 WIRE_NAME = "anthropic"
 API_VERSION = "2023-06-01"
@@ -77,7 +78,7 @@ Block = dict[str, Any]
 
 
 def _unsupported(detail: str) -> ProviderError:
-    return ProviderError(f"The anthropic wire cannot carry this call: {detail}", kind="unsupported")
+    return unsupported(WIRE_NAME, detail)
 
 
 def sanitize_tool_id(tool_id: str) -> str:

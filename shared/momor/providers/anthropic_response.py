@@ -21,12 +21,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ..errors import ProviderError
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from .base import SSEEvent, Target, count_of
-from .transport import retry_after_seconds
+from .kit import error_body, http_error, load_json, protocol_error
 
 RESPOND_TOOL = "respond"
 """The tool that emulates responseSchema (see anthropic.py); its call comes back as content."""
@@ -59,7 +57,7 @@ _MAX_MESSAGE = 500
 
 
 def _protocol(detail: str) -> ProviderError:
-    return ProviderError(f"The anthropic provider sent a malformed answer: {detail}", kind="protocol")
+    return protocol_error("anthropic", detail)
 
 
 def _emulating(target: Target) -> bool:
@@ -115,14 +113,7 @@ def _thinking_state(block: dict[str, Any], signature: str) -> dict[str, Any]:
 
 
 def _load(body: bytes | str, what: str) -> Any:
-    try:
-        return orjson.loads(body)  # several times faster, and run on every event of a stream
-    except orjson.JSONDecodeError:
-        pass  # what orjson refuses and json takes (NaN, huge integers): as before
-    try:
-        return json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise _protocol(f"{what} is not JSON") from None
+    return load_json(body, "anthropic", what)
 
 
 def parse_response(body: bytes, target: Target) -> list[Event]:
@@ -390,19 +381,7 @@ def _stream_error(data: dict[str, Any]) -> ProviderError:
 
 
 def map_error(status: int, body: bytes, headers: dict[str, str]) -> ProviderError:
-    text = body.decode("utf-8", errors="replace")
-    try:
-        parsed: Any = json.loads(text)
-    except json.JSONDecodeError:
-        parsed = None
+    parsed = error_body(body)
     kind, message = _error_parts(parsed)
-    message = message or kind or text.strip() or "no error message"
-    lowered = {name.lower(): value for name, value in headers.items()}
-    return ProviderError(
-        f"anthropic provider answered {status}: {message[:_MAX_MESSAGE]}",
-        kind="http",
-        upstream_status=status,
-        body=parsed if parsed is not None else text,
-        headers=headers,
-        retry_after=retry_after_seconds(lowered.get("retry-after")),
-    )
+    text = body.decode("utf-8", errors="replace")
+    return http_error("anthropic", status, parsed, headers, message or kind or text.strip() or "no error message")

@@ -24,43 +24,8 @@ from typing import Any, Protocol
 from ..call import Call
 from ..catalog import Model, Offering, Provider
 from ..errors import ProviderError
-from ..events import Delta, Event, PartEnd, PartKind, PartStart
-
-
-class TextParts:
-    """A stream decoder's part numbering, for wires that send one run of text at a time: at most one
-    text part (content or thinking) is open, and it closes when the kind changes or another part
-    (a tool call) begins. `open` is (kind, index) of the open text part, or None."""
-
-    __slots__ = ("next_index", "open")
-
-    def __init__(self) -> None:
-        self.next_index = 0
-        self.open: tuple[PartKind, int] | None = None
-
-    def new_index(self) -> int:
-        index = self.next_index
-        self.next_index += 1
-        return index
-
-    def close(self) -> list[Event]:
-        """The open text part's end, if one is open."""
-        if self.open is None:
-            return []
-        index = self.open[1]
-        self.open = None
-        return [PartEnd(index)]
-
-    def text(self, kind: PartKind, text: str) -> list[Event]:
-        """`text` added to the open part of `kind`, opening one (and closing another kind's) first."""
-        events: list[Event] = []
-        if self.open is not None and self.open[0] != kind:
-            events.extend(self.close())
-        if self.open is None:
-            self.open = (kind, self.new_index())
-            events.append(PartStart(self.open[1], kind))
-        events.append(Delta(self.open[1], text))
-        return events
+from ..events import Event
+from .kit import TextParts  # noqa: F401 - re-exported: wires once imported it here
 
 
 def place_unchecked(body: dict[str, Any], unchecked: dict[str, Any], fields: dict[str, str], wire: str) -> None:
@@ -165,5 +130,3 @@ class FunctionWire:
     parse_response: Callable[[bytes, Target], Iterable[Event]]
     stream_decoder: Callable[[Target], StreamDecoder]
     map_error: Callable[[int, bytes, dict[str, str]], ProviderError]
-    answers_choices: bool = False
-    """Whether the wire answers as many choices as `n` asks for (routing/plan.py prefers such wires)."""

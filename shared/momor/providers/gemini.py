@@ -39,8 +39,10 @@ from ..errors import ProviderError
 from ..events import ChoiceEnd, Delta, Event, Finish, Logprobs, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from .base import SSEEvent, Target, WireRequest, count_of
 from .gemini_request import build_body
+from .kit import PartIndexes, error_body, http_error
+from .kit import load_json as _load
+from .kit import protocol_error as _protocol
 from .logprobs import from_google
-from .transport import retry_after_seconds
 
 WIRE_NAME = "gemini"
 _MAX_MESSAGE = 500
@@ -64,10 +66,6 @@ _NOT_A_BLOCK = frozenset({"FINISH_REASON_UNSPECIFIED", "OTHER", "LANGUAGE", "MAL
 """Reasons that end an answer for a cause other than a content policy: `other`. A reason in neither
 table (Google adds block reasons over time, as MODEL_ARMOR was) is a block when the candidate wrote
 nothing, so a new policy block reaches callers as content_filter/refusal, never as a normal stop."""
-
-
-def _protocol(wire: str, detail: str) -> ProviderError:
-    return ProviderError(f"The {wire} provider sent a malformed answer: {detail}", kind="protocol")
 
 
 def map_usage(usage: dict[str, Any]) -> Usage:
@@ -117,7 +115,7 @@ class _Parts:
 
     wire: str
     candidates: dict[int, _Candidate] = field(default_factory=dict)
-    next_index: int = 0
+    indexes: PartIndexes = field(default_factory=PartIndexes)
     fingerprint: str | None = None
     blocked: str | None = None
 
@@ -201,9 +199,7 @@ class _Parts:
         return [PartEnd(opened.index, data=data)]
 
     def _new_index(self) -> int:
-        index = self.next_index
-        self.next_index += 1
-        return index
+        return self.indexes.new_index()
 
     def response(self, data: dict[str, Any]) -> list[Event]:
         """One `GenerateContentResponse` (a whole answer, or one chunk of a stream)."""
@@ -234,13 +230,6 @@ class _Parts:
         assert first.finish is not None
         ends = tuple(ChoiceEnd(c.choice, c.finish or "", _stop(c.finish or "", c.called, c.wrote)) for c in others)
         return [Finish(first.finish, _stop(first.finish, first.called, first.wrote), self.fingerprint, ends)]
-
-
-def _load(body: bytes | str, wire: str, what: str) -> Any:
-    try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise _protocol(wire, f"{what} is not JSON") from None
 
 
 def parse_response(body: bytes, wire: str = WIRE_NAME) -> list[Event]:
@@ -325,26 +314,14 @@ def in_band_error(error: Any, wire: str = WIRE_NAME) -> ProviderError:
 
 
 def map_error(status: int, body: bytes, headers: dict[str, str], wire: str = WIRE_NAME) -> ProviderError:
-    text = body.decode("utf-8", errors="replace")
-    try:
-        parsed: Any = json.loads(text)
-    except ValueError:
-        parsed = None
+    parsed = error_body(body)
     if isinstance(parsed, list) and parsed and isinstance(parsed[0], dict):
         parsed = parsed[0]  # some Google front ends wrap the error object in a list
     error = parsed.get("error") if isinstance(parsed, dict) else None
     _, message, code_name = _error_fields(error)
-    message = message or code_name or text.strip() or "no error message"
-    lowered = {name.lower(): value for name, value in headers.items()}
-    retry_after = retry_after_seconds(lowered.get("retry-after"))
-    return ProviderError(
-        f"{wire} provider answered {status}: {message[:_MAX_MESSAGE]}",
-        kind="http",
-        upstream_status=status,
-        body=parsed if parsed is not None else text,
-        headers=headers,
-        retry_after=retry_after if retry_after is not None else _retry_delay(error),
-    )
+    text = body.decode("utf-8", errors="replace")
+    return http_error(wire, status, parsed, headers, message or code_name or text.strip() or "no error message",
+                      body_wait=_retry_delay(error))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,8 +335,7 @@ def method_path(model_id: str, stream: bool) -> str:
 
 class GeminiWire:
     name = WIRE_NAME
-    answers_choices = True
-    """candidateCount: as many answers as n asks for (routing/plan.py prefers such wires)."""
+    # candidateCount answers as many choices as n asks for: `answers_choices` in providers/registry.py.
 
     def build_request(self, call: Call, target: Target, stream: bool) -> WireRequest:
         # The catalog's baseUrl is the API root with its version, e.g. .../v1beta.

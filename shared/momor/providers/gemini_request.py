@@ -49,6 +49,7 @@ from ..messages import (
     state_for,
 )
 from .base import Target, place_unchecked
+from .kit import unsupported
 
 SKIP_SIGNATURE = "skip_thought_signature_validator"
 """Google's documented stand-in signature for a function call the model did not make."""
@@ -57,10 +58,6 @@ _THINKING_BUDGETS = {"none": 0, "minimal": 512, "low": 1024, "medium": 8192, "hi
 _TOOL_MODES = {"auto": "AUTO", "any": "ANY", "none": "NONE", "use": "ANY"}
 
 Part = dict[str, Any]
-
-
-def unsupported(wire: str, detail: str) -> ProviderError:
-    return ProviderError(f"The {wire} wire cannot carry this call: {detail}", kind="unsupported")
 
 
 def signature_of(data: dict[str, Any] | None, wire: str) -> str | None:

@@ -33,14 +33,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ..errors import ProviderError, ProviderErrorKind
 from ..events import Delta, Event, Finish, Logprobs, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from .base import FunctionWire, SSEEvent, Target, TextParts, count_of
+from .kit import error_body, http_error, load_json, protocol_error
 from .logprobs import from_openai
 from .openai_chat_request import TOOL_CALL_FIELDS, WIRE_NAME, build_request
-from .transport import retry_after
 
 _FINISH_REASON_MAP: dict[str, Stop] = {
     "stop": "stop",
@@ -59,7 +57,7 @@ def _stop(reason: str | None) -> Stop:
 
 
 def _protocol_error(detail: str) -> ProviderError:
-    return ProviderError(f"{WIRE_NAME} provider: {detail}", kind="protocol")
+    return protocol_error(WIRE_NAME, detail)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,14 +76,7 @@ def parse_response(body: bytes, target: Target) -> list[Event]:
 
 
 def _load_json(raw: bytes | str) -> Any:
-    try:
-        return orjson.loads(raw)  # several times faster, and run on every chunk of a stream
-    except orjson.JSONDecodeError:
-        pass  # what orjson refuses and json takes (NaN, huge integers, UTF-16 bodies): as before
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise _protocol_error("the answer is not valid JSON") from None
+    return load_json(raw, WIRE_NAME)
 
 
 def _process_response(data: dict[str, Any]) -> list[Event]:
@@ -424,17 +415,8 @@ class _ChatStreamDecoder:
 
 
 def map_error(status: int, body: bytes, headers: dict[str, str]) -> ProviderError:
-    parsed = _parse_error_body(body)
-    message = _error_message(parsed)
-    detail = f"{WIRE_NAME} provider answered {status}" + (f": {message}" if message else ".")
-    return ProviderError(
-        detail,
-        kind=_error_kind(parsed),
-        upstream_status=status,
-        body=parsed,
-        headers=headers,
-        retry_after=retry_after(headers),
-    )
+    parsed = error_body(body)
+    return http_error(WIRE_NAME, status, parsed, headers, _error_message(parsed), kind=_error_kind(parsed))
 
 
 def _in_band_error(error: Any) -> ProviderError:
@@ -444,13 +426,6 @@ def _in_band_error(error: Any) -> ProviderError:
     status = code if isinstance(code, int) and 400 <= code <= 599 else None
     detail = f"{WIRE_NAME} provider reported an error" + (f": {message}" if message else ".")
     return ProviderError(detail, kind=_error_kind({"error": error}), upstream_status=status, body=error)
-
-
-def _parse_error_body(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return body.decode("utf-8", errors="replace")
 
 
 def _error_message(parsed: Any, depth: int = 0) -> str:
@@ -482,6 +457,5 @@ def _error_kind(parsed: Any) -> ProviderErrorKind:
 # ---------------------------------------------------------------------------------------------
 
 
-# Chat Completions answers as many choices as n asks for.
-WIRE = FunctionWire(WIRE_NAME, build_request, parse_response, lambda target: _ChatStreamDecoder(), map_error,
-                    answers_choices=True)
+# Chat Completions answers as many choices as n asks for: `answers_choices` in providers/registry.py.
+WIRE = FunctionWire(WIRE_NAME, build_request, parse_response, lambda target: _ChatStreamDecoder(), map_error)

@@ -27,6 +27,7 @@ from ..messages import (
 )
 from .base import Target, WireRequest, place_unchecked
 from .endpoint import endpoint
+from .kit import unsupported
 from .openai_tools import tool_choice
 
 WIRE_NAME = "openai_chat"
@@ -62,7 +63,7 @@ _AUDIO_FORMATS = {
 
 
 def _unsupported(detail: str) -> ProviderError:
-    return ProviderError(f"{WIRE_NAME} offering cannot carry {detail}", kind="unsupported")
+    return unsupported(WIRE_NAME, detail)
 
 
 def _option_str(options: dict[str, Any], name: str, default: str | None) -> str | None:

@@ -39,16 +39,15 @@ Formats follow the openai-python SDK types (`openai/types/responses/`): `Respons
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ProviderError, ProviderErrorKind
 from ..events import Delta, Event, Finish, Logprobs, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from .base import FunctionWire, SSEEvent, Target, count_of
+from .kit import error_body, http_error, load_json, protocol_error, typed_event
 from .logprobs import from_openai
 from .openai_responses_request import WIRE_NAME, build_request
-from .transport import retry_after
 
 SUMMARY_SEPARATOR = "\n\n"
 """Between two summary parts of one reasoning item, streamed and whole alike."""
@@ -68,14 +67,11 @@ _KINDS: dict[str, PartKind] = {"reasoning": "thinking", "message": "content", "f
 
 
 def _protocol_error(detail: str) -> ProviderError:
-    return ProviderError(f"{WIRE_NAME} provider: {detail}", kind="protocol")
+    return protocol_error(WIRE_NAME, detail)
 
 
 def _load_json(raw: bytes | str) -> Any:
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise _protocol_error("the answer is not valid JSON") from None
+    return load_json(raw, WIRE_NAME)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,9 +249,7 @@ class ResponsesStreamDecoder:
     def feed(self, sse: SSEEvent) -> list[Event]:
         if self._done or not sse.data.strip():
             return []
-        event = _load_json(sse.data)
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            raise _protocol_error("a stream event is not a typed JSON object")
+        event = typed_event(sse.data, WIRE_NAME)
         kind = event["type"]
         if kind == "error":
             # The SDK types put code and message on the event; some servers nest them in `error`.
@@ -378,12 +372,10 @@ _HANDLERS = {
 
 
 def map_error(status: int, body: bytes, headers: dict[str, str]) -> ProviderError:
-    parsed = _parse_error_body(body)
+    parsed = error_body(body)
     error = parsed.get("error") if isinstance(parsed, dict) else None
-    message = _message(error) or (parsed.strip()[:500] if isinstance(parsed, str) else "")
-    detail = f"{WIRE_NAME} provider answered {status}" + (f": {message}" if message else ".")
-    return ProviderError(detail, kind=_error_kind(error), upstream_status=status, body=parsed, headers=headers,
-                         retry_after=retry_after(headers))
+    message = _message(error) or (parsed if isinstance(parsed, str) else "")
+    return http_error(WIRE_NAME, status, parsed, headers, message, kind=_error_kind(error))
 
 
 def _failed(error: Any) -> ProviderError:
@@ -395,13 +387,6 @@ def _failed(error: Any) -> ProviderError:
     detail = f"{WIRE_NAME} provider reported an error" + (f": {message}" if message else ".")
     return ProviderError(detail, kind=_error_kind(error), upstream_status=status,
                          body={"error": error} if isinstance(error, dict) else None)
-
-
-def _parse_error_body(body: bytes) -> Any:
-    try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return body.decode("utf-8", errors="replace")
 
 
 def _message(error: Any) -> str:

@@ -25,6 +25,7 @@ from ..messages import (
     state_for,
 )
 from .base import Target, WireRequest, place_unchecked
+from .kit import unsupported
 from .openai_tools import tool_choice
 
 WIRE_NAME = "openai_responses"
@@ -52,7 +53,7 @@ _SERVICE_TIERS = {"auto": "auto", "default": "default", "standard": "default", "
 
 
 def _unsupported(detail: str) -> ProviderError:
-    return ProviderError(f"{WIRE_NAME} offering cannot carry {detail}", kind="unsupported")
+    return unsupported(WIRE_NAME, detail)
 
 
 def stores_nothing(target: Target) -> bool:

@@ -44,8 +44,8 @@ from ..messages import (
 )
 from .base import FunctionWire, SSEEvent, Target, TextParts, WireRequest, place_unchecked
 from .endpoint import auth_headers
+from .kit import error_body, load_json, protocol_error, retry_after, unsupported
 from .openai_tools import tool_choice
-from .transport import retry_after_seconds
 
 WIRE_NAME = "puter"
 _INTERFACE = "puter-chat-completion"
@@ -66,11 +66,11 @@ _REFUSAL_CODES = frozenset({"moderation_flagged", "content_policy_violation", "c
 
 
 def _protocol_error(detail: str) -> ProviderError:
-    return ProviderError(f"{WIRE_NAME} provider: {detail}", kind="protocol")
+    return protocol_error(WIRE_NAME, detail)
 
 
 def _unsupported(detail: str) -> ProviderError:
-    return ProviderError(f"{WIRE_NAME} offering cannot carry {detail}", kind="unsupported")
+    return unsupported(WIRE_NAME, detail)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,10 +187,7 @@ def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
 
 
 def _load_json(raw: bytes | str) -> Any:
-    try:
-        return json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise _protocol_error("the answer is not valid JSON") from None
+    return load_json(raw, WIRE_NAME)
 
 
 def parse_response(body: bytes, target: Target) -> list[Event]:
@@ -357,14 +354,9 @@ class _PuterStreamDecoder:
 
 
 def map_error(status: int, body: bytes, headers: dict[str, str]) -> ProviderError:
-    try:
-        parsed: Any = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        parsed = body.decode("utf-8", errors="replace")
-    error = _error(parsed, status)
+    error = _error(error_body(body), status)
     error.headers = headers
-    lower = {k.lower(): v for k, v in headers.items()}
-    error.retry_after = retry_after_seconds(lower.get("retry-after"))
+    error.retry_after = retry_after(headers)
     return error
 
 

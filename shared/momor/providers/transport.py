@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import contextlib
-import email.utils
 import json
-import time
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,6 +25,7 @@ from ..events import Event, Raw
 from ..net import shared_client
 from ..redact import redact, redact_value
 from .base import SSEEvent, StreamDecoder, Target, Wire
+from .kit import retry_after, retry_after_seconds  # noqa: F401 - re-exported: wires once imported them here
 from .ndjson import NDJSONDecoder
 from .sse import SSEDecoder
 
@@ -53,33 +52,6 @@ class Timeouts:
 
 DEFAULT_TIMEOUTS = Timeouts()
 
-
-
-def retry_after(headers: dict[str, str]) -> float | None:
-    """The wait a provider asks for: OpenAI's `retry-after-ms` where sent (finer), else Retry-After."""
-    lower = {k.lower(): v for k, v in headers.items()}
-    milliseconds = lower.get("retry-after-ms")
-    if milliseconds:
-        try:
-            return max(0.0, float(milliseconds) / 1000)
-        except ValueError:
-            pass
-    return retry_after_seconds(lower.get("retry-after"))
-
-
-def retry_after_seconds(value: str | None) -> float | None:
-    """Retry-After as seconds: a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def _url(target: Target, path: str) -> str:

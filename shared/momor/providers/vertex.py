@@ -37,13 +37,14 @@ from .anthropic import WIRE as ANTHROPIC
 from .anthropic_response import AnthropicStreamDecoder
 from .base import StreamDecoder, Target, WireRequest
 from .gemini_request import build_body
+from .kit import unsupported
 
 WIRE_NAME = "vertex"
 ANTHROPIC_VERSION = "vertex-2023-10-16"
 
 
 def _unsupported(detail: str) -> ProviderError:
-    return ProviderError(f"The vertex wire cannot carry this call: {detail}", kind="unsupported")
+    return unsupported(WIRE_NAME, detail)
 
 
 def is_claude(target: Target) -> bool:

@@ -36,6 +36,7 @@ from ..config import get_config
 from ..errors import RequestError, RoutingError
 from ..messages import ContentMessage, File, ToolResultMessage, UserMessage, attached_files
 from ..providers.openai_transcribe import Audio
+from ..providers.registry import REGISTRY
 from . import processors
 from .attempts import KeyResolver, Session
 from .fetch import fetch_url, file_bytes
@@ -44,14 +45,9 @@ from .recorder import Recorder
 from .selectors import Prioritization, Selector
 from .transcribe import transcribe
 
-URL_MEDIA: dict[str, frozenset[str]] = {
-    "openai_chat": frozenset({"image"}),
-    "openai_responses": frozenset({"image", "pdf"}),
-    "anthropic": frozenset({"image", "pdf"}),
-    "puter": frozenset({"image"}),
-}
-"""What each wire can send by address; any other file given by URL must be fetched for it (a wire
-not listed takes nothing by address)."""
+URL_MEDIA: dict[str, frozenset[str]] = {facts.name: facts.url_media for facts in REGISTRY}
+"""What each wire can send by address (`url_media` in providers/registry.py); any other file given by
+URL must be fetched for it (a wire not listed takes nothing by address)."""
 
 EXTRACT_PROMPT = ("Write out the full text content of the attached file, exactly and completely, with no "
                   "commentary. For audio, write the transcript.")

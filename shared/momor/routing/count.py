@@ -13,6 +13,7 @@ from ..call import Call
 from ..errors import ProviderError
 from ..providers import wire_for
 from ..providers.base import Target
+from ..providers.registry import facts as wire_facts
 from ..providers.transport import count_tokens as provider_count
 from .attempts import KeyResolver
 from .plan import Candidate
@@ -25,9 +26,10 @@ async def count_input_tokens(
     """(tokens, "provider" | "estimate")."""
     first_model = candidates[0].model.name if candidates else None
     for candidate in candidates:
-        wire = wire_for(candidate.provider.wire)
-        if candidate.model.name != first_model or not hasattr(wire, "count_request"):
+        facts = wire_facts(candidate.provider.wire)
+        if candidate.model.name != first_model or facts is None or not facts.counts_tokens:
             continue
+        wire = wire_for(candidate.provider.wire)
         key = resolve_key(candidate)
         if isinstance(key, str):
             recorder.skip(candidate, key)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ..catalog import Catalog, Model, Offering, Provider
 from ..errors import RoutingError
-from ..providers import wire_for
+from ..providers.registry import facts as wire_facts
 from .selectors import Prioritization, Selector
 
 
@@ -47,7 +47,7 @@ class Needs:
     json_object: bool = False
     """A JSON answer without a schema: models whose structuredOutput is jsonObject or jsonSchema."""
     choices: int = 1
-    """n > 1: offerings whose wire answers several choices (it declares `answers_choices`)."""
+    """n > 1: offerings whose wire answers several choices (`answers_choices` in providers/registry.py)."""
     schema_required: bool = False
     """The schema is a requirement, not a preference (seed 000: responseSchema needs a model whose
     structuredOutput is jsonSchema): other models are left out, not kept as backup."""
@@ -105,11 +105,8 @@ def _fits(candidate: Candidate, needs: Needs) -> bool:
 
 def _answers_choices(provider: Provider) -> bool:
     """Whether the provider's wire answers n choices; a wire this build does not know, no."""
-    try:
-        wire = wire_for(provider.wire)
-    except KeyError:
-        return False
-    return bool(getattr(wire, "answers_choices", False))
+    facts = wire_facts(provider.wire)
+    return facts is not None and facts.answers_choices
 
 
 def _price(offering: Offering) -> float:

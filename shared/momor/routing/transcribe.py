@@ -28,6 +28,7 @@ from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..providers import wire_for
 from ..providers.base import Target
 from ..providers.openai_transcribe import Audio, Transcript
+from ..providers.registry import REGISTRY
 from ..providers.transport import Timeouts, post_multipart
 from ..store.records import cost_usd
 from .attempts import KeyResolver, ResolvedKey, process_breakers
@@ -35,11 +36,8 @@ from .plan import Candidate
 from .policy import classify, counts_against_breaker, current_policy
 from .recorder import AttemptTimer, Recorder
 
-TRANSCRIPTION_WIRES: dict[str, str] = {
-    "openai_chat": "openai_transcribe",
-    "openai_responses": "openai_transcribe",
-}
-"""A provider's catalog wire -> the wire module its transcription goes over."""
+TRANSCRIPTION_WIRES: dict[str, str] = {f.name: f.transcribes_over for f in REGISTRY if f.transcribes_over}
+"""A provider's catalog wire -> the wire module its transcription goes over (providers/registry.py)."""
 OUT_OF_TIME = "the call's time budget ran out"
 
 

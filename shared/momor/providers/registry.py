@@ -1,0 +1,88 @@
+"""The wire registry: every wire Momor speaks, and what the rest of Momor needs to know about it.
+
+One entry per wire, declared here beside its module path so that knowing a wire's facts never
+imports the wire: `catalog.py` (imported by every function at cold start) reads the names, and
+routing reads the facts, without paying for a wire module a Lambda may never call. Everything
+else is derived from this table: `catalog.WIRES` and the catalog schema's `wire` enum, the media
+each wire takes by URL (routing/conversion.py), which wire a provider's transcription goes over
+(routing/transcribe.py), which wires answer several choices (routing/plan.py), which count tokens
+(routing/count.py), and the wires the conformance suite runs (tests/unit/test_wire_conformance.py).
+
+Adding a wire is its module (exposing `WIRE`) plus one `WireFacts` line below; a test checks that
+each module agrees with its line (its `WIRE.name`, its token counting, the options it reads).
+"""
+
+from __future__ import annotations
+
+_ENDPOINT_OPTIONS = ("authHeader", "path", "query", "values")
+"""Read by `endpoint.py` for the wires that place their request through it."""
+
+
+class WireFacts:
+    """One wire's facts. A plain class, not a dataclass: building a dataclass costs a millisecond of
+    every cold start, and this module is imported by all of them."""
+
+    __slots__ = ("answers_choices", "counts_tokens", "in_catalog", "module", "name", "options", "reasoning",
+                 "transcribes_over", "url_media")
+
+    def __init__(self, name: str, module: str, *, url_media: frozenset[str] = frozenset(),
+                 answers_choices: bool = False, transcribes_over: str | None = None, counts_tokens: bool = False,
+                 reasoning: bool = False, options: tuple[str, ...] = (), in_catalog: bool = True) -> None:
+        self.name = name
+        """The catalog's `wire` value."""
+        self.module = module
+        """The module that exposes `WIRE`, imported only when the wire is first called."""
+        self.url_media = url_media
+        """Media kinds (image, pdf, audio, text) the wire sends by address; any other file given by
+        URL is fetched for it first."""
+        self.answers_choices = answers_choices
+        """Answers as many choices as `n` asks for (Chat Completions' `n`, Gemini's `candidateCount`)."""
+        self.transcribes_over = transcribes_over
+        """The wire a provider listed under this one transcribes over (None: it cannot transcribe)."""
+        self.counts_tokens = counts_tokens
+        """The wire has `count_request`/`parse_count`: the offering's own count of a call's tokens."""
+        self.reasoning = reasoning
+        """The wire carries reasoning (thinking parts, replayed to the provider on the next turn)."""
+        self.options = options
+        """The catalog `Provider.options` names the wire reads (each documented in its module)."""
+        # Not named `catalog`: tests/lambda/aws_usage.py follows attributes by name, and `.catalog`
+        # would make every function that imports catalog.py reach the catalog's S3 source.
+        self.in_catalog = in_catalog
+        """A catalog wire (a provider may name it); False for one reached only through another wire."""
+
+    def __repr__(self) -> str:
+        return f"WireFacts({self.name!r})"
+
+
+REGISTRY: tuple[WireFacts, ...] = (
+    WireFacts("openai_chat", "momor.providers.openai_chat", url_media=frozenset({"image"}),
+              answers_choices=True, transcribes_over="openai_transcribe", reasoning=True,
+              options=("systemRole", "reasoningField", "reasoningDetails", "maxTokensField", "seedField",
+                       "streamOptions", "store", "minTemperature", *_ENDPOINT_OPTIONS)),
+    WireFacts("anthropic", "momor.providers.anthropic", url_media=frozenset({"image", "pdf"}),
+              counts_tokens=True, reasoning=True, options=("beta", "thinking", "structuredOutputs")),
+    WireFacts("puter", "momor.providers.puter", url_media=frozenset({"image"}), reasoning=True,
+              options=("driver", "authHeader")),
+    WireFacts("openai_responses", "momor.providers.openai_responses", url_media=frozenset({"image", "pdf"}),
+              transcribes_over="openai_transcribe", reasoning=True, options=("store",)),
+    WireFacts("gemini", "momor.providers.gemini", answers_choices=True, reasoning=True,
+              options=("schemas", "thinking")),
+    WireFacts("vertex", "momor.providers.vertex", reasoning=True,
+              options=("project", "location", "schemas", "thinking", "beta", "structuredOutputs")),
+    WireFacts("cohere", "momor.providers.cohere", options=("authHeader",)),
+    WireFacts("openai_transcribe", "momor.providers.openai_transcribe", in_catalog=False,
+              options=_ENDPOINT_OPTIONS),
+)
+
+_BY_NAME = {facts.name: facts for facts in REGISTRY}
+CATALOG_WIRES: tuple[str, ...] = tuple(facts.name for facts in REGISTRY if facts.in_catalog)
+
+
+def facts(name: str) -> WireFacts | None:
+    """The registered facts of wire `name`; None for a wire this build does not know."""
+    return _BY_NAME.get(name)
+
+
+def module_of(name: str) -> str:
+    """The module path of wire `name` (KeyError for one this build does not know)."""
+    return _BY_NAME[name].module

@@ -1,0 +1,93 @@
+"""The interface every strict fake implements (issue 23), so that tests need not know one wire from another.
+
+Two levels:
+- `WireFake`: one request's fake, as `server.py` drives it: auth, validation, the `Ask` the default
+  behaviour reads, the answer whole or as rendered stream events, and refusals in the wire's own
+  error shape. A fake module (`openai_chat.py`, `anthropic.py`, ...) implements it with its
+  functions; a wire whose route says more than its body (Gemini's model and method in the URL, Vertex's
+  publisher) builds an object per request (`GeminiFake`, `VertexClaudeFake`).
+- `WireFakeModule`: `tests/fakes/<wire>.py`, one per wire in `momor.providers.registry`, named after
+  it: how a test reaches the fake on the fake server (`SETUPS`) and what it last received as a tool
+  result (`tool_result`), read from the request body as the wire writes it. A fake that answers on
+  fixed paths below the provider label and implements `WireFake` with its own functions lists them
+  in `ROUTES` (`("v1/messages",)`), and `server.py` routes them with no edit. A transcription
+  wire's fake (`openai_transcribe.py`, multipart, no tools) declares only `SETUPS`. The conformance suite
+  (tests/unit/test_wire_conformance.py) and the wire matrix read only this, so a new wire's fake is
+  picked up by both without editing either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any, Protocol, cast
+
+from .behaviour import Answer, Ask
+from .errors import Invalid
+
+
+class WireFake(Protocol):
+    tool_id_prefix: str
+
+    def check_auth(self, headers: dict[str, str]) -> Invalid | None: ...
+
+    def validate(self, body: dict[str, Any]) -> None:
+        """Raises `Invalid` for a request the real API refuses."""
+        ...
+
+    def ask(self, body: dict[str, Any]) -> Ask: ...
+
+    def whole(self, answer: Answer, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    def stream_events(self, answer: Answer, body: dict[str, Any]) -> list[str]:
+        """Rendered events (SSE, or NDJSON lines under the module's `stream_content_type`)."""
+        ...
+
+    def error_body(self, status: int, message: str | None = None, param: str | None = None,
+                   code: str | None = None, *, request_id: str | None = None) -> dict[str, Any]: ...
+
+    def new_request_id(self) -> str: ...
+
+    def response_headers(self, request_id: str) -> dict[str, str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Setup:
+    """One way to reach a wire's fake on the fake server: a catalog provider and offering for it."""
+
+    label: str
+    """The provider label on the fake server (its first path segment)."""
+    base: str
+    """The provider's `baseUrl` below the fake server's URL, label included (`chatwire/v1`)."""
+    model: str
+    """The offering's id, a model the fake serves."""
+    key: str
+    """A key the fake accepts (Vertex: an access token it issued, see `tokens`)."""
+    provider: str = ""
+    """The catalog provider's name; empty: the label."""
+    publisher: str = "momor"
+    """The catalog model's publisher (Vertex tells Claude from Gemini by it)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    key_extra: dict[str, Any] = field(default_factory=dict)
+    reasoning: tuple[str, ...] = ()
+    """Reasoning depths the model takes (empty: it does not reason)."""
+    tokens: tuple[str, ...] = ()
+    """Access tokens the fake must count as issued before a call (Vertex)."""
+
+    @property
+    def name(self) -> str:
+        return self.provider or self.label
+
+
+class WireFakeModule(Protocol):
+    SETUPS: tuple[Setup, ...]
+
+    def tool_result(self, body: dict[str, Any]) -> tuple[str | None, str]:
+        """(call id, result text) of the tool result that ends `body`, a request this fake got; the
+        id is None where the wire pairs results with calls otherwise (Gemini: by name and order)."""
+        ...
+
+
+def fake_module(wire: str) -> WireFakeModule:
+    """The strict fake of a registered wire: `tests/fakes/<wire>.py`, by that name."""
+    return cast(WireFakeModule, import_module(f"{__package__}.{wire}"))
