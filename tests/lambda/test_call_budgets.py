@@ -54,7 +54,10 @@ def integrations(cfn: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     for path, methods in api["Properties"]["Body"]["paths"].items():
         for method in methods.values():
             integration = method["x-amazon-apigateway-integration"]
-            uri = integration["uri"]["Fn::Sub"]
+            # A plain string once the LanguageExtensions transform has resolved the Fn::Sub's
+            # parameters (template.yaml's Transform), else {"Fn::Sub": text or [text, values]}.
+            uri = integration["uri"]
+            uri = uri["Fn::Sub"] if isinstance(uri, dict) else uri
             match = TARGET.search(uri if isinstance(uri, str) else uri[0])
             assert match, integration
             found.append((path, match.group(1), integration))
