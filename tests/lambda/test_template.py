@@ -243,13 +243,13 @@ def test_a_cold_start_from_the_built_layers_compiles_nothing(tmp_path):
     assert not from_source, f"compiled at import: {from_source[:5]}"
 
 
-def translated(*overrides: str, code: dict[str, Path] | None = None) -> dict[str, Any]:
+def translated(*overrides: str, code: dict[str, Path] | None = None, template: Path = rie.TEMPLATE) -> dict[str, Any]:
     """What CloudFormation makes of the template (tests/lambda/sam_translate.py: `sam package`, then
     AWS::LanguageExtensions, then SAM's translator), with parameter overrides (`Name=Value`) and
     `code`: resources whose code is packaged from a folder (the others get a fixed placeholder)."""
     python = rie.SAM_VENV / "bin" / "python"
     folders = [arg for logical_id, folder in (code or {}).items() for arg in ("--code", f"{logical_id}={folder}")]
-    done = subprocess.run([str(python), str(ROOT / "tests" / "lambda" / "sam_translate.py"), str(rie.TEMPLATE),
+    done = subprocess.run([str(python), str(ROOT / "tests" / "lambda" / "sam_translate.py"), str(template),
                            *folders, *overrides], capture_output=True, text=True, timeout=300, env=rie.sam_env())
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
@@ -368,6 +368,20 @@ def test_every_parameter_a_function_runs_with_publishes_new_versions(baseline_ve
         changed = version_ids(translated(f"{name}={another_value(name)}")["Resources"])
         same = [f for f in ALIASED if changed[f] == baseline_versions[f]]
         assert not same, f"{name} changed, yet {same} would keep their published version"
+
+
+@pytest.mark.sam
+def test_a_new_memory_size_publishes_new_versions(tmp_path, baseline_versions):
+    """Sizes are tuned from measurements (README "Function sizes"): a MemorySize changed in Globals,
+    where the streaming functions take theirs, must reach the alias as a new version too."""
+    text = rie.TEMPLATE.read_text()
+    size = T["Globals"]["Function"]["MemorySize"]
+    assert text.count(f"\n    MemorySize: {size}\n") == 1
+    copy = tmp_path / "template.yaml"
+    copy.write_text(text.replace(f"\n    MemorySize: {size}\n", f"\n    MemorySize: {size * 2}\n"))
+    changed = version_ids(translated(template=copy)["Resources"])
+    same = [f for f in ALIASED if "MemorySize" not in props(f) and changed[f] == baseline_versions[f]]
+    assert not same, f"Globals MemorySize changed, yet {same} would keep their published version"
 
 
 def _copy_with_change(source: Path, into: Path, changed: str | None) -> Path:
