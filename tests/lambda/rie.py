@@ -159,14 +159,21 @@ class Build:
         return [self.dir / layer / "python" for layer in reversed(LAYERS)]
 
 
+HOST_ARCHITECTURE = "x86_64"
+"""What template.yaml's Architecture parameter must be for the build to run here (these machines are
+x86_64; the template's default, arm64, makes a layer of aarch64 binaries this host cannot load)."""
+
+
 @functools.cache
-def sam_build() -> Build:
-    """`sam build` of template.yaml into a temporary folder (removed at exit). Cached per process."""
+def sam_build(architecture: str = HOST_ARCHITECTURE) -> Build:
+    """`sam build` of template.yaml into a temporary folder (removed at exit), for `architecture`
+    (the template's Architecture parameter): by default this machine's, since every harness that
+    runs the built functions runs them here. Cached per process and architecture."""
     folder = Path(tempfile.mkdtemp(prefix="momor-sam-build-"))
     atexit.register(shutil.rmtree, folder, True)
     started = time.monotonic()
     done = run_sam("build", "--template-file", str(TEMPLATE), "--build-dir", str(folder / "build"),
-                   "--cache-dir", str(folder / "cache"))
+                   "--cache-dir", str(folder / "cache"), "--parameter-overrides", f"Architecture={architecture}")
     seconds = time.monotonic() - started
     output = done.stdout + done.stderr
     if done.returncode != 0:

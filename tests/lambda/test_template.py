@@ -135,6 +135,40 @@ def test_sam_build_makes_every_function_and_both_layers():
     assert not (deps / "pytest").exists() and not (deps / "jsonschema").exists()  # a test-only dependency
 
 
+EM_X86_64, EM_AARCH64 = 62, 183
+"""ELF e_machine values (the ELF specification's machine numbers)."""
+
+
+def elf_machines(folder: Path) -> dict[Path, int]:
+    """Every ELF file under `folder` (shared objects, their vendored .libs, executables) and its e_machine."""
+    found = {}
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            with path.open("rb") as f:
+                head = f.read(20)
+            if len(head) == 20 and head[:4] == b"\x7fELF":
+                found[path] = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+    return found
+
+
+@pytest.mark.sam
+@pytest.mark.parametrize(("architecture", "machine"), [("arm64", EM_AARCH64), ("x86_64", EM_X86_64)])
+def test_the_built_layers_hold_binaries_for_the_architecture_parameter_only(architecture, machine):
+    """Lambda loads a layer's compiled extensions (pydantic-core, orjson, lxml, Pillow...) on the
+    function's architecture only: `sam build` for Architecture=arm64 on this x86_64 machine must fetch
+    aarch64 wheels (infra/sam/layer/layer.mk), not this machine's, and x86_64 stays one parameter away."""
+    build = rie.sam_build(architecture)
+    machines = elf_machines(build.dir)
+    deps = build.artifact("DependenciesLayer") / "python"
+    assert sum(1 for path in machines if deps in path.parents) > 20, sorted(machines)[:5]
+    for package in ("pydantic_core", "orjson", "lxml", "PIL"):
+        assert any(deps / package in path.parents for path in machines), f"no compiled {package}"
+    wrong = sorted(str(path.relative_to(build.dir)) for path, found in machines.items() if found != machine)
+    assert not wrong, f"{len(wrong)} binaries for another machine in the {architecture} build, e.g. {wrong[:5]}"
+    built = rie.load_template(build.dir / "template.yaml")["Resources"]["DependenciesLayer"]["Metadata"]
+    assert built["BuildArchitecture"] == architecture and built["ContextPath"].endswith(architecture)
+
+
 @pytest.mark.sam
 def test_sam_build_stops_when_the_consoles_chart_library_is_missing(tmp_path):
     """Chart.js is not in git (infra/setup.sh copies it from npm): a build without it must fail and
@@ -209,13 +243,13 @@ def test_a_cold_start_from_the_built_layers_compiles_nothing(tmp_path):
     assert not from_source, f"compiled at import: {from_source[:5]}"
 
 
-def translated(*overrides: str, code: dict[str, Path] | None = None) -> dict[str, Any]:
+def translated(*overrides: str, code: dict[str, Path] | None = None, template: Path = rie.TEMPLATE) -> dict[str, Any]:
     """What CloudFormation makes of the template (tests/lambda/sam_translate.py: `sam package`, then
     AWS::LanguageExtensions, then SAM's translator), with parameter overrides (`Name=Value`) and
     `code`: resources whose code is packaged from a folder (the others get a fixed placeholder)."""
     python = rie.SAM_VENV / "bin" / "python"
     folders = [arg for logical_id, folder in (code or {}).items() for arg in ("--code", f"{logical_id}={folder}")]
-    done = subprocess.run([str(python), str(ROOT / "tests" / "lambda" / "sam_translate.py"), str(rie.TEMPLATE),
+    done = subprocess.run([str(python), str(ROOT / "tests" / "lambda" / "sam_translate.py"), str(template),
                            *folders, *overrides], capture_output=True, text=True, timeout=300, env=rie.sam_env())
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
@@ -329,11 +363,25 @@ def test_every_parameter_a_function_runs_with_publishes_new_versions(baseline_ve
     each change every aliased function's version id; SAM alone would not see them (they are `Ref`s)."""
     assert set(STREAMING) <= set(ALIASED)
     names = function_parameters()
-    assert {"LogLevel", "CatalogKey", "RecordTtlDays", "SnapStart"} <= set(names), names
+    assert {"LogLevel", "CatalogKey", "RecordTtlDays", "SnapStart", "Architecture"} <= set(names), names
     for name in names:
         changed = version_ids(translated(f"{name}={another_value(name)}")["Resources"])
         same = [f for f in ALIASED if changed[f] == baseline_versions[f]]
         assert not same, f"{name} changed, yet {same} would keep their published version"
+
+
+@pytest.mark.sam
+def test_a_new_memory_size_publishes_new_versions(tmp_path, baseline_versions):
+    """Sizes are tuned from measurements (README "Function sizes"): a MemorySize changed in Globals,
+    where the streaming functions take theirs, must reach the alias as a new version too."""
+    text = rie.TEMPLATE.read_text()
+    size = T["Globals"]["Function"]["MemorySize"]
+    assert text.count(f"\n    MemorySize: {size}\n") == 1
+    copy = tmp_path / "template.yaml"
+    copy.write_text(text.replace(f"\n    MemorySize: {size}\n", f"\n    MemorySize: {size * 2}\n"))
+    changed = version_ids(translated(template=copy)["Resources"])
+    same = [f for f in ALIASED if "MemorySize" not in props(f) and changed[f] == baseline_versions[f]]
+    assert not same, f"Globals MemorySize changed, yet {same} would keep their published version"
 
 
 def _copy_with_change(source: Path, into: Path, changed: str | None) -> Path:
@@ -561,6 +609,27 @@ def test_layers():
     for layer in ("MomorLayer", "DependenciesLayer"):
         assert RESOURCES[layer]["Metadata"]["BuildMethod"] == "makefile"  # it compiles the bytecode too
         assert props(layer)["CompatibleRuntimes"] == ["python3.13"]
+
+
+def test_arm64_by_default_and_x86_64_one_parameter_away():
+    """Every function and the dependency layer follow the Architecture parameter (Graviton by default),
+    each function stating it itself (a Globals parameter would not count in its version id, which
+    test_every_parameter_a_function_runs_with_publishes_new_versions checks)."""
+    spec = T["Parameters"]["Architecture"]
+    assert spec["Default"] == "arm64" and sorted(spec["AllowedValues"]) == ["arm64", "x86_64"]
+    assert "Architectures" not in T["Globals"]["Function"]
+    for function in FUNCTIONS:
+        assert props(function)["Architectures"] == [{"Ref": "Architecture"}], function
+    deps = RESOURCES["DependenciesLayer"]
+    assert deps["Properties"]["CompatibleArchitectures"] == [{"Ref": "Architecture"}]
+    assert deps["Metadata"]["BuildArchitecture"] == {"Ref": "Architecture"}
+    # SAM CLI runs the Makefile in ContextPath: one folder per allowed value, each setting its ARCH.
+    assert sub_text(deps["Metadata"]["ContextPath"]) == "infra/sam/layer/${Architecture}"
+    for value in spec["AllowedValues"]:
+        makefile = (ROOT / "infra" / "sam" / "layer" / value / "Makefile").read_text()
+        assert f"ARCH = {value}\n" in makefile and "../layer.mk" in makefile
+    # The momor layer is pure Python: the same build serves either architecture.
+    assert sorted(props("MomorLayer")["CompatibleArchitectures"]) == ["arm64", "x86_64"]
 
 
 def test_layer_requirements_match_pyproject():
