@@ -28,30 +28,48 @@ netguard.install()  # no test reaches past 127.0.0.1 (tests/netguard.py)
 
 
 class _CapturedStdout(io.TextIOBase):
-    """Where Momor's JSON log lines go under pytest: the stdout of the moment, which is the running
-    test's capture. Powertools' handler holds the stdout of import time instead, so the lines an
-    in-process server logs just after a test has read its answer (the per-call line is written after
-    the response) landed in pytest's progress output. Lines written while no test captures (between
-    two tests) are dropped: they belong to a test that has already finished and asserted."""
+    """Where Momor's JSON log lines (and EMF metrics, logs.write_line) go under pytest: the stdout of
+    the moment, which is the running test's capture (capsys included). Powertools' handler holds the
+    stdout of import time instead, so the lines an in-process server logs just after a test has read
+    its answer (the per-call line is written after the response) landed in pytest's progress output.
+    Lines written while no test captures (between two tests) are dropped: they belong to a test that
+    has already finished and asserted. Under `-s` nothing is dropped."""
+
+    def __init__(self, drop_uncaptured: bool) -> None:
+        super().__init__()
+        self.drop_uncaptured = drop_uncaptured
 
     def write(self, text: str) -> int:
-        if sys.stdout is not sys.__stdout__:
+        if not (self.drop_uncaptured and sys.stdout is sys.__stdout__):
             sys.stdout.write(text)
         return len(text)
 
     def flush(self) -> None:
-        if sys.stdout is not sys.__stdout__:
-            sys.stdout.flush()
+        sys.stdout.flush()
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    if config.getoption("capture") == "no":
-        return  # `-s`: the lines go to the terminal as they are written, as a developer asked
+_DROP_UNCAPTURED = True
+
+
+def _route_momor_lines() -> None:
+    """Point the Powertools logger's stream handlers at _CapturedStdout, again where something made
+    them anew on the stdout of its moment (a second Powertools Logger of the service does)."""
     from momor.logs import logger
 
     for handler in logging.getLogger(logger.name).handlers:
-        if isinstance(handler, logging.StreamHandler) and handler.stream in (sys.stdout, sys.__stdout__):
-            handler.setStream(_CapturedStdout())
+        if type(handler) is logging.StreamHandler and not isinstance(handler.stream, _CapturedStdout):
+            handler.setStream(_CapturedStdout(drop_uncaptured=_DROP_UNCAPTURED))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _DROP_UNCAPTURED
+    _DROP_UNCAPTURED = config.getoption("capture") != "no"
+    _route_momor_lines()
+
+
+@pytest.fixture(autouse=True)
+def _momor_lines_to_the_tests_capture() -> None:
+    _route_momor_lines()
 
 
 def reset_momor_caches() -> None:

@@ -59,6 +59,15 @@ def _json_message(text: str) -> object:
 
 
 logger = Logger(service=SERVICE, json_serializer=_json_line, json_deserializer=_json_message)
+
+
+def write_line(text: str) -> None:
+    """One line written where the logger's lines go (its stream handler: stdout on Lambda), for
+    documents that are not log records (EMF metrics)."""
+    stream = next((h.stream for h in logging.getLogger(logger.name).handlers
+                   if isinstance(h, logging.StreamHandler)), sys.stdout)
+    stream.write(text + "\n")
+    stream.flush()
 logging.getLogger(logger.name).setLevel(level())
 if os.environ.get("AWS_LAMBDA_LOG_LEVEL"):
     # The stock runtime sets the root logger to Lambda's level (TRACE: DEBUG), which would let every

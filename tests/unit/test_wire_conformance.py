@@ -98,6 +98,12 @@ def harness(request: pytest.FixtureRequest) -> Harness:
     return Harness(*request.param)
 
 
+@pytest.fixture(params=[case for case in CASES if case.values[0][0].reasoning])
+def reasoning_harness(request: pytest.FixtureRequest) -> Harness:
+    """The wires that carry reasoning (`reasoning` in providers/registry.py), each with its setups."""
+    return Harness(*request.param)
+
+
 def chat(text: str, *, stream: bool = False, **more: Any) -> Call:
     return Call(system="Be brief.", messages=[UserMessage(value=text)], stream=stream, **more)
 
@@ -125,9 +131,8 @@ async def test_a_tool_round_trip(harness: Harness, stream: bool) -> None:
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
-async def test_reasoning_is_replayed_where_the_wire_has_it(harness: Harness, stream: bool) -> None:
-    if not harness.facts.reasoning:
-        pytest.skip("the wire carries no reasoning")
+async def test_reasoning_is_replayed_where_the_wire_has_it(reasoning_harness: Harness, stream: bool) -> None:
+    harness = reasoning_harness
     assert harness.setup.reasoning, "a reasoning wire's fake offers a reasoning model (Setup.reasoning)"
     params = Parameters(reasoningEffort=harness.setup.reasoning[-1])
     first = chat("call get_weather for Paris", stream=stream, tools=[WEATHER], params=params)
