@@ -83,6 +83,14 @@ def facts(name: str) -> WireFacts | None:
     return _BY_NAME.get(name)
 
 
+def answers_choices(name: str) -> bool:
+    """Whether wire `name` answers several choices to one request (n); a wire this build does not
+    know, no. The planner keeps only such offerings for n > 1 where the caller asks it to, and the
+    attempt loop serves n by n calls on any other."""
+    found = _BY_NAME.get(name)
+    return found is not None and found.answers_choices
+
+
 def module_of(name: str) -> str:
     """The module path of wire `name` (KeyError for one this build does not know)."""
     return _BY_NAME[name].module

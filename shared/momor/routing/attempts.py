@@ -33,7 +33,7 @@ from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..events import Assembler, Continued, Event, Usage
 from ..providers import wire_for_call
 from ..providers.base import Target
-from ..providers.registry import facts as wire_facts
+from ..providers.registry import answers_choices
 from ..providers.transport import Timeouts, exchange
 from .breaker import DEFERRED, Breakers
 from .choices import several_answers
@@ -262,8 +262,7 @@ class Session:
             call = dataclasses.replace(call, params=params)
         wire = wire_for_call(candidate.provider.wire, call)
         timeouts = self._timeouts()
-        facts = wire_facts(wire.name)
-        if call.n > 1 and not (facts is not None and facts.answers_choices):  # n calls for n answers
+        if call.n > 1 and not answers_choices(wire.name):  # n calls for n answers
             stream = several_answers(self.exchange_fn, wire, call, target, stream=call.stream, timeouts=timeouts)
         else:
             stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts)

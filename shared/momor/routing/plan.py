@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ..catalog import Catalog, Model, Offering, Provider
 from ..errors import RoutingError
-from ..providers.registry import facts as wire_facts
+from ..providers.registry import answers_choices
 from .selectors import Prioritization, Selector
 
 
@@ -98,15 +98,9 @@ def _fits(candidate: Candidate, needs: Needs) -> bool:
         return False
     if needs.json_object and caps.structured_output == "none":
         return False
-    if needs.choices > 1 and not _answers_choices(candidate.provider):
+    if needs.choices > 1 and not answers_choices(candidate.provider.wire):
         return False
     return needs.media <= set(caps.input)
-
-
-def _answers_choices(provider: Provider) -> bool:
-    """Whether the provider's wire answers n choices; a wire this build does not know, no."""
-    facts = wire_facts(provider.wire)
-    return facts is not None and facts.answers_choices
 
 
 def _price(offering: Offering) -> float:
