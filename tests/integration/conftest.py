@@ -26,7 +26,7 @@ import uvicorn
 
 from momor import background
 from momor.api.app import all_routes
-from momor.routing.attempts import process_breakers
+from momor.routing.circuits import process_breakers
 from momor.store import apikeys, keys
 from tests.fakes import FakeProviders
 

@@ -26,9 +26,10 @@ from momor.lambda_stream.context import LambdaContext
 from momor.lambda_stream.runtime_api import Invocation
 from momor.messages import UserMessage
 from momor.providers.openai_transcribe import Audio
-from momor.routing.attempts import ResolvedKey, Session
+from momor.routing.attempts import Session
 from momor.routing.breaker import Breakers
 from momor.routing.decision import decide
+from momor.routing.keys import ResolvedKey
 from momor.routing.plan import plan
 from momor.routing.policy import Policy
 from momor.routing.recorder import Recorder

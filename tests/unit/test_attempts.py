@@ -13,8 +13,9 @@ from momor.errors import NoCandidateServed, ProviderError
 from momor.events import Delta, Finish, PartEnd, PartStart, Usage, UsageEvent
 from momor.messages import UserMessage
 from momor.routing import attempts as attempts_module
-from momor.routing.attempts import ResolvedKey, Session
+from momor.routing.attempts import Session
 from momor.routing.breaker import Breakers
+from momor.routing.keys import ResolvedKey
 from momor.routing.plan import plan
 from momor.routing.policy import Policy, classify, context_exceeded
 from momor.routing.recorder import Recorder
@@ -275,7 +276,7 @@ def test_only_the_parameters_a_provider_honours_reach_it():
     from types import SimpleNamespace
 
     from momor.call import Parameters
-    from momor.routing.attempts import params_for
+    from momor.routing.params import params_for
 
     def to(*honoured: str) -> SimpleNamespace:
         return SimpleNamespace(provider=SimpleNamespace(parameters=list(honoured)))

@@ -26,8 +26,9 @@ from momor.events import (
     UsageEvent,
 )
 from momor.messages import ContentMessage, UserMessage
-from momor.routing.attempts import ResolvedKey, Session
+from momor.routing.attempts import Session
 from momor.routing.breaker import Breakers
+from momor.routing.keys import ResolvedKey
 from momor.routing.overflow import overflow_for
 from momor.routing.plan import plan
 from momor.routing.policy import Policy

@@ -121,8 +121,9 @@ async def test_the_keep_alive_race_is_retried_on_a_fresh_connection_and_served()
     """A pooled connection the provider closes as the next request arrives (as after a Lambda
     thaw): the request goes again on a new connection, and the call is served."""
     from momor.catalog import parse_catalog
-    from momor.routing.attempts import ResolvedKey, Session
+    from momor.routing.attempts import Session
     from momor.routing.breaker import Breakers
+    from momor.routing.keys import ResolvedKey
     from momor.routing.plan import plan
     from momor.routing.policy import Policy
     from momor.routing.recorder import Recorder

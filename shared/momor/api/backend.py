@@ -14,7 +14,7 @@ from typing import Any
 
 from ..catalog import Catalog
 from ..config import Config, get_config
-from ..routing.attempts import KeyResolver, ResolvedKey
+from ..routing.keys import KeyResolver, ResolvedKey
 from ..routing.plan import Candidate
 from ..store import apikeys, budgets, keys, ratelimit, records
 from ..store.catalog_source import get_catalog_async

@@ -32,8 +32,9 @@ from ..events import Assembler, Event, Finish
 from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..logs import logger
 from ..redact import redact
-from ..routing.attempts import Answer, KeyResolver, Session
+from ..routing.attempts import Answer, Session
 from ..routing.estimate import cost_ceiling
+from ..routing.keys import KeyResolver
 from ..routing.plan import Candidate, check_provider_names, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed

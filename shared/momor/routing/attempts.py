@@ -18,17 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import functools
 import inspect
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import anyio
 
-from ..call import Call, Parameters
-from ..config import derived
+from ..call import Call
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..events import Assembler, Continued, Event, Usage
 from ..providers import wire_for_call
@@ -37,42 +34,17 @@ from ..providers.registry import answers_choices
 from ..providers.transport import Timeouts, exchange
 from .breaker import DEFERRED, Breakers
 from .choices import several_answers
+from .circuits import circuit_of, process_breakers
+from .commit import aclose, finished, hold_until_output
+from .keys import KeyResolver, ResolvedKey
+from .params import params_for
 from .plan import Candidate
 from .policy import Policy, classify, context_exceeded, counts_against_breaker, current_policy
 from .recorder import AttemptTimer, Recorder
 from .rollover import Prefill, Renumber, can_continue, prefill_call
-
-# Parameter attribute name -> the native name the catalog lists in `parameters`.
-_NATIVE_NAMES = {name: (f.alias or name) for name, f in Parameters.model_fields.items()}
-
-
-@dataclass(slots=True, frozen=True)
-class ResolvedKey:
-    key: str
-    source: str
-    """"call" (sent with the call) or "saved" (the deployment's keys secret)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-KeyResolver = Callable[[Candidate], "ResolvedKey | str"]
-"""Returns the key to use for a candidate, or a reason (str) why it must be passed over."""
+from .watchdog import IdleWatchdog, OutOfTime
 
 Exchange = Callable[..., AsyncIterator[Event]]
-
-
-def params_for(params: Parameters, candidate: Candidate) -> Parameters:
-    """Only the parameters this provider honours reach it; the rest are left off (seed 000)."""
-    honoured = candidate.provider.parameters
-    # Every field defaults to None, so a set one is among the fields set: no model_dump per call.
-    dropped = [k for k in params.model_fields_set
-               if _NATIVE_NAMES[k] not in honoured and getattr(params, k) is not None]
-    unchecked = params.unchecked
-    if unchecked and not unchecked.keys() <= set(honoured):
-        kept = params.with_unchecked({k: v for k, v in unchecked.items() if k in honoured})
-        return kept.model_copy(update=dict.fromkeys(dropped)) if dropped else kept
-    if not dropped:
-        return params
-    return params.model_copy(update=dict.fromkeys(dropped))
 
 
 @dataclass(slots=True)
@@ -109,7 +81,7 @@ class Answer:
             if not self._serving.attempt.ended:
                 self._serving.attempt.cancel(self._serving.produced)
             if self._serving.rest is not None:
-                await _aclose(self._serving.rest)
+                await aclose(self._serving.rest)
             self._recorder.end("cancelled", "The caller left before the answer was complete.")
 
 
@@ -180,8 +152,8 @@ class Session:
     def _breaker_order(self) -> list[Candidate]:
         """Offerings whose circuit is open go behind every other candidate, and the record says so
         before anything is tried (overflow reads it as the asked model's capacity refusing)."""
-        closed = [c for c in self.candidates if self.breakers.allows(_circuit(c))]
-        opened = [c for c in self.candidates if not self.breakers.allows(_circuit(c))]
+        closed = [c for c in self.candidates if self.breakers.allows(circuit_of(c))]
+        opened = [c for c in self.candidates if not self.breakers.allows(circuit_of(c))]
         for candidate in opened:
             self.recorder.skip(candidate, DEFERRED)
         return closed + opened
@@ -193,7 +165,7 @@ class Session:
             self.recorder.skip(candidate, resolved)
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, resolved))
             return "skipped"
-        circuit = _circuit(candidate)
+        circuit = circuit_of(candidate)
         for retry in range(self.policy.retries + 1):
             if time.monotonic() >= self._deadline:
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name,
@@ -266,29 +238,8 @@ class Session:
             stream = several_answers(self.exchange_fn, wire, call, target, stream=call.stream, timeouts=timeouts)
         else:
             stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts)
-        # What a stream's offering produces is written out as it passes: keep no copy of it.
-        produced = Assembler(keep_raw=not call.stream, keep_text=not call.stream)
-        held: list[Event] = []
-        try:
-            # A stream is committed to at its first visible output, which must come within the
-            # first-token timeout; a buffered call only once the whole answer is in, since
-            # nothing has reached the caller before that.
-            async with asyncio.timeout(timeouts.first_byte if call.stream else None):  # buffered: httpx bounds it
-                async for event in stream:
-                    held.append(event)
-                    produced.add(event)
-                    if call.stream and produced.output_started:
-                        break
-        except TimeoutError:
-            await _aclose(stream)
-            raise ProviderError("The provider showed no output within the first-token timeout.",
-                                kind="timeout") from None
-        except BaseException:
-            await _aclose(stream)
-            raise
-        if produced.finish is None and not call.stream:
-            await _aclose(stream)
-            raise ProviderError("The provider's answer ended without a finish.", kind="protocol")
+        # A stream is committed to at its first visible output, a buffered call once it is whole.
+        produced, held = await hold_until_output(stream, streaming=call.stream, first_token=timeouts.first_byte)
         return _Serving(candidate, attempt, produced, held, stream)
 
     async def _events(self, serving: _Serving, sent: Assembler) -> AsyncIterator[Event]:
@@ -335,7 +286,7 @@ class Session:
     async def _served_events(self, serving: _Serving) -> AsyncIterator[Event]:
         """One offering's events to the end of its answer; its attempt ends ok, failed or
         cancelled, with what it produced."""
-        attempt, produced, circuit = serving.attempt, serving.produced, _circuit(serving.candidate)
+        attempt, produced, circuit = serving.attempt, serving.produced, circuit_of(serving.candidate)
         attempt.attempt.delivered = True  # what it produced from here on reaches the caller
         try:
             held, serving.held = serving.held, []
@@ -344,7 +295,7 @@ class Session:
             del held
             if serving.rest is not None and produced.finish is None:
                 # Read here, not through a generator of its own: every event crosses each layer.
-                watchdog = _IdleWatchdog(self._timeouts().idle, self._hard_deadline)
+                watchdog = IdleWatchdog(self._timeouts().idle, self._hard_deadline)
                 try:
                     while (event := await watchdog.read(serving.rest)) is not None:
                         produced.add(event)
@@ -358,7 +309,7 @@ class Session:
                                     kind="protocol")
         except ProviderError as exc:
             attempt.fail(exc, produced)
-            if counts_against_breaker(exc) and not isinstance(exc, _OutOfTime):
+            if counts_against_breaker(exc) and not isinstance(exc, OutOfTime):
                 self.breakers.failure(circuit)
             raise
         except BaseException as exc:
@@ -367,9 +318,9 @@ class Session:
         finally:
             if serving.rest is not None:
                 rest, serving.rest = serving.rest, None
-                if not _finished(rest):  # a shielded scope costs more than the rest of this block
+                if not finished(rest):  # a shielded scope costs more than the rest of this block
                     with anyio.CancelScope(shield=True):
-                        await _aclose(rest)
+                        await aclose(rest)
         attempt.succeed(produced)
 
     async def _roll_over(
@@ -388,107 +339,6 @@ class Session:
             if isinstance(serving, _Serving):
                 return serving, prefill
         return None
-
-class _IdleWatchdog:
-    """Bounds each read of a stream's events by the idle timeout (and the invocation's hard deadline) with
-    one timer that re-arms itself, instead of a timer scheduled and cancelled per read.
-
-    A read notes when it began; the timer, when it fires, cancels the reading task only if the
-    read under way began long enough ago, else it re-arms for that read's own limit. A timer
-    firing between reads (the caller busy writing) does nothing and is armed again by the next
-    read. Cancellation is told apart from the caller's own as `asyncio.timeout` does it.
-    """
-
-    # One watchdog for the whole stream (an `asyncio.timeout` per event cost a fifth of a
-    # passthrough token's CPU): each read only notes when it began.
-    __slots__ = ("_cancelling", "_fired", "_handle", "_hard", "_idle", "_loop", "_started", "_task", "out_of_time")
-
-    def __init__(self, idle: float, hard_deadline: float | None) -> None:
-        self._idle = idle
-        self._loop = asyncio.get_running_loop()
-        # time.monotonic() deadline -> the loop's clock (the same clock in asyncio, but not promised).
-        self._hard = None if hard_deadline is None else self._loop.time() + (hard_deadline - time.monotonic())
-        self._handle: asyncio.TimerHandle | None = None
-        self._task: asyncio.Task[Any] | None = None
-        self._started = 0.0
-        self._fired = False
-        self._cancelling = 0
-        self.out_of_time = False
-
-    def _limit(self) -> float:
-        """When the read under way must be done by."""
-        end = self._started + self._idle
-        return end if self._hard is None or self._hard > end else self._hard
-
-    async def read(self, stream: AsyncIterator[Event]) -> Event | None:
-        """The stream's next event, None at its end; a stall is a ProviderError (timeout)."""
-        self._started = self._loop.time()
-        self._task = asyncio.current_task()
-        if self._handle is None:
-            self._handle = self._loop.call_at(self._limit(), self._fire)
-        try:
-            return await anext(stream)
-        except StopAsyncIteration:
-            return None
-        except asyncio.CancelledError:
-            if self._fired and self._task is not None and self._task.uncancel() <= self._cancelling:
-                if self.out_of_time:
-                    raise _OutOfTime() from None
-                raise ProviderError(f"The provider's stream stalled for {self._idle:g} s.", kind="timeout") from None
-            raise
-        finally:
-            self._task = None
-
-    def _fire(self) -> None:
-        self._handle = None
-        task = self._task
-        if task is None:  # between reads: the next read arms the timer again
-            return
-        limit = self._limit()
-        if self._loop.time() < limit:  # a later read than the one the timer was armed for
-            self._handle = self._loop.call_at(limit, self._fire)
-            return
-        self.out_of_time = self._hard is not None and limit == self._hard and self._hard < self._started + self._idle
-        self._fired = True
-        self._cancelling = task.cancelling()
-        task.cancel()
-
-    def stop(self) -> None:
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
-
-
-class _OutOfTime(ProviderError):
-    """The Lambda invocation is about to end: the answer stops here, with an error the caller sees
-    and a record, instead of being cut by Lambda. Not the provider's fault (no breaker failure)."""
-
-    def __init__(self) -> None:
-        super().__init__("The call ran out of time: the Lambda invocation was about to end.", kind="timeout")
-
-
-@derived
-@functools.cache
-def process_breakers() -> Breakers:
-    """The process's circuit breakers (one per offering), sized by the configuration."""
-    policy = current_policy()
-    return Breakers(policy.breaker_failures, policy.breaker_cooldown)
-
-
-def _circuit(candidate: Candidate) -> str:
-    return f"{candidate.provider.name}/{candidate.offering.id}"
-
-
-def _finished(stream: AsyncIterator[Event]) -> bool:
-    """An async generator run to its end (its frame gone): closing it would do nothing."""
-    return getattr(stream, "ag_frame", True) is None
-
-
-async def _aclose(stream: AsyncIterator[Event]) -> None:
-    aclose = getattr(stream, "aclose", None)
-    if aclose is not None:
-        await aclose()
-
 
 def _unfinished(attempt: AttemptTimer, exc: BaseException, produced: Assembler | None = None) -> None:
     """An attempt ended by something other than the provider: the caller leaving, or a bug."""

@@ -18,8 +18,9 @@ from ..call import Call, Parameters
 from ..catalog import Catalog
 from ..errors import MomorError
 from ..messages import ContentMessage, UserMessage
-from .attempts import KeyResolver, Session
+from .attempts import Session
 from .families import Ask, candidates
+from .keys import KeyResolver
 from .plan import Needs
 from .recorder import Recorder
 from .selectors import Prioritization, Selector

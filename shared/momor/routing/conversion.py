@@ -38,8 +38,9 @@ from ..messages import ContentMessage, File, ToolResultMessage, UserMessage, att
 from ..providers.openai_transcribe import Audio
 from ..providers.registry import REGISTRY
 from . import processors
-from .attempts import KeyResolver, Session
+from .attempts import Session
 from .fetch import fetch_url, file_bytes
+from .keys import KeyResolver
 from .plan import Candidate, Needs, plan
 from .recorder import Recorder
 from .selectors import Prioritization, Selector

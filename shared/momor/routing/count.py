@@ -15,7 +15,7 @@ from ..providers import wire_for
 from ..providers.base import Target
 from ..providers.registry import facts as wire_facts
 from ..providers.transport import count_tokens as provider_count
-from .attempts import KeyResolver
+from .keys import KeyResolver
 from .plan import Candidate
 from .recorder import Recorder
 

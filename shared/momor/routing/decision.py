@@ -26,7 +26,8 @@ from ..call import Call, ToolUse
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..events import Usage
 from ..messages import ContentMessage, Tool, ToolCallMessage, UserMessage
-from .attempts import KeyResolver, Session
+from .attempts import Session
+from .keys import KeyResolver
 from .plan import Candidate
 from .policy import current_policy
 from .recorder import Recorder

@@ -31,7 +31,8 @@ from ..providers.openai_transcribe import Audio, Transcript
 from ..providers.registry import REGISTRY
 from ..providers.transport import Timeouts, post_multipart
 from ..store.records import cost_usd
-from .attempts import KeyResolver, ResolvedKey, process_breakers
+from .circuits import circuit_of, process_breakers
+from .keys import KeyResolver, ResolvedKey
 from .plan import Candidate
 from .policy import classify, counts_against_breaker, current_policy
 from .recorder import AttemptTimer, Recorder
@@ -59,10 +60,6 @@ def wav_seconds(data: bytes) -> float | None:
         return None
 
 
-def _circuit(candidate: Candidate) -> str:
-    return f"{candidate.provider.name}/{candidate.offering.id}"
-
-
 async def transcribe(
     audio: Audio, candidates: list[Candidate], recorder: Recorder, *, resolve_key: KeyResolver,
     language: str | None = None, prompt: str | None = None, network_timeout: float | None = None,
@@ -71,7 +68,7 @@ async def transcribe(
     """`deadline`: the invocation's (momor.invocation); the call's budget ends there at the latest."""
     breakers = process_breakers()
     end = invocation.call_end(current_policy().call_budget, deadline)
-    ordered = [c for c in candidates if breakers.allows(_circuit(c))]
+    ordered = [c for c in candidates if breakers.allows(circuit_of(c))]
     ordered += [c for c in candidates if c not in ordered]
     summaries: list[AttemptSummary] = []
     for candidate in ordered:
@@ -95,7 +92,7 @@ async def _offering(
     end: float,
 ) -> Transcribed | None:
     """Attempts at one offering, retries included: the transcription, or None to fail over."""
-    policy, breakers, circuit = current_policy(), process_breakers(), _circuit(candidate)
+    policy, breakers, circuit = current_policy(), process_breakers(), circuit_of(candidate)
     wire = wire_for(wire_name)
     target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source)
     timeouts = Timeouts(policy.connect_timeout, policy.first_token_timeout, policy.idle_timeout).shortened(

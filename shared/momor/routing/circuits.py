@@ -1,0 +1,23 @@
+"""The process's breaker registry: one circuit per offering (the breaker itself is breaker.py)."""
+
+from __future__ import annotations
+
+import functools
+
+from ..config import derived
+from .breaker import Breakers
+from .plan import Candidate
+from .policy import current_policy
+
+
+@derived
+@functools.cache
+def process_breakers() -> Breakers:
+    """The process's circuit breakers (one per offering), sized by the configuration."""
+    policy = current_policy()
+    return Breakers(policy.breaker_failures, policy.breaker_cooldown)
+
+
+def circuit_of(candidate: Candidate) -> str:
+    """The circuit an offering's attempts count against."""
+    return f"{candidate.provider.name}/{candidate.offering.id}"
