@@ -22,9 +22,10 @@ from momor.events import Assembler, Event, Finish
 from momor.messages import ThinkingMessage, Tool, ToolCallMessage, ToolResultBody, ToolResultMessage, UserMessage
 from momor.providers import wire_for
 from momor.providers.base import Target
+from momor.providers.multipart import post_multipart
 from momor.providers.openai_transcribe import Audio
 from momor.providers.registry import REGISTRY
-from momor.providers.transport import exchange, post_multipart
+from momor.providers.transport import exchange
 from momor.routing.policy import classify
 from tests.fakes import FakeState, create_app, cut, fail, malformed
 from tests.fakes.interface import Setup, fake_module

@@ -9,7 +9,7 @@ Request parts: `file` (the audio, with its file name and media type), `model` (t
 `language` (ISO-639-1) and `prompt` where given. Answer: `{"text", "usage"?, "language"?,
 "duration"?}`; `usage` is `{"type": "tokens", "input_tokens", "output_tokens", ...}` for models
 billed by the token or `{"type": "duration", "seconds"}` for those billed by the minute. Errors are
-OpenAI's error objects, mapped as for Chat Completions. No I/O here: transport.py posts it.
+OpenAI's error objects, mapped as for Chat Completions. No I/O here: multipart.py posts it.
 """
 
 from __future__ import annotations

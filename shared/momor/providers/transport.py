@@ -3,6 +3,9 @@
 One pooled `httpx2.AsyncClient` per process (creating a client per request costs a TLS
 handshake and a connection pool each time). Transport failures become `ProviderError`s with a
 `kind` the attempt loop classifies; HTTP failures are mapped by the wire's own `map_error`.
+Beside it, each with one job: framing.py (a streamed body cut into frames and fed to the wire's
+decoder), counting.py (token counting), multipart.py (a multipart post); Retry-After is read in
+kit.py.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import asyncio
 import codecs
 import contextlib
 import json
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -24,10 +27,8 @@ from ..errors import ProviderError
 from ..events import Event, Raw
 from ..net import shared_client
 from ..redact import redact, redact_value
-from .base import SSEEvent, StreamDecoder, Target, Wire
-from .kit import retry_after, retry_after_seconds  # noqa: F401 - re-exported: wires once imported them here
-from .ndjson import NDJSONDecoder
-from .sse import SSEDecoder
+from .base import Target, Wire
+from .framing import feed, framer_for
 
 
 @dataclass(slots=True, frozen=True)
@@ -54,7 +55,7 @@ DEFAULT_TIMEOUTS = Timeouts()
 
 
 
-def _url(target: Target, path: str) -> str:
+def target_url(target: Target, path: str) -> str:
     return target.provider.base_url.rstrip("/") + path
 
 
@@ -74,15 +75,15 @@ async def exchange(
     """
     request = wire.build_request(call, target, stream)
     headers = {**target.provider.headers, **request.headers}
-    url = request.url or _url(target, request.path)
+    url = request.url or target_url(target, request.path)
     with provider_errors(target):
-        headers.update(await _auth_headers(wire, target))  # a wire that signs in first (Vertex)
+        headers.update(await credential_headers(wire, target))  # a wire that signs in first (Vertex)
         async with contextlib.AsyncExitStack() as stack:
             response = await _open(stack, client, url, request.body, headers, timeouts)
             if response.status_code >= 400:
                 body = await response.aread(timeouts.first_byte)
                 raise wire.map_error(response.status_code, body, dict(response.headers))
-            framer = _framer(response.headers.get("content-type", "")) if stream else None
+            framer = framer_for(response.headers.get("content-type", "")) if stream else None
             if framer is not None:
                 # The stream decoded here, not in a generator of its own: each event of a long
                 # stream would cross one more generator layer. Text is decoded incrementally (a
@@ -92,12 +93,12 @@ async def exchange(
                 as_text = codecs.getincrementaldecoder("utf-8")("replace").decode
                 async for read in response.pieces(timeouts.first_byte):
                     for item in framer.decode(as_text(read)):
-                        for event in _feed(decoder, item, raw):
+                        for event in feed(decoder, item, raw):
                             yield event
                         if decoder.done:
                             return
                 for item in [*framer.decode(as_text(b"", True)), *framer.flush()]:  # an unterminated last frame
-                    for event in _feed(decoder, item, raw):
+                    for event in feed(decoder, item, raw):
                         yield event
                 for event in decoder.close():
                     yield event
@@ -219,48 +220,10 @@ def provider_errors(target: Target) -> Iterator[None]:
         raise ProviderError(f"Transport failure: {type(exc).__name__}.", kind="connect") from exc
 
 
-async def _auth_headers(wire: Wire, target: Target) -> dict[str, str]:
+async def credential_headers(wire: Wire, target: Target) -> dict[str, str]:
     """Credentials that cost I/O to obtain (an access token for a service account, `vertex`)."""
     auth = getattr(wire, "auth_headers", None)
     return await auth(target) if auth is not None else {}
-
-
-async def count_tokens(
-    wire: Wire, call: Call, target: Target, *, timeouts: Timeouts = DEFAULT_TIMEOUTS,
-    client: httpx2.AsyncClient | None = None,
-) -> int:
-    """The offering's own count of the call's input tokens (a wire with `count_request`), with the
-    same error mapping as a generation."""
-    client = client or shared_client()
-    request = wire.count_request(call, target)  # type: ignore[attr-defined]
-    headers = {**target.provider.headers, **request.headers}
-    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
-                             pool=timeouts.connect)
-    with provider_errors(target):
-        headers.update(await _auth_headers(wire, target))
-        response = await client.post(request.url or _url(target, request.path), json=request.body, headers=headers,
-                                     timeout=timeout)
-        if response.status_code >= 400:
-            raise wire.map_error(response.status_code, response.content, dict(response.headers))
-        return wire.parse_count(response.content)  # type: ignore[attr-defined]
-
-
-async def post_multipart(
-    wire: Any, request: Any, target: Target, *, timeouts: Timeouts = DEFAULT_TIMEOUTS,
-    client: httpx2.AsyncClient | None = None,
-) -> bytes:
-    """A non-streaming multipart exchange (audio transcription: openai_transcribe.MultipartRequest):
-    the whole answer's body, or the wire's ProviderError."""
-    client = client or shared_client()
-    headers = {**target.provider.headers, **request.headers}
-    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
-                             pool=timeouts.connect)
-    with provider_errors(target):
-        response = await client.post(request.url or _url(target, request.path), data=request.fields,
-                                     files={"file": request.file}, headers=headers, timeout=timeout)
-        if response.status_code >= 400:
-            raise wire.map_error(response.status_code, response.content, dict(response.headers))
-        return response.content
 
 
 async def _read_body(response: _Answer, idle: float) -> bytes:
@@ -271,23 +234,3 @@ async def _read_body(response: _Answer, idle: float) -> bytes:
         if exc.kind != "timeout":
             raise
         raise ProviderError(f"The provider's answer stalled for {idle:g} s.", kind="timeout") from None
-
-
-def _framer(content_type: str) -> SSEDecoder | NDJSONDecoder | None:
-    """How a streamed body is cut into events: SSE, or one JSON object a line (Puter); None for a
-    whole body."""
-    if content_type.startswith("text/event-stream"):
-        return SSEDecoder()
-    if content_type.startswith(("application/x-ndjson", "application/jsonl")):
-        return NDJSONDecoder()
-    return None
-
-
-def _feed(decoder: StreamDecoder, item: SSEEvent, raw: bool) -> Iterable[Event]:
-    # Decode first: a malformed chunk raises here and never reaches a passthrough caller.
-    if not raw:
-        return decoder.feed(item)
-    # One Raw carrying what was decoded from it; the decoder's parse (`parsed`), where it keeps one,
-    # spares the writer a second.
-    decoded = tuple(decoder.feed(item))
-    return (Raw(item.data, item.event, getattr(decoder, "parsed", None), decoded),)

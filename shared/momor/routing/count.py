@@ -13,8 +13,8 @@ from ..call import Call
 from ..errors import ProviderError
 from ..providers import wire_for
 from ..providers.base import Target
+from ..providers.counting import count_tokens as provider_count
 from ..providers.registry import facts as wire_facts
-from ..providers.transport import count_tokens as provider_count
 from .keys import KeyResolver
 from .plan import Candidate
 from .recorder import Recorder

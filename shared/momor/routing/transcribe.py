@@ -27,9 +27,10 @@ from .. import invocation
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..providers import wire_for
 from ..providers.base import Target
+from ..providers.multipart import post_multipart
 from ..providers.openai_transcribe import Audio, Transcript
 from ..providers.registry import REGISTRY
-from ..providers.transport import Timeouts, post_multipart
+from ..providers.transport import Timeouts
 from ..store.records import cost_usd
 from .circuits import circuit_of, process_breakers
 from .keys import KeyResolver, ResolvedKey
