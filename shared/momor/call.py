@@ -95,7 +95,8 @@ class Parameters(BaseModel):
 
 @dataclass(slots=True)
 class Call:
-    """One call as every wire sees it, whatever dialect it came in by.
+    """One call as every wire sees it, whatever dialect it came in by: canonical fields only (the
+    caller's own body, for passthrough, travels on the routed request: caller_body.py).
 
     `params` holds only what the offering honours: the router filters it per candidate
     (`Parameters` names are the catalog's parameter names).
@@ -108,12 +109,6 @@ class Call:
     response_schema: dict[str, Any] | None = None
     stream: bool = False
     """Whether the caller wants a stream (the wire may stream upstream either way)."""
-    raw: dict[str, Any] | None = None
-    """The caller's body as written, when the caller's dialect speaks a wire protocol."""
-    raw_wire: str | None = None
-    """The wire `raw` is written in ("openai_chat", "anthropic"). An offering on that same wire is
-    sent `raw` with only what the seeds say Momor changes, and answers in its own words (`Raw`
-    events); any other wire is sent the canonical translation."""
     n: int = 1
     """How many answers the caller asked for (Chat Completions' n). A wire that answers several
     (Gemini's candidateCount) declares `answers_choices` and emits each answer's parts with its
@@ -124,9 +119,6 @@ class Call:
     system_cache: dict[str, Any] | None = None
     """A cache breakpoint the caller placed on the system prompt (Chat Completions' `cache_control`
     on a system or developer content part), for a wire that places breakpoints (Anthropic)."""
-    betas: tuple[str, ...] = ()
-    """Anthropic beta features the caller asked for (its `anthropic-beta` header), sent to an
-    Anthropic offering beside the catalog's own; other wires have no such switch."""
 
     @property
     def answer_schema(self) -> dict[str, Any] | None:
@@ -134,6 +126,3 @@ class Call:
         if self.response_schema is not None:
             return self.response_schema
         return {"type": "object"} if self.json_object else None
-
-    def passthrough(self, wire: str) -> bool:
-        return self.raw is not None and self.raw_wire == wire

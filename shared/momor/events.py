@@ -158,10 +158,10 @@ class Logprobs:
 @dataclass(slots=True)  # not frozen: a frozen __init__ costs three times a plain one, paid per token
 class Raw:
     """The provider's own words, for a caller who speaks the same protocol (DESIGN: "same
-    protocol, no translation"). Emitted by the transport only when `Call.raw_wire` names the
-    offering's wire: the whole body of a buffered answer (just before the canonical events decoded
-    from it), or each SSE event of a stream, carrying the canonical events decoded from it
-    (`decoded`). A stream's token is then one event, not two, through every layer between the
+    protocol, no translation"). Emitted only for a passthrough attempt (routing/passthrough.py
+    hands the exchange its way of wrapping them): the whole body of a buffered answer (just before
+    the canonical events decoded from it), or each SSE event of a stream, carrying the canonical
+    events decoded from it (`decoded`). A stream's token is then one event, not two, through every layer between the
     provider and the caller: that halves a passthrough token's cost there. The Assembler adds the
     decoded events; translating doors never see a Raw (they serve other wires)."""
 

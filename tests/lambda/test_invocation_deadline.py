@@ -18,6 +18,7 @@ import time
 import pytest
 
 from momor import invocation
+from momor.audio import Audio
 from momor.call import Call
 from momor.catalog import parse_catalog
 from momor.errors import NoCandidateServed, ProviderError
@@ -25,7 +26,6 @@ from momor.events import Delta, PartStart
 from momor.lambda_stream.context import LambdaContext
 from momor.lambda_stream.runtime_api import Invocation
 from momor.messages import UserMessage
-from momor.providers.openai_transcribe import Audio
 from momor.routing.attempts import Session
 from momor.routing.breaker import Breakers
 from momor.routing.decision import decide
@@ -56,7 +56,7 @@ class Endless:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def exchange(self, wire, call, target, *, stream, timeouts):
+    async def exchange(self, wire, call, target, *, stream, timeouts, words=None):
         self.calls += 1
         yield PartStart(0, "content")
         while True:

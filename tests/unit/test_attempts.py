@@ -57,7 +57,7 @@ class Script:
         self.closed: list[str] = []
         """Offerings whose exchange was closed before its answer ended."""
 
-    async def exchange(self, wire, call, target, *, stream, timeouts):
+    async def exchange(self, wire, call, target, *, stream, timeouts, words=None):
         offering = target.offering.provider
         self.calls.append(offering)
         self.sent.append(call)

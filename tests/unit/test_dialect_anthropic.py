@@ -27,7 +27,7 @@ from momor.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from momor.providers.anthropic import WIRE, count_tokens_request, passthrough_request
+from momor.providers.anthropic import count_tokens_request, passthrough_request
 from momor.providers.base import Target
 from momor.routing.affinity import cache_token, read_cache_token, with_affinity
 from momor.routing.overflow import Overflow, overflow_for
@@ -64,13 +64,13 @@ def test_minimal_request():
     assert req.call.system == "A\n\nB"
     assert req.call.messages == [UserMessage(value="hi")]
     assert req.call.params.max_tokens == 100
-    assert req.call.raw_wire == "anthropic" and req.call.raw["system"][0]["text"] == "A"
+    assert req.caller_body.wire == "anthropic" and req.caller_body.body["system"][0]["text"] == "A"
     assert [s.name for s in req.selectors] == ["claude"]
 
 
 def test_momor_fields_stay_out_of_the_raw_body():
     req = parse(models=["gpt"], provider={"order": ["openai"]}, keys={"openai": "k"}, top_k=5)
-    assert set(req.call.raw) == {"model", "max_tokens", "messages", "top_k"}
+    assert set(req.caller_body.body) == {"model", "max_tokens", "messages", "top_k"}
     assert [s.name for s in req.selectors] == ["claude", "gpt"]
     assert req.prio.order == ("openai",) and req.keys == {"openai": "k"}
 
@@ -323,19 +323,20 @@ def test_stream_refuses_frames_out_of_order():
 # --- the passthrough request -----------------------------------------------------------------------
 
 
-def target(cap: int | None = 1000) -> Target:
+def target(cap: int | None = 1000, raw: dict[str, Any] | None = None) -> Target:
+    """An Anthropic offering; `raw`: the caller's body, this attempt passthrough (the seam decided)."""
     m = model(cap=cap)
-    return Target(provider(), m.offerings[0], m, "sk-key")
+    return Target(provider(), m.offerings[0], m, "sk-key", passthrough_body=raw)
 
 
-def raw_call(raw: dict[str, Any], **params: Any) -> Call:
-    return Call(system="", messages=[], params=Parameters(**params), raw=raw, raw_wire=WIRE)
+def call_of(**params: Any) -> Call:
+    return Call(system="", messages=[], params=Parameters(**params))
 
 
 def test_passthrough_request_is_the_callers_body():
     raw = {"model": "claude", "max_tokens": 5000, "messages": [{"role": "user", "content": "hi"}],
            "system": "s", "stream": True, "container": {"x": 1}}
-    req = passthrough_request(raw_call(raw, service_tier="priority"), target(), stream=False)
+    req = passthrough_request(call_of(service_tier="priority"), target(raw=raw), stream=False)
     assert req.path == "/v1/messages" and req.headers["x-api-key"] == "sk-key"
     assert req.body == {"model": "claude-anthropic", "max_tokens": 1000, "messages": raw["messages"], "system": "s",
                         "container": {"x": 1}, "service_tier": "auto"}
@@ -351,7 +352,7 @@ def test_passthrough_drops_reasoning_anthropic_did_not_write():
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call.1", "content": "ok"}]},
     ]
     raw = {"max_tokens": 4000, "messages": messages, "thinking": {"type": "enabled", "budget_tokens": 2000}}
-    body = passthrough_request(raw_call(raw), target(cap=None), stream=True).body
+    body = passthrough_request(call_of(), target(cap=None, raw=raw), stream=True).body
     assistant = body["messages"][1]["content"]
     assert [b["type"] for b in assistant] == ["tool_use"]
     assert assistant[0]["id"] == body["messages"][2]["content"][0]["tool_use_id"] != "call.1"
@@ -361,7 +362,7 @@ def test_passthrough_drops_reasoning_anthropic_did_not_write():
 def test_passthrough_keeps_a_budget_below_the_clamped_ceiling():
     raw = {"max_tokens": 5000, "messages": [{"role": "user", "content": "q"}],
            "thinking": {"type": "enabled", "budget_tokens": 4000}}
-    body = passthrough_request(raw_call(raw), target(cap=2048), stream=False).body
+    body = passthrough_request(call_of(), target(cap=2048, raw=raw), stream=False).body
     assert body["max_tokens"] == 2048 and body["thinking"]["budget_tokens"] == 2047
 
 

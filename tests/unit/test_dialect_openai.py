@@ -4,6 +4,7 @@ answers written back (passthrough rewrites, translated completions and chunks, e
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 from typing import Any
 
@@ -50,8 +51,8 @@ def test_parse_reads_routing_fields_and_keeps_the_rest_raw():
                           temperature=0.2))
     assert [s.name for s in req.selectors] == ["gpt-5-mini", "claude-sonnet-4-5"]
     assert req.prio.order == ("openai",) and req.prio.zdr is True
-    assert req.call.raw == {"messages": [{"role": "user", "content": "Hi"}], "temperature": 0.2}
-    assert req.call.raw_wire == "openai_chat" and req.call.passthrough("openai_chat")
+    assert req.caller_body.body == {"messages": [{"role": "user", "content": "Hi"}], "temperature": 0.2}
+    assert req.caller_body.wire == "openai_chat"
     assert req.call.params.temperature == 0.2 and req.call.stream is False
 
 
@@ -165,7 +166,7 @@ def test_values_the_canonical_call_cannot_hold_are_kept_aside_not_refused():
     req = door.parse(body(temperature="hot", service_tier="ultra", top_p=0.5, max_tokens=0))
     assert req.call.params.temperature is None and req.call.params.service_tier is None
     assert req.call.params.top_p == 0.5 and req.call.params.max_tokens == 0  # not checked: it goes as written
-    assert req.call.raw["temperature"] == "hot"
+    assert req.caller_body.body["temperature"] == "hot"
     # Issue 22: a translated provider gets it too (serviceTier takes Momor's words only, seed 000).
     assert req.call.params.unchecked == {"temperature": "hot"}
 
@@ -174,8 +175,9 @@ def test_values_the_canonical_call_cannot_hold_are_kept_aside_not_refused():
 
 
 def passthrough(raw: dict[str, Any], *, stream: bool = False, key_source: str = "saved", **kwargs: Any):
-    call = Call(system="", messages=[], raw=raw, raw_wire="openai_chat", stream=stream)
-    return build_request(call, target(key_source, **kwargs), stream).body
+    call = Call(system="", messages=[], stream=stream)
+    sent = dataclasses.replace(target(key_source, **kwargs), passthrough_body=raw)  # the seam decided passthrough
+    return build_request(call, sent, stream).body
 
 
 def test_passthrough_changes_only_what_seed_001_names():

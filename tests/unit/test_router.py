@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from momor.call import Call
+from momor.caller_body import CallerBody
 from momor.catalog import parse_catalog
 from momor.dialects.openai import parse as openai
 from momor.dialects.openai.router_route import read_memory
@@ -60,10 +61,11 @@ def test_only_user_and_assistant_messages_are_said_verbatim():
 def test_memory_goes_after_the_instructions_and_before_the_new_turn():
     raw = {"messages": [{"role": "system", "content": "S"}, {"role": "developer", "content": "D"},
                         {"role": "user", "content": "new"}]}
-    call = Call(system="S\n\nD", messages=[UserMessage(value="new")], raw=raw, raw_wire="openai_chat")
+    call = Call(system="S\n\nD", messages=[UserMessage(value="new")])
     remembered = [{"role": "user", "content": "old"}, {"role": "assistant", "content": "answer"}]
-    out = memory.with_memory(call, remembered, lambda t: openai.map_messages(t)[1])
-    assert [m["content"] for m in out.raw["messages"]] == ["S", "D", "old", "answer", "new"]
+    out, own = memory.with_memory(call, CallerBody(raw, "openai_chat"), remembered,
+                                  lambda t: openai.map_messages(t)[1])
+    assert [m["content"] for m in own.body["messages"]] == ["S", "D", "old", "answer", "new"]
     assert out.messages == [UserMessage(value="old"), ContentMessage(value="answer"), UserMessage(value="new")]
     assert out.system == "S\n\nD"
     assert raw["messages"][2]["content"] == "new" and len(raw["messages"]) == 3  # the caller's body untouched

@@ -3,6 +3,7 @@ is sent (URL, headers, body), from the real example catalog's own provider entri
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,9 @@ def target(catalog: Catalog, provider: str, model: str, extra: dict[str, Any] | 
     return Target(catalog.provider(provider), offering, found, KEY, extra or {}, source)
 
 
-def url_of(t: Target, call: Call, stream: bool = False) -> tuple[str, dict[str, str], dict[str, Any]]:
+def url_of(t: Target, call: Call | dict[str, Any], stream: bool = False) -> tuple[str, dict[str, str], dict[str, Any]]:
+    if isinstance(call, dict):  # the caller's own body: a passthrough attempt, as routing/passthrough.py hands it
+        t, call = dataclasses.replace(t, passthrough_body=call), Call(system="", messages=[UserMessage(value="Hi")])
     request = WIRE.build_request(call, t, stream)
     url = request.url or t.provider.base_url.rstrip("/") + request.path
     return url, request.headers, request.body
@@ -43,8 +46,8 @@ def hi(**params: Any) -> Call:
     return Call(system="Be brief.", messages=[UserMessage(value="Hi")], params=Parameters(**params))
 
 
-def raw(body: dict[str, Any]) -> Call:
-    return Call(system="", messages=[UserMessage(value="Hi")], raw=body, raw_wire="openai_chat")
+def raw(body: dict[str, Any]) -> dict[str, Any]:
+    return body
 
 
 # --- Azure ------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from momor.audio import Audio
 from momor.call import Call, Parameters
 from momor.catalog import Capabilities, Model, Offering, Prices, Provider
 from momor.errors import ProviderError
@@ -23,7 +24,6 @@ from momor.messages import ThinkingMessage, Tool, ToolCallMessage, ToolResultBod
 from momor.providers import wire_for
 from momor.providers.base import Target
 from momor.providers.multipart import post_multipart
-from momor.providers.openai_transcribe import Audio
 from momor.providers.registry import REGISTRY
 from momor.providers.transport import exchange
 from momor.routing.policy import classify

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from momor.call import Call, Parameters, ToolUse
+from momor.caller_body import CallerBody
 from momor.catalog import Capabilities, Model, Offering, Prices, Provider
 from momor.errors import ProviderError
 from momor.events import Assembler, Event, Finish, UsageEvent
@@ -27,11 +28,12 @@ from momor.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from momor.providers import speaks, wire_for, wire_for_call
+from momor.providers import speaks, wire_for
 from momor.providers.base import SSEEvent, Target
 from momor.providers.openai_responses import WIRE
 from momor.providers.openai_responses_request import map_reasoning
 from momor.providers.sse import SSEDecoder
+from momor.routing.passthrough import way_for
 from momor.routing.policy import classify, context_exceeded
 from tests.fakes import openai_responses as fake
 from tests.fakes.behaviour import Answer, ToolCall
@@ -84,14 +86,13 @@ def decode_stream(rendered: list[str]) -> list[Event]:
 
 def test_registered_and_chosen_per_call() -> None:
     assert wire_for(WIRE_NAME) is WIRE
-    native = call_of()
-    openai_dialect = call_of(raw={"model": "x"}, raw_wire="openai_chat")
-    anthropic_dialect = call_of(raw={"model": "x"}, raw_wire="anthropic")
-    assert wire_for_call(WIRE_NAME, native) is WIRE
-    assert wire_for_call(WIRE_NAME, anthropic_dialect) is WIRE
-    assert wire_for_call(WIRE_NAME, openai_dialect) is wire_for("openai_chat")
+    openai_dialect = CallerBody({"model": "x"}, "openai_chat")
+    anthropic_dialect = CallerBody({"model": "x"}, "anthropic")
+    assert way_for(WIRE_NAME, None).wire is WIRE  # a native call
+    assert way_for(WIRE_NAME, anthropic_dialect).wire is WIRE
+    assert way_for(WIRE_NAME, openai_dialect).wire is wire_for("openai_chat")
     # Only a Responses provider also speaks Chat Completions; no other wire is switched.
-    assert wire_for_call("anthropic", openai_dialect) is wire_for("anthropic")
+    assert way_for("anthropic", openai_dialect).wire is wire_for("anthropic")
     assert speaks(WIRE_NAME, "openai_chat") and speaks(WIRE_NAME, WIRE_NAME) and speaks("anthropic", "anthropic")
     assert not speaks(WIRE_NAME, "anthropic") and not speaks("openai_chat", WIRE_NAME)
 

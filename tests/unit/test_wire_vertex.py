@@ -6,6 +6,7 @@ The token exchange itself is in test_google_auth.py (against the fake token endp
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -93,8 +94,9 @@ def test_claude_body_has_no_model_and_vertex_version() -> None:
 
 def test_claude_passthrough_of_an_anthropic_dialect_body() -> None:
     raw = {"model": "claude", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}], "top_k": 3}
-    call = Call(system="", messages=[UserMessage(value="hi")], raw=raw, raw_wire="anthropic")
-    tgt = target(publisher="Anthropic", model_id="claude-sonnet-4-5@20250929")
+    call = Call(system="", messages=[UserMessage(value="hi")])
+    tgt = dataclasses.replace(target(publisher="Anthropic", model_id="claude-sonnet-4-5@20250929"),
+                              passthrough_body=raw)  # as routing/passthrough.py hands it
     body = WIRE.build_request(call, tgt, stream=False).body
     assert body == {"max_tokens": 50, "messages": [{"role": "user", "content": "hi"}], "top_k": 3,
                     "anthropic_version": ANTHROPIC_VERSION}

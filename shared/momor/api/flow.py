@@ -69,12 +69,17 @@ class Door(Protocol):
         it (the Anthropic door clamps max_tokens to the asked model and reads its affinity token)."""
         ...
 
-    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response: ...
+    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler,
+               passthrough: bool) -> Response:
+        """The whole answer. `passthrough`: the offering answered in its own words (`assembler.raw`),
+        as the attempt loop decided (routing/passthrough.py); a door never works that out itself."""
+        ...
 
     def stream(
-        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
+        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event], passthrough: bool
     ) -> AsyncIterator[bytes]:
-        """The stream's bytes; a ProviderError from `events` becomes the dialect's error frame."""
+        """The stream's bytes; a ProviderError from `events` becomes the dialect's error frame.
+        `passthrough`: its events carry the provider's own words (`Raw`), as for `answer`."""
         ...
 
     def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]: ...
@@ -239,6 +244,8 @@ async def generate(p: Prepared) -> Response:
         keep_text=p.after_answer is not None,
         adjust=routed.adjust,
         deadline=p.deadline,
+        caller_body=routed.caller_body,
+        adjust_body=routed.adjust_body,
     )
     answer = await session.open()
     recorder.mark_first_byte()
@@ -248,12 +255,12 @@ async def generate(p: Prepared) -> Response:
             pass
         _note_finish(p, answer.assembler.finish)
         await _record(p.backend, recorder, routed)
-        return p.door.answer(recorder.request_id, routed, answer.served, answer.assembler)
+        return p.door.answer(recorder.request_id, routed, answer.served, answer.assembler, answer.passthrough)
     # Without an after_answer, the door reads the answer's events directly (one generator layer less
     # for every event of the stream).
     events = answer.events if p.after_answer is None else _answered(p, answer)
     return FrameStream(
-        p.door.stream(recorder.request_id, routed, answer.served, events),
+        p.door.stream(recorder.request_id, routed, answer.served, events, answer.passthrough),
         ended=lambda: _stream_ended(p, answer),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, answer.served)},

@@ -13,13 +13,16 @@ from typing import TYPE_CHECKING
 from .registry import module_of
 
 if TYPE_CHECKING:  # kept light: catalog.py imports `.registry`, and so this package, at cold start
-    from ..call import Call
     from .base import Wire
 
 # A wire whose provider also speaks other wires at the same base URL with the same key. A call that
 # came in speaking one of those goes over it, so the caller's body passes through (seed 001: an
 # OpenAI offering answers the OpenAI dialect on Chat Completions, everything else on Responses).
 _ALSO_SPEAKS: dict[str, tuple[str, ...]] = {"openai_responses": ("openai_chat",)}
+# A wire whose request is built from a body written in another wire, though it answers in its own
+# words: Vertex sends Claude the Anthropic dialect's body as written (less `model`, which is in its
+# URL), and its answer is read as Vertex's (translated for the caller).
+_SENDS_BODY_OF: dict[str, tuple[str, ...]] = {"vertex": ("anthropic",)}
 _loaded: dict[str, Wire] = {}
 
 
@@ -35,12 +38,13 @@ def wire_for(name: str) -> Wire:
 
 def speaks(provider_wire: str, wire: str) -> bool:
     """Whether a provider listed under `provider_wire` is called over `wire` for a call written in it
-    (a dialect's same-protocol check: the answer then comes back in the provider's own words)."""
+    (the answer then comes back in the provider's own words). Read only by the passthrough seam,
+    routing/passthrough.py, which makes that decision once per attempt."""
     return wire == provider_wire or wire in _ALSO_SPEAKS.get(provider_wire, ())
 
 
-def wire_for_call(provider_wire: str, call: Call) -> Wire:
-    """The wire one call goes over to a provider whose catalog wire is `provider_wire`."""
-    if call.raw_wire is not None and speaks(provider_wire, call.raw_wire):
-        return wire_for(call.raw_wire)
-    return wire_for(provider_wire)
+def sends_body_of(provider_wire: str, wire: str) -> bool:
+    """Whether `provider_wire` sends a caller's body written in `wire` as written while answering in
+    its own words (`_SENDS_BODY_OF`). Read only by routing/passthrough.py."""
+    return wire in _SENDS_BODY_OF.get(provider_wire, ())
+

@@ -511,10 +511,11 @@ def _passthrough_thinking(body: dict[str, Any], cap: int) -> None:
 
 
 def passthrough_request(call: Call, target: Target, stream: bool) -> WireRequest:
-    """The caller's own body (`call.raw`), with the offering's model id, max_tokens clamped to the
-    model's output maximum, the service tier in Anthropic's words, and `stream` as Momor calls."""
-    assert call.raw is not None
-    body = dict(call.raw)
+    """The caller's own body (`target.passthrough_body`), with the offering's model id, max_tokens
+    clamped to the model's output maximum, the service tier in Anthropic's words, and `stream` as
+    Momor calls."""
+    assert target.passthrough_body is not None
+    body = dict(target.passthrough_body)
     body["model"] = target.model_id
     cap = target.model.capabilities.max_output_tokens
     max_tokens = body.get("max_tokens")
@@ -529,7 +530,7 @@ def passthrough_request(call: Call, target: Target, stream: bool) -> WireRequest
         body["stream"] = True
     else:
         body.pop("stream", None)
-    return WireRequest(path="/v1/messages", body=body, headers=_headers(target, call.betas))
+    return WireRequest(path="/v1/messages", body=body, headers=_headers(target, target.betas))
 
 
 def count_tokens_request(raw: dict[str, Any], target: Target, betas: tuple[str, ...] = ()) -> WireRequest:
@@ -546,9 +547,9 @@ class AnthropicWire:
     def count_request(self, call: Call, target: Target) -> WireRequest:
         """count_tokens for this offering: the caller's own Anthropic body where there is one, else
         the translated request, each less what the counting endpoint refuses."""
-        if call.passthrough(WIRE_NAME) and call.raw is not None:
-            return count_tokens_request(call.raw, target, call.betas)
-        return count_tokens_request(self.build_request(call, target, stream=False).body, target, call.betas)
+        if target.passthrough_body is not None:
+            return count_tokens_request(target.passthrough_body, target, target.betas)
+        return count_tokens_request(self.build_request(call, target, stream=False).body, target, target.betas)
 
     def parse_count(self, body: bytes) -> int:
         try:
@@ -560,7 +561,7 @@ class AnthropicWire:
         return count
 
     def build_request(self, call: Call, target: Target, stream: bool) -> WireRequest:
-        if call.passthrough(WIRE_NAME):
+        if target.passthrough_body is not None:
             return passthrough_request(call, target, stream)
         caps = target.model.capabilities
         body: dict[str, Any] = {
@@ -582,7 +583,7 @@ class AnthropicWire:
         _map_caching(call.params.caching if honoured else "none", body)
         if stream:
             body["stream"] = True
-        return WireRequest(path="/v1/messages", body=body, headers=_headers(target, call.betas))
+        return WireRequest(path="/v1/messages", body=body, headers=_headers(target, target.betas))
 
     def parse_response(self, body: bytes, target: Target) -> Iterable[Event]:
         return anthropic_response.parse_response(body, target)

@@ -67,6 +67,12 @@ class Target:
     """The call asks for a responseSchema (or a json_object answer): a wire that emulates one
     (Anthropic's `respond` tool) reads that tool's call back as the answer only then; otherwise a
     tool of that name is the caller's own."""
+    passthrough_body: dict[str, Any] | None = None
+    """The caller's own body, set only when this attempt is passthrough (routing/passthrough.py
+    decides; the wire never does): the wire sends it, changed only where the seeds say, instead of
+    translating the call. Never changed in place: a failed-over call sends it again."""
+    betas: tuple[str, ...] = ()
+    """Anthropic beta features the caller asked for (`caller_body.CallerBody.betas`)."""
 
     @property
     def model_id(self) -> str:

@@ -1,11 +1,12 @@
 """How a provider's streamed body becomes events: cut into frames (SSE, or one JSON object a line),
-each frame fed to the wire's decoder."""
+each frame handed to the wire's decoder by the attempt's `Words`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
-from ..events import Event, Raw
+from ..events import Event
 from .base import SSEEvent, StreamDecoder
 from .ndjson import NDJSONDecoder
 from .sse import SSEDecoder
@@ -21,11 +22,31 @@ def framer_for(content_type: str) -> SSEDecoder | NDJSONDecoder | None:
     return None
 
 
-def feed(decoder: StreamDecoder, item: SSEEvent, raw: bool) -> Iterable[Event]:
-    # Decode first: a malformed chunk raises here and never reaches a passthrough caller.
-    if not raw:
+class Words(Protocol):
+    """How the exchange hands a provider's answer up: translated into canonical events (`TRANSLATED`,
+    the default), or also in the provider's own words for a passthrough attempt (that choice is
+    routing/passthrough.py's, never the transport's)."""
+
+    def frame(self, decoder: StreamDecoder, item: SSEEvent) -> Iterable[Event]:
+        """The events for one frame of a stream, decoded by the wire's `decoder`."""
+        ...
+
+    def whole(self, body: bytes) -> Iterable[Event]:
+        """Events to hand up before a whole (buffered) body's canonical events."""
+        ...
+
+
+class _Translated:
+    __slots__ = ()
+
+    @staticmethod
+    def frame(decoder: StreamDecoder, item: SSEEvent) -> Iterable[Event]:
         return decoder.feed(item)
-    # One Raw carrying what was decoded from it; the decoder's parse (`parsed`), where it keeps one,
-    # spares the writer a second.
-    decoded = tuple(decoder.feed(item))
-    return (Raw(item.data, item.event, getattr(decoder, "parsed", None), decoded),)
+
+    @staticmethod
+    def whole(body: bytes) -> Iterable[Event]:
+        return ()
+
+
+TRANSLATED: Words = _Translated()
+"""Canonical events only: what every attempt that is not passthrough gets."""

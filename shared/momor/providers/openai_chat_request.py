@@ -72,8 +72,8 @@ def _option_str(options: dict[str, Any], name: str, default: str | None) -> str 
 
 
 def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
-    if call.passthrough(WIRE_NAME):
-        return build_passthrough_request(call, target, stream)
+    if target.passthrough_body is not None:
+        return build_passthrough_request(target.passthrough_body, target, stream)
     options = target.provider.options
     body: dict[str, Any] = {"model": target.model_id, "messages": _map_messages(call, target)}
     if call.tools:
@@ -349,16 +349,15 @@ def _map_reasoning_effort(effort: str | None, depths: list[str]) -> str | None:
 # Same protocol: the caller's own Chat Completions body, with only what seed 001 says Momor changes
 
 
-def build_passthrough_request(call: Call, target: Target, stream: bool) -> WireRequest:
-    """`call.raw` as written (routing fields already taken off), but for: the offering's model id;
+def build_passthrough_request(raw: dict[str, Any], target: Target, stream: bool) -> WireRequest:
+    """The caller's body (`raw`) as written (routing fields already taken off), but for: the offering's model id;
     one output ceiling under the provider's name; seed under the provider's name; a usage chunk
     always asked for on a stream (no stream_options at all where the provider takes none); the
     reasoning depth the model takes; store=false on the deployment's keys where the provider says
-    so; and reasoning sent back moved into the field the provider reads. `call.raw` is never
+    so; and reasoning sent back moved into the field the provider reads. `raw` is never
     changed: a failed-over call sends it again to the next offering."""
-    assert call.raw is not None
     options = target.provider.options
-    body = dict(call.raw)
+    body = dict(raw)
     body["model"] = target.model_id
     _passthrough_ceiling(body, options)
     if "seed" in body:

@@ -3,7 +3,7 @@
 Seed 001: an OpenAI offering is called on Chat Completions through the OpenAI-compatible route and on
 the Responses API through POST /models, which carries reasoning summaries back. A provider whose
 catalog wire is `openai_responses` is therefore sent a call that came in on the OpenAI dialect over
-the `openai_chat` wire (same base URL and key; see `providers.wire_for_call`), and everything else here.
+the `openai_chat` wire (same base URL and key; see routing/passthrough.py), and everything else here.
 
 Request (`openai_responses_request.py`):
 - the system prompt is `instructions`; messages are input items: user messages (input_text,

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from ..audio import Audio
 from ..errors import ProviderError
 from ..events import Usage
 from . import openai_chat
@@ -27,15 +28,6 @@ from .endpoint import endpoint
 
 WIRE_NAME = "openai_transcribe"
 PATH = "/audio/transcriptions"
-
-
-@dataclass(slots=True, frozen=True)
-class Audio:
-    """The audio to transcribe, as bytes (a URL is fetched before it reaches a wire)."""
-
-    data: bytes
-    name: str
-    content_type: str
 
 
 @dataclass(slots=True)

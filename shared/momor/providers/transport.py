@@ -24,11 +24,11 @@ import orjson
 from .. import http1
 from ..call import Call
 from ..errors import ProviderError
-from ..events import Event, Raw
+from ..events import Event
 from ..net import shared_client
 from ..redact import redact, redact_value
 from .base import Target, Wire
-from .framing import feed, framer_for
+from .framing import TRANSLATED, Words, framer_for
 
 
 @dataclass(slots=True, frozen=True)
@@ -67,8 +67,10 @@ async def exchange(
     stream: bool,
     timeouts: Timeouts = DEFAULT_TIMEOUTS,
     client: httpx2.AsyncClient | None = None,
+    words: Words = TRANSLATED,
 ) -> AsyncIterator[Event]:
-    """Call one offering and yield its answer as canonical events.
+    """Call one offering and yield its answer as canonical events, handed up as `words` says
+    (a passthrough attempt's also carry the provider's own words: routing/passthrough.py).
 
     Raises ProviderError for every failure; `after_output` is left for the caller to set, since
     only the caller knows what it has passed on.
@@ -89,24 +91,24 @@ async def exchange(
                 # stream would cross one more generator layer. Text is decoded incrementally (a
                 # character split across two reads is decoded once both are in; an event stream
                 # is UTF-8 whatever its headers say).
-                decoder, raw = wire.stream_decoder(target), call.passthrough(wire.name)
+                decoder, frame = wire.stream_decoder(target), words.frame
                 as_text = codecs.getincrementaldecoder("utf-8")("replace").decode
                 async for read in response.pieces(timeouts.first_byte):
                     for item in framer.decode(as_text(read)):
-                        for event in feed(decoder, item, raw):
+                        for event in frame(decoder, item):
                             yield event
                         if decoder.done:
                             return
                 for item in [*framer.decode(as_text(b"", True)), *framer.flush()]:  # an unterminated last frame
-                    for event in feed(decoder, item, raw):
+                    for event in frame(decoder, item):
                         yield event
                 for event in decoder.close():
                     yield event
             else:
                 # A provider may answer a stream request with a whole JSON body; take it as such.
                 body = await _read_body(response, timeouts.idle)
-                if call.passthrough(wire.name):
-                    yield Raw(body.decode("utf-8", "replace"))
+                for event in words.whole(body):
+                    yield event
                 for event in wire.parse_response(body, target):
                     yield event
 

@@ -22,13 +22,14 @@ import inspect
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
 from ..call import Call
+from ..caller_body import CallerBody
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..events import Assembler, Continued, Event, Usage
-from ..providers import wire_for_call
 from ..providers.base import Target
 from ..providers.registry import answers_choices
 from ..providers.transport import Timeouts, exchange
@@ -38,6 +39,7 @@ from .circuits import circuit_of, process_breakers
 from .commit import aclose, finished, hold_until_output
 from .keys import KeyResolver, ResolvedKey
 from .params import params_for
+from .passthrough import way_for
 from .plan import Candidate
 from .policy import Policy, classify, context_exceeded, counts_against_breaker, current_policy
 from .recorder import AttemptTimer, Recorder
@@ -57,6 +59,8 @@ class _Serving:
     held: list[Event]
     """Events read before the offering was committed to, not yet passed on."""
     rest: AsyncIterator[Event] | None
+    passthrough: bool
+    """It was sent the caller's own body and answers in its own words (routing/passthrough.py)."""
 
 
 @dataclass(slots=True, frozen=True)
@@ -69,6 +73,11 @@ class Answer:
     assembler: Assembler
     """The answer as the caller receives it (filled as `events` is read; across a rollover, every
     offering's parts). A stream keeps no Raw events here, and its text only for a rollover."""
+    passthrough: bool
+    """The serving offering was sent the caller's own body and answers in its own words (`Raw`
+    events): decided once, by routing/passthrough.py, for the attempt that serves. Doors read it
+    here and never work it out again. After a rollover the continuing offering's events are
+    canonical whatever this says (a prefill is never passed through)."""
     _serving: _Serving
     _recorder: Recorder
 
@@ -109,6 +118,8 @@ class Session:
         keep_text: bool = False,
         adjust: Callable[[Call, Candidate], Call | Awaitable[Call]] | None = None,
         deadline: float | None = None,
+        caller_body: CallerBody | None = None,
+        adjust_body: Callable[[dict[str, Any], Candidate], dict[str, Any]] | None = None,
     ) -> None:
         self.call = call
         self.candidates = candidates
@@ -123,6 +134,10 @@ class Session:
         """A stream keeps its text for a rollover, or when the route needs the whole answer after it
         (the router's memory)."""
         self.adjust = adjust
+        self.caller_body = caller_body
+        """The caller's own body (Routed.caller_body): an offering that speaks it is sent it."""
+        self.adjust_body = adjust_body
+        self._betas = caller_body.betas if caller_body is not None else ()
         budget_end = time.monotonic() + self.policy.call_budget
         self._deadline = budget_end if deadline is None else min(budget_end, deadline)
         self._hard_deadline = deadline
@@ -140,11 +155,12 @@ class Session:
                 self.recorder.skip(candidate, reason)
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, reason))
                 continue
-            serving = await self._try(candidate, self.call, summaries)
+            serving = await self._try(candidate, self.call, summaries, self.caller_body)
             if isinstance(serving, _Serving):
                 stream = self.call.stream
                 sent = Assembler(keep_raw=not stream, keep_text=not stream or self.rollover or self.keep_text)
-                return Answer(candidate, self._events(serving, sent), sent, serving, self.recorder)
+                return Answer(candidate, self._events(serving, sent), sent, serving.passthrough, serving,
+                              self.recorder)
             if serving == "context":
                 larger_than = window or 0
         raise NoCandidateServed(summaries, status=_overall_status(self.recorder))
@@ -158,7 +174,8 @@ class Session:
             self.recorder.skip(candidate, DEFERRED)
         return closed + opened
 
-    async def _try(self, candidate: Candidate, call: Call, summaries: list[AttemptSummary]) -> _Serving | str:
+    async def _try(self, candidate: Candidate, call: Call, summaries: list[AttemptSummary],
+                   caller_body: CallerBody | None) -> _Serving | str:
         """Attempts at one offering, retries included: what it serves, or why it does not."""
         resolved = self.resolve_key(candidate)
         if isinstance(resolved, str):
@@ -174,7 +191,7 @@ class Session:
             attempt = self.recorder.begin(candidate, resolved.source, resolved.key, call)
             self.breakers.begin(circuit)
             try:
-                serving = await self._start(candidate, resolved, call, attempt)
+                serving = await self._start(candidate, resolved, call, caller_body, attempt)
             except ProviderError as exc:
                 attempt.fail(exc)
                 if counts_against_breaker(exc):
@@ -223,24 +240,29 @@ class Session:
         response = min(p.response_timeout, first) if self.call.stream else first
         return Timeouts(p.connect_timeout, first, p.idle_timeout, response).shortened(self.network_timeout)
 
-    async def _start(self, candidate: Candidate, key: ResolvedKey, call: Call, attempt: AttemptTimer) -> _Serving:
+    async def _start(self, candidate: Candidate, key: ResolvedKey, call: Call, caller_body: CallerBody | None,
+                     attempt: AttemptTimer) -> _Serving:
+        way = way_for(candidate.provider.wire, caller_body)  # passthrough or not: decided here, once
+        body = way.body
+        if body is not None and self.adjust_body is not None:
+            body = self.adjust_body(body, candidate)
         target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source,
-                        schema_asked=call.answer_schema is not None)
+                        schema_asked=call.answer_schema is not None, passthrough_body=body, betas=self._betas)
         if self.adjust is not None:  # the route's per-candidate call (router defaults, file conversions)
             adjusted = self.adjust(call, candidate)
             call = await adjusted if inspect.isawaitable(adjusted) else adjusted
         params = params_for(call.params, candidate)
         if params is not call.params:
             call = dataclasses.replace(call, params=params)
-        wire = wire_for_call(candidate.provider.wire, call)
-        timeouts = self._timeouts()
+        wire, timeouts = way.wire, self._timeouts()
         if call.n > 1 and not answers_choices(wire.name):  # n calls for n answers
-            stream = several_answers(self.exchange_fn, wire, call, target, stream=call.stream, timeouts=timeouts)
+            stream = several_answers(self.exchange_fn, wire, call, target, stream=call.stream, timeouts=timeouts,
+                                     words=way.words)
         else:
-            stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts)
+            stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts, words=way.words)
         # A stream is committed to at its first visible output, a buffered call once it is whole.
         produced, held = await hold_until_output(stream, streaming=call.stream, first_token=timeouts.first_byte)
-        return _Serving(candidate, attempt, produced, held, stream)
+        return _Serving(candidate, attempt, produced, held, stream, way.passthrough)
 
     async def _events(self, serving: _Serving, sent: Assembler) -> AsyncIterator[Event]:
         """The served candidate's events: those held back, then the rest as they arrive.
@@ -335,7 +357,8 @@ class Session:
         for candidate in rest:
             if not can_continue(candidate):
                 continue
-            serving = await self._try(candidate, prefill.call, summaries)
+            # The caller's body is never passed through here: the prefill is Momor's, not the caller's.
+            serving = await self._try(candidate, prefill.call, summaries, None)
             if isinstance(serving, _Serving):
                 return serving, prefill
         return None

@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from ..audio import Audio
 from ..call import Call
 from ..catalog import Catalog
 from ..config import get_config
 from ..errors import RequestError, RoutingError
 from ..messages import ContentMessage, File, ToolResultMessage, UserMessage, attached_files
-from ..providers.openai_transcribe import Audio
 from ..providers.registry import REGISTRY
 from . import processors
 from .attempts import Session

@@ -10,32 +10,39 @@ from __future__ import annotations
 
 from .. import tokens
 from ..call import Call
+from ..caller_body import CallerBody
 from ..errors import ProviderError
-from ..providers import wire_for
 from ..providers.base import Target
 from ..providers.counting import count_tokens as provider_count
 from ..providers.registry import facts as wire_facts
 from .keys import KeyResolver
+from .passthrough import way_for
 from .plan import Candidate
 from .recorder import Recorder
 
 
 async def count_input_tokens(
-    call: Call, candidates: list[Candidate], resolve_key: KeyResolver, recorder: Recorder
+    call: Call, caller_body: CallerBody | None, candidates: list[Candidate], resolve_key: KeyResolver,
+    recorder: Recorder,
 ) -> tuple[int, str]:
-    """(tokens, "provider" | "estimate")."""
+    """(tokens, "provider" | "estimate"). An offering that speaks the caller's protocol counts the
+    caller's own body (the same passthrough decision as a generation's: routing/passthrough.py)."""
     first_model = candidates[0].model.name if candidates else None
     for candidate in candidates:
-        facts = wire_facts(candidate.provider.wire)
-        if candidate.model.name != first_model or facts is None or not facts.counts_tokens:
+        if candidate.model.name != first_model:
             continue
-        wire = wire_for(candidate.provider.wire)
+        way = way_for(candidate.provider.wire, caller_body)
+        facts = wire_facts(way.wire.name)
+        if facts is None or not facts.counts_tokens:
+            continue
+        wire = way.wire
         key = resolve_key(candidate)
         if isinstance(key, str):
             recorder.skip(candidate, key)
             continue
         timer = recorder.begin(candidate, key.source, key.key)
-        target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source)
+        target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source,
+                        passthrough_body=way.body, betas=caller_body.betas if caller_body is not None else ())
         try:
             count = await provider_count(wire, call, target)
         except ProviderError as exc:

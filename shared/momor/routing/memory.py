@@ -52,6 +52,7 @@ from typing import Any, Literal
 import orjson
 
 from ..call import Call
+from ..caller_body import CallerBody
 from ..events import Assembler
 from ..logs import logger
 from ..messages import ContentMessage, Message
@@ -197,20 +198,20 @@ def answered(assembler: Assembler) -> dict[str, Any] | None:
 
 
 def with_memory(
-    call: Call, remembered: list[dict[str, Any]], to_canonical: Callable[[list[dict[str, Any]]], list[Message]]
-) -> Call:
-    """The call with the remembered turns before its own: in the canonical messages (a translated
-    offering) and in the caller's own body (`raw`, a same-protocol offering), after the body's
-    leading instruction messages."""
+    call: Call, own: CallerBody | None, remembered: list[dict[str, Any]],
+    to_canonical: Callable[[list[dict[str, Any]]], list[Message]],
+) -> tuple[Call, CallerBody | None]:
+    """The call and the caller's own body with the remembered turns before their own: in the
+    canonical messages (a translated offering) and in the caller's body (`own`, a same-protocol
+    offering), after the body's leading instruction messages."""
     if not remembered:
-        return call
-    raw = call.raw
-    if raw is not None and isinstance(raw.get("messages"), list):
-        messages = raw["messages"]
+        return call, own
+    if own is not None and isinstance(own.body.get("messages"), list):
+        messages = own.body["messages"]
         at = next((i for i, m in enumerate(messages) if not (isinstance(m, dict) and m.get("role") in _INSTRUCTIONS)),
                   len(messages))
-        raw = {**raw, "messages": [*messages[:at], *remembered, *messages[at:]]}
-    return dataclasses.replace(call, messages=[*to_canonical(remembered), *call.messages], raw=raw)
+        own = dataclasses.replace(own, body={**own.body, "messages": [*messages[:at], *remembered, *messages[at:]]})
+    return dataclasses.replace(call, messages=[*to_canonical(remembered), *call.messages]), own
 
 
 async def recall(ask: Ask, caller_id: str, chat_id: str, request_messages: list[Any]) -> Recall:

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..call import Call
+from ..caller_body import CallerBody
 from ..catalog import Prices
+from ..messages import attached_files
 from .plan import Candidate, Needs
 from .selectors import Prioritization, Selector
 
@@ -47,3 +49,29 @@ class Routed:
     reply: Any = None
     """What the dialect's writer needs from the request (doors are stateless): e.g. whether the
     caller asked for a usage chunk, the service tier asked, the overflow in force."""
+    caller_body: CallerBody | None = None
+    """The caller's own body, from a dialect whose requests are a wire's protocol: sent as written
+    to an offering that speaks it (passthrough; routing/passthrough.py decides, per attempt)."""
+    adjust_body: Callable[[dict[str, Any], Candidate], dict[str, Any]] | None = None
+    """`caller_body.body` as one candidate is sent it, when that differs by candidate (the router's
+    default max_tokens, as `adjust` does for the call). Returns a new dict, never changes its own."""
+
+
+def _media_kind(content_type: str) -> str:
+    if content_type.startswith("image/"):
+        return "image"
+    if content_type.startswith("audio/"):
+        return "audio"
+    if content_type == "application/pdf":
+        return "pdf"
+    return "text"
+
+
+def needs_of(call: Call, *, schema_required: bool = False) -> Needs:
+    """What a call needs of a model (the planner's filter), whichever dialect it came in."""
+    media = set()
+    for m in call.messages:
+        media.update(_media_kind(f.content_type) for f in attached_files(m))
+    return Needs(tools=bool(call.tools), json_schema=call.response_schema is not None,
+                 media=frozenset(media - {"text"}), json_object=call.json_object, choices=call.n,
+                 schema_required=schema_required and call.response_schema is not None)

@@ -47,9 +47,8 @@ def prefill_call(call: Call, sent: Assembler) -> Prefill | None:
     if not text:
         return None
     params = call.params.model_copy(update={"reasoning_effort": None})
-    continued = dataclasses.replace(
-        call, messages=[*call.messages, ContentMessage(value=text)], params=params, raw=None, raw_wire=None
-    )
+    # Never sent in the caller's own words: the attempt loop passes no caller body with a prefill.
+    continued = dataclasses.replace(call, messages=[*call.messages, ContentMessage(value=text)], params=params)
     return Prefill(continued, whole[len(text):])
 
 

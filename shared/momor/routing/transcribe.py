@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from .. import invocation
+from ..audio import Audio
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..providers import wire_for
 from ..providers.base import Target
 from ..providers.multipart import post_multipart
-from ..providers.openai_transcribe import Audio, Transcript
+from ..providers.openai_transcribe import Transcript
 from ..providers.registry import REGISTRY
 from ..providers.transport import Timeouts
 from ..store.records import cost_usd

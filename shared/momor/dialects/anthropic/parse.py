@@ -2,8 +2,8 @@
 
 `parse` turns the body into two things at once:
 - the canonical `Call` (for offerings on any other wire, and for routing: tools, media, schema);
-- `Call.raw`, the body as written less Momor's own fields (`models`, `provider`, `keys`), with
-  `raw_wire="anthropic"`: an offering on the Anthropic wire is sent that, in its own words.
+- `Routed.caller_body`, the body as written less Momor's own fields (`models`, `provider`, `keys`),
+  in the `anthropic` wire: an offering on the Anthropic wire is sent that, in its own words.
 
 Anthropic -> canonical:
 - `system` (a string or text blocks, joined by blank lines) -> `Call.system`.
@@ -37,6 +37,7 @@ import orjson
 from pydantic import ValidationError
 
 from ...call import Call, Parameters, ToolUse
+from ...caller_body import CallerBody
 from ...errors import RequestError
 from ...messages import (
     ContentMessage,
@@ -50,9 +51,8 @@ from ...messages import (
     ToolResultMessage,
     UserMessage,
 )
-from ...routing.request import Routed
+from ...routing.request import Routed, needs_of
 from ...routing.selectors import Selector, parse_prioritization, parse_selectors
-from ..native.parse import needs_of
 
 WIRE = "anthropic"
 MOMOR_FIELDS = ("models", "provider", "keys")
@@ -431,8 +431,7 @@ def parse(body: dict[str, Any], *, require_max_tokens: bool = True) -> Routed:
         tools=tools,
         response_schema=_response_schema(body),
         stream=stream,
-        raw={k: v for k, v in body.items() if k not in MOMOR_FIELDS},
-        raw_wire=WIRE,
     )
     written = body.get("model") if body.get("models") is None else body.get("models")
-    return Routed(call, selectors, prio, keys, needs_of(call), written, prio_where="provider")
+    own = CallerBody({k: v for k, v in body.items() if k not in MOMOR_FIELDS}, WIRE)
+    return Routed(call, selectors, prio, keys, needs_of(call), written, prio_where="provider", caller_body=own)

@@ -128,7 +128,9 @@ class AnthropicDoor:
         tier = _header_choice(request, TIER_HEADER, TIERS)
         mode = _header_choice(request, OVERFLOW_HEADER, OVERFLOW) or "off"
         req = anthropic.parse(body, require_max_tokens=self.require_max_tokens)
-        req.call.betas = tuple(request.headers.getlist("anthropic-beta"))
+        if req.caller_body is not None:
+            betas = tuple(request.headers.getlist("anthropic-beta"))
+            req.caller_body = dataclasses.replace(req.caller_body, betas=betas)
         if tier is not None:
             req.call.params = req.call.params.model_copy(update={"service_tier": tier})
         req.prio = with_affinity(req.prio, request.headers.get(CACHE_HEADER), catalog)
@@ -156,8 +158,9 @@ class AnthropicDoor:
             headers[OVER_LIMIT_HEADER] = "false" if tier == reply.tier else "true"
         return headers
 
-    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
-        if assembler.raw:
+    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler,
+               passthrough: bool) -> Response:
+        if passthrough and assembler.raw:
             raw = assembler.raw[-1].data
             body = anthropic_answer.passthrough_body(raw, request_id, candidate)
             billed = anthropic_answer.billed_tier(raw)
@@ -171,23 +174,25 @@ class AnthropicDoor:
         return self._headers(routed.reply, candidate, streaming=True)
 
     async def stream(
-        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
+        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event], passthrough: bool
     ) -> AsyncIterator[bytes]:
         writer = anthropic_answer.StreamWriter(request_id, candidate)
-        passthrough: bool | None = None
         try:
-            async for event in events:
-                if passthrough is None:
-                    passthrough = isinstance(event, Raw)
-                    if not passthrough:
-                        yield writer.start()
-                if passthrough:
+            # Both loops inline, not generators of their own: every event of a long stream crosses
+            # each generator layer.
+            if passthrough:
+                async for event in events:
                     if isinstance(event, Raw):
                         yield anthropic_answer.passthrough_event(event, request_id, candidate)
-                    continue
-                frame = writer.event(event)
-                if frame:
-                    yield frame
+            else:
+                started = False
+                async for event in events:
+                    if not started:  # message_start goes with the first event
+                        started = True
+                        yield writer.start()
+                    frame = writer.event(event)
+                    if frame:
+                        yield frame
         except ProviderError as exc:
             yield writer.error(anthropic_answer.stream_error_status(exc), exc.detail)
 
@@ -213,7 +218,8 @@ def anthropic_error(request_id: str, status: int, message: str) -> Response:
 @unbilled  # counting is free: no budget hold
 async def _count(p: Prepared) -> Response:
     """count_tokens, as a routed operation: authenticated, rate limited, recorded (routing/count.py)."""
-    count, how = await count_input_tokens(p.routed.call, p.candidates, p.resolve_key, p.recorder)
+    count, how = await count_input_tokens(p.routed.call, p.routed.caller_body, p.candidates, p.resolve_key,
+                                          p.recorder)
     p.recorder.status_code = 200
     response = json_response({"input_tokens": count})
     response.headers[COUNT_HEADER] = how

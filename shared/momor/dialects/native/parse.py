@@ -15,8 +15,7 @@ from ...config import describe_bytes, get_config
 from ...errors import RequestError
 from ...http import LARGE_FILES_BY_URL
 from ...messages import File, Message, Tool, attached_files
-from ...routing.plan import Needs
-from ...routing.request import Routed
+from ...routing.request import Routed, needs_of
 from ...routing.selectors import parse_prioritization, parse_selectors
 
 MAX_MESSAGES = 256
@@ -192,25 +191,6 @@ def network_timeout_seconds(value: str) -> float:
         raise RequestError("parameters.networkTimeout must be longer than zero and at most 100 seconds.",
                            param="parameters.networkTimeout")
     return seconds
-
-
-def _media_kind(content_type: str) -> str:
-    if content_type.startswith("image/"):
-        return "image"
-    if content_type.startswith("audio/"):
-        return "audio"
-    if content_type == "application/pdf":
-        return "pdf"
-    return "text"
-
-
-def needs_of(call: Call, *, schema_required: bool = False) -> Needs:
-    media = set()
-    for m in call.messages:
-        media.update(_media_kind(f.content_type) for f in attached_files(m))
-    return Needs(tools=bool(call.tools), json_schema=call.response_schema is not None,
-                 media=frozenset(media - {"text"}), json_object=call.json_object, choices=call.n,
-                 schema_required=schema_required and call.response_schema is not None)
 
 
 def _inline_size(file: File, where: str, limit: int) -> int:

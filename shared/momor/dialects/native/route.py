@@ -30,14 +30,15 @@ class NativeDoor:
     def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         return native_parse.parse(body)
 
-    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
+    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler,
+               passthrough: bool) -> Response:
         return json_response(native.monolith(candidate, assembler))
 
     def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]:
         return {}
 
     async def stream(
-        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
+        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event], passthrough: bool
     ) -> AsyncIterator[bytes]:
         writer = native.StreamWriter(request_id, candidate)
         yield writer.start()

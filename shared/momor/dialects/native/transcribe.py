@@ -19,13 +19,13 @@ from starlette.routing import Route
 
 from ...api.backend import Backend
 from ...api.flow import Prepared, routed_call
+from ...audio import Audio
 from ...call import Call
 from ...catalog import Catalog
 from ...config import describe_bytes, get_config
 from ...errors import RequestError
 from ...http import LARGE_FILES_BY_URL, json_response
 from ...messages import File, UserMessage
-from ...providers.openai_transcribe import Audio
 from ...routing.fetch import file_bytes
 from ...routing.plan import Needs
 from ...routing.request import Routed

@@ -1,7 +1,7 @@
 """The OpenAI dialect (seed 001, `POST /v1/chat/completions`): read a Chat Completions request.
 
 Momor reads four fields to route the call (`model`, `models`, `provider`, `stream`); the rest of the
-body is the caller's, kept as written in `Call.raw` for an offering on the same wire (the
+body is the caller's, kept as written in `Routed.caller_body` for an offering on the same wire (the
 `openai_chat` passthrough), and translated into the canonical call for every other wire:
 
 - system and developer messages -> the system prompt (joined in order);
@@ -28,6 +28,7 @@ from urllib.parse import unquote_to_bytes, urlparse
 from pydantic import ValidationError
 
 from ...call import Call, Parameters, ToolUse
+from ...caller_body import CallerBody
 from ...errors import RoutingError
 from ...messages import (
     ContentMessage,
@@ -41,9 +42,8 @@ from ...messages import (
     ToolResultMessage,
     UserMessage,
 )
-from ...routing.request import Routed
+from ...routing.request import Routed, needs_of
 from ...routing.selectors import parse_prioritization, parse_selectors
-from ..native.parse import needs_of
 
 RAW_WIRE = "openai_chat"
 ROUTING_FIELDS = ("model", "models", "provider")
@@ -72,7 +72,9 @@ def parse(body: dict[str, Any]) -> Routed:
     if not isinstance(stream, bool):
         raise invalid("stream must be true or false.", "stream")
     call = to_call(body, stream)
-    return Routed(call, selectors, prio, {}, needs_of(call), _written_selectors(body), prio_where="provider")
+    own = CallerBody({k: v for k, v in body.items() if k not in ROUTING_FIELDS}, RAW_WIRE)
+    return Routed(call, selectors, prio, {}, needs_of(call), _written_selectors(body), prio_where="provider",
+                  caller_body=own)
 
 
 def include_usage(body: dict[str, Any]) -> bool:
@@ -96,7 +98,6 @@ def to_call(body: dict[str, Any], stream: bool) -> Call:
         raise invalid("messages must be a non-empty array of messages.", "messages")
     system, conversation = map_messages(messages)
     params = map_parameters(body)
-    raw = {k: v for k, v in body.items() if k not in ROUTING_FIELDS}
     fmt = body.get("response_format")
     schema, strict = map_response_format(fmt)
     if strict is not None:
@@ -109,8 +110,6 @@ def to_call(body: dict[str, Any], stream: bool) -> Call:
         tools=map_tools(body.get("tools")),
         response_schema=schema,
         stream=stream,
-        raw=raw,
-        raw_wire=RAW_WIRE,
         n=n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1,
         json_object=isinstance(fmt, dict) and fmt.get("type") == "json_object",
         system_cache=_system_cache(messages),

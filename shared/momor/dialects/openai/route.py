@@ -23,7 +23,6 @@ from ...errors import MomorError, ProviderError
 from ...events import Assembler, Event, Finish, Raw
 from ...http import bearer_token, json_response
 from ...logs import logger
-from ...providers import speaks
 from ...routing.plan import Candidate
 from . import parse as openai
 from . import write as openai_answer
@@ -48,8 +47,9 @@ class OpenAIDoor:
         req.reply = Reply(include_usage=openai.include_usage(body))
         return req
 
-    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
-        if _same_protocol(routed, candidate) and assembler.raw:
+    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler,
+               passthrough: bool) -> Response:
+        if passthrough and assembler.raw:
             try:
                 return json_response(openai_answer.rewrite_completion(assembler.raw[-1].data, request_id, candidate))
             except ValueError:
@@ -61,13 +61,13 @@ class OpenAIDoor:
         return {"X-Momor-Provider": candidate.provider.name, "X-Momor-Model": candidate.model.public_id}
 
     async def stream(
-        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
+        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event], passthrough: bool
     ) -> AsyncIterator[bytes]:
         # Both loops inline, not generators of their own: every event of a long stream crosses
         # each generator layer, which costs more than the work done in it.
         include_usage = routed.reply.include_usage
         try:
-            if _same_protocol(routed, candidate):
+            if passthrough:
                 for_caller = openai_answer.rewrite_chunk
                 async for event in events:
                     if isinstance(event, Raw):
@@ -93,10 +93,6 @@ class OpenAIDoor:
 
     def finish_word(self, finish: Finish) -> str:
         return openai_answer.finish_reason(finish.stop)
-
-
-def _same_protocol(routed: Routed, candidate: Candidate) -> bool:
-    return routed.call.raw_wire is not None and speaks(candidate.provider.wire, routed.call.raw_wire)
 
 
 def router(backend: Backend) -> list[Route]:

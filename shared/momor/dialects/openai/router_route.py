@@ -136,17 +136,29 @@ def _messages(body: dict[str, Any]) -> list[Any]:
     return [{"role": "user", "content": prompt}]
 
 
-def _ceiling(default: int) -> Any:
+def _ceiling_of(default: int, candidate: Candidate) -> int:
     """The router's max_tokens for one candidate: `default`, within the model's output maximum."""
+    cap = candidate.model.capabilities.max_output_tokens
+    return min(default, cap) if cap else default
+
+
+def _ceiling(default: int) -> Any:
+    """The call as one candidate is sent it, with the router's max_tokens (`_ceiling_of`)."""
 
     def adjust(call: Call, candidate: Candidate) -> Call:
-        cap = candidate.model.capabilities.max_output_tokens
-        ceiling = min(default, cap) if cap else default
-        params = call.params.model_copy(update={"max_tokens": ceiling})
-        raw = {**call.raw, "max_tokens": ceiling} if call.raw is not None else None
-        return dataclasses.replace(call, params=params, raw=raw)
+        params = call.params.model_copy(update={"max_tokens": _ceiling_of(default, candidate)})
+        return dataclasses.replace(call, params=params)
 
     return adjust
+
+
+def _body_ceiling(default: int) -> Any:
+    """The caller's own body as one candidate is sent it (passthrough), with the same max_tokens."""
+
+    def adjust_body(body: dict[str, Any], candidate: Candidate) -> dict[str, Any]:
+        return {**body, "max_tokens": _ceiling_of(default, candidate)}
+
+    return adjust_body
 
 
 class RouterDoor(OpenAIDoor):
@@ -166,17 +178,20 @@ class RouterDoor(OpenAIDoor):
             rest.pop("models", None)
             rest["model"] = "auto"
         routed = openai.parse(rest)
-        if known is not None and routed.call.raw is not None:  # the wire of the roles as written
-            routed.call = dataclasses.replace(routed.call, raw={**routed.call.raw, "messages": messages})
+        if known is not None and routed.caller_body is not None:  # the wire of the roles as written
+            own = routed.caller_body
+            routed.caller_body = dataclasses.replace(own, body={**own.body, "messages": messages})
         routed.written_selectors = openai._written_selectors(body) if route.kind in ("model", "selectors") \
             else body.get("model", "auto")
         if body.get("max_tokens") is None and body.get("max_completion_tokens") is None:
-            routed.adjust = _ceiling(DEFAULT_MAX_TOKENS_STREAM if routed.call.stream else DEFAULT_MAX_TOKENS)
+            default = DEFAULT_MAX_TOKENS_STREAM if routed.call.stream else DEFAULT_MAX_TOKENS
+            routed.adjust, routed.adjust_body = _ceiling(default), _body_ceiling(default)
         routed.reply = RouterReply(openai.include_usage(body), asked, route, messages)
         return routed
 
-    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
-        response = super().answer(request_id, routed, candidate, assembler)
+    def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler,
+               passthrough: bool) -> Response:
+        response = super().answer(request_id, routed, candidate, assembler, passthrough)
         reply: RouterReply = routed.reply
         body = orjson.loads(response.body)
         body["chat_id"] = reply.chat_id
@@ -188,11 +203,11 @@ class RouterDoor(OpenAIDoor):
         return {**super().stream_headers(routed, candidate), **_headers(routed.reply)}
 
     async def stream(
-        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event]
+        self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event], passthrough: bool
     ) -> AsyncIterator[bytes]:
         """The OpenAI door's stream, with `chat_id` on its first chunk as on a whole answer: a
         client that reads only the stream (no headers) still learns a new chat's id."""
-        frames = super().stream(request_id, routed, candidate, events)
+        frames = super().stream(request_id, routed, candidate, events, passthrough)
         try:
             async for frame in frames:
                 yield _with_chat_id(frame, routed.reply.chat_id)
@@ -238,7 +253,8 @@ def operation(backend: Backend) -> Any:
         except Exception:
             logger.exception("memory not read", extra={"request_id": recorder.request_id})
             raise MomorError("Conversation memory is unavailable; retry shortly.", status=503) from None
-        routed.call = memory.with_memory(routed.call, found.injected, _canonical)
+        routed.call, routed.caller_body = memory.with_memory(routed.call, routed.caller_body, found.injected,
+                                                             _canonical)
         catalog = await backend.catalog()
         tier, note = None, {}
         if reply.route.classified:
