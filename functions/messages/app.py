@@ -10,7 +10,7 @@ from momor.api.app import build_app
 from momor.dialects.anthropic import route
 from momor.lambda_stream import warmup
 
-app = build_app(route.router, title="Momor Anthropic route")
+app = build_app(route.routes, title="Momor Anthropic route")
 handler = Mangum(app, lifespan="off")
 
 # Inside Lambda, during INIT: the first call's own work (credentials, the pooled client's TLS context,

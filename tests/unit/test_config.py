@@ -7,8 +7,8 @@ from starlette.requests import Request
 
 from momor.api.app import all_routes
 from momor.config import ENV_VARS, Config, ConfigError, describe_bytes, reset_config
+from momor.door_http import read_body
 from momor.errors import RequestError
-from momor.http import read_body
 from momor.routing.policy import Policy, current_policy
 
 

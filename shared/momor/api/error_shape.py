@@ -14,8 +14,8 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..door_http import PROBLEM, json_response
 from ..errors import MomorError
-from ..http import PROBLEM, json_response
 
 _ANTHROPIC_PATHS = ("/messages", "/v1/messages")
 

@@ -27,9 +27,9 @@ from starlette.responses import Response, StreamingResponse
 
 from .. import background, invocation, metrics
 from ..catalog import Catalog, Prices
+from ..door_http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..errors import MomorError, RequestError
 from ..events import Assembler, Event, Finish
-from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..logs import logger
 from ..redact import redact
 from ..routing.attempts import Answer, KeyResolver, Session

@@ -25,8 +25,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..catalog import Catalog, Model
+from ..door_http import bearer_token, json_response, new_request_id
 from ..errors import MomorError, RequestError
-from ..http import bearer_token, json_response, new_request_id
 from .backend import Backend
 from .error_shape import error_response
 from .flow import id_headers, retry_header
@@ -86,7 +86,7 @@ def find_model(catalog: Catalog, wanted: str) -> Model | None:
         (m for m in served if m.name.lower() == wanted), None)
 
 
-def router(backend: Backend) -> list[Route]:
+def routes(backend: Backend) -> list[Route]:
     async def answer(request: Request, build: Any) -> Response:
         request_id = new_request_id()
         try:

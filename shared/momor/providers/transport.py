@@ -18,11 +18,11 @@ from typing import Any, Protocol
 import httpx2
 import orjson
 
-from .. import http1
+from .. import upstream_http
 from ..call import Call
 from ..errors import ProviderError
 from ..events import Event, Raw
-from ..net import shared_client
+from ..httpx_client import shared_client
 from ..redact import redact, redact_value
 from .base import SSEEvent, StreamDecoder, Target, Wire
 from .kit import retry_after, retry_after_seconds  # noqa: F401 - re-exported: wires once imported them here
@@ -33,21 +33,22 @@ from .sse import SSEDecoder
 @dataclass(slots=True, frozen=True)
 class Timeouts:
     connect: float = 10.0
-    first_byte: float = 60.0
-    """The longest wait for any one read (httpx's read timeout), headers included."""
+    first_token: float = 60.0
+    """The first-token timeout (Policy.first_token_timeout): the longest wait for the answer's first
+    token, and for any one read (httpx's read timeout), headers included."""
     idle: float = 60.0
     """The longest silence between two reads of a stream or body."""
     response: float | None = None
     """How long the provider may take to begin its answer: the request sent and its response
-    headers back; None: first_byte. The attempt loop sets it for a stream (Policy.response_timeout);
-    a buffered answer's headers come with the whole answer, so first_byte bounds it."""
+    headers back; None: first_token. The attempt loop sets it for a stream (Policy.response_timeout);
+    a buffered answer's headers come with the whole answer, so first_token bounds it."""
 
     def shortened(self, limit: float | None) -> Timeouts:
         """networkTimeout only ever shortens (seed 000)."""
         if limit is None:
             return self
         response = None if self.response is None else min(self.response, limit)
-        return Timeouts(min(self.connect, limit), min(self.first_byte, limit), min(self.idle, limit), response)
+        return Timeouts(min(self.connect, limit), min(self.first_token, limit), min(self.idle, limit), response)
 
 
 DEFAULT_TIMEOUTS = Timeouts()
@@ -80,7 +81,7 @@ async def exchange(
         async with contextlib.AsyncExitStack() as stack:
             response = await _open(stack, client, url, request.body, headers, timeouts)
             if response.status_code >= 400:
-                body = await response.aread(timeouts.first_byte)
+                body = await response.aread(timeouts.first_token)
                 raise wire.map_error(response.status_code, body, dict(response.headers))
             framer = _framer(response.headers.get("content-type", "")) if stream else None
             if framer is not None:
@@ -90,7 +91,7 @@ async def exchange(
                 # is UTF-8 whatever its headers say).
                 decoder, raw = wire.stream_decoder(target), call.passthrough(wire.name)
                 as_text = codecs.getincrementaldecoder("utf-8")("replace").decode
-                async for read in response.pieces(timeouts.first_byte):
+                async for read in response.pieces(timeouts.first_token):
                     for item in framer.decode(as_text(read)):
                         for event in _feed(decoder, item, raw):
                             yield event
@@ -125,17 +126,17 @@ class _Answer(Protocol):
 
 async def _open(stack: contextlib.AsyncExitStack, client: httpx2.AsyncClient | None, url: str, body: Any,
                 headers: dict[str, str], timeouts: Timeouts) -> _Answer:
-    """The provider's response once its head is in: through the lean client (http1.py, an `_Answer`
+    """The provider's response once its head is in: through the lean client (upstream_http.py, an `_Answer`
     as it is) unless a client was handed in (tests) or the environment names a proxy, which only
     httpx2 honours. Either client's failures are mapped by `provider_errors`."""
-    begin = timeouts.response if timeouts.response is not None else timeouts.first_byte
-    if client is None and not http1.proxied():
+    begin = timeouts.response if timeouts.response is not None else timeouts.first_token
+    if client is None and not upstream_http.proxied():
         sent = {"Content-Type": "application/json", **headers}
-        response = await http1.post(url, sent, _json_bytes(body), connect_timeout=timeouts.connect,
+        response = await upstream_http.post(url, sent, _json_bytes(body), connect_timeout=timeouts.connect,
                                     head_timeout=begin)
         stack.push_async_callback(response.aclose)
         return response
-    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
+    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_token, write=timeouts.idle,
                              pool=timeouts.connect)
     opening = (client or shared_client()).stream("POST", url, json=body, headers=headers, timeout=timeout)
     return _Httpx(await _begin(stack, opening, begin))
@@ -163,7 +164,7 @@ class _Httpx:
             except StopAsyncIteration:
                 return b"".join(chunks)
             except TimeoutError:
-                raise http1.UpstreamError("The provider did not answer in time.", kind="timeout") from None
+                raise upstream_http.UpstreamError("The provider did not answer in time.", kind="timeout") from None
 
     def pieces(self, read_timeout: float | None) -> AsyncIterator[bytes]:
         return self._response.aiter_bytes()
@@ -205,7 +206,7 @@ def provider_errors(target: Target) -> Iterator[None]:
         exc.args = (exc.detail,)
         exc.body = None if exc.body is None else redact_value(exc.body, (target.api_key,))
         raise
-    except http1.UpstreamError as exc:  # the lean client's failures carry the kinds and texts below
+    except upstream_http.UpstreamError as exc:  # the lean client's failures carry the kinds and texts below
         raise ProviderError(str(exc), kind=exc.kind) from None
     except httpx2.ConnectTimeout as exc:
         raise ProviderError("Timed out connecting to the provider.", kind="timeout") from exc
@@ -234,7 +235,7 @@ async def count_tokens(
     client = client or shared_client()
     request = wire.count_request(call, target)  # type: ignore[attr-defined]
     headers = {**target.provider.headers, **request.headers}
-    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
+    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_token, write=timeouts.idle,
                              pool=timeouts.connect)
     with provider_errors(target):
         headers.update(await _auth_headers(wire, target))
@@ -253,7 +254,7 @@ async def post_multipart(
     the whole answer's body, or the wire's ProviderError."""
     client = client or shared_client()
     headers = {**target.provider.headers, **request.headers}
-    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
+    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_token, write=timeouts.idle,
                              pool=timeouts.connect)
     with provider_errors(target):
         response = await client.post(request.url or _url(target, request.path), data=request.fields,
@@ -267,7 +268,7 @@ async def _read_body(response: _Answer, idle: float) -> bytes:
     """The whole body, each read within the idle timeout: a body that stalls mid-way is an error."""
     try:
         return await response.aread(idle)
-    except http1.UpstreamError as exc:
+    except upstream_http.UpstreamError as exc:
         if exc.kind != "timeout":
             raise
         raise ProviderError(f"The provider's answer stalled for {idle:g} s.", kind="timeout") from None

@@ -273,7 +273,7 @@ class Session:
             # A stream is committed to at its first visible output, which must come within the
             # first-token timeout; a buffered call only once the whole answer is in, since
             # nothing has reached the caller before that.
-            async with asyncio.timeout(timeouts.first_byte if call.stream else None):  # buffered: httpx bounds it
+            async with asyncio.timeout(timeouts.first_token if call.stream else None):  # buffered: httpx bounds it
                 async for event in stream:
                     held.append(event)
                     produced.add(event)

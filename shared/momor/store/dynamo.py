@@ -6,7 +6,7 @@ HTTP stack) plus a thread hop, and that CPU competes with the next request on a 
 (infra/bench). DynamoDB's wire protocol is small and stable, so these calls are made here: the
 request is the operation's JSON (items already in attribute-value form), signed with our own SigV4
 (sigv4.py, checked against botocore's signer) with the environment's credentials or botocore's chain
-(so every credential source boto3 knows still works), and sent with the lean HTTP/1.1 client (http1.py;
+(so every credential source boto3 knows still works), and sent with the lean HTTP/1.1 client (upstream_http.py;
 httpx2 where a proxy is configured). Everything else (table admin, usage queries) keeps using boto3
 (`aws.py`). A transport failure is a DynamoError too (`TransportError`, or httpx2's error behind a
 proxy): callers fail open or log it, as with any DynamoDB error.
@@ -25,8 +25,8 @@ from typing import Any
 
 import orjson
 
-from .. import http1
-from ..net import shared_client
+from .. import upstream_http
+from ..httpx_client import shared_client
 from . import sigv4
 
 _TARGET = "DynamoDB_20120810."
@@ -107,13 +107,13 @@ async def call(operation: str, payload: dict[str, Any], *, timeout: float = 5.0)
 
 
 async def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
-    """One POST through the lean HTTP/1.1 client (http1.py: a third of httpx2's CPU per call), or
+    """One POST through the lean HTTP/1.1 client (upstream_http.py: a third of httpx2's CPU per call), or
     httpx2 where the environment names a proxy."""
-    if http1.proxied():
+    if upstream_http.proxied():
         response = await shared_client().post(url, content=body, headers=headers, timeout=timeout)
         return response.status_code, response.content
     try:
-        answer = await http1.post(url, headers, body, connect_timeout=timeout, head_timeout=timeout)
+        answer = await upstream_http.post(url, headers, body, connect_timeout=timeout, head_timeout=timeout)
         return answer.status_code, await answer.aread(timeout)
-    except http1.UpstreamError as exc:  # its text speaks of a provider: say what failed here
+    except upstream_http.UpstreamError as exc:  # its text speaks of a provider: say what failed here
         raise DynamoError("TransportError", f"DynamoDB could not be reached ({exc.kind})", 0) from exc

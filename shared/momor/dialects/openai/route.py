@@ -19,9 +19,9 @@ from starlette.routing import Route
 from ...api.backend import Backend
 from ...api.flow import Routed, routed_call
 from ...catalog import Catalog
+from ...door_http import bearer_token, json_response
 from ...errors import MomorError, ProviderError
 from ...events import Assembler, Event, Finish, Raw
-from ...http import bearer_token, json_response
 from ...logs import logger
 from ...providers import speaks
 from ...routing.plan import Candidate
@@ -99,7 +99,7 @@ def _same_protocol(routed: Routed, candidate: Candidate) -> bool:
     return routed.call.raw_wire is not None and speaks(candidate.provider.wire, routed.call.raw_wire)
 
 
-def router(backend: Backend) -> list[Route]:
+def routes(backend: Backend) -> list[Route]:
     door = OpenAIDoor()
 
     async def create(request: Request) -> Response:
