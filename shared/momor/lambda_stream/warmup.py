@@ -95,9 +95,9 @@ def import_wires() -> None:
 def prepare_aws() -> None:
     """Credentials (botocore's session only where the environment has none), the lean readers and the
     DynamoDB signer."""
-    from momor.store import aws, dynamo
+    from momor.store import aws, aws_session, dynamo
 
-    best_effort("the AWS credentials", aws.credentials)  # the environment's in Lambda: no botocore
+    best_effort("the AWS credentials", aws_session.credentials)  # the environment's in Lambda: no botocore
     for service in ("s3", "secretsmanager"):
         best_effort(f"the {service} reader", aws.lean_client, service)
     best_effort("the DynamoDB signer", dynamo._current)

@@ -12,7 +12,7 @@ httpx2 where a proxy is configured). Everything else (table admin, usage queries
 proxy): callers fail open or log it, as with any DynamoDB error.
 
 Endpoint: AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else the region's public endpoint in its
-partition's domain (aws.dns_suffix), as boto3 chooses it. Throttling and 5xx answers are retried twice
+partition's domain (aws_session.dns_suffix), as boto3 chooses it. Throttling and 5xx answers are retried twice
 with a short backoff.
 """
 
@@ -27,7 +27,7 @@ import orjson
 
 from .. import upstream_http
 from ..httpx_client import shared_client
-from . import sigv4
+from . import aws_session, sigv4
 
 _TARGET = "DynamoDB_20120810."
 _RETRYABLE = ("ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
@@ -44,17 +44,16 @@ class DynamoError(Exception):
 
 
 class _Signer:
-    """Region and endpoint resolved once; credentials on each request (aws.credentials: the
+    """Region and endpoint resolved once; credentials on each request (aws_session.credentials: the
     environment's, Lambda's, else botocore's chain, refreshed), signed by sigv4.py, so no call
     imports boto3 or, inside Lambda, botocore."""
 
     def __init__(self) -> None:
-        from . import aws
-
-        self._credentials = aws.credentials
-        self.region = aws.region()
+        self._credentials = aws_session.credentials
+        self.region = aws_session.region()
         base = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL")
-        self.url = (base or f"https://dynamodb.{self.region}.{aws.dns_suffix(self.region)}").rstrip("/") + "/"
+        suffix = aws_session.dns_suffix(self.region)
+        self.url = (base or f"https://dynamodb.{self.region}.{suffix}").rstrip("/") + "/"
 
     def headers(self, operation: str, body: bytes) -> dict[str, str]:
         credentials = self._credentials()
@@ -77,16 +76,17 @@ def _current() -> _Signer:
 
 def reset() -> None:
     """For tests: resolve the endpoint and credentials again (the env changed). The credentials come
-    from aws.py's session, so that is made again too (aws.reset_clients, which calls `forget`)."""
-    from . import aws
-
-    aws.reset_clients()
+    from the process's session, so that is made again too (aws_session.reset, which calls `forget`)."""
+    aws_session.reset()
 
 
 def forget() -> None:
-    """Drop the signer (aws.reset_clients calls this): the next call resolves it again."""
+    """Drop the signer (aws_session.reset calls this): the next call resolves it again."""
     global _signer
     _signer = None
+
+
+aws_session.on_reset(forget)
 
 
 async def call(operation: str, payload: dict[str, Any], *, timeout: float = 5.0) -> dict[str, Any]:
