@@ -21,6 +21,7 @@ from momor.routing.policy import Policy, current_policy
     ("MOMOR_CONNECT_TIMEOUT_S", "inf", "finite"),
     ("MOMOR_RATE_WINDOW_S", "1.5", "an integer"),
     ("MOMOR_MAX_BODY_BYTES", str(64 * 1024 * 1024), "lower this limit"),
+    ("MOMOR_METRICS", "yes", "1 or 0"),
     ("MOMOR_CATALOG_TTL", "-5", "at least 0"),
     ("MOMOR_API_KEY_CACHE_S", "-1", "at least 0"),
     ("MOMOR_API_KEY_CACHE_S", "a minute", "a number"),

@@ -2,10 +2,12 @@
 
 - every `*.py` file a comment or docstring of shared/momor names exists (a renamed or removed
   module leaves no pointer to nowhere behind);
+- every MOMOR_* variable is read in config.py, nowhere else (one place validates them at start).
 """
 
 from __future__ import annotations
 
+import ast
 import io
 import re
 import tokenize
@@ -55,3 +57,84 @@ def test_every_python_file_a_comment_names_exists():
                for named in PY_PATH.findall(text)
                if named not in EXTERNAL_FILES and not _exists(named, path, names)]
     assert not missing, "comments naming files that do not exist:\n" + "\n".join(missing)
+
+
+def _strings(node: ast.expr | None) -> list[str] | None:
+    """A str constant, or a tuple, list or set of them, as the strings it holds."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.Tuple | ast.List | ast.Set):
+        held = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+        return held if len(held) == len(node.elts) else None
+    return None
+
+
+class _Module:
+    """What a module's source binds: names to the strings they hold (a constant, a tuple of them, a
+    loop variable over one) and the names bound to the environment itself (`env = os.environ`)."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.values: dict[str, list[str]] = {}
+        self.aliases: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign):
+                for target in (t for t in node.targets if isinstance(t, ast.Name)):
+                    if self.is_environ(node.value):
+                        self.aliases.add(target.id)
+                    elif (held := _strings(node.value)) is not None:
+                        self.values[target.id] = held
+        for node in ast.walk(tree):  # loop variables, once the names they loop over are known
+            if isinstance(node, ast.comprehension | ast.For) and isinstance(node.target, ast.Name):
+                over = node.iter
+                held = _strings(over) or (self.values.get(over.id) if isinstance(over, ast.Name) else None)
+                if held is not None:
+                    self.values[node.target.id] = held
+
+    def is_environ(self, node: ast.expr) -> bool:
+        return ((isinstance(node, ast.Attribute) and node.attr == "environ")
+                or (isinstance(node, ast.Name) and (node.id == "environ" or node.id in self.aliases)))
+
+    def keys(self, node: ast.expr) -> list[str] | None:
+        """The variable names an environment read asks for, where the source shows them."""
+        if isinstance(node, ast.Name):
+            return self.values.get(node.id)
+        if isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant):
+            return [str(node.values[0].value)]
+        return _strings(node)
+
+    def environment_reads(self, tree: ast.AST) -> list[tuple[int, ast.expr]]:
+        """(line, key) of every `os.environ[...]`, `os.environ.get(...)` (pop, setdefault),
+        `os.getenv(...)` and `... in os.environ`."""
+        reads: list[tuple[int, ast.expr]] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Subscript) and self.is_environ(node.value):
+                reads.append((node.lineno, node.slice))
+            elif isinstance(node, ast.Call) and node.args:
+                func = node.func
+                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+                on_environ = isinstance(func, ast.Attribute) and self.is_environ(func.value)
+                if name == "getenv" or (on_environ and name in ("get", "pop", "setdefault")):
+                    reads.append((node.lineno, node.args[0]))
+            elif (isinstance(node, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in node.ops)
+                  and any(self.is_environ(c) for c in node.comparators)):
+                reads.append((node.lineno, node.left))
+        return reads
+
+
+def momor_reads_outside_config() -> list[str]:
+    found = []
+    for path in _source_files():
+        if path == PACKAGE / "config.py":
+            continue
+        tree = ast.parse(path.read_text())
+        module = _Module(tree)
+        for line, key in module.environment_reads(tree):
+            named = module.keys(key)
+            if named is None or any(n.startswith("MOMOR_") for n in named):  # one it cannot name counts too
+                found.append(f"{path.relative_to(ROOT)}:{line}: {ast.unparse(key)} {named or ''}")
+    return found
+
+
+def test_every_momor_variable_is_read_in_config():
+    found = momor_reads_outside_config()
+    assert not found, "MOMOR_* read outside config.py (add a Config field instead):\n" + "\n".join(found)
