@@ -5,8 +5,8 @@
 
 from mangum import Mangum
 
-from momor.api import model_list
-from momor.api.app import build_app
+from momor.app import build_app
+from momor.dialects import model_list
 from momor.lambda_stream import warmup
 
 app = build_app(model_list.routes, title="Momor catalog route")

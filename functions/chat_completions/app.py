@@ -7,7 +7,7 @@ same `app` through momor.lambda_stream (see template.yaml).
 
 from mangum import Mangum
 
-from momor.api.app import build_app
+from momor.app import build_app
 from momor.dialects.openai import route, router_route
 from momor.lambda_stream import warmup
 

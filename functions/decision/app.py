@@ -7,7 +7,7 @@ here may take minutes. `handler` (Mangum) stays for running the app buffered by 
 
 from mangum import Mangum
 
-from momor.api.app import build_app
+from momor.app import build_app
 from momor.dialects.native import decision_route
 from momor.lambda_stream import warmup
 

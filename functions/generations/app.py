@@ -3,7 +3,7 @@
 from mangum import Mangum
 
 from momor.api import generations
-from momor.api.app import build_app
+from momor.app import build_app
 from momor.lambda_stream import warmup
 
 app = build_app(generations.routes, title="Momor generations")

@@ -6,7 +6,7 @@ same `app` through momor.lambda_stream (see template.yaml).
 
 from mangum import Mangum
 
-from momor.api.app import build_app
+from momor.app import build_app
 from momor.dialects.anthropic import route
 from momor.lambda_stream import warmup
 

@@ -4,7 +4,7 @@ from mangum import Mangum
 from mangum.adapter import DEFAULT_TEXT_MIME_TYPES
 
 from momor.api import usage
-from momor.api.app import build_app
+from momor.app import build_app
 from momor.lambda_stream import warmup
 
 app = build_app(usage.routes, title="Momor usage")

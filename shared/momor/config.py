@@ -23,7 +23,7 @@
                 bootstrap's module:attr)
 
 A bad value is a ConfigError naming its variable, raised when the configuration is first read:
-the apps read it when they are built (api/app.py), so a deployment with a typo fails to start
+the apps read it when they are built (app.py), so a deployment with a typo fails to start
 instead of failing calls. Endpoints are not configuration: boto3 itself honours AWS_ENDPOINT_URL
 and AWS_ENDPOINT_URL_<SERVICE>, which is how the local emulators are reached.
 """

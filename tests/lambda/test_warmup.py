@@ -58,7 +58,7 @@ def deployed(aws: Endpoints, monkeypatch):
 
 
 def _app():
-    from momor.api.app import build_app
+    from momor.app import build_app
     from momor.dialects.native import route
 
     return build_app(route.routes)

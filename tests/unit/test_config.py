@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from starlette.requests import Request
 
-from momor.api.app import all_routes
+from momor.app import all_routes
 from momor.config import ENV_VARS, Config, ConfigError, describe_bytes, reset_config
 from momor.door_http import read_body
 from momor.errors import RequestError

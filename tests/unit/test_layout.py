@@ -2,7 +2,10 @@
 
 - every `*.py` file a comment or docstring of shared/momor names exists (a renamed or removed
   module leaves no pointer to nowhere behind);
-- every MOMOR_* variable is read in config.py, nowhere else (one place validates them at start).
+- every MOMOR_* variable is read in config.py, nowhere else (one place validates them at start);
+- imports run one way, down the layers (README "Layout"): the composition root (app.py) and the
+  Lambda bridge, dialects, api, routing, providers, store, then the core and plumbing; a module
+  imports its own layer or one below, never one above (lazy and TYPE_CHECKING imports included).
 """
 
 from __future__ import annotations
@@ -138,3 +141,78 @@ def momor_reads_outside_config() -> list[str]:
 def test_every_momor_variable_is_read_in_config():
     found = momor_reads_outside_config()
     assert not found, "MOMOR_* read outside config.py (add a Config field instead):\n" + "\n".join(found)
+
+
+LAYERS = ("entry", "dialects", "api", "routing", "providers", "store", "core")
+"""Top to bottom: a module may import its own layer and those after it."""
+LAYER_OF = {
+    "momor.app": "entry",  # the composition root: the one module that imports every dialect
+    "momor.lambda_stream": "entry",
+    "momor.dialects": "dialects",
+    "momor.api": "api",
+    "momor.metrics": "api",  # the record's metrics: reads store.records
+    "momor.routing": "routing",
+    "momor.providers.registry": "core",  # the wires' facts, pure data: catalog.py reads the names
+    "momor.providers": "providers",
+    "momor.store": "store",
+}
+
+
+def layer_of(module: str) -> str:
+    """The layer of `momor.x.y`: its longest prefix in LAYER_OF, else core."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        if ".".join(parts[:end]) in LAYER_OF:
+            return LAYER_OF[".".join(parts[:end])]
+    return "core"
+
+
+def _module_name(path: Path) -> tuple[str, bool]:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    package = parts[-1] == "__init__"
+    return ".".join(parts[:-1] if package else parts), package
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every momor module `path` imports, anywhere in it."""
+    name, package = _module_name(path)
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = name.split(".") if package else name.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            # `from .m import x`: x is m's submodule or attribute, in m's layer either way
+            found += [(node.lineno, f"{source}.{alias.name}".lstrip(".")) for alias in node.names]
+    return [(line, module) for line, module in found if module == "momor" or module.startswith("momor.")]
+
+
+def upward_imports() -> list[str]:
+    upward = []
+    for path in _source_files():
+        name, _ = _module_name(path)
+        mine = LAYERS.index(layer_of(name))
+        for line, module in imports_of(path):
+            if LAYERS.index(layer_of(module)) < mine:
+                upward.append(f"{path.relative_to(ROOT)}:{line}: {layer_of(name)} imports {module} "
+                              f"({layer_of(module)})")
+    return upward
+
+
+def test_imports_run_one_way_down_the_layers():
+    upward = upward_imports()
+    assert not upward, "imports against the layer order:\n" + "\n".join(upward)
+
+
+def test_the_layer_scan_reads_relative_imports():
+    # The scan itself: relative imports resolve to the modules the interpreter would load.
+    modules = {module for _, module in imports_of(PACKAGE / "dialects" / "model_list.py")}
+    assert {"momor.api.backend.Backend", "momor.dialects.error_shape.error_response"} <= modules
+    assert "momor.store.aws_session.credentials" in {m for _, m in imports_of(PACKAGE / "store" / "aws.py")}
+    assert layer_of("momor.dialects.openai.write") == "dialects" and layer_of("momor.events") == "core"
+    assert layer_of("momor.providers.registry") == "core" and layer_of("momor.providers.kit") == "providers"

@@ -15,11 +15,11 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..door_http import new_request_id
-from ..errors import MomorError
-from .backend import Backend
-from .error_shape import error_response
-from .flow import id_headers, retry_header
+from .api.backend import Backend
+from .api.flow import id_headers, retry_header
+from .dialects.error_shape import error_response
+from .door_http import new_request_id
+from .errors import MomorError
 
 RoutesFactory = Callable[[Backend], list[Route]]
 """A route module's `routes(backend)`: its routes, plain Starlette ones.
@@ -67,12 +67,13 @@ def build_app(*factories: RoutesFactory, backend: Backend | None = None, title: 
 
 def all_routes(backend: Backend | None = None) -> FastAPI:
     """Every route in one app: the local server's."""
-    from ..dialects.anthropic import route as anthropic
-    from ..dialects.native import decision_route, transcribe
-    from ..dialects.native import route as native
-    from ..dialects.openai import route as openai
-    from ..dialects.openai import router_route
-    from . import generations, model_list, usage
+    from .api import generations, usage
+    from .dialects import model_list
+    from .dialects.anthropic import route as anthropic
+    from .dialects.native import decision_route, transcribe
+    from .dialects.native import route as native
+    from .dialects.openai import route as openai
+    from .dialects.openai import router_route
 
     return build_app(native.routes, decision_route.routes, transcribe.routes, openai.routes, router_route.routes,
                      generations.routes, anthropic.routes, model_list.routes, usage.routes, backend=backend)
