@@ -18,7 +18,7 @@ from momor import httpx_client, providers
 from momor.config import reset_config
 from momor.lambda_stream import warmup
 from momor.store import aws as boto
-from momor.store import catalog_source, dynamo, keys
+from momor.store import aws_session, catalog_source, dynamo, keys
 
 from . import rie
 
@@ -73,7 +73,7 @@ def test_init_does_the_first_calls_work(deployed):
 
     # AWS: the lean readers and the DynamoDB signer; the credentials are the environment's (as on
     # Lambda), so no botocore session was needed.
-    assert boto._session is None and boto.credentials() is not None
+    assert aws_session._session is None and boto.credentials() is not None
     assert {"s3", "secretsmanager"} <= set(boto._lean) and dynamo._signer is not None
     # The stores, read while the app imported: the catalog (and its wires) and the saved keys.
     assert catalog_source.catalog_source().is_fresh()
@@ -92,7 +92,7 @@ def test_outside_lambda_nothing_is_done(deployed, monkeypatch):
     monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME")
     warmup.start()
     warmup.finish(_app(), deployed)
-    assert boto._session is None and dynamo._signer is None and keys._cache is None
+    assert aws_session._session is None and dynamo._signer is None and keys._cache is None
     assert deployed not in httpx_client._clients
 
 
