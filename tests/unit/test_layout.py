@@ -5,7 +5,9 @@
 - every MOMOR_* variable is read in config.py, nowhere else (one place validates them at start);
 - imports run one way, down the layers (README "Layout"): the composition root (app.py) and the
   Lambda bridge, dialects, api, routing, providers, store, then the core and plumbing; a module
-  imports its own layer or one below, never one above (lazy and TYPE_CHECKING imports included).
+  imports its own layer or one below, never one above (lazy and TYPE_CHECKING imports included);
+- the README's "Where to add" recipes name what the code has: every file they point to, every
+  member of the `Door` protocol and every `WireFacts` field.
 """
 
 from __future__ import annotations
@@ -216,3 +218,32 @@ def test_the_layer_scan_reads_relative_imports():
     assert "momor.store.aws_session.credentials" in {m for _, m in imports_of(PACKAGE / "store" / "aws.py")}
     assert layer_of("momor.dialects.openai.write") == "dialects" and layer_of("momor.events") == "core"
     assert layer_of("momor.providers.registry") == "core" and layer_of("momor.providers.kit") == "providers"
+
+
+def _recipes() -> str:
+    readme = (ROOT / "README.md").read_text()
+    start = readme.index("Where to add:")
+    return readme[start:readme.index("\n\n", start)]
+
+
+def test_every_file_the_recipes_name_exists():
+    named = re.findall(r"`([\w./<>-]+\.(?:py|yaml|json))`", _recipes())
+    places = [ROOT, PACKAGE, PACKAGE.parent, ROOT / "tests"]
+    missing = [n for n in named if "<" not in n and not any((base / n).exists() for base in places)
+               and not (PACKAGE / "providers" / n).exists()]
+    assert named and not missing, f"the recipes name files that do not exist: {missing}"
+
+
+def test_the_dialect_recipe_names_every_member_of_a_door():
+    from momor.api.flow import Door
+
+    members = {m for m in vars(Door) if not m.startswith("_")} | set(Door.__annotations__)
+    recipe = _recipes().split("- **a wire**")[0]
+    assert members and not {m for m in members if f"`{m}`" not in recipe}
+
+
+def test_the_wire_recipe_names_every_registry_field():
+    from momor.providers.registry import WireFacts
+
+    recipe = _recipes().split("- **a wire**")[1]
+    assert not {f for f in WireFacts.__slots__ if f != "name" and f"`{f}`" not in recipe}
