@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
 
         import uvicorn
 
-        from momor.api.app import all_routes
+        from momor.app import all_routes
         from momor.store import apikeys
 
         apikeys.accept_local_key(args.api_key, name="local", admin=True)  # the operator sees every key

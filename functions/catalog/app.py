@@ -5,11 +5,11 @@
 
 from mangum import Mangum
 
-from momor.api import model_list
-from momor.api.app import build_app
+from momor.app import build_app
+from momor.dialects import model_list
 from momor.lambda_stream import warmup
 
-app = build_app(model_list.router, title="Momor catalog route")
+app = build_app(model_list.routes, title="Momor catalog route")
 handler = Mangum(app, lifespan="off")
 
 # Inside Lambda, during INIT: credentials, the pooled client and the catalog, so the first call costs

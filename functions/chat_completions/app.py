@@ -7,11 +7,11 @@ same `app` through momor.lambda_stream (see template.yaml).
 
 from mangum import Mangum
 
-from momor.api.app import build_app
+from momor.app import build_app
 from momor.dialects.openai import route, router_route
 from momor.lambda_stream import warmup
 
-app = build_app(route.router, router_route.router, title="Momor OpenAI-compatible route")
+app = build_app(route.routes, router_route.routes, title="Momor OpenAI-compatible route")
 handler = Mangum(app, lifespan="off")
 
 # Inside Lambda, during INIT: the first call's own work (credentials, the pooled client's TLS context,

@@ -7,11 +7,11 @@ here may take minutes. `handler` (Mangum) stays for running the app buffered by 
 
 from mangum import Mangum
 
-from momor.api.app import build_app
+from momor.app import build_app
 from momor.dialects.native import decision_route
 from momor.lambda_stream import warmup
 
-app = build_app(decision_route.router, title="Momor decision route")
+app = build_app(decision_route.routes, title="Momor decision route")
 handler = Mangum(app, lifespan="off")
 
 # Inside Lambda, during INIT: the first call's own work (credentials, the pooled client's TLS context,

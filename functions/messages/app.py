@@ -6,11 +6,11 @@ same `app` through momor.lambda_stream (see template.yaml).
 
 from mangum import Mangum
 
-from momor.api.app import build_app
+from momor.app import build_app
 from momor.dialects.anthropic import route
 from momor.lambda_stream import warmup
 
-app = build_app(route.router, title="Momor Anthropic route")
+app = build_app(route.routes, title="Momor Anthropic route")
 handler = Mangum(app, lifespan="off")
 
 # Inside Lambda, during INIT: the first call's own work (credentials, the pooled client's TLS context,

@@ -7,11 +7,11 @@ here may take minutes. `handler` (Mangum) stays for running the app buffered by 
 
 from mangum import Mangum
 
-from momor.api.app import build_app
+from momor.app import build_app
 from momor.dialects.native import transcribe
 from momor.lambda_stream import warmup
 
-app = build_app(transcribe.router, title="Momor transcription route")
+app = build_app(transcribe.routes, title="Momor transcription route")
 handler = Mangum(app, lifespan="off")
 
 # Inside Lambda, during INIT: the first call's own work (credentials, the pooled client's TLS context,

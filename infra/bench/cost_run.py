@@ -1,7 +1,7 @@
 """The measured half of the cost model: a short, sequential run of every route and call shape through
 Momor in this process, counting what AWS would bill.
 
-Momor serves every route (momor.api.app.all_routes) on a uvicorn thread here, as the integration
+Momor serves every route (momor.app.all_routes) on a uvicorn thread here, as the integration
 harness does, against DynamoDB Local and moto (infra/emulators.py) and the fake providers
 (tests/fakes, scripted to wait: `hang(1.0)` before a buffered answer, `stall(after=1, seconds=10)` in
 a stream). One process, so the run can watch what the app does without changing it:
@@ -257,7 +257,7 @@ def measure(settings: RunSettings) -> list[Call]:
 
 def _run(settings: RunSettings, fake: Any, ddb: Any, env: dict[str, str]) -> list[Call]:
     from momor import background
-    from momor.api.app import all_routes
+    from momor.app import all_routes
     from momor.logs import logger
     from momor.store import apikeys, budgets
 

@@ -232,7 +232,7 @@ def init_only(fn: rie.LambdaFunction) -> dict[str, float]:
 
 
 IMPORT_PARTS = ("fastapi", "fastapi.openapi.models", "fastapi.telemetry", "starlette", "pydantic", "mangum",
-                "httpx2", "aws_lambda_powertools", "botocore", "momor.api.app", "app")
+                "httpx2", "aws_lambda_powertools", "botocore", "momor.app", "app")
 """What `-X importtime` reports for each (cumulative, µs), from the function's INIT."""
 
 

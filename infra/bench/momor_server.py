@@ -40,7 +40,7 @@ SERVERS = {"uvloop": ("uvloop", "httptools"), "asyncio": ("asyncio", "h11")}
 
 def build(records_mode: str) -> Any:
     """Every route, as infra/local.py serves them, with the Backend the records mode asks for."""
-    from momor.api.app import all_routes
+    from momor.app import all_routes
 
     return all_routes(backend=BACKENDS[records_mode]())
 

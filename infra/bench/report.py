@@ -286,7 +286,7 @@ def _imports(out: dict) -> list[str]:
               "`fastapi.routing`) load with `import fastapi` whatever the app uses: they cannot be kept off the "
               "import path without patching FastAPI. What can be kept off is kept off: no /openapi.json, /docs or "
               "/redoc route (the schema is never built), and native telemetry disabled, so no request pays for "
-              "FastAPI looking up OpenTelemetry providers (api/app.py `NO_TELEMETRY`)."]
+              "FastAPI looking up OpenTelemetry providers (shared/momor/app.py `NO_TELEMETRY`)."]
     return lines
 
 

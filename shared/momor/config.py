@@ -19,9 +19,11 @@
                 is 4.4 MB at most (its base64 is 4/3 of it); a file by URL keeps MOMOR_MAX_FILE_BYTES
     fetching    MOMOR_FETCH_ALLOW (none): hosts and IP networks a caller's file URL may reach although
                 they are not public (egress.py; README "What Momor fetches")
+    process     MOMOR_METRICS (0; 1: EMF metrics off Lambda too), MOMOR_ASGI_APP (the streaming
+                bootstrap's module:attr)
 
 A bad value is a ConfigError naming its variable, raised when the configuration is first read:
-the apps read it when they are built (api/app.py), so a deployment with a typo fails to start
+the apps read it when they are built (app.py), so a deployment with a typo fails to start
 instead of failing calls. Endpoints are not configuration: boto3 itself honours AWS_ENDPOINT_URL
 and AWS_ENDPOINT_URL_<SERVICE>, which is how the local emulators are reached.
 """
@@ -59,6 +61,13 @@ def _knob(env: str, default: Any = None, *, kind: type = str, minimum: float | N
     """A field read from `env`: its type, bounds, and the factor from the variable's unit."""
     meta = {"env": env, "kind": kind, "minimum": minimum, "maximum": maximum, "scale": scale, "positive": positive}
     return field(default=default, metadata=meta)
+
+
+def _flag(text: str) -> bool:
+    """A switch: 1 on, 0 off; anything else is a typo, refused at start rather than read as off."""
+    if text not in ("0", "1"):
+        raise ValueError(text)
+    return text == "1"
 
 
 def _checked_allow_list(text: str) -> str:
@@ -114,6 +123,11 @@ class Config:
     budget_store_failure: str = _knob("MOMOR_BUDGET_STORE_FAILURE", "open")
     """When the spend-limit store (DynamoDB) fails: `open` admits a budgeted call uncounted (settled
     once the store answers again), `closed` refuses it with 503 (store/budgets.py)."""
+    # the process (metrics.py, lambda_stream/runner.py)
+    metrics: bool = _knob("MOMOR_METRICS", False, kind=_flag)
+    """1: write EMF metrics off Lambda too, as on Lambda (where they are always on); metrics.py."""
+    asgi_app: str | None = _knob("MOMOR_ASGI_APP")
+    """The streaming bootstrap's app, module:attr (lambda_stream/runner.py; lambda_bootstrap.sh)."""
 
     @property
     def max_inline_file_bytes(self) -> int:
@@ -180,7 +194,7 @@ def _read(meta: Mapping[str, Any], text: str) -> Any:
     try:
         value = kind(text)
     except ValueError:
-        noun = "an integer" if kind is int else "a number"
+        noun = "an integer" if kind is int else "1 or 0" if kind is _flag else "a number"
         raise ConfigError(f"{name} must be {noun}, not {text!r}") from None
     if value != value or value in (float("inf"), float("-inf")):  # NaN, infinity
         raise ConfigError(f"{name} must be a finite number, not {text!r}")

@@ -15,12 +15,13 @@ import json
 import os
 from collections import defaultdict
 
+from .config import get_config
 from .logs import write_line
 from .store.records import Attempt, CallRecord
 
 
 def enabled() -> bool:
-    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME") or os.environ.get("MOMOR_METRICS") == "1")
+    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME") or get_config().metrics)
 
 
 def emit(record: CallRecord) -> None:

@@ -18,8 +18,9 @@ import secrets
 from typing import Any
 
 from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_json, split_text
+from .dialects import OPENAI, dialect_for
 from .errors import Invalid
-from .interface import Setup
+from .interface import Address, Setup
 from .transport import dumps
 
 name = "anthropic"
@@ -554,6 +555,26 @@ def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
 # --- the fake interface (interface.py): how tests reach this fake, and what it last received ---
 
 ROUTES = ("v1/messages",)
+
+
+class _Counting:
+    """POST /v1/messages/count_tokens: a count, not a generation (interface.py, `counts`)."""
+
+    counts = True
+    tool_id_prefix = tool_id_prefix
+
+    def __init__(self) -> None:
+        self.new_request_id, self.response_headers, self.error_body = new_request_id, response_headers, error_body
+        self.check_auth, self.count = check_auth, count
+
+    def validate(self, body: dict[str, Any]) -> None:
+        validate(body, count_only=True)
+
+
+def route(address: Address) -> _Counting | None:
+    if address.route == "v1/messages/count_tokens" and dialect_for(address.label) is OPENAI:
+        return _Counting()
+    return None
 """Where this fake answers, below the provider label (server.py routes there)."""
 SETUPS = (Setup("anthwire", "anthwire", "claude-sonnet-4-5-20250929", "sk-ant-anthwire-0103",
                 reasoning=("low", "medium", "high")),)

@@ -28,7 +28,7 @@ from urllib.parse import parse_qs
 
 from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_text, token_logprobs
 from .errors import Invalid
-from .interface import Setup
+from .interface import Address, Setup
 from .transport import dumps
 
 STAND_INS = frozenset({"skip_thought_signature_validator", "context_engineering_is_the_way_to_go"})
@@ -89,6 +89,17 @@ def signature_for(call: dict[str, Any]) -> str:
 
 def thought_signature(text: str) -> str:
     return sign("text:" + text)
+
+
+_ROUTE = re.compile(r"^v1(?:beta)?/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$")
+
+
+def route(address: Address) -> GeminiFake | None:
+    """The Gemini API's routes carry the model and the method: the wire is an object per request."""
+    found = _ROUTE.match(address.route)
+    if found is None:
+        return None
+    return GeminiFake(found["model"], stream=found["method"] == "streamGenerateContent", query=address.query)
 
 
 class GeminiFake:

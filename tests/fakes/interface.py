@@ -8,16 +8,29 @@ Two levels:
   publisher) builds an object per request (`GeminiFake`, `VertexClaudeFake`).
 - `WireFakeModule`: `tests/fakes/<wire>.py`, one per wire in `momor.providers.registry`, named after
   it: how a test reaches the fake on the fake server (`SETUPS`) and what it last received as a tool
-  result (`tool_result`), read from the request body as the wire writes it. A fake that answers on
-  fixed paths below the provider label and implements `WireFake` with its own functions lists them
-  in `ROUTES` (`("v1/messages",)`), and `server.py` routes them with no edit. A transcription
-  wire's fake (`openai_transcribe.py`, multipart, no tools) declares only `SETUPS`. The conformance suite
+  result (`tool_result`), read from the request body as the wire writes it. The conformance suite
   (tests/unit/test_wire_conformance.py) and the wire matrix read only this, so a new wire's fake is
   picked up by both without editing either.
+
+Routing (`server.py` reads only this, so a new fake needs no edit there): a fake that answers on fixed
+paths below the provider label, with its module's own functions as the `WireFake`, lists them in
+`ROUTES` (`("v1/messages",)`; served for labels of OpenAI's own dialect, tests/fakes/dialects.py). A
+fake whose address says more than its path (a model and method in the URL, a chat dialect's
+deployment route, a query) defines `route(address: Address) -> WireFake | None` instead (or as well),
+returning the request's own `WireFake`, or None when the address is not its.
+
+Two optional kinds of `WireFake`, told apart by an attribute, not by which wire they are:
+- `counts = True`: the route counts tokens rather than generating: `validate(body)`, then
+  `count(body)` is the answer (Anthropic's count_tokens);
+- `multipart = True`: the request is a multipart form, not JSON (a transcription):
+  `parse_form(content_type, raw)` -> (fields, upload), `recorded(fields, upload)` (what the request log
+  shows), `validate(fields, upload)`, `answer(fields, upload, scripted text)` -> (content type, body).
+  Such a fake has no tools, so it declares only `SETUPS` at module level.
 """
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, Protocol, cast
@@ -49,6 +62,20 @@ class WireFake(Protocol):
     def new_request_id(self) -> str: ...
 
     def response_headers(self, request_id: str) -> dict[str, str]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    """Where a request to the fake server was sent, below its provider label."""
+
+    label: str
+    """The provider label (the path's first segment): it may name a chat dialect (dialects.py)."""
+    route: str
+    """The path after the label, without its leading slash (`v1/chat/completions`)."""
+    query: str = ""
+    """The raw query string."""
+    tokens: Collection[str] = ()
+    """The access tokens the fake server has issued (a live view: Vertex's bearer tokens)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,12 @@ import secrets
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import parse_qs
 
 from .behaviour import Answer, Ask, count_input_tokens, sign, split_json, split_text, token_logprobs
-from .dialects import OPENAI, Dialect, azure_filter_results
+from .dialects import OPENAI, Dialect, azure_filter_results, dialect_for
 from .errors import Invalid
-from .interface import Setup
+from .interface import Address, Setup
 from .transport import dumps
 
 name = "openai_chat"
@@ -676,6 +677,46 @@ def stream_events(answer: Answer, body: dict[str, Any], dialect: Dialect = OPENA
 
 
 # --- the fake interface (interface.py): how tests reach this fake, and what it last received ---
+
+
+def route(address: Address) -> ChatFake | None:
+    """Chat Completions on the label's dialect's routes (OpenAI's /v1/chat/completions; Azure's
+    deployment and v1 routes: dialects.py)."""
+    dialect = dialect_for(address.label)
+    parts = match_route(dialect, address.route)
+    return None if parts is None else ChatFake(dialect, parts, address.query)
+
+
+class ChatFake:
+    """One request's Chat Completions fake: this module's functions, for the dialect its label names and
+    the parts its route carries (Azure's resource and deployment), as interface.WireFake."""
+
+    tool_id_prefix = tool_id_prefix
+
+    def __init__(self, dialect: Dialect, parts: dict[str, str], query: str) -> None:
+        self.dialect, self.parts, self.query = dialect, parts, parse_qs(query)
+        self.new_request_id, self.response_headers = new_request_id, response_headers
+
+    def check_auth(self, headers: dict[str, str]) -> Invalid | None:
+        """The address first (the resource, Azure's api-version and deployment), then the key."""
+        return check_endpoint(self.dialect, self.parts, self.query) or check_auth(headers, self.dialect)
+
+    def validate(self, body: dict[str, Any]) -> None:
+        validate(body, self.dialect, self.parts)
+
+    def ask(self, body: dict[str, Any]) -> Ask:
+        return ask(body, self.dialect)
+
+    def whole(self, answer: Answer, body: dict[str, Any]) -> dict[str, Any]:
+        return whole(answer, body, self.dialect)
+
+    def stream_events(self, answer: Answer, body: dict[str, Any]) -> list[str]:
+        return stream_events(answer, body, self.dialect)
+
+    def error_body(self, status: int, message: str | None = None, param: str | None = None,
+                   code: str | None = None, *, request_id: str | None = None) -> dict[str, Any]:
+        return (self.dialect.error_body or error_body)(status, message, param, code, request_id=request_id)
+
 
 SETUPS = (Setup("chatwire", "chatwire/v1", "gpt-4.1-mini", "sk-chatwire-0101", reasoning=("low", "medium", "high")),)
 

@@ -18,11 +18,12 @@ import email.policy
 import io
 import math
 import re
+import sys
 import wave
 from typing import Any
 
 from .errors import Invalid
-from .interface import Setup
+from .interface import Address, Setup
 from .openai_responses import check_auth, error_body, new_request_id, response_headers  # noqa: F401 (the wire's API)
 
 MAX_BYTES = 25 * 1024 * 1024
@@ -123,5 +124,14 @@ def answer(fields: dict[str, str], upload: dict[str, Any], text: str | None) -> 
 
 
 # --- the fake interface (interface.py): how tests reach this fake ---------------------------------
+
+multipart = True
+"""A multipart form, not JSON (interface.py): the server reads it with `parse_form`."""
+
+
+def route(address: Address) -> Any:
+    """Any OpenAI-compatible label hosts Whisper-style transcription; this module is the WireFake."""
+    return sys.modules[__name__] if address.route == "v1/audio/transcriptions" else None
+
 
 SETUPS = (Setup("whisperwire", "whisperwire/v1", "whisper-1", "sk-whisperwire-0105"),)

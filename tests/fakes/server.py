@@ -1,7 +1,11 @@
-"""The fake providers' ASGI app: one server, any number of provider labels, three wires.
+"""The fake providers' ASGI app: one server, any number of provider labels, every registered wire.
+
+Each wire's fake declares where it answers (`ROUTES`, or `route(address)`: tests/fakes/interface.py),
+so a new fake is served with no edit here. Today's:
 
     POST /{label}/v1/chat/completions          OpenAI Chat Completions (a label's dialect may answer
                                                elsewhere: Azure's deployment and v1 routes, dialects.py)
+    POST /{label}/v2/chat                      Cohere v2 chat
     POST /{label}/drivers/call                 Puter's AI chat driver (NDJSON streams)
     POST /{label}/v1/responses                 OpenAI Responses
     POST /{label}/v1/messages                  Anthropic Messages
@@ -26,82 +30,41 @@ so a scripted failure never hides a request Momor got wrong.
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs
 
 from momor.providers.registry import REGISTRY
 
-from . import anthropic, openai_chat, openai_transcribe, vertex
+from . import vertex
 from .behaviour import decide
-from .dialects import OPENAI, Dialect, dialect_for
+from .dialects import OPENAI, dialect_for
 from .errors import Invalid
-from .gemini import GeminiFake
-from .interface import fake_module
+from .interface import Address, fake_module
 from .script import Cut, Fail, FakeState, Hang, Malformed, RecordedRequest, Reply, Stall, step_from_json, step_to_json
 from .transport import Receive, Scope, Send, pause, read_body, send_json, send_json_misbehaving, send_sse
-from .vertex import VertexClaudeFake
 
 
-def _fixed_routes() -> dict[str, tuple[ModuleType, bool]]:
-    routes: dict[str, tuple[ModuleType, bool]] = {}
-    for wire in REGISTRY:  # every registered wire has its fake, tests/fakes/<wire>.py
-        fake: Any = fake_module(wire.name)
-        for route in getattr(fake, "ROUTES", ()):
-            routes[route] = (fake, False)
-    return routes
+def _fakes() -> list[Any]:
+    """Every registered wire's fake module, tests/fakes/<wire>.py (interface.py), in registry order."""
+    return [fake_module(wire.name) for wire in REGISTRY]
 
 
-_ROUTES: dict[str, tuple[ModuleType, bool]] = {**_fixed_routes(), "v1/messages/count_tokens": (anthropic, True)}
-"""Routes of the wires whose fake answers on fixed paths below the label (a fake module's `ROUTES`);
-Chat Completions routes are the label's dialect's (dialects.py), Google's carry the model."""
+_FAKES = _fakes()
+_FIXED: dict[str, Any] = {route: fake for fake in _FAKES for route in getattr(fake, "ROUTES", ())}
+"""The fixed paths below a label, and the fake module (its own WireFake) that answers each."""
 
 
-@dataclass(slots=True)
-class _Route:
-    wire: ModuleType
-    count_only: bool = False
-    dialect: Dialect = OPENAI
-    parts: dict[str, str] = field(default_factory=dict)
-    """Named parts of a dialect's route (Azure's resource and deployment)."""
-
-
-_GEMINI = re.compile(r"^v1(?:beta)?/models/(?P<model>[^/:]+):(?P<method>generateContent|streamGenerateContent)$")
-_VERTEX = re.compile(r"^v1(?:beta1)?/projects/[^/]+/locations/[^/]+/publishers/(?:"
-                     r"(?P<google>google)/models/(?P<gmodel>[^/:]+):(?P<gmethod>generateContent|streamGenerateContent)"
-                     r"|anthropic/models/(?P<amodel>[^/:]+):(?P<amethod>rawPredict|streamRawPredict))$")
-
-
-def _resolve_google(route: str, query: str, state: FakeState) -> _Route | None:
-    """A Gemini API or Vertex AI route: the model and the method are in the URL, so the wire is
-    an object made for this one request."""
-    tokens = state.tokens.keys()  # a live view: tokens issued later are accepted too
-    gemini = _GEMINI.match(route)
-    if gemini is not None:
-        stream = gemini["method"] == "streamGenerateContent"
-        return _Route(GeminiFake(gemini["model"], stream=stream, query=query))  # type: ignore[arg-type]
-    found = _VERTEX.match(route)
-    if found is None:
-        return None
-    if found["google"]:
-        stream = found["gmethod"] == "streamGenerateContent"
-        wire: Any = GeminiFake(found["gmodel"], vertex=True, stream=stream, tokens=tokens, query=query)
-    else:
-        wire = VertexClaudeFake(found["amodel"], found["amethod"] == "streamRawPredict", tokens)
-    return _Route(wire)
-
-
-def _resolve(label: str, route: str) -> _Route | None:
-    dialect = dialect_for(label)
-    if route == "v1/audio/transcriptions":  # any OpenAI-compatible label hosts Whisper-style transcription
-        return _Route(openai_transcribe)
-    parts = openai_chat.match_route(dialect, route)
-    if parts is not None:
-        return _Route(openai_chat, False, dialect, parts)
-    if dialect is OPENAI and route in _ROUTES:
-        return _Route(*_ROUTES[route])
+def _resolve(address: Address) -> Any:
+    """The WireFake that answers this address: a fake's fixed route (on labels of OpenAI's own
+    dialect; a label naming another chat dialect serves that dialect's routes only), else the first
+    fake whose `route` claims it (interface.py)."""
+    if address.route in _FIXED and dialect_for(address.label) is OPENAI:
+        return _FIXED[address.route]
+    for fake in _FAKES:
+        route = getattr(fake, "route", None)
+        wire = route(address) if route is not None else None
+        if wire is not None:
+            return wire
     return None
 
 
@@ -127,15 +90,16 @@ class FakeApp:
             await self._token(scope, receive, send, label)
             return
         query = scope.get("query_string", b"").decode("latin-1")
-        resolved = (_resolve_google(route, query, self.state) or _resolve(label, route)) if label else None
-        if resolved is None:
+        # a live view of the issued tokens: tokens issued later are accepted too
+        wire = _resolve(Address(label, route, query, self.state.tokens.keys())) if label else None
+        if wire is None:
             await send_json(send, 404, {"error": {"message": f"no fake route {method} {path}", "type":
                                                   "invalid_request_error", "param": None, "code": None}}, {})
             return
         raw = await read_body(receive)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        if resolved.wire is openai_transcribe:
-            await self._transcribe(send, label, method, path, headers, raw)
+        if getattr(wire, "multipart", False):
+            await self._transcribe(send, wire, label, method, path, headers, raw)
             return
         try:
             body = json.loads(raw) if raw else None
@@ -144,9 +108,9 @@ class FakeApp:
         record = RecordedRequest(label, method, path, headers, body, query=query)
         self.state.record(record)
         if method != "POST":
-            await self._refuse(send, resolved, record, Invalid(f"Method {method} not allowed", status=405))
+            await self._refuse(send, wire, record, Invalid(f"Method {method} not allowed", status=405))
             return
-        await self._generate(scope, receive, send, resolved, record)
+        await self._generate(scope, receive, send, wire, record)
 
     async def _token(self, scope: Scope, receive: Receive, send: Send, label: str) -> None:
         form = await read_body(receive)
@@ -158,25 +122,20 @@ class FakeApp:
         record.status = status
         await send_json(send, status, body, {"cache-control": "no-cache, no-store"})
 
-    async def _generate(self, scope: Scope, receive: Receive, send: Send, resolved: _Route,
+    async def _generate(self, scope: Scope, receive: Receive, send: Send, wire: Any,
                         record: RecordedRequest) -> None:
-        wire, count_only = resolved.wire, resolved.count_only
-        problem = _check_address_and_key(resolved, record)
+        count_only = getattr(wire, "counts", False)
+        problem = wire.check_auth(record.headers)
         if problem is None and not isinstance(record.json, dict):
             problem = Invalid("The request body is not valid JSON." if record.json is None
                               else "The request body must be a JSON object.")
         if problem is None:
             try:
-                if count_only:
-                    wire.validate(record.json, count_only=True)
-                elif wire is openai_chat:
-                    wire.validate(record.json, resolved.dialect, resolved.parts)
-                else:
-                    wire.validate(record.json)
+                wire.validate(record.json)
             except Invalid as invalid:
                 problem = invalid
         if problem is not None:
-            await self._refuse(send, resolved, record, problem)
+            await self._refuse(send, wire, record, problem)
             return
         body: dict[str, Any] = record.json
         request_id = wire.new_request_id()
@@ -188,29 +147,26 @@ class FakeApp:
         model_of = getattr(wire, "model_of", lambda b: b.get("model"))
         step = self.state.next_step(record.label, model_of(body))
         record.step = step_to_json(step)["kind"] if step is not None else None
-        error_body = resolved.dialect.error_body or wire.error_body
         if isinstance(step, Fail):
             record.status = step.status
-            payload = step.body if step.body is not None else error_body(step.status, request_id=request_id)
+            payload = step.body if step.body is not None else wire.error_body(step.status, request_id=request_id)
             await send_json(send, step.status, payload, {**headers, **(step.headers or {})})
             return
         if isinstance(step, Hang) and await pause(receive, step.seconds):
             return  # the client gave up, as Momor's timeout should make it
-        dialect = (resolved.dialect,) if wire is openai_chat else ()
-        answer = decide(wire.ask(body, *dialect), step if isinstance(step, Reply) else None, wire.tool_id_prefix)
+        answer = decide(wire.ask(body), step if isinstance(step, Reply) else None, wire.tool_id_prefix)
         record.status = 200
         misbehaviour = step if isinstance(step, (Cut, Stall, Malformed)) else None
         if getattr(wire, "streaming", lambda b: b.get("stream"))(body):
-            await send_sse(send, receive, wire.stream_events(answer, body, *dialect), headers, misbehaviour,
+            await send_sse(send, receive, wire.stream_events(answer, body), headers, misbehaviour,
                            content_type=getattr(wire, "stream_content_type", "text/event-stream; charset=utf-8"),
                            garbage=getattr(wire, "malformed_line", b'data: {"garbage\n\n'))
         else:
-            await send_json_misbehaving(send, receive, wire.whole(answer, body, *dialect), headers, misbehaviour)
+            await send_json_misbehaving(send, receive, wire.whole(answer, body), headers, misbehaviour)
 
-    async def _transcribe(self, send: Send, label: str, method: str, path: str, headers: dict[str, str],
-                          raw: bytes) -> None:
-        """A transcription: auth, the multipart form, then the next scripted step or the default."""
-        wire = openai_transcribe
+    async def _transcribe(self, send: Send, wire: Any, label: str, method: str, path: str,
+                          headers: dict[str, str], raw: bytes) -> None:
+        """A multipart request (a transcription): auth, the form, then the next scripted step or the default."""
         record = RecordedRequest(label, method, path, headers, None)
         self.state.record(record)
         request_id = wire.new_request_id()
@@ -245,13 +201,11 @@ class FakeApp:
             return
         await send_json(send, 200, body, wire.response_headers(request_id))
 
-    async def _refuse(self, send: Send, resolved: _Route, record: RecordedRequest, problem: Invalid) -> None:
-        wire = resolved.wire
+    async def _refuse(self, send: Send, wire: Any, record: RecordedRequest, problem: Invalid) -> None:
         request_id = wire.new_request_id()
         record.status = problem.status
-        error_body = resolved.dialect.error_body or wire.error_body
         await send_json(send, problem.status,
-                        error_body(problem.status, problem.message, problem.param, problem.code,
+                        wire.error_body(problem.status, problem.message, problem.param, problem.code,
                                    request_id=request_id),
                         wire.response_headers(request_id))
 
@@ -285,13 +239,6 @@ class FakeApp:
             await send_json(send, 200, {"ok": True, "queued": len(steps)}, {})
         else:
             await send_json(send, 404, {"error": f"no fake route {method} {path}"}, {})
-
-
-def _check_address_and_key(resolved: _Route, record: RecordedRequest) -> Invalid | None:
-    if resolved.wire is not openai_chat:
-        return resolved.wire.check_auth(record.headers)
-    problem = openai_chat.check_endpoint(resolved.dialect, resolved.parts, parse_qs(record.query))
-    return problem or openai_chat.check_auth(record.headers, resolved.dialect)
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

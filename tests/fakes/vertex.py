@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import secrets
 import time
 from collections.abc import Collection
@@ -23,7 +24,7 @@ from urllib.parse import parse_qs
 from . import anthropic, gemini
 from .behaviour import Answer, Ask
 from .errors import Invalid
-from .interface import Setup
+from .interface import Address, Setup
 
 VERSION = "vertex-2023-10-16"
 VERSIONS = (VERSION, "2026-10-21")
@@ -32,6 +33,23 @@ JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 GOOGLE_TOKEN_AUDIENCE = "https://oauth2.googleapis.com/token"
 """google-auth addresses every assertion to Google's token endpoint, whatever `token_uri` says."""
+
+
+_ROUTE = re.compile(r"^v1(?:beta1)?/projects/[^/]+/locations/[^/]+/publishers/(?:"
+                    r"(?P<google>google)/models/(?P<gmodel>[^/:]+):(?P<gmethod>generateContent|streamGenerateContent)"
+                    r"|anthropic/models/(?P<amodel>[^/:]+):(?P<amethod>rawPredict|streamRawPredict))$")
+
+
+def route(address: Address) -> Any:
+    """Vertex AI's routes name the publisher, the model and the method: Gemini's or Claude's fake, made
+    for this one request, accepting the bearer tokens the fake server issued."""
+    found = _ROUTE.match(address.route)
+    if found is None:
+        return None
+    if found["google"]:
+        return gemini.GeminiFake(found["gmodel"], vertex=True, stream=found["gmethod"] == "streamGenerateContent",
+                                 tokens=address.tokens, query=address.query)
+    return VertexClaudeFake(found["amodel"], found["amethod"] == "streamRawPredict", address.tokens)
 
 
 class VertexClaudeFake:

@@ -25,7 +25,7 @@ import pytest
 import uvicorn
 
 from momor import background
-from momor.api.app import all_routes
+from momor.app import all_routes
 from momor.routing.circuits import process_breakers
 from momor.store import apikeys, keys
 from tests.fakes import FakeProviders

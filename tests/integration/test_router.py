@@ -426,7 +426,7 @@ def test_a_zen_variant_is_a_reasoning_depth(router, fake, model, extra, effort):
 def test_a_thread_survives_across_instances(router, fake):
     """Two Momor processes' worth of state (a second app and server, nothing shared in memory):
     the turn kept by one is what the other injects."""
-    from momor.api.app import all_routes
+    from momor.app import all_routes
 
     from .conftest import _Server
 

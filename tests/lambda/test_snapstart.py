@@ -16,7 +16,7 @@ import random
 import pytest
 
 from infra.emulators import Endpoints, provision
-from momor import net, providers
+from momor import httpx_client, providers
 from momor.config import reset_config
 from momor.lambda_stream import snapstart
 from momor.store import apikeys, catalog_source, dynamo, keys, ratelimit
@@ -118,7 +118,7 @@ def test_warm_does_the_first_calls_work_before_the_snapshot(deployed):
         assert wires and wires <= set(providers._loaded)
         # The loop's pooled client is made (its TLS context is in the snapshot) and holds no connection:
         # nothing that would be another copy's, or dead, after a restore.
-        client = net._clients[loop]
+        client = httpx_client._clients[loop]
         assert not client.is_closed and client._transport._pool.connections == []
     finally:
         asyncio.set_event_loop(None)

@@ -14,11 +14,11 @@ import pytest
 from fastapi import routing
 
 from infra.emulators import Endpoints, provision
-from momor import net, providers
+from momor import httpx_client, providers
 from momor.config import reset_config
 from momor.lambda_stream import warmup
 from momor.store import aws as boto
-from momor.store import catalog_source, dynamo, keys
+from momor.store import aws_session, catalog_source, dynamo, keys
 
 from . import rie
 
@@ -58,10 +58,10 @@ def deployed(aws: Endpoints, monkeypatch):
 
 
 def _app():
-    from momor.api.app import build_app
+    from momor.app import build_app
     from momor.dialects.native import route
 
-    return build_app(route.router)
+    return build_app(route.routes)
 
 
 def test_init_does_the_first_calls_work(deployed):
@@ -73,14 +73,14 @@ def test_init_does_the_first_calls_work(deployed):
 
     # AWS: the lean readers and the DynamoDB signer; the credentials are the environment's (as on
     # Lambda), so no botocore session was needed.
-    assert boto._session is None and boto.credentials() is not None
+    assert aws_session._session is None and boto.credentials() is not None
     assert {"s3", "secretsmanager"} <= set(boto._lean) and dynamo._signer is not None
     # The stores, read while the app imported: the catalog (and its wires) and the saved keys.
     assert catalog_source.catalog_source().is_fresh()
     assert {p.wire for p in catalog_source.get_catalog().providers} <= set(providers._loaded)
     assert keys._cache is not None and keys._cache.keys["openai"].key == "sk-warm"
     # The loop's pooled client is made (TLS context and all), without a connection.
-    client = net._clients[loop]
+    client = httpx_client._clients[loop]
     assert not client.is_closed and client._transport._pool.connections == []
     assert "anyio._backends._asyncio" in sys.modules
     # FastAPI's per-route work of a first request: every endpoint's source location is known.
@@ -92,8 +92,8 @@ def test_outside_lambda_nothing_is_done(deployed, monkeypatch):
     monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME")
     warmup.start()
     warmup.finish(_app(), deployed)
-    assert boto._session is None and dynamo._signer is None and keys._cache is None
-    assert deployed not in net._clients
+    assert aws_session._session is None and dynamo._signer is None and keys._cache is None
+    assert deployed not in httpx_client._clients
 
 
 def test_an_unreadable_store_never_fails_the_init(deployed, monkeypatch):
@@ -103,7 +103,7 @@ def test_an_unreadable_store_never_fails_the_init(deployed, monkeypatch):
     warmup.start()
     warmup.finish(_app(), deployed)  # logs, does not raise
     assert keys._cache is None and catalog_source._source is not None and catalog_source._source._catalog is None
-    assert deployed in net._clients  # what needs no store is done all the same
+    assert deployed in httpx_client._clients  # what needs no store is done all the same
 
 
 # --- the whole INIT, then a first call, in a fresh interpreter ---------------------------------------

@@ -9,7 +9,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.routing import Route
 
-from momor.api.app import all_routes
+from momor.app import all_routes
 
 
 @pytest.fixture

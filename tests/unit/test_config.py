@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from starlette.requests import Request
 
-from momor.api.app import all_routes
+from momor.app import all_routes
 from momor.config import ENV_VARS, Config, ConfigError, describe_bytes, reset_config
+from momor.door_http import read_body
 from momor.errors import RequestError
-from momor.http import read_body
 from momor.routing.policy import Policy, current_policy
 
 
@@ -21,6 +21,7 @@ from momor.routing.policy import Policy, current_policy
     ("MOMOR_CONNECT_TIMEOUT_S", "inf", "finite"),
     ("MOMOR_RATE_WINDOW_S", "1.5", "an integer"),
     ("MOMOR_MAX_BODY_BYTES", str(64 * 1024 * 1024), "lower this limit"),
+    ("MOMOR_METRICS", "yes", "1 or 0"),
     ("MOMOR_CATALOG_TTL", "-5", "at least 0"),
     ("MOMOR_API_KEY_CACHE_S", "-1", "at least 0"),
     ("MOMOR_API_KEY_CACHE_S", "a minute", "a number"),

@@ -15,7 +15,7 @@ from botocore.auth import S3SigV4Auth, SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials as BotoCredentials
 
-from momor.store import aws, sigv4
+from momor.store import aws, aws_session, sigv4
 
 NOW = dt.datetime(2026, 11, 30, 17, 5, 9, tzinfo=dt.UTC)
 
@@ -77,8 +77,8 @@ def test_the_environments_credentials_come_first(monkeypatch):
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret-env")
     monkeypatch.setenv("AWS_SESSION_TOKEN", "token-env")
     aws.reset_clients()
-    assert aws.credentials() == sigv4.Credentials("AKIDENV", "secret-env", "token-env")
-    assert aws._session is None, "no botocore session is made for them"
+    assert aws_session.credentials() == sigv4.Credentials("AKIDENV", "secret-env", "token-env")
+    assert aws_session._session is None, "no botocore session is made for them"
 
 
 def test_without_them_botocores_chain_answers(monkeypatch, tmp_path):
@@ -91,7 +91,7 @@ def test_without_them_botocores_chain_answers(monkeypatch, tmp_path):
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     aws.reset_clients()
     try:
-        assert aws.credentials() == sigv4.Credentials("AKIDFILE", "secret-file", None)
+        assert aws_session.credentials() == sigv4.Credentials("AKIDFILE", "secret-file", None)
     finally:
         aws.reset_clients()
 

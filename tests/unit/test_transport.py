@@ -74,15 +74,15 @@ async def test_a_connection_closed_before_any_response_byte_is_dropped_and_retri
 @pytest.mark.parametrize("client", ["lean", "httpx"])
 async def test_a_provider_that_never_sends_its_headers_is_given_up_on_after_the_response_timeout(client):
     with pytest.raises(ProviderError) as info:
-        await run(never_answer, stream=True, timeouts=Timeouts(first_byte=HANG_BOUND * 2, response=0.2),
+        await run(never_answer, stream=True, timeouts=Timeouts(first_token=HANG_BOUND * 2, response=0.2),
                   client=httpx2.AsyncClient() if client == "httpx" else None)
     assert info.value.kind == "timeout" and "did not begin its answer within 0.2 s" in info.value.detail
 
 
-async def test_without_a_response_timeout_a_buffered_call_waits_the_first_byte_timeout():
+async def test_without_a_response_timeout_a_buffered_call_waits_the_first_token_timeout():
     """A buffered answer's headers come with the whole answer: the first-token timeout bounds it."""
     with pytest.raises(ProviderError) as info:
-        await run(never_answer, stream=False, timeouts=Timeouts(first_byte=0.2))
+        await run(never_answer, stream=False, timeouts=Timeouts(first_token=0.2))
     assert info.value.kind == "timeout" and "within 0.2 s" in info.value.detail
 
 
@@ -169,7 +169,7 @@ async def test_the_keep_alive_race_is_retried_on_a_fresh_connection_and_served()
                 assert [e async for e in served.events]
     finally:
         server.close()
-    # The client sends the request again at once on a new connection (http1.post): the attempt
+    # The client sends the request again at once on a new connection (upstream_http.post): the attempt
     # loop never sees the race, and the call is one attempt, served.
     assert [(a.status, a.error) for a in recorder.attempts] == [("ok", None)]
     assert len(requests) == 3 and breakers.state("p/m") == "closed"

@@ -2,7 +2,8 @@
 
     request id -> auth -> headers -> body -> dialect parse -> plan -> attempt loop
       -> buffered answer, or a stream whose first bytes leave once a model has begun
-      -> the record, written once whatever happened (refusals and failures included)
+      -> the record, written once whatever happened (refusals and failures included; call_record.py
+         makes it: cost, log line, store, budget, metrics)
 
 A dialect supplies a `Door`: how to read its request, and how to write answers, streams and
 errors in its own shape. Doors are stateless: what a writer needs from the request travels in
@@ -25,13 +26,12 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .. import background, invocation, metrics
-from ..catalog import Catalog, Prices
+from .. import invocation
+from ..catalog import Catalog
+from ..door_http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..errors import MomorError, RequestError
 from ..events import Assembler, Event, Finish
-from ..http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
 from ..logs import logger
-from ..redact import redact
 from ..routing.attempts import Answer, Session
 from ..routing.estimate import cost_ceiling
 from ..routing.keys import KeyResolver
@@ -40,8 +40,8 @@ from ..routing.recorder import Recorder
 from ..routing.request import Routed
 from ..store.budgets import BudgetState, has_budget
 from ..store.ratelimit import RateState
-from ..store.records import CallRecord, cost_usd, total_cost
 from .backend import Backend, Caller
+from .call_record import record_call
 from .frame_stream import FrameStream
 
 REQUEST_ID_HEADER = "X-Momor-Request-Id"
@@ -187,18 +187,18 @@ async def routed_call(
                                   billed=getattr(operation, "billed", True))
         response = await (operation or generate)(prepared)
         if not isinstance(response, StreamingResponse):
-            await _record(backend, recorder)  # a stream records itself when it ends
+            await record_call(backend, recorder)  # a stream records itself when it ends
     except Exception as caught:
         exc = caught if isinstance(caught, MomorError) else _unexpected(caught, request_id)
         recorder.status_code = exc.status
         recorder.end("failed", exc.detail)
-        await _record(backend, recorder)
+        await record_call(backend, recorder)
         response = door.error(request_id, exc)
         response.headers.update(retry_header(exc))
     except asyncio.CancelledError:  # the caller left before the answer: recorded all the same
         recorder.end("cancelled", "The caller left before the answer was complete.")
         with anyio.CancelScope(shield=True):
-            await _record(backend, recorder)
+            await record_call(backend, recorder)
         raise
     response.headers.update(id_headers(request_id) | await admission.headers())
     return response
@@ -254,7 +254,7 @@ async def generate(p: Prepared) -> Response:
         async for _ in _answered(p, answer):
             pass
         _note_finish(p, answer.assembler.finish)
-        await _record(p.backend, recorder, routed)
+        await record_call(p.backend, recorder, routed)
         return p.door.answer(recorder.request_id, routed, answer.served, answer.assembler, answer.passthrough)
     # Without an after_answer, the door reads the answer's events directly (one generator layer less
     # for every event of the stream).
@@ -275,7 +275,7 @@ async def _stream_ended(p: Prepared, answer: Answer) -> None:
     except Exception:  # closing the provider's stream must never cost the record
         logger.exception("closing the stream failed", extra={"request_id": p.recorder.request_id})
     _note_finish(p, answer.assembler.finish)
-    await _record(p.backend, p.recorder, p.routed)
+    await record_call(p.backend, p.recorder, p.routed)
 
 
 def _note_finish(p: Prepared, finish: Finish | None) -> None:
@@ -321,77 +321,3 @@ def _gateway_request_id(request: Request) -> str | None:
 
 def _caller_zdr(caller: Caller) -> bool:
     return bool(getattr(caller, "zdr", False))
-
-
-async def _record(backend: Backend, recorder: Recorder, routed: Routed | None = None) -> None:
-    """The record, a log line and metrics, once per call: after the answer where that is safe
-    (background.py), since holding the answer for a DynamoDB write was most of Momor's cost."""
-    if recorder.written:
-        return
-    recorder.written = True
-    recorder.mark_end()
-    billed = routed.billed_prices if routed is not None else None
-    await background.later(recorder.request_id, _written(backend, recorder, billed))
-
-
-def _billed_cost(recorder: Recorder, billed: Callable[[Candidate], Prices | None]) -> Decimal | None:
-    """The call's cost with the served answer at the prices the caller pays (overflow: the asked
-    model's); None when those are the served offering's own. Failed attempts keep their cost."""
-    served = recorder.served()
-    prices = billed(served.candidate) if served is not None else None
-    if served is None or prices is None or served.attempt.usage is None:
-        return None
-    others = sum((a.cost for a in recorder.attempts if a is not served.attempt and a.cost is not None), Decimal(0))
-    return others + cost_usd(served.attempt.usage, prices)
-
-
-async def _write(backend: Backend, recorder: Recorder, billed: Callable[[Candidate], Prices | None] | None = None
-                 ) -> None:
-    """A record that cannot be written is logged loudly, never allowed to fail the answer."""
-    record = recorder.to_record()
-    if billed is not None:
-        record.cost = _billed_cost(recorder, billed)
-    served = record.served
-    logger.info(
-        "call",
-        extra={
-            "request_id": recorder.request_id,
-            "correlation_id": recorder.gateway_request_id,
-            "route": recorder.route,
-            "status": recorder.status_code,
-            "attempts": len(record.attempts),
-            "served": f"{served.model}@{served.provider}" if served else None,
-            "error": redact(recorder.error, recorder.secrets) if recorder.error else None,
-        },
-    )
-    try:
-        await backend.write_record(record, recorder.secrets)
-    except Exception:
-        logger.exception("call record not written", extra={"request_id": recorder.request_id})
-    await _settle(backend, recorder, record)
-    try:
-        metrics.emit(record)
-    except Exception:
-        logger.exception("call metrics not written", extra={"request_id": recorder.request_id})
-
-
-async def _written(backend: Backend, recorder: Recorder, billed: Callable[[Candidate], Prices | None] | None = None
-                   ) -> None:
-    """The record, then the budget's settlement, which happens even if the record could not be built."""
-    try:
-        await _write(backend, recorder, billed)
-    finally:
-        await _settle(backend, recorder, None)  # nothing left to settle unless _write failed before it
-
-
-async def _settle(backend: Backend, recorder: Recorder, record: CallRecord | None) -> None:
-    """The budget's hold released and the real cost added, however the call ended (failed, cut,
-    cancelled). Without a record (a bug building it) the estimate held is taken as the cost: it is
-    the most the call could have cost."""
-    spend, recorder.spend = recorder.spend, None
-    if spend is None:
-        return
-    try:
-        await backend.settle_spend(spend, total_cost(record) if record is not None else spend.hold)
-    except Exception:
-        logger.exception("call cost not settled on the key's budget", extra={"request_id": recorder.request_id})

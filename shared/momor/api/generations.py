@@ -7,12 +7,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import background
-from ..http import PROBLEM, bearer_token, json_response, new_request_id
+from ..door_http import PROBLEM, bearer_token, json_response, new_request_id
 from .backend import Backend
 from .flow import REQUEST_ID_HEADER
 
 
-def router(backend: Backend) -> list[Route]:
+def routes(backend: Backend) -> list[Route]:
     async def get_generation(request: Request) -> Response:
         record_id: str = request.path_params["record_id"]
         request_id = new_request_id()

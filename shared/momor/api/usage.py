@@ -20,8 +20,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import background
+from ..door_http import PROBLEM, bearer_token, json_response, new_request_id
 from ..errors import RequestError
-from ..http import PROBLEM, bearer_token, json_response, new_request_id
 from ..store import budgets, usage
 from .backend import Backend, Caller
 from .flow import REQUEST_ID_HEADER
@@ -52,7 +52,7 @@ def _static(name: str) -> Response:
     return response
 
 
-def router(backend: Backend) -> list[Route]:
+def routes(backend: Backend) -> list[Route]:
     async def get_usage(request: Request) -> Response:
         request_id = new_request_id()
         caller = await backend.authenticate(bearer_token(request))

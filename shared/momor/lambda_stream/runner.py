@@ -23,6 +23,7 @@ from mangum.protocols.lifespan import LifespanCycle
 from mangum.types import ASGI
 
 from momor import background
+from momor.config import get_config
 from momor.lambda_stream.context import LambdaContext
 from momor.lambda_stream.cycle import StreamingHTTPCycle
 from momor.lambda_stream.runtime_api import Invocation, RuntimeAPI, RuntimeAPIError, error_payload
@@ -212,11 +213,13 @@ def main(argv: list[str]) -> int:
     _configure_logging()
     prepare_sys_path()
     background.set_inline(False)  # this loop drains after each invocation (see serve)
-    spec = argv[0] if argv else os.environ.get("MOMOR_ASGI_APP", "")
     api = RuntimeAPI.from_env()
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
+        # argv as lambda_bootstrap.sh passes it (maybe empty), else the configuration's; read in the
+        # try, so a malformed configuration is reported as this INIT's error like any other.
+        spec = (argv[0] if argv else "") or get_config().asgi_app or ""
         adapter, lifespan = initialize(spec, loop)
     except Exception as exc:
         return _report_init_error(loop, api, exc)

@@ -58,11 +58,11 @@ def warm() -> None:
 def refresh() -> None:
     """Renew in this restored copy what it must not share with the others (module docstring), then
     make again, best effort, what the first call needs: credentials, the keys, the catalog's check."""
-    from momor import http1
+    from momor import upstream_http
     from momor.store import apikeys, aws, catalog_source, keys, ratelimit
 
     random.seed()
-    http1.reset()  # no kept provider connection is shared between restored copies
+    upstream_http.reset()  # no kept provider connection is shared between restored copies
     aws.reset_clients()  # the botocore session, boto3 clients, lean readers, DynamoDB signer
     keys.reset_saved_keys()
     apikeys.reset_cache()

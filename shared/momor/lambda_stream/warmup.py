@@ -3,7 +3,7 @@ than a warm one by the provider's round trip, nothing more).
 
 What a first call used to pay for, and a warm call does not (infra/bench/lambda_cold.py --profile):
 - the pooled HTTP client: httpx2 imports its transport (httpcore2, h11) and builds the TLS context
-  from the system's CA store (`net.warm`);
+  from the system's CA store (`httpx_client.warm`);
 - AWS: resolving credentials and making the DynamoDB signer and the lean S3 and Secrets Manager
   readers (with the environment's credentials, Lambda's, no botocore is imported: store/sigv4.py);
 - the catalog (S3 GetObject, then parsed and validated) and the saved provider keys (Secrets Manager
@@ -95,9 +95,9 @@ def import_wires() -> None:
 def prepare_aws() -> None:
     """Credentials (botocore's session only where the environment has none), the lean readers and the
     DynamoDB signer."""
-    from momor.store import aws, dynamo
+    from momor.store import aws, aws_session, dynamo
 
-    best_effort("the AWS credentials", aws.credentials)  # the environment's in Lambda: no botocore
+    best_effort("the AWS credentials", aws_session.credentials)  # the environment's in Lambda: no botocore
     for service in ("s3", "secretsmanager"):
         best_effort(f"the {service} reader", aws.lean_client, service)
     best_effort("the DynamoDB signer", dynamo._current)
@@ -105,9 +105,9 @@ def prepare_aws() -> None:
 
 def prepare_loop(loop: asyncio.AbstractEventLoop) -> None:
     """The loop's pooled client (its TLS context) and anyio's asyncio backend."""
-    from momor import net
+    from momor import httpx_client
 
-    best_effort("the pooled HTTP client", net.warm, loop)
+    best_effort("the pooled HTTP client", httpx_client.warm, loop)
     best_effort("anyio's backend", __import__, "anyio._backends._asyncio")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx2
 
 from ..call import Call
-from ..net import shared_client
+from ..httpx_client import shared_client
 from .base import Target, Wire
 from .transport import DEFAULT_TIMEOUTS, Timeouts, credential_headers, provider_errors, target_url
 
@@ -19,7 +19,7 @@ async def count_tokens(
     client = client or shared_client()
     request = wire.count_request(call, target)  # type: ignore[attr-defined]
     headers = {**target.provider.headers, **request.headers}
-    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
+    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_token, write=timeouts.idle,
                              pool=timeouts.connect)
     with provider_errors(target):
         headers.update(await credential_headers(wire, target))

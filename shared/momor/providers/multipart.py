@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx2
 
-from ..net import shared_client
+from ..httpx_client import shared_client
 from .base import Target
 from .transport import DEFAULT_TIMEOUTS, Timeouts, provider_errors, target_url
 
@@ -19,7 +19,7 @@ async def post_multipart(
     the whole answer's body, or the wire's ProviderError."""
     client = client or shared_client()
     headers = {**target.provider.headers, **request.headers}
-    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
+    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_token, write=timeouts.idle,
                              pool=timeouts.connect)
     with provider_errors(target):
         response = await client.post(request.url or target_url(target, request.path), data=request.fields,

@@ -21,11 +21,11 @@ from typing import Any, Protocol
 import httpx2
 import orjson
 
-from .. import http1
+from .. import upstream_http
 from ..call import Call
 from ..errors import ProviderError
 from ..events import Event
-from ..net import shared_client
+from ..httpx_client import shared_client
 from ..redact import redact, redact_value
 from .base import Target, Wire
 from .framing import TRANSLATED, Words, framer_for
@@ -34,21 +34,22 @@ from .framing import TRANSLATED, Words, framer_for
 @dataclass(slots=True, frozen=True)
 class Timeouts:
     connect: float = 10.0
-    first_byte: float = 60.0
-    """The longest wait for any one read (httpx's read timeout), headers included."""
+    first_token: float = 60.0
+    """The first-token timeout (Policy.first_token_timeout): the longest wait for the answer's first
+    token, and for any one read (httpx's read timeout), headers included."""
     idle: float = 60.0
     """The longest silence between two reads of a stream or body."""
     response: float | None = None
     """How long the provider may take to begin its answer: the request sent and its response
-    headers back; None: first_byte. The attempt loop sets it for a stream (Policy.response_timeout);
-    a buffered answer's headers come with the whole answer, so first_byte bounds it."""
+    headers back; None: first_token. The attempt loop sets it for a stream (Policy.response_timeout);
+    a buffered answer's headers come with the whole answer, so first_token bounds it."""
 
     def shortened(self, limit: float | None) -> Timeouts:
         """networkTimeout only ever shortens (seed 000)."""
         if limit is None:
             return self
         response = None if self.response is None else min(self.response, limit)
-        return Timeouts(min(self.connect, limit), min(self.first_byte, limit), min(self.idle, limit), response)
+        return Timeouts(min(self.connect, limit), min(self.first_token, limit), min(self.idle, limit), response)
 
 
 DEFAULT_TIMEOUTS = Timeouts()
@@ -83,7 +84,7 @@ async def exchange(
         async with contextlib.AsyncExitStack() as stack:
             response = await _open(stack, client, url, request.body, headers, timeouts)
             if response.status_code >= 400:
-                body = await response.aread(timeouts.first_byte)
+                body = await response.aread(timeouts.first_token)
                 raise wire.map_error(response.status_code, body, dict(response.headers))
             framer = framer_for(response.headers.get("content-type", "")) if stream else None
             if framer is not None:
@@ -93,7 +94,7 @@ async def exchange(
                 # is UTF-8 whatever its headers say).
                 decoder, frame = wire.stream_decoder(target), words.frame
                 as_text = codecs.getincrementaldecoder("utf-8")("replace").decode
-                async for read in response.pieces(timeouts.first_byte):
+                async for read in response.pieces(timeouts.first_token):
                     for item in framer.decode(as_text(read)):
                         for event in frame(decoder, item):
                             yield event
@@ -128,17 +129,17 @@ class _Answer(Protocol):
 
 async def _open(stack: contextlib.AsyncExitStack, client: httpx2.AsyncClient | None, url: str, body: Any,
                 headers: dict[str, str], timeouts: Timeouts) -> _Answer:
-    """The provider's response once its head is in: through the lean client (http1.py, an `_Answer`
+    """The provider's response once its head is in: through the lean client (upstream_http.py, an `_Answer`
     as it is) unless a client was handed in (tests) or the environment names a proxy, which only
     httpx2 honours. Either client's failures are mapped by `provider_errors`."""
-    begin = timeouts.response if timeouts.response is not None else timeouts.first_byte
-    if client is None and not http1.proxied():
+    begin = timeouts.response if timeouts.response is not None else timeouts.first_token
+    if client is None and not upstream_http.proxied():
         sent = {"Content-Type": "application/json", **headers}
-        response = await http1.post(url, sent, _json_bytes(body), connect_timeout=timeouts.connect,
+        response = await upstream_http.post(url, sent, _json_bytes(body), connect_timeout=timeouts.connect,
                                     head_timeout=begin)
         stack.push_async_callback(response.aclose)
         return response
-    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_byte, write=timeouts.idle,
+    timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_token, write=timeouts.idle,
                              pool=timeouts.connect)
     opening = (client or shared_client()).stream("POST", url, json=body, headers=headers, timeout=timeout)
     return _Httpx(await _begin(stack, opening, begin))
@@ -166,7 +167,7 @@ class _Httpx:
             except StopAsyncIteration:
                 return b"".join(chunks)
             except TimeoutError:
-                raise http1.UpstreamError("The provider did not answer in time.", kind="timeout") from None
+                raise upstream_http.UpstreamError("The provider did not answer in time.", kind="timeout") from None
 
     def pieces(self, read_timeout: float | None) -> AsyncIterator[bytes]:
         return self._response.aiter_bytes()
@@ -208,7 +209,7 @@ def provider_errors(target: Target) -> Iterator[None]:
         exc.args = (exc.detail,)
         exc.body = None if exc.body is None else redact_value(exc.body, (target.api_key,))
         raise
-    except http1.UpstreamError as exc:  # the lean client's failures carry the kinds and texts below
+    except upstream_http.UpstreamError as exc:  # the lean client's failures carry the kinds and texts below
         raise ProviderError(str(exc), kind=exc.kind) from None
     except httpx2.ConnectTimeout as exc:
         raise ProviderError("Timed out connecting to the provider.", kind="timeout") from exc
@@ -232,7 +233,7 @@ async def _read_body(response: _Answer, idle: float) -> bytes:
     """The whole body, each read within the idle timeout: a body that stalls mid-way is an error."""
     try:
         return await response.aread(idle)
-    except http1.UpstreamError as exc:
+    except upstream_http.UpstreamError as exc:
         if exc.kind != "timeout":
             raise
         raise ProviderError(f"The provider's answer stalled for {idle:g} s.", kind="timeout") from None

@@ -261,7 +261,7 @@ class Session:
         else:
             stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts, words=way.words)
         # A stream is committed to at its first visible output, a buffered call once it is whole.
-        produced, held = await hold_until_output(stream, streaming=call.stream, first_token=timeouts.first_byte)
+        produced, held = await hold_until_output(stream, streaming=call.stream, first_token=timeouts.first_token)
         return _Serving(candidate, attempt, produced, held, stream, way.passthrough)
 
     async def _events(self, serving: _Serving, sent: Assembler) -> AsyncIterator[Event]:

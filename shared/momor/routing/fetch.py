@@ -31,8 +31,8 @@ import httpx2
 from .. import egress
 from ..config import describe_bytes
 from ..errors import RequestError
+from ..httpx_client import tls_context
 from ..messages import UserMessage, attached_files
-from ..net import tls_context
 
 FETCH_TIMEOUT_S = 20.0
 MAX_REDIRECTS = 3

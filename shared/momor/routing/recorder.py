@@ -161,7 +161,7 @@ class Recorder:
     """Set when a model has begun and the answer may start (flow.py): the call's first byte."""
     spend: Any = None
     """budgets.Spend holding the call's estimate, when the key has a budget: settled to the real cost
-    once the record is built, however the call ended (flow._settle)."""
+    once the record is built, however the call ended (api/call_record.py)."""
 
     latency_ms: float | None = None
     """Set when the call ends (`mark_end`), before its record is written after the answer."""

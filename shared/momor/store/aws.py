@@ -25,9 +25,7 @@ works; nothing else goes that way. Inside Lambda, neither boto3 nor botocore is 
 from __future__ import annotations
 
 import asyncio
-import functools
 import http.client
-import importlib.util
 import io
 import json
 import os
@@ -39,81 +37,14 @@ import urllib.parse
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from . import sigv4
+from . import aws_session, sigv4
+from .aws_session import credentials, dns_suffix, region, session
 
 T = TypeVar("T")
 
 _clients: dict[str, Any] = {}
 _lean: dict[str, Any] = {}
-_session: Any = None
-_lock = threading.RLock()  # client() holds it while session() takes it again
-
-
-def session() -> Any:
-    """The process's botocore session (credentials and region resolved once). botocore's, not
-    boto3's: the lean calls need no boto3 (which imports s3transfer and more on a cold start)."""
-    global _session
-    if _session is None:
-        with _lock:
-            if _session is None:
-                import botocore.session  # lazy: see the module docstring
-
-                _session = botocore.session.get_session()
-    return _session
-
-
-def region() -> str:
-    """As boto3 resolves it: AWS_DEFAULT_REGION, else the configured profile's region (the session's),
-    else Lambda's AWS_REGION, else us-east-1. Lambda sets AWS_DEFAULT_REGION, so there no botocore is
-    imported for it."""
-    return (os.environ.get("AWS_DEFAULT_REGION") or session().get_config_variable("region")
-            or os.environ.get("AWS_REGION") or "us-east-1")
-
-
-_DEFAULT_SUFFIX = "amazonaws.com"
-
-
-@functools.cache
-def _partitions() -> list[dict[str, Any]]:
-    """botocore's partitions.json, read as a file: importing botocore is what the lean calls avoid."""
-    spec = importlib.util.find_spec("botocore")  # finds the package without running it
-    if spec is None or spec.origin is None:
-        return []
-    path = os.path.join(os.path.dirname(spec.origin), "data", "partitions.json")
-    try:
-        with open(path, "rb") as f:
-            return list(json.load(f).get("partitions", []))
-    except (OSError, ValueError):
-        return []
-
-
-@functools.cache
-def dns_suffix(region: str) -> str:
-    """The domain of AWS's endpoints in the region's partition, as botocore resolves it:
-    amazonaws.com (aws, aws-us-gov), amazonaws.com.cn (aws-cn), amazonaws.eu (aws-eusc), and so on.
-    The template's ARNs use ${AWS::Partition}; the endpoints here must follow the same partition."""
-    partitions = _partitions()
-    for partition in partitions:  # a listed region first, then the partition's region pattern
-        if region in partition.get("regions", {}):
-            return str(partition["outputs"]["dnsSuffix"])
-    for partition in partitions:
-        pattern = partition.get("regionRegex")
-        if pattern and re.match(pattern, region):
-            return str(partition["outputs"]["dnsSuffix"])
-    return _DEFAULT_SUFFIX
-
-
-def credentials() -> sigv4.Credentials | None:
-    """The credentials the signed requests use: the environment's (Lambda's), read on each call, else
-    whatever botocore's chain finds through the shared session (refreshed as botocore refreshes them)."""
-    found = sigv4.from_environment()
-    if found is not None:
-        return found
-    chain = session().get_credentials()
-    if chain is None:
-        return None
-    frozen = chain.get_frozen_credentials()
-    return sigv4.Credentials(frozen.access_key, frozen.secret_key, frozen.token or None)
+_lock = threading.Lock()  # making a client is not thread-safe (sessions are not)
 
 
 def client(service: str) -> Any:
@@ -137,15 +68,18 @@ def client(service: str) -> Any:
 
 
 def reset_clients() -> None:
-    """For tests: forget every client, so the next one reads the (changed) endpoint env vars."""
-    global _session
+    """For tests (and a SnapStart restore): forget the session and everything made from it (these
+    clients, the lean readers, dynamo.py's signer), so the next call reads the (changed) environment."""
+    aws_session.reset()
+
+
+def _forget() -> None:
     with _lock:
         _clients.clear()
         _lean.clear()
-        _session = None
-    from . import dynamo  # the hot-path DynamoDB caller resolves its endpoint the same way
 
-    dynamo.forget()
+
+aws_session.on_reset(_forget)
 
 
 async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:

@@ -6,13 +6,13 @@ HTTP stack) plus a thread hop, and that CPU competes with the next request on a 
 (infra/bench). DynamoDB's wire protocol is small and stable, so these calls are made here: the
 request is the operation's JSON (items already in attribute-value form), signed with our own SigV4
 (sigv4.py, checked against botocore's signer) with the environment's credentials or botocore's chain
-(so every credential source boto3 knows still works), and sent with the lean HTTP/1.1 client (http1.py;
+(so every credential source boto3 knows still works), and sent with the lean HTTP/1.1 client (upstream_http.py;
 httpx2 where a proxy is configured). Everything else (table admin, usage queries) keeps using boto3
 (`aws.py`). A transport failure is a DynamoError too (`TransportError`, or httpx2's error behind a
 proxy): callers fail open or log it, as with any DynamoDB error.
 
 Endpoint: AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else the region's public endpoint in its
-partition's domain (aws.dns_suffix), as boto3 chooses it. Throttling and 5xx answers are retried twice
+partition's domain (aws_session.dns_suffix), as boto3 chooses it. Throttling and 5xx answers are retried twice
 with a short backoff.
 """
 
@@ -25,9 +25,9 @@ from typing import Any
 
 import orjson
 
-from .. import http1
-from ..net import shared_client
-from . import sigv4
+from .. import upstream_http
+from ..httpx_client import shared_client
+from . import aws_session, sigv4
 
 _TARGET = "DynamoDB_20120810."
 _RETRYABLE = ("ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
@@ -44,17 +44,16 @@ class DynamoError(Exception):
 
 
 class _Signer:
-    """Region and endpoint resolved once; credentials on each request (aws.credentials: the
+    """Region and endpoint resolved once; credentials on each request (aws_session.credentials: the
     environment's, Lambda's, else botocore's chain, refreshed), signed by sigv4.py, so no call
     imports boto3 or, inside Lambda, botocore."""
 
     def __init__(self) -> None:
-        from . import aws
-
-        self._credentials = aws.credentials
-        self.region = aws.region()
+        self._credentials = aws_session.credentials
+        self.region = aws_session.region()
         base = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL")
-        self.url = (base or f"https://dynamodb.{self.region}.{aws.dns_suffix(self.region)}").rstrip("/") + "/"
+        suffix = aws_session.dns_suffix(self.region)
+        self.url = (base or f"https://dynamodb.{self.region}.{suffix}").rstrip("/") + "/"
 
     def headers(self, operation: str, body: bytes) -> dict[str, str]:
         credentials = self._credentials()
@@ -77,16 +76,17 @@ def _current() -> _Signer:
 
 def reset() -> None:
     """For tests: resolve the endpoint and credentials again (the env changed). The credentials come
-    from aws.py's session, so that is made again too (aws.reset_clients, which calls `forget`)."""
-    from . import aws
-
-    aws.reset_clients()
+    from the process's session, so that is made again too (aws_session.reset, which calls `forget`)."""
+    aws_session.reset()
 
 
 def forget() -> None:
-    """Drop the signer (aws.reset_clients calls this): the next call resolves it again."""
+    """Drop the signer (aws_session.reset calls this): the next call resolves it again."""
     global _signer
     _signer = None
+
+
+aws_session.on_reset(forget)
 
 
 async def call(operation: str, payload: dict[str, Any], *, timeout: float = 5.0) -> dict[str, Any]:
@@ -107,13 +107,13 @@ async def call(operation: str, payload: dict[str, Any], *, timeout: float = 5.0)
 
 
 async def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
-    """One POST through the lean HTTP/1.1 client (http1.py: a third of httpx2's CPU per call), or
+    """One POST through the lean HTTP/1.1 client (upstream_http.py: a third of httpx2's CPU per call), or
     httpx2 where the environment names a proxy."""
-    if http1.proxied():
+    if upstream_http.proxied():
         response = await shared_client().post(url, content=body, headers=headers, timeout=timeout)
         return response.status_code, response.content
     try:
-        answer = await http1.post(url, headers, body, connect_timeout=timeout, head_timeout=timeout)
+        answer = await upstream_http.post(url, headers, body, connect_timeout=timeout, head_timeout=timeout)
         return answer.status_code, await answer.aread(timeout)
-    except http1.UpstreamError as exc:  # its text speaks of a provider: say what failed here
+    except upstream_http.UpstreamError as exc:  # its text speaks of a provider: say what failed here
         raise DynamoError("TransportError", f"DynamoDB could not be reached ({exc.kind})", 0) from exc

@@ -58,9 +58,9 @@ from ...api.backend import Backend
 from ...api.flow import Prepared, Routed, routed_call, unbilled
 from ...call import Parameters
 from ...catalog import Catalog
+from ...door_http import bearer_token, json_response
 from ...errors import MomorError, ProviderError, RequestError
 from ...events import Assembler, Event, Finish, Raw
-from ...http import bearer_token, json_response
 from ...routing.affinity import cache_token, with_affinity
 from ...routing.count import count_input_tokens
 from ...routing.overflow import Overflow, asked_candidates, overflow_for
@@ -226,7 +226,7 @@ async def _count(p: Prepared) -> Response:
     return response
 
 
-def router(backend: Backend) -> list[Route]:
+def routes(backend: Backend) -> list[Route]:
     door, count_door = AnthropicDoor(), CountDoor()
 
     async def create(request: Request) -> Response:

@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from ...door_http import sse
 from ...errors import MomorError, ProviderError
 from ...events import (
     Assembler,
@@ -46,7 +47,6 @@ from ...events import (
     Usage,
     UsageEvent,
 )
-from ...http import sse
 from ...messages import ContentMessage, ThinkingMessage, ToolCallMessage
 from ...routing.plan import Candidate
 from .parse import WIRE, encode_signature

@@ -16,7 +16,7 @@ from starlette.routing import Route
 from ...api.backend import Backend
 from ...api.flow import Prepared, routed_call
 from ...catalog import Catalog
-from ...http import json_response
+from ...door_http import json_response
 from ...routing.decision import decide
 from ...routing.request import Routed
 from . import decision as decision_parse
@@ -46,7 +46,7 @@ async def _decide(p: Prepared) -> Response:
     })
 
 
-def router(backend: Backend) -> list[Route]:
+def routes(backend: Backend) -> list[Route]:
     door = DecisionDoor()
 
     async def create(request: Request) -> Response:

@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ...call import Call, Parameters
 from ...config import describe_bytes, get_config
+from ...door_http import LARGE_FILES_BY_URL
 from ...errors import RequestError
-from ...http import LARGE_FILES_BY_URL
 from ...messages import File, Message, Tool, attached_files
 from ...routing.request import Routed, needs_of
 from ...routing.selectors import parse_prioritization, parse_selectors

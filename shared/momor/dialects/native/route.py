@@ -13,9 +13,9 @@ from ...api.backend import Backend
 from ...api.file_processing import generate_processed
 from ...api.flow import Routed, routed_call
 from ...catalog import Catalog
+from ...door_http import PROBLEM, bearer_token, json_response
 from ...errors import MomorError, ProviderError
 from ...events import Assembler, Event, Finish
-from ...http import PROBLEM, bearer_token, json_response
 from ...routing.plan import Candidate
 from . import parse as native_parse
 from . import write as native
@@ -57,7 +57,7 @@ class NativeDoor:
         return finish.reason  # seed 000: the provider's own finish reason
 
 
-def router(backend: Backend) -> list[Route]:
+def routes(backend: Backend) -> list[Route]:
     door = NativeDoor()
 
     async def create(request: Request) -> Response:

@@ -23,8 +23,8 @@ from ...audio import Audio
 from ...call import Call
 from ...catalog import Catalog
 from ...config import describe_bytes, get_config
+from ...door_http import LARGE_FILES_BY_URL, json_response
 from ...errors import RequestError
-from ...http import LARGE_FILES_BY_URL, json_response
 from ...messages import File, UserMessage
 from ...routing.fetch import file_bytes
 from ...routing.plan import Needs
@@ -105,7 +105,7 @@ async def _transcribe(p: Prepared) -> Response:
     return json_response(answer)
 
 
-def router(backend: Backend) -> list[Route]:
+def routes(backend: Backend) -> list[Route]:
     door = TranscribeDoor()
 
     async def create(request: Request) -> Response:

@@ -24,8 +24,8 @@ from typing import Any, Literal
 
 import orjson
 
+from ...door_http import sse
 from ...events import Assembler, Continued, Delta, Event, Finish, Logprobs, PartEnd, PartStart, TokenLogprob, Usage
-from ...http import sse
 from ...messages import ToolCallMessage, dump_messages
 from ...routing.plan import Candidate
 

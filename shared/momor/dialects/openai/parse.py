@@ -13,7 +13,7 @@ body is the caller's, kept as written in `Routed.caller_body` for an offering on
 - a tool message -> a toolResult;
 - tools, tool_choice, response_format (json_schema), and the sampling fields -> `Parameters`.
 
-Answers are written in `openai_answer.py`. Field names follow the openai-python SDK's
+Answers are written in `write.py`. Field names follow the openai-python SDK's
 `types/chat/completion_create_params.py` and the message and content-part params beside it.
 """
 

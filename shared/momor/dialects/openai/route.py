@@ -19,9 +19,9 @@ from starlette.routing import Route
 from ...api.backend import Backend
 from ...api.flow import Routed, routed_call
 from ...catalog import Catalog
+from ...door_http import bearer_token, json_response
 from ...errors import MomorError, ProviderError
 from ...events import Assembler, Event, Finish, Raw
-from ...http import bearer_token, json_response
 from ...logs import logger
 from ...routing.plan import Candidate
 from . import parse as openai
@@ -95,7 +95,7 @@ class OpenAIDoor:
         return openai_answer.finish_reason(finish.stop)
 
 
-def router(backend: Backend) -> list[Route]:
+def routes(backend: Backend) -> list[Route]:
     door = OpenAIDoor()
 
     async def create(request: Request) -> Response:

@@ -41,9 +41,9 @@ from ...api.backend import Backend
 from ...api.flow import Prepared, Routed, generate, routed_call
 from ...call import Call
 from ...catalog import Catalog
+from ...door_http import json_response
 from ...errors import MomorError
 from ...events import Assembler, Event
-from ...http import json_response
 from ...logs import logger
 from ...routing import families, memory
 from ...routing.classify import classify
@@ -278,7 +278,7 @@ def operation(backend: Backend) -> Any:
     return router_operation
 
 
-def router(backend: Backend) -> list[Route]:
+def routes(backend: Backend) -> list[Route]:
     door = RouterDoor()
     run = operation(backend)
 

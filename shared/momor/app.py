@@ -15,14 +15,14 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import MomorError
-from ..http import new_request_id
-from .backend import Backend
-from .error_shape import error_response
-from .flow import id_headers, retry_header
+from .api.backend import Backend
+from .api.flow import id_headers, retry_header
+from .dialects.error_shape import error_response
+from .door_http import new_request_id
+from .errors import MomorError
 
-RouterFactory = Callable[[Backend], list[Route]]
-"""A route module's `router(backend)`: its routes, plain Starlette ones.
+RoutesFactory = Callable[[Backend], list[Route]]
+"""A route module's `routes(backend)`: its routes, plain Starlette ones.
 
 Every route takes a `Request` and returns a `Response`, so FastAPI's APIRoute would add only cost: per
 request it solves an (empty) dependency graph, opens an exit stack and runs the endpoint through
@@ -36,7 +36,7 @@ unconfigured. Its import (opentelemetry, about 30-100 ms of a cold start) cannot
 fastapi.applications imports it unconditionally (infra/bench/RESULTS.md, "Import path")."""
 
 
-def build_app(*factories: RouterFactory, backend: Backend | None = None, title: str = "Momor") -> FastAPI:
+def build_app(*factories: RoutesFactory, backend: Backend | None = None, title: str = "Momor") -> FastAPI:
     backend = backend or Backend()
     # No /docs, /redoc or /openapi.json: the schema would be built on a request no caller makes.
     app = FastAPI(title=title, docs_url=None, redoc_url=None, openapi_url=None, telemetry=NO_TELEMETRY)
@@ -67,12 +67,13 @@ def build_app(*factories: RouterFactory, backend: Backend | None = None, title: 
 
 def all_routes(backend: Backend | None = None) -> FastAPI:
     """Every route in one app: the local server's."""
-    from ..dialects.anthropic import route as anthropic
-    from ..dialects.native import decision_route, transcribe
-    from ..dialects.native import route as native
-    from ..dialects.openai import route as openai
-    from ..dialects.openai import router_route
-    from . import generations, model_list, usage
+    from .api import generations, usage
+    from .dialects import model_list
+    from .dialects.anthropic import route as anthropic
+    from .dialects.native import decision_route, transcribe
+    from .dialects.native import route as native
+    from .dialects.openai import route as openai
+    from .dialects.openai import router_route
 
-    return build_app(native.router, decision_route.router, transcribe.router, openai.router, router_route.router,
-                     generations.router, anthropic.router, model_list.router, usage.router, backend=backend)
+    return build_app(native.routes, decision_route.routes, transcribe.routes, openai.routes, router_route.routes,
+                     generations.routes, anthropic.routes, model_list.routes, usage.routes, backend=backend)

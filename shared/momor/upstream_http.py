@@ -6,10 +6,10 @@ per-event state machine, six generator layers per HTTP chunk), against 15-40 µs
 that was half of Momor's added latency on a buffered call (infra/bench/PROPOSALS.md §3). Provider
 calls are one shape only: a POST of a JSON body to an HTTPS (or, in tests, HTTP) origin, answered by
 a whole body or a chunked event stream. That shape is done here (DynamoDB's signed calls are that shape
-too: store/dynamo.py); everything else (a proxy, multipart uploads, token counting) stays on httpx2 (net.py).
+too: store/dynamo.py); everything else (a proxy, multipart uploads, token counting) stays on httpx2 (httpx_client.py).
 
 What it does: one idle-connection list per origin and event loop (at most `IDLE_PER_ORIGIN`, each
-kept `KEEPALIVE_S`); TLS with the process's one context (net.tls_context, httpx2's default); the
+kept `KEEPALIVE_S`); TLS with the process's one context (httpx_client.tls_context, httpx2's default); the
 request head and body in one write. The response is framed by httptools' binding of llhttp (Node.js's
 parser), fed each socket read as it arrives, never by hand: a hand-written framer that is lenient
 anywhere (a `+5` or `0x5` length, a body past its length) lets a broken or hostile provider leave
@@ -44,7 +44,7 @@ from urllib.parse import urlsplit
 
 import httptools
 
-from .net import tls_context
+from .httpx_client import tls_context
 
 IDLE_PER_ORIGIN = 32
 """Idle connections kept per origin (more in flight are fine; they close when done)."""

@@ -1,4 +1,6 @@
-"""The one pooled HTTP client of the process, used by the provider wires and the store alike.
+"""The pooled httpx2 client, for what the lean client (upstream_http.py) does not do: a proxied
+deployment, multipart uploads, token counting, the store's calls through a proxy; and the process's
+one TLS context, which both clients use.
 
 A pool belongs to one event loop: a process normally has one; tests and local tools sometimes
 more, so the pool is kept per loop (and dropped with it).
@@ -31,7 +33,7 @@ def _client_of(loop: asyncio.AbstractEventLoop) -> httpx2.AsyncClient:
         client = httpx2.AsyncClient(
             limits=httpx2.Limits(max_connections=200, max_keepalive_connections=50, keepalive_expiry=60),
             follow_redirects=False,
-            verify=tls_context(),  # the one context the provider client (http1.py) uses too
+            verify=tls_context(),  # the one context the provider client (upstream_http.py) uses too
         )
         _clients[loop] = client
     return client

@@ -1,5 +1,6 @@
-"""http1: chunked decoding, keep-alive reuse and failure kinds against loopback servers; then hostile ones (issue
-20): bytes past an answer, lenient framing, oversized heads, trailers and bodies, on a pool two callers share."""
+"""upstream_http: chunked decoding, keep-alive reuse and failure kinds against loopback servers; then hostile
+ones (issue 20): bytes past an answer, lenient framing, oversized heads, trailers and bodies,
+on a pool two callers share."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import threading
 
 import pytest
 
-from momor import http1
-from momor.http1 import UpstreamError
+from momor import upstream_http
+from momor.upstream_http import UpstreamError
 
 BODY = b"".join(b'data: {"n": %d}\n\n' % n for n in range(200))
 
@@ -65,7 +66,7 @@ async def test_chunked_bodies_decode_whole_in_any_split(size):
             await asyncio.sleep(1)
 
         async with server(answer) as (url, _):
-            response = await http1.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)
+            response = await upstream_http.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)
             assert b"".join([p async for p in response.pieces(5)]) == BODY
 
 
@@ -78,7 +79,7 @@ async def test_a_malformed_chunked_body_is_a_protocol_error(bad):
         await asyncio.sleep(1)
 
     async with server(answer) as (url, _):
-        response = await http1.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)
+        response = await upstream_http.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)
         with pytest.raises(UpstreamError) as caught:
             await response.aread(5)
         assert caught.value.kind == "protocol"
@@ -98,10 +99,11 @@ async def test_requests_reuse_one_connection_and_bodies_come_whole():
             writer.write(b"HTTP/1.1 201 Created\r\nContent-Length: %d\r\nX-A: 1\r\nx-a: 2\r\n\r\n" % len(body) + body)
 
     async with server(answer) as (url, seen):
-        response = await http1.post(url, {"Authorization": "Bearer k"}, b'{"q": 1}', connect_timeout=5, head_timeout=5)
+        response = await upstream_http.post(url, {"Authorization": "Bearer k"}, b'{"q": 1}',
+                                            connect_timeout=5, head_timeout=5)
         assert response.status_code == 200 and response.headers["content-type"] == "text/event-stream"
         assert b"".join([p async for p in response.pieces(5)]) == BODY
-        response = await http1.post(url, {}, b'{"q": 2}', connect_timeout=5, head_timeout=5)
+        response = await upstream_http.post(url, {}, b'{"q": 2}', connect_timeout=5, head_timeout=5)
         assert response.status_code == 201 and response.headers["x-a"] == "1, 2"
         assert await response.aread(5) == b'{"q": 2}'
         assert len(seen) == 1  # the second request went over the first one's connection
@@ -114,7 +116,7 @@ async def test_a_connection_closed_before_any_answer_is_dropped_and_a_cut_body_i
 
     async with server(close_at_once) as (url, _):
         with pytest.raises(UpstreamError) as caught:
-            await http1.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)
+            await upstream_http.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)
         assert caught.value.kind == "dropped"
 
     async def cut(reader, writer):
@@ -123,7 +125,7 @@ async def test_a_connection_closed_before_any_answer_is_dropped_and_a_cut_body_i
         await writer.drain()
 
     async with server(cut) as (url, _):
-        response = await http1.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)
+        response = await upstream_http.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)
         with pytest.raises(UpstreamError) as caught:
             await response.aread(5)
         assert caught.value.kind == "protocol"
@@ -136,17 +138,17 @@ async def test_a_silent_provider_is_a_timeout_and_a_closed_port_a_connect_failur
 
     async with server(silent) as (url, _):
         with pytest.raises(UpstreamError) as caught:
-            await http1.post(url, {}, b"{}", connect_timeout=5, head_timeout=0.2)
+            await upstream_http.post(url, {}, b"{}", connect_timeout=5, head_timeout=0.2)
         assert caught.value.kind == "timeout"
     with pytest.raises(UpstreamError) as caught:
-        await http1.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)  # the server is gone
+        await upstream_http.post(url, {}, b"{}", connect_timeout=5, head_timeout=5)  # the server is gone
     assert caught.value.kind == "connect"
 
 
 @pytest.mark.parametrize("noticed", [True, False])
 async def test_a_kept_connection_the_provider_closed_is_replaced_at_once(noticed, monkeypatch):
     if not noticed:  # the close not yet seen when the connection is taken again: the request meets it
-        monkeypatch.setattr(http1._Connection, "usable", lambda self: True)
+        monkeypatch.setattr(upstream_http._Connection, "usable", lambda self: True)
     served: list[int] = []
 
     async def answer_once(reader, writer):
@@ -157,17 +159,18 @@ async def test_a_kept_connection_the_provider_closed_is_replaced_at_once(noticed
         # then close: the client keeps the connection, which is dead when it is next used
 
     async with server(answer_once) as (url, seen):
-        first = await http1.post(url, {}, b"1", connect_timeout=5, head_timeout=5)
+        first = await upstream_http.post(url, {}, b"1", connect_timeout=5, head_timeout=5)
         assert await first.aread(5) == b"1"
         await asyncio.sleep(0.05)  # the close reaches the client
-        second = await http1.post(url, {}, b"2", connect_timeout=5, head_timeout=5)
+        second = await upstream_http.post(url, {}, b"2", connect_timeout=5, head_timeout=5)
         assert await second.aread(5) == b"2" and len(served) == 2 and len(seen) == 2
 
 
 @pytest.mark.parametrize("value", ["k\r\nX-Injected: 1", "k\nX: 1", "caf\u00e9\u2603"])
 async def test_a_header_that_would_break_the_head_is_refused_before_sending(value):
     with pytest.raises(UpstreamError) as caught:
-        await http1.post("http://127.0.0.1:9/", {"Authorization": value}, b"{}", connect_timeout=1, head_timeout=1)
+        await upstream_http.post("http://127.0.0.1:9/", {"Authorization": value}, b"{}",
+                                 connect_timeout=1, head_timeout=1)
     assert caught.value.kind == "connect" and "header" in str(caught.value)
 
 
@@ -180,10 +183,10 @@ async def test_reset_closes_the_kept_connections_so_the_next_call_opens_its_own(
 
     async with server(answer) as (url, seen):
         for n in range(2):
-            response = await http1.post(url, {}, b"x", connect_timeout=5, head_timeout=5)
+            response = await upstream_http.post(url, {}, b"x", connect_timeout=5, head_timeout=5)
             assert await response.aread(5) == b"x"
             if n == 0:
-                http1.reset()  # a SnapStart restore: no kept connection is shared
+                upstream_http.reset()  # a SnapStart restore: no kept connection is shared
         assert len(seen) == 2
 
 
@@ -275,7 +278,7 @@ def hostile(first):
 
 
 async def call(url: str, body: bytes) -> bytes:
-    response = await http1.post(url, {}, body, connect_timeout=5, head_timeout=5)
+    response = await upstream_http.post(url, {}, body, connect_timeout=5, head_timeout=5)
     return await response.aread(5)
 
 
@@ -374,8 +377,8 @@ async def test_a_content_length_with_spaces_around_it_is_its_number():
 
 # Caps: a head, trailers and a body read whole are bounded; past a cap, a protocol error.
 
-BIG = b"a" * (http1.MAX_HEAD_BYTES + 1)
-ERROR_BODY = b"e" * (http1.MAX_ERROR_BODY_BYTES + 1)
+BIG = b"a" * (upstream_http.MAX_HEAD_BYTES + 1)
+ERROR_BODY = b"e" * (upstream_http.MAX_ERROR_BODY_BYTES + 1)
 OVERSIZED = {
     "one long header": b"HTTP/1.1 200 OK\r\nX-Big: " + BIG + b"\r\nContent-Length: 6\r\n\r\nanswer",
     "many headers": b"HTTP/1.1 200 OK\r\n" + b"".join(b"X-%d: %s\r\n" % (n, b"a" * 100) for n in range(700))
@@ -413,7 +416,7 @@ async def test_what_exceeds_a_cap_is_a_protocol_error_and_closes_the_connection(
 
 @pytest.mark.parametrize("chunked_body", [False, True])
 async def test_a_body_read_whole_is_capped_and_a_streamed_one_is_not(chunked_body, monkeypatch):
-    monkeypatch.setattr(http1, "MAX_BODY_BYTES", 1000)
+    monkeypatch.setattr(upstream_http, "MAX_BODY_BYTES", 1000)
     body = b"b" * 1001
     wire = (b"HTTP/1.1 200 OK\r\n" + CHUNKED + b"\r\n" + chunked([body[:500], body[500:]]) if chunked_body
             else ok(body))
@@ -425,7 +428,7 @@ async def test_a_body_read_whole_is_capped_and_a_streamed_one_is_not(chunked_bod
         srv.wait_for_close(conn)
 
     with hostile(first) as srv:
-        response = await http1.post(srv.url, {}, b"1", connect_timeout=5, head_timeout=5)
+        response = await upstream_http.post(srv.url, {}, b"1", connect_timeout=5, head_timeout=5)
         assert b"".join([p async for p in response.pieces(5)]) == body  # handed on as it comes
         with pytest.raises(UpstreamError) as caught:
             await call(srv.url, b"1")  # the same connection, kept: now read whole

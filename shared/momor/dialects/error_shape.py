@@ -14,8 +14,8 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import Response
 
+from ..door_http import PROBLEM, json_response
 from ..errors import MomorError
-from ..http import PROBLEM, json_response
 
 _ANTHROPIC_PATHS = ("/messages", "/v1/messages")
 
@@ -35,12 +35,12 @@ def error_response(request: Request, exc: MomorError, request_id: str | None = N
     # should not load the others' modules to answer a stray path.
     shape = shape_for(request)
     if shape == "anthropic":
-        from ..dialects.anthropic.write import error_body as anthropic_error_body
+        from .anthropic.write import error_body as anthropic_error_body
 
         body = anthropic_error_body(exc.status, exc.detail)
         return json_response({**body, "request_id": request_id} if request_id else body, exc.status)
     if shape == "openai":
-        from ..dialects.openai.write import error_object as openai_error_object
+        from .openai.write import error_object as openai_error_object
 
         return json_response(openai_error_object(exc.status, exc.detail), exc.status)
     return json_response({"status": exc.status, "detail": exc.detail}, exc.status, PROBLEM)

@@ -9,7 +9,7 @@ million tokens). The page is always whole: `has_more` is false, `first_id`/`last
 
 GET /models/{id} (and /v1/models/{id}) is one entry, as both SDKs' `models.retrieve(id)` read
 it; the id holds a `/`. An id the catalog does not serve is a 404 in the shape of the SDK that
-asked (api/error_shape.py).
+asked (dialects/error_shape.py).
 
 `id` is `publisher/name` in lowercase, a selector POST /models, /messages and /chat/completions
 all take. The key is read from `Authorization: Bearer` or `X-API-Key`.
@@ -24,12 +24,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..api.backend import Backend
+from ..api.flow import id_headers, retry_header
 from ..catalog import Catalog, Model
+from ..door_http import bearer_token, json_response, new_request_id
 from ..errors import MomorError, RequestError
-from ..http import bearer_token, json_response, new_request_id
-from .backend import Backend
 from .error_shape import error_response
-from .flow import id_headers, retry_header
 
 _EPOCH = dt.date(1970, 1, 1)
 
@@ -86,7 +86,7 @@ def find_model(catalog: Catalog, wanted: str) -> Model | None:
         (m for m in served if m.name.lower() == wanted), None)
 
 
-def router(backend: Backend) -> list[Route]:
+def routes(backend: Backend) -> list[Route]:
     async def answer(request: Request, build: Any) -> Response:
         request_id = new_request_id()
         try:
