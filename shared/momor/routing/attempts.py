@@ -180,8 +180,7 @@ class Session:
     def _breaker_order(self) -> list[Candidate]:
         """Offerings whose circuit is open go behind every other candidate, and the record says so
         before anything is tried (overflow reads it as the asked model's capacity refusing)."""
-        closed = [c for c in self.candidates if self.breakers.allows(_circuit(c))]
-        opened = [c for c in self.candidates if not self.breakers.allows(_circuit(c))]
+        closed, opened = breaker_order(self.candidates, self.breakers)
         for candidate in opened:
             self.recorder.skip(candidate, DEFERRED)
         return closed + opened
@@ -473,6 +472,14 @@ def process_breakers() -> Breakers:
     """The process's circuit breakers (one per offering), sized by the configuration."""
     policy = current_policy()
     return Breakers(policy.breaker_failures, policy.breaker_cooldown)
+
+
+def breaker_order(candidates: list[Candidate], breakers: Breakers) -> tuple[list[Candidate], list[Candidate]]:
+    """(closed, opened): the candidates tried first, and those whose circuit is open, tried last.
+    One function, read by the attempt loop and by an explanation (api/explain.py) alike."""
+    allowed = [breakers.allows(_circuit(c)) for c in candidates]
+    return ([c for c, ok in zip(candidates, allowed, strict=True) if ok],
+            [c for c, ok in zip(candidates, allowed, strict=True) if not ok])
 
 
 def _circuit(candidate: Candidate) -> str:
