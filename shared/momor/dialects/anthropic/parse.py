@@ -51,11 +51,12 @@ from ...messages import (
     UserMessage,
 )
 from ...routing.request import Routed
+from ...routing.rollover import OPT_IN, asked_in
 from ...routing.selectors import Selector, parse_prioritization, parse_selectors
 from ..native.parse import needs_of
 
 WIRE = "anthropic"
-MOMOR_FIELDS = ("models", "provider", "keys")
+MOMOR_FIELDS = ("models", "provider", "keys", OPT_IN)
 """Fields Momor reads and the provider never sees."""
 MOMOR_SIGNATURE = "momor1."
 """Prefix of a thinking signature Momor wrote: base64url JSON of another wire's `data`."""
@@ -435,4 +436,5 @@ def parse(body: dict[str, Any], *, require_max_tokens: bool = True) -> Routed:
         raw_wire=WIRE,
     )
     written = body.get("model") if body.get("models") is None else body.get("models")
-    return Routed(call, selectors, prio, keys, needs_of(call), written, prio_where="provider")
+    return Routed(call, selectors, prio, keys, needs_of(call), written, prio_where="provider",
+                  rollover=asked_in(body))

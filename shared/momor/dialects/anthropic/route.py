@@ -178,14 +178,19 @@ class AnthropicDoor:
         try:
             async for event in events:
                 if passthrough is None:
-                    passthrough = isinstance(event, Raw)
+                    passthrough = isinstance(event, Raw) and not routed.rollover
                     if not passthrough:
                         yield writer.start()
                 if passthrough:
                     if isinstance(event, Raw):
                         yield anthropic_answer.passthrough_event(event, request_id, candidate)
                     continue
-                frame = writer.event(event)
+                # Rollover (routing/rollover.py OPT_IN): Momor writes its own wire's events too, from
+                # what it decoded of them, so a continuation reads as the same message.
+                if isinstance(event, Raw):
+                    frame = b"".join(writer.event(one) for one in event.decoded)
+                else:
+                    frame = writer.event(event)
                 if frame:
                     yield frame
         except ProviderError as exc:

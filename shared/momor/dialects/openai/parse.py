@@ -42,11 +42,12 @@ from ...messages import (
     UserMessage,
 )
 from ...routing.request import Routed
+from ...routing.rollover import OPT_IN, asked_in
 from ...routing.selectors import parse_prioritization, parse_selectors
 from ..native.parse import needs_of
 
 RAW_WIRE = "openai_chat"
-ROUTING_FIELDS = ("model", "models", "provider")
+ROUTING_FIELDS = ("model", "models", "provider", OPT_IN)
 """Taken off the body before it reaches an `openai_chat` provider (seed 001)."""
 
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
@@ -72,7 +73,8 @@ def parse(body: dict[str, Any]) -> Routed:
     if not isinstance(stream, bool):
         raise invalid("stream must be true or false.", "stream")
     call = to_call(body, stream)
-    return Routed(call, selectors, prio, {}, needs_of(call), _written_selectors(body), prio_where="provider")
+    return Routed(call, selectors, prio, {}, needs_of(call), _written_selectors(body), prio_where="provider",
+                  rollover=asked_in(body))
 
 
 def include_usage(body: dict[str, Any]) -> bool:
