@@ -47,11 +47,11 @@ class Candidate:
     model: Model
     offering: Offering
     provider: Provider
+    id: str = field(init=False, repr=False, compare=False)
+    """`model@provider`: how the record and an explanation name an offering."""
 
-    @property
-    def id(self) -> str:
-        """`model@provider`: how the record and an explanation name an offering."""
-        return f"{self.model.name}@{self.provider.name}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", f"{self.model.name}@{self.provider.name}")
 
 
 @dataclass(slots=True, frozen=True)
@@ -240,9 +240,16 @@ class LeftOut:
 class PlanLog:
     """What the latest plan() in this context left out or deferred, by rule. Each plan() starts it
     afresh, so after a route's last planning step it holds that step's reasons (the router plans
-    again once its tier is known)."""
+    again once its tier is known).
 
-    left_out: dict[str, LeftOut] = field(default_factory=dict)
+    Every call plans under a log (its record keeps the counts), so the log is cheap: the first
+    SELECT rule (the selectors', which leaves out most of a catalog) is not noted per offering. An
+    offering neither planned nor left out by a later rule under any selector was left out by the
+    first rule under every one of them: `left_out` and `counts` work that out when asked."""
+
+    others: dict[str, LeftOut] = field(default_factory=dict)
+    """Offerings left out by any rule but the first, the first such reason kept (under several
+    selectors, the telling one: a selector named the offering and something else left it out)."""
     deferred: dict[str, LeftOut] = field(default_factory=dict)
     refusal: str | None = None
     """The RoutingError the plan raised, if it raised one."""
@@ -250,24 +257,38 @@ class PlanLog:
     """Whether any plan() ran under this log."""
     candidates: list[Candidate] = field(default_factory=list)
     """What the latest plan() planned, in order."""
+    everything: list[Candidate] = field(default_factory=list)
+    """Every offering of the catalog planned from."""
+    unnamed: tuple[str, str] | None = None
+    """(rule, why) of the first SELECT rule, as it last answered."""
 
-    def begin(self) -> None:
-        self.left_out, self.deferred, self.refusal, self.planned, self.candidates = {}, {}, None, True, []
+    def begin(self, everything: list[Candidate]) -> None:
+        self.others, self.deferred, self.refusal, self.planned = {}, {}, None, True
+        self.candidates, self.everything, self.unnamed = [], everything, None
 
     def leave_out(self, candidate: Candidate, rule: str, why: str) -> None:
-        # Under several selectors, the first rule past "selector" is the telling one: the offering
-        # was named, and something else left it out.
-        seen = self.left_out.get(candidate.id)
-        if seen is None or (seen.rule == "selector" and rule != "selector"):
-            self.left_out[candidate.id] = LeftOut(candidate, rule, why)
+        if candidate.id not in self.others:
+            self.others[candidate.id] = LeftOut(candidate, rule, why)
 
-    def kept(self, planned: list[Candidate]) -> None:
-        """What one selector left out, another may have planned: it is not left out."""
-        for c in planned:
-            self.left_out.pop(c.id, None)
+    @property
+    def left_out(self) -> dict[str, LeftOut]:
+        """Every offering not planned, by id, with the rule that left it out."""
+        planned = {c.id for c in self.candidates}
+        out = {k: v for k, v in self.others.items() if k not in planned}
+        if self.unnamed is not None:
+            rule, why = self.unnamed
+            for c in self.everything:
+                if c.id not in planned and c.id not in out:
+                    out[c.id] = LeftOut(c, rule, why)
+        return out
 
     def counts(self) -> dict[str, int]:
-        return dict(Counter(o.rule for o in self.left_out.values()))
+        planned = {c.id for c in self.candidates}
+        counted = Counter(o.rule for k, o in self.others.items() if k not in planned)
+        rest = sum(1 for c in self.everything if c.id not in planned and c.id not in self.others)
+        if rest and self.unnamed is not None:
+            counted[self.unnamed[0]] += rest
+        return dict(counted)
 
 
 _log: contextvars.ContextVar[PlanLog | None] = contextvars.ContextVar("momor_plan_log", default=None)
@@ -328,17 +349,34 @@ def _verdict(rules: list[Rule], candidate: Candidate, scope: Scope) -> tuple[str
     return None
 
 
+def _offerings(catalog: Catalog) -> list[Candidate]:
+    """Every offering of the catalog as a Candidate, built once per catalog (a catalog never changes:
+    a new one is a new object), since every call's plan looks at all of them."""
+    cached = catalog.__dict__.get("_momor_candidates")
+    if cached is None:
+        cached = [Candidate(m, o, catalog.provider(o.provider)) for m in catalog.models for o in m.offerings]
+        object.__setattr__(catalog, "_momor_candidates", cached)  # frozen model: a private, derived cache
+    return cached
+
+
 def _selector_candidates(selector: Selector, scope: Scope, log: PlanLog | None) -> list[Candidate]:
     _check_selector(selector, scope.catalog, scope.kind)
     out = []
-    for model in scope.catalog.models:
-        for offering in model.offerings:
-            candidate = Candidate(model, offering, scope.catalog.provider(offering.provider))
-            verdict = _verdict(SELECT_RULES, candidate, scope)
-            if verdict is None:
-                out.append(candidate)
-            elif log is not None:
-                log.leave_out(candidate, *verdict)
+    first, *rest = [rule.test for rule in SELECT_RULES]  # bound once: this loop sees every offering
+    for candidate in _offerings(scope.catalog):
+        why = first(candidate, scope)
+        if why is not None:
+            if log is not None and log.unnamed is None:
+                log.unnamed = (SELECT_RULES[0].name, why)
+            continue
+        for i, test in enumerate(rest, 1):
+            why = test(candidate, scope)
+            if why is not None:
+                if log is not None:
+                    log.leave_out(candidate, SELECT_RULES[i].name, why)
+                break
+        else:
+            out.append(candidate)
     return out
 
 
@@ -355,7 +393,7 @@ def plan(
     when nothing can serve the call."""
     log = _log.get()
     if log is not None:
-        log.begin()
+        log.begin(_offerings(catalog))
     try:
         return _plan(catalog, selectors, prio, needs or Needs(), today or dt.datetime.now(dt.UTC).date(), kind, log)
     except RoutingError as exc:
@@ -372,7 +410,7 @@ def _plan(catalog: Catalog, selectors: list[Selector], prio: Prioritization, nee
         raise RoutingError(f"No {what} in the catalog matches the selectors under this prioritization.")
     scope = Scope(catalog, selectors[0] if selectors else Selector(), prio, needs, today, kind)
     for rule in NEED_RULES:
-        planned = _apply(rule, planned, scope, log.left_out if log is not None else None)
+        planned = _apply(rule, planned, scope, log.others if log is not None else None)
         if not planned:
             message, _, param = (rule.empty or "No offering meets what the call needs.").partition("|")
             raise RoutingError(message, param=param or None)
@@ -407,8 +445,6 @@ def _by_selectors(catalog: Catalog, selectors: list[Selector], prio: Prioritizat
             if key not in seen:
                 seen.add(key)
                 planned.append(c)
-    if log is not None:
-        log.kept(planned)
     return planned
 
 
