@@ -203,3 +203,30 @@ def test_an_explain_switch_momor_cannot_read_is_refused_in_the_dialect(momor, fa
     detail = answer.json().get("detail") or answer.json()["error"]["message"]
     assert "x-momor-explain" in detail
     assert fake.requests() == []
+
+
+def test_a_rate_limited_explanation_says_so_with_its_plan(momor, fake, monkeypatch):
+    """Past the key's rate limit the real call would be refused (429) before any provider: the
+    explanation answers the plan all the same, with refused.rule rateLimit."""
+    from momor.config import reset_config
+    from momor.store import ratelimit
+
+    monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+    monkeypatch.setenv(ratelimit.WINDOW_ENV, "3600")
+    reset_config()
+    ratelimit.reset_local()
+    try:
+        ask = {"systemPrompt": "Be brief.", "messages": [{"type": "user", "value": "hi"}], "model": "duo"}
+        first = momor.post("/models", ask, headers=momor.headers(**EXPLAIN)).json()
+        assert first["refused"] is None
+        second = momor.post("/models", ask, headers=momor.headers(**EXPLAIN))
+        assert second.status_code == 200, second.text
+        body = second.json()
+        assert body["refused"]["rule"] == "rateLimit" and body["refused"]["status"] == 429
+        assert [f"{c['model']}@{c['provider']}" for c in body["candidates"]] == ["duo@flaky", "duo@backup"]
+        assert momor.post("/models", ask).status_code == 429
+        assert fake.requests() == []
+    finally:
+        monkeypatch.undo()
+        reset_config()
+        ratelimit.reset_local()
