@@ -230,3 +230,16 @@ def test_a_rate_limited_explanation_says_so_with_its_plan(momor, fake, monkeypat
         monkeypatch.undo()
         reset_config()
         ratelimit.reset_local()
+
+
+def test_a_classified_router_route_is_explained_without_asking_the_classifier(momor, fake):
+    """auto on the router alias: the tier would be the classifier's answer, a model call; explaining
+    asks no model, names the classifier and plans the catalog's default tier."""
+    with openai.OpenAI(base_url=momor.url + "/router/v1", api_key=momor.api_key, max_retries=0) as client:
+        raw = client.chat.completions.with_raw_response.create(model="auto", messages=USER, extra_headers=EXPLAIN)
+    body = raw.http_response.json()
+    router = body["router"]
+    assert (router["route"], router["tier"], router["classifier"]) == ("auto", "medium", "llama-3.3-70b")
+    assert router["tierSource"].startswith("default")
+    assert body["candidates"][0]["tier"] == "medium"
+    assert fake.requests() == []  # neither the classifier nor any candidate was asked

@@ -16,7 +16,8 @@ The answer (`object: "momor.explanation"`):
                   {rule, why}, condition: null | why}] in the order they would be tried
     leftOut      [{model, provider, rule, why}] every offering of the catalog not among them
     counts       {rule: offerings left out by it}
-    router       the router alias only: {route, tier, tierSource, families}
+    router       the router alias only: {route, tier, tierSource, classifier (the model that picks
+                  the tier on a real call, for a classified route), families: [{name, providers}]}
     refused      null, or {status, rule: plan | rateLimit | budget, detail}: the call would be refused
                  before any provider is asked (the plan then shows what was left out, and why)
 
@@ -83,6 +84,7 @@ def explanation(log: PlanLog, candidates: list[Candidate], *, resolve: Any = Non
                 zdr: bool = False) -> dict[str, Any]:
     """The plan as the attempt loop would follow it: breaker order, keys, the planner's reasons."""
     closed, opened = breaker_order(candidates, process_breakers())
+    open_circuits = {c.id for c in opened}
     out: list[dict[str, Any]] = []
     left_out = [{"model": o.candidate.model.name, "provider": o.candidate.provider.name, "rule": o.rule,
                  "why": o.why} for o in log.left_out.values()]
@@ -95,7 +97,7 @@ def explanation(log: PlanLog, candidates: list[Candidate], *, resolve: Any = Non
         entry = _offering(c)
         entry["keySource"] = SOURCES.get(key.source, key.source) if isinstance(key, ResolvedKey) else None
         deferred = log.deferred.get(c.id)
-        if any(c is o for o in opened):
+        if c.id in open_circuits:
             entry["deferred"] = {"rule": "breaker", "why": "circuit open: tried after the other candidates"}
         else:
             entry["deferred"] = {"rule": deferred.rule, "why": deferred.why} if deferred else None
@@ -150,7 +152,9 @@ async def _router_plan(backend: Backend, routed: Any, ask: families.Ask) -> tupl
         tier, source = None, None
     found = families.candidates(ask, tier, catalog, routed.prio, routed.needs)
     names = [{"name": f.name, "providers": list(f.providers)} for f in catalog.router.families]
-    return found, {"route": ask.kind, "tier": tier, "tierSource": source, "families": names}
+    classifier = catalog.router.classifier.model if catalog.router.classifier and ask.classified else None
+    return found, {"route": ask.kind, "tier": tier, "tierSource": source, "classifier": classifier,
+                   "families": names}
 
 
 def compact(candidates: list[Candidate], log: PlanLog | None) -> dict[str, Any]:
