@@ -35,11 +35,12 @@ from ..logs import logger
 from ..routing.attempts import Answer, Session
 from ..routing.estimate import cost_ceiling
 from ..routing.keys import KeyResolver
-from ..routing.plan import Candidate, check_provider_names, plan
+from ..routing.plan import Candidate, PlanLog, check_provider_names, logging_plans, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
 from ..store.budgets import BudgetState, has_budget
 from ..store.ratelimit import RateState
+from . import explain
 from .backend import Backend, Caller
 from .call_record import record_call
 from .frame_stream import FrameStream
@@ -167,6 +168,8 @@ class Prepared:
     """When the Lambda invocation ends, less a margin (momor.invocation); None off Lambda."""
     zdr: bool = False
     """The call runs under zero data retention (asked for, or the caller's organization holds it)."""
+    plan_log: PlanLog | None = None
+    """Why the plan left out what it left out (routing/plan.py); a route that plans again replaces it."""
 
 
 Operation = Callable[[Prepared], Awaitable[Response]]
@@ -182,10 +185,17 @@ async def routed_call(
     recorder = Recorder(request_id, route, door.dialect)
     recorder.gateway_request_id = _gateway_request_id(request)
     admission = _Admission()
+    explaining, plan_log = False, None
     try:
-        prepared = await _prepare(request, door, backend, recorder, admission,
-                                  billed=getattr(operation, "billed", True))
-        response = await (operation or generate)(prepared)
+        explaining = explain.asked(request)  # X-Momor-Explain: the plan, and no provider called (explain.py)
+        with logging_plans() as plan_log:
+            prepared = await _prepare(request, door, backend, recorder, admission,
+                                      billed=getattr(operation, "billed", True))
+        prepared.plan_log = plan_log
+        if explaining:
+            response = await explain.explain(prepared, door.dialect, route)
+        else:
+            response = await (operation or generate)(prepared)
         if not isinstance(response, StreamingResponse):
             await record_call(backend, recorder)  # a stream records itself when it ends
     except Exception as caught:
@@ -193,7 +203,8 @@ async def routed_call(
         recorder.status_code = exc.status
         recorder.end("failed", exc.detail)
         await record_call(backend, recorder)
-        response = door.error(request_id, exc)
+        explained = explain.refusal(exc, plan_log, request_id, door.dialect, route) if explaining else None
+        response = explained or door.error(request_id, exc)
         response.headers.update(retry_header(exc))
     except asyncio.CancelledError:  # the caller left before the answer: recorded all the same
         recorder.end("cancelled", "The caller left before the answer was complete.")
@@ -234,6 +245,7 @@ async def _prepare(
 async def generate(p: Prepared) -> Response:
     """The model's answer: whole, or a stream whose first bytes leave once a model has begun."""
     routed, recorder = p.routed, p.recorder
+    recorder.plan = explain.compact(p.candidates, p.plan_log)  # the record's "why this route"
     session = Session(
         routed.call,
         p.candidates,

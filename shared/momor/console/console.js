@@ -296,6 +296,17 @@
     return " · " + told + own;
   }
 
+  // The record's compact plan (api/explain.py): who was lined up, in order, and how many offerings
+  // each planning rule left out. The whole explanation of a call: send it again with X-Momor-Explain: 1.
+  function whyRoute(plan) {
+    const counts = (o) => Object.entries(o || {}).map(([rule, n]) => rule + " " + int(n)).join(", ");
+    const lined = (plan.candidates || []).join(" → ") + (plan.more ? " (+" + int(plan.more) + " more)" : "");
+    const parts = [(plan.explain ? "explained, not called: " : "") + (lined || "no candidate")];
+    if (counts(plan.leftOut)) parts.push("left out: " + counts(plan.leftOut));
+    if (counts(plan.deferred)) parts.push("tried last: " + counts(plan.deferred));
+    return parts.join(" · ");
+  }
+
   function renderLatest(calls) {
     const rows = calls.map((call) => {
       const status = el("span", { class: "pill " + (call.failed ? "bad" : "ok") }, String(call.status));
@@ -325,6 +336,8 @@
     if (call.error) facts.push(["Error", call.error]);
     if (call.callerId) facts.splice(2, 0, ["Key", call.callerName ? call.callerName + " · " + call.callerId : call.callerId]);
     $("drawer-facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+    if (call.plan) $("drawer-facts").append(el("dt", {}, "Why this route"),
+      el("dd", { "data-test": "why-route" }, whyRoute(call.plan)));
     const steps = (call.attempts || []).map((a, i) => {
       const verdict = a.status === "ok" ? "served" : a.status === "skipped" ? "skipped" : "failed";
       const meta = [a.httpStatus ? "HTTP " + a.httpStatus : null, a.status === "skipped" ? null : ms(a.latencyMs),

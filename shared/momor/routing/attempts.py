@@ -35,7 +35,7 @@ from ..providers.registry import answers_choices
 from ..providers.transport import Timeouts, exchange
 from .breaker import DEFERRED, Breakers
 from .choices import several_answers
-from .circuits import circuit_of, process_breakers
+from .circuits import breaker_order, circuit_of, process_breakers
 from .commit import aclose, finished, hold_until_output
 from .keys import KeyResolver, ResolvedKey
 from .params import params_for
@@ -168,8 +168,7 @@ class Session:
     def _breaker_order(self) -> list[Candidate]:
         """Offerings whose circuit is open go behind every other candidate, and the record says so
         before anything is tried (overflow reads it as the asked model's capacity refusing)."""
-        closed = [c for c in self.candidates if self.breakers.allows(circuit_of(c))]
-        opened = [c for c in self.candidates if not self.breakers.allows(circuit_of(c))]
+        closed, opened = breaker_order(self.candidates, self.breakers)
         for candidate in opened:
             self.recorder.skip(candidate, DEFERRED)
         return closed + opened

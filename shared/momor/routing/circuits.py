@@ -21,3 +21,11 @@ def process_breakers() -> Breakers:
 def circuit_of(candidate: Candidate) -> str:
     """The circuit an offering's attempts count against."""
     return f"{candidate.provider.name}/{candidate.offering.id}"
+
+
+def breaker_order(candidates: list[Candidate], breakers: Breakers) -> tuple[list[Candidate], list[Candidate]]:
+    """(closed, opened): the candidates tried first, and those whose circuit is open, tried last.
+    One function, read by the attempt loop and by an explanation (api/explain.py) alike."""
+    allowed = [breakers.allows(circuit_of(c)) for c in candidates]
+    return ([c for c, ok in zip(candidates, allowed, strict=True) if ok],
+            [c for c, ok in zip(candidates, allowed, strict=True) if not ok])

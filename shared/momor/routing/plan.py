@@ -17,12 +17,24 @@ The rules (seed 000):
 - Offerings that fit the call (tools, a response schema, a JSON object answer, attached media, n
   choices) come first; the others stay behind them as backup (seed 001). A native responseSchema
   is a requirement (seed 000): models without structuredOutput jsonSchema are left out.
+
+Each rule is a named `Rule` in one of three lists, and the planner applies them in order:
+SELECT_RULES to each offering under each selector, NEED_RULES to what the selectors planned,
+DEFER_RULES to move an offering behind the others. Whatever a rule leaves out or defers is told to
+the current `PlanLog` (if any) under the rule's name: that is how an explanation (api/explain.py)
+and a call's record learn why an offering was left out, with no copy of the rules of their own. A
+rule added here appears in both without further code.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime as dt
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Literal
 
 from ..catalog import Catalog, Model, Offering, Provider
 from ..errors import RoutingError
@@ -35,6 +47,11 @@ class Candidate:
     model: Model
     offering: Offering
     provider: Provider
+    id: str = field(init=False, repr=False, compare=False)
+    """`model@provider`: how the record and an explanation name an offering."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", f"{self.model.name}@{self.provider.name}")
 
 
 @dataclass(slots=True, frozen=True)
@@ -53,14 +70,34 @@ class Needs:
     structuredOutput is jsonSchema): other models are left out, not kept as backup."""
 
 
-def check_provider_names(catalog: Catalog, prio: Prioritization, where: str) -> None:
-    for key, names in (("order", prio.order), ("ignore", prio.ignore)):
-        for name in names:
-            if not catalog.knows_provider(name):
-                raise RoutingError(
-                    f"{where}.{key}: {name!r} is not a provider this deployment serves",
-                    param=f"{where}.{key}",
-                )
+# ---------------------------------------------------------------------------------------------
+# Rules
+
+
+@dataclass(slots=True, frozen=True)
+class Scope:
+    """What a rule may read besides the offering: the whole planning question."""
+
+    catalog: Catalog
+    selector: Selector
+    """The selector being planned (NEED_RULES and DEFER_RULES: the first one)."""
+    prio: Prioritization
+    needs: Needs
+    today: dt.date
+    kind: str
+
+
+Stage = Literal["select", "need", "defer"]
+
+
+@dataclass(slots=True, frozen=True)
+class Rule:
+    name: str
+    """The rule's name, as explanations and records show it (camelCase, one word)."""
+    test: Callable[[Candidate, Scope], str | None]
+    """None: the offering passes; otherwise why the rule leaves it out (or defers it), for people."""
+    empty: str | None = None
+    """NEED_RULES: the refusal when this rule leaves nothing to plan (and the param it names, after a |)."""
 
 
 def _provider_matches(entry: str, provider: Provider, catalog: Catalog) -> bool:
@@ -79,65 +116,268 @@ def _model_matches(selector: Selector, model: Model) -> bool:
     return selector.tier is None or selector.tier == model.tier
 
 
-def _admitted(model: Model, catalog: Catalog, prio: Prioritization, today: dt.date) -> bool:
-    """The age and deprecation rules for selectors that do not name one model."""
-    if model.deprecated and not prio.deprecated:
-        return False
-    if prio.max_age is not None:
-        return model.released is not None and today - model.released <= prio.max_age
-    if catalog.cutoff is not None and model.released is not None:
-        return model.released > catalog.cutoff
-    return True
+def _offering_matches(selector: Selector, candidate: Candidate, catalog: Catalog) -> bool:
+    return selector.provider is None or _provider_matches(selector.provider, candidate.provider, catalog)
+
+
+def _selector(c: Candidate, s: Scope) -> str | None:
+    if _model_matches(s.selector, c.model) and _offering_matches(s.selector, c, s.catalog):
+        return None
+    return "the selectors do not name it"
+
+
+def _unclassified(c: Candidate, s: Scope) -> str | None:
+    return "not classified yet: never served" if c.model.tier is None else None
+
+
+def _kind(c: Candidate, s: Scope) -> str | None:
+    return None if c.model.kind == s.kind else f"a {c.model.kind} model; this route serves {s.kind} models"
+
+
+def _except(c: Candidate, s: Scope) -> str | None:
+    for e in s.selector.excluded:
+        if _model_matches(e, c.model) and _offering_matches(e, c, s.catalog):
+            return f"the selector's except {e.written!r} names it"
+    return None
+
+
+def _deprecated(c: Candidate, s: Scope) -> str | None:
+    if s.selector.exact or not c.model.deprecated or s.prio.deprecated:
+        return None
+    return "deprecated, and the selector does not name it"
+
+
+def _max_age(c: Candidate, s: Scope) -> str | None:
+    if s.selector.exact or s.prio.max_age is None:
+        return None
+    released = c.model.released
+    if released is None:
+        return "no release date, so no known age under maxAge"
+    return None if s.today - released <= s.prio.max_age else f"released {released}, older than maxAge"
+
+
+def _cutoff(c: Candidate, s: Scope) -> str | None:
+    cutoff, released = s.catalog.cutoff, c.model.released
+    if s.selector.exact or s.prio.max_age is not None or cutoff is None or released is None:
+        return None
+    return None if released > cutoff else f"released {released}, on or before the catalog's cutoff {cutoff}"
+
+
+def _ignore(c: Candidate, s: Scope) -> str | None:
+    # An exact name alone (seeds 000, 001).
+    return f"{c.provider.name} is in ignore" if c.provider.name in s.prio.ignore else None
+
+
+def _schema_required(c: Candidate, s: Scope) -> str | None:
+    if not s.needs.schema_required or c.model.capabilities.structured_output == "jsonSchema":
+        return None
+    return "responseSchema needs structuredOutput jsonSchema"
+
+
+def _missing_capability(c: Candidate, s: Scope) -> str | None:
+    caps, needs = c.model.capabilities, s.needs
+    if needs.tools and not caps.tools:
+        return "the call has tools; the model takes none"
+    if needs.json_schema and caps.structured_output != "jsonSchema":
+        return "the call asks a JSON schema; the model has no jsonSchema structured output"
+    if needs.json_object and caps.structured_output == "none":
+        return "the call asks a JSON answer; the model has no structured output"
+    if needs.choices > 1 and not answers_choices(c.provider.wire):
+        return f"the call asks n={needs.choices}; the {c.provider.wire} wire answers one choice"
+    missing = needs.media - set(caps.input)
+    return f"the model does not read {', '.join(sorted(missing))}" if missing else None
+
+
+SELECT_RULES: list[Rule] = [
+    Rule("selector", _selector),
+    Rule("unclassified", _unclassified),
+    Rule("kind", _kind),
+    Rule("except", _except),
+    Rule("deprecated", _deprecated),
+    Rule("maxAge", _max_age),
+    Rule("cutoff", _cutoff),
+    Rule("ignore", _ignore),
+]
+"""Applied to every offering under each selector, in this order: the first that answers leaves it out."""
+NEED_RULES: list[Rule] = [
+    Rule("capability", _schema_required,
+         empty="responseSchema needs a model whose structuredOutput is jsonSchema, and no model the selectors "
+               "name has one.|responseSchema"),
+]
+"""Applied to what the selectors planned: requirements of the call, each with its own refusal."""
+DEFER_RULES: list[Rule] = [Rule("capability", _missing_capability)]
+"""Offerings these answer for stay behind the others, as backup (a stable partition)."""
+
+_LISTS: dict[Stage, list[Rule]] = {"select": SELECT_RULES, "need": NEED_RULES, "defer": DEFER_RULES}
+
+
+def register(rule: Rule, stage: Stage = "select") -> Callable[[], None]:
+    """Add a planning rule (last in its stage); returns what removes it again."""
+    rules = _LISTS[stage]
+    rules.append(rule)
+    return lambda: rules.remove(rule)
 
 
 def _fits(candidate: Candidate, needs: Needs) -> bool:
-    caps = candidate.model.capabilities
-    if needs.tools and not caps.tools:
-        return False
-    if needs.json_schema and caps.structured_output != "jsonSchema":
-        return False
-    if needs.json_object and caps.structured_output == "none":
-        return False
-    if needs.choices > 1 and not answers_choices(candidate.provider.wire):
-        return False
-    return needs.media <= set(caps.input)
+    """No DEFER rule answers for it (families.py orders its groups with this too)."""
+    # DEFER rules read the call's needs and the offering only, so no catalog is needed here.
+    scope = Scope(None, Selector(), Prioritization(), needs, dt.date.min, "chat")  # type: ignore[arg-type]
+    return not any(rule.test(candidate, scope) for rule in DEFER_RULES)
+
+
+# ---------------------------------------------------------------------------------------------
+# What the planner left out, and why
+
+
+@dataclass(slots=True, frozen=True)
+class LeftOut:
+    candidate: Candidate
+    rule: str
+    why: str
+
+
+@dataclass(slots=True)
+class PlanLog:
+    """What the latest plan() in this context left out or deferred, by rule. Each plan() starts it
+    afresh, so after a route's last planning step it holds that step's reasons (the router plans
+    again once its tier is known).
+
+    Every call plans under a log (its record keeps the counts), so the log is cheap: the first
+    SELECT rule (the selectors', which leaves out most of a catalog) is not noted per offering. An
+    offering neither planned nor left out by a later rule under any selector was left out by the
+    first rule under every one of them: `left_out` and `counts` work that out when asked."""
+
+    others: dict[str, LeftOut] = field(default_factory=dict)
+    """Offerings left out by any rule but the first, the first such reason kept (under several
+    selectors, the telling one: a selector named the offering and something else left it out)."""
+    deferred: dict[str, LeftOut] = field(default_factory=dict)
+    refusal: str | None = None
+    """The RoutingError the plan raised, if it raised one."""
+    planned: bool = False
+    """Whether any plan() ran under this log."""
+    candidates: list[Candidate] = field(default_factory=list)
+    """What the latest plan() planned, in order."""
+    everything: list[Candidate] = field(default_factory=list)
+    """Every offering of the catalog planned from."""
+    unnamed: tuple[str, str] | None = None
+    """(rule, why) of the first SELECT rule, as it last answered."""
+
+    def begin(self, everything: list[Candidate]) -> None:
+        self.others, self.deferred, self.refusal, self.planned = {}, {}, None, True
+        self.candidates, self.everything, self.unnamed = [], everything, None
+
+    def leave_out(self, candidate: Candidate, rule: str, why: str) -> None:
+        if candidate.id not in self.others:
+            self.others[candidate.id] = LeftOut(candidate, rule, why)
+
+    @property
+    def left_out(self) -> dict[str, LeftOut]:
+        """Every offering not planned, by id, with the rule that left it out."""
+        planned = {c.id for c in self.candidates}
+        out = {k: v for k, v in self.others.items() if k not in planned}
+        if self.unnamed is not None:
+            rule, why = self.unnamed
+            for c in self.everything:
+                if c.id not in planned and c.id not in out:
+                    out[c.id] = LeftOut(c, rule, why)
+        return out
+
+    def counts(self) -> dict[str, int]:
+        planned = {c.id for c in self.candidates}
+        counted = Counter(o.rule for k, o in self.others.items() if k not in planned)
+        rest = sum(1 for c in self.everything if c.id not in planned and c.id not in self.others)
+        if rest and self.unnamed is not None:
+            counted[self.unnamed[0]] += rest
+        return dict(counted)
+
+
+_log: contextvars.ContextVar[PlanLog | None] = contextvars.ContextVar("momor_plan_log", default=None)
+
+
+@contextlib.contextmanager
+def logging_plans() -> Iterator[PlanLog]:
+    """Plans made inside this block tell the log yielded why they left offerings out (the latest
+    plan() in the block is the one it holds)."""
+    log = PlanLog()
+    token = _log.set(log)
+    try:
+        yield log
+    finally:
+        _log.reset(token)
+
+
+# ---------------------------------------------------------------------------------------------
+# The planner
+
+
+def check_provider_names(catalog: Catalog, prio: Prioritization, where: str) -> None:
+    for key, names in (("order", prio.order), ("ignore", prio.ignore)):
+        for name in names:
+            if not catalog.knows_provider(name):
+                raise RoutingError(
+                    f"{where}.{key}: {name!r} is not a provider this deployment serves",
+                    param=f"{where}.{key}",
+                )
 
 
 def _price(offering: Offering) -> float:
     return offering.prices.input + offering.prices.output
 
 
-def _selector_candidates(
-    selector: Selector, catalog: Catalog, prio: Prioritization, today: dt.date, kind: str
-) -> list[Candidate]:
+def _check_selector(selector: Selector, catalog: Catalog, kind: str) -> None:
+    """The refusals of a selector that names what cannot be served at all."""
     if selector.provider is not None and not catalog.knows_provider(selector.provider):
         raise RoutingError(f"provider {selector.provider!r} is not a provider this deployment serves")
-    matching = [m for m in catalog.models if m.tier is not None and _model_matches(selector, m)]
-    models = [m for m in matching if m.kind == kind]
-    if selector.exact and not models:
-        if matching:
-            raise RoutingError(f"model {selector.name!r} is a {matching[0].kind} model; this route serves "
-                               f"{kind} models only")
-        known = any(m.name.lower() == (selector.name or "").lower() for m in catalog.models)
-        why = "is not classified yet and cannot be served" if known else "is not in the catalog"
-        raise RoutingError(f"model {selector.name!r} {why}")
     if not selector.exact:
-        models = [m for m in models if _admitted(m, catalog, prio, today)]
+        return
+    matching = [m for m in catalog.models if m.tier is not None and _model_matches(selector, m)]
+    if any(m.kind == kind for m in matching):
+        return
+    if matching:
+        raise RoutingError(f"model {selector.name!r} is a {matching[0].kind} model; this route serves "
+                           f"{kind} models only")
+    known = any(m.name.lower() == (selector.name or "").lower() for m in catalog.models)
+    why = "is not classified yet and cannot be served" if known else "is not in the catalog"
+    raise RoutingError(f"model {selector.name!r} {why}")
+
+
+def _verdict(rules: list[Rule], candidate: Candidate, scope: Scope) -> tuple[str, str] | None:
+    for rule in rules:
+        why = rule.test(candidate, scope)
+        if why is not None:
+            return rule.name, why
+    return None
+
+
+def _offerings(catalog: Catalog) -> list[Candidate]:
+    """Every offering of the catalog as a Candidate, built once per catalog (a catalog never changes:
+    a new one is a new object), since every call's plan looks at all of them."""
+    cached = catalog.__dict__.get("_momor_candidates")
+    if cached is None:
+        cached = [Candidate(m, o, catalog.provider(o.provider)) for m in catalog.models for o in m.offerings]
+        object.__setattr__(catalog, "_momor_candidates", cached)  # frozen model: a private, derived cache
+    return cached
+
+
+def _selector_candidates(selector: Selector, scope: Scope, log: PlanLog | None) -> list[Candidate]:
+    _check_selector(selector, scope.catalog, scope.kind)
     out = []
-    for model in models:
-        for offering in model.offerings:
-            candidate = Candidate(model, offering, catalog.provider(offering.provider))
-            excluded = any(
-                _model_matches(e, model) and _offering_matches(e, candidate, catalog)
-                for e in selector.excluded
-            )
-            if _offering_matches(selector, candidate, catalog) and not excluded:
-                out.append(candidate)
+    first, *rest = [rule.test for rule in SELECT_RULES]  # bound once: this loop sees every offering
+    for candidate in _offerings(scope.catalog):
+        why = first(candidate, scope)
+        if why is not None:
+            if log is not None and log.unnamed is None:
+                log.unnamed = (SELECT_RULES[0].name, why)
+            continue
+        for i, test in enumerate(rest, 1):
+            why = test(candidate, scope)
+            if why is not None:
+                if log is not None:
+                    log.leave_out(candidate, SELECT_RULES[i].name, why)
+                break
+        else:
+            out.append(candidate)
     return out
-
-
-def _offering_matches(selector: Selector, candidate: Candidate, catalog: Catalog) -> bool:
-    return selector.provider is None or _provider_matches(selector.provider, candidate.provider, catalog)
 
 
 def plan(
@@ -151,8 +391,45 @@ def plan(
 ) -> list[Candidate]:
     """The candidates to try, in order, among models of `kind` (the route's). Raises RoutingError
     when nothing can serve the call."""
-    today = today or dt.datetime.now(dt.UTC).date()
-    needs = needs or Needs()
+    log = _log.get()
+    if log is not None:
+        log.begin(_offerings(catalog))
+    try:
+        return _plan(catalog, selectors, prio, needs or Needs(), today or dt.datetime.now(dt.UTC).date(), kind, log)
+    except RoutingError as exc:
+        if log is not None:
+            log.refusal = exc.detail
+        raise
+
+
+def _plan(catalog: Catalog, selectors: list[Selector], prio: Prioritization, needs: Needs, today: dt.date,
+          kind: str, log: PlanLog | None) -> list[Candidate]:
+    planned = _by_selectors(catalog, selectors, prio, needs, today, kind, log)
+    if not planned:
+        what = "model" if kind == "chat" else f"{kind} model"
+        raise RoutingError(f"No {what} in the catalog matches the selectors under this prioritization.")
+    scope = Scope(catalog, selectors[0] if selectors else Selector(), prio, needs, today, kind)
+    for rule in NEED_RULES:
+        planned = _apply(rule, planned, scope, log.others if log is not None else None)
+        if not planned:
+            message, _, param = (rule.empty or "No offering meets what the call needs.").partition("|")
+            raise RoutingError(message, param=param or None)
+    # A stable partition: what fits the call first, the rest behind as backup.
+    deferred: dict[str, LeftOut] = {}
+    for c in planned:
+        verdict = _verdict(DEFER_RULES, c, scope)
+        if verdict is not None:
+            deferred[c.id] = LeftOut(c, *verdict)
+    if deferred:
+        planned = [c for c in planned if c.id not in deferred] + [c for c in planned if c.id in deferred]
+    if log is not None:
+        log.deferred, log.candidates = deferred, planned
+    return planned
+
+
+def _by_selectors(catalog: Catalog, selectors: list[Selector], prio: Prioritization, needs: Needs, today: dt.date,
+                  kind: str, log: PlanLog | None) -> list[Candidate]:
+    """Each selector's offerings in rank order, selector after selector, none twice."""
     order = prio.order
 
     def rank(c: Candidate) -> tuple[int, float, str, str]:
@@ -162,20 +439,21 @@ def plan(
     planned: list[Candidate] = []
     seen: set[tuple[str, str]] = set()
     for selector in selectors:
-        found = _selector_candidates(selector, catalog, prio, today, kind)
-        found = [c for c in found if c.provider.name not in prio.ignore]  # an exact name alone (seeds 000, 001)
-        for c in sorted(found, key=rank):
+        scope = Scope(catalog, selector, prio, needs, today, kind)
+        for c in sorted(_selector_candidates(selector, scope, log), key=rank):
             key = (c.model.name, c.provider.name)
             if key not in seen:
                 seen.add(key)
                 planned.append(c)
-    if not planned:
-        what = "model" if kind == "chat" else f"{kind} model"
-        raise RoutingError(f"No {what} in the catalog matches the selectors under this prioritization.")
-    if needs.schema_required:
-        planned = [c for c in planned if c.model.capabilities.structured_output == "jsonSchema"]
-        if not planned:
-            raise RoutingError("responseSchema needs a model whose structuredOutput is jsonSchema, and no model "
-                               "the selectors name has one.", param="responseSchema")
-    # A stable partition: what fits the call first, the rest behind as backup.
-    return [c for c in planned if _fits(c, needs)] + [c for c in planned if not _fits(c, needs)]
+    return planned
+
+
+def _apply(rule: Rule, planned: list[Candidate], scope: Scope, left_out: dict[str, LeftOut] | None) -> list[Candidate]:
+    kept = []
+    for c in planned:
+        why = rule.test(c, scope)
+        if why is None:
+            kept.append(c)
+        elif left_out is not None:
+            left_out[c.id] = LeftOut(c, rule.name, why)
+    return kept

@@ -165,6 +165,8 @@ class Recorder:
 
     latency_ms: float | None = None
     """Set when the call ends (`mark_end`), before its record is written after the answer."""
+    plan: dict[str, Any] | None = None
+    """The plan in compact form (api/explain.compact): candidate ids, offerings left out by rule."""
 
     def mark_first_byte(self) -> None:
         self.first_byte_ms = round((time.perf_counter() - self.started) * 1000, 2)
@@ -220,6 +222,7 @@ class Recorder:
             error=self.error,
             latency_ms=self.latency_ms,
             first_byte_ms=self.first_byte_ms,
+            plan=self.plan,
         )
         if served is not None:
             m = served.candidate.model

@@ -22,11 +22,30 @@ the one a single provider would have sent.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from ..call import Call
+from ..errors import RoutingError
 from ..events import Assembler, Delta, Event, PartEnd, PartStart, Raw
 from ..messages import ContentMessage
 from .plan import Candidate
+
+OPT_IN = "stream_failure_behavior"
+"""The OpenAI and Anthropic dialects' field asking for rollover: seed 000's streamFailureBehavior in
+their own snake case, "stop" (the default: seed 001's error chunk, Anthropic's error event) or
+"rollover". Momor reads it and no provider sees it. With rollover, the door writes every chunk
+itself (its translating writer, fed the events decoded from a same-wire provider's own chunks), so
+the continuation cannot be told from the start: one id, one model, one finish."""
+
+
+def asked_in(body: dict[str, Any]) -> bool:
+    """Whether a dialect's request body asks for rollover; a value Momor cannot read is a 400."""
+    value = body.get(OPT_IN)
+    if value is None or value == "stop":
+        return False
+    if value == "rollover":
+        return True
+    raise RoutingError(f'{OPT_IN} must be "stop" or "rollover".', param=OPT_IN)
 
 
 @dataclasses.dataclass(slots=True, frozen=True)

@@ -20,6 +20,8 @@ The item (attribute names as the GET route answers them):
     stop          the finish's canonical class (stop, length, tool_calls, content_filter, refusal, other)
     callerFinishReason   the finish as the caller's dialect said it (OpenAI's `stop` for Anthropic's
                   `end_turn`); finishReason is the provider's own word
+    plan          why this route: {candidates: [model@provider, the first 8], more, leftOut: {rule: count},
+                  deferred: {rule: count}, explain: true for an explained call} (api/explain.py)
     router        the router alias only (seed 003): {tier, tierSource: classifier | default |
                   asked, tierNote, classifier: [attempts, as above], memory: {mode, turns}};
                   the classifier's cost is in `cost`
@@ -172,6 +174,8 @@ class CallRecord:
     first_byte_ms: float | None = None
     caller_name: str | None = None
     """The API key's name (not secret), so usage can show whose calls these are."""
+    plan: dict[str, Any] | None = None
+    """The plan in compact form (api/explain.compact): why this route."""
 
     def to_dict(self, ttl_days: int) -> dict[str, Any]:
         cost = total_cost(self)
@@ -206,6 +210,7 @@ class CallRecord:
             "firstByteMs": self.first_byte_ms,
             "dayShard": day_shard(self.id, self.created),
             **({"conversions": self.conversions} if self.conversions else {}),
+            **({"plan": self.plan} if self.plan is not None else {}),
             "expiresAt": int(self.created.timestamp()) + ttl_days * 86_400,
         }
         if self.router is not None:

@@ -12,8 +12,8 @@
 All project only what usage needs (no selectors), so reading a call costs a fraction of its item.
 One partition of a day would take every call's index write: an index partition takes about a thousand
 writes a second, and an index that falls behind throttles the table's own writes.
-The newest calls' error text and finish words (not projected: the indexes stay as they were created)
-are read from the table itself, one BatchGetItem for at most LATEST items (`add_details`).
+The newest calls' error text, finish words and plan ("why this route") (not projected: the indexes
+stay as they were created) are read from the table itself, one BatchGetItem for at most LATEST items (`add_details`).
 The cost of a request is bounded: a range is at most MAX_RANGE_DAYS, and at most MAX_RECORDS (env
 MOMOR_USAGE_MAX_RECORDS) records are read, newest first; past that the answer says `truncated` and
 covers the newest calls only. Refusals made before the caller was known carry no `callerId` and
@@ -180,9 +180,9 @@ async def add_details(calls: list[dict[str, Any]]) -> None:
         return
     table = get_config().need("records_table")
     wanted: dict[str, Any] = {"Keys": [{"id": {"S": str(call["id"])}} for call in calls[:100]],
-                              "ProjectionExpression": "#i, #e, #s, #f",
+                              "ProjectionExpression": "#i, #e, #s, #f, #p",
                               "ExpressionAttributeNames": {"#i": "id", "#e": "error", "#s": "stop",
-                                                           "#f": "callerFinishReason"}}
+                                                           "#f": "callerFinishReason", "#p": "plan"}}
     found: dict[str, dict[str, Any]] = {}
     for _ in range(3):  # unprocessed keys (throttling) are asked again, a bounded number of times
         answer = await dynamo.call("BatchGetItem", {"RequestItems": {table: wanted}}, timeout=10.0)
@@ -194,7 +194,8 @@ async def add_details(calls: list[dict[str, Any]]) -> None:
             break
     for call in calls:
         details = found.get(str(call["id"]), {})
-        call.update({k: details[k] for k in ("error", "stop", "callerFinishReason") if details.get(k) is not None})
+        call.update({k: details[k] for k in ("error", "stop", "callerFinishReason", "plan")
+                     if details.get(k) is not None})
 
 
 def _document(item: dict[str, Any]) -> dict[str, Any]:

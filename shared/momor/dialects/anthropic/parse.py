@@ -52,10 +52,11 @@ from ...messages import (
     UserMessage,
 )
 from ...routing.request import Routed, needs_of
+from ...routing.rollover import OPT_IN, asked_in
 from ...routing.selectors import Selector, parse_prioritization, parse_selectors
 
 WIRE = "anthropic"
-MOMOR_FIELDS = ("models", "provider", "keys")
+MOMOR_FIELDS = ("models", "provider", "keys", OPT_IN)
 """Fields Momor reads and the provider never sees."""
 MOMOR_SIGNATURE = "momor1."
 """Prefix of a thinking signature Momor wrote: base64url JSON of another wire's `data`."""
@@ -434,4 +435,5 @@ def parse(body: dict[str, Any], *, require_max_tokens: bool = True) -> Routed:
     )
     written = body.get("model") if body.get("models") is None else body.get("models")
     own = CallerBody({k: v for k, v in body.items() if k not in MOMOR_FIELDS}, WIRE)
-    return Routed(call, selectors, prio, keys, needs_of(call), written, prio_where="provider", caller_body=own)
+    return Routed(call, selectors, prio, keys, needs_of(call), written, prio_where="provider", caller_body=own,
+                  rollover=asked_in(body))

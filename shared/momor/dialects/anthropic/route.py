@@ -180,7 +180,7 @@ class AnthropicDoor:
         try:
             # Both loops inline, not generators of their own: every event of a long stream crosses
             # each generator layer.
-            if passthrough:
+            if passthrough and not routed.rollover:
                 async for event in events:
                     if isinstance(event, Raw):
                         yield anthropic_answer.passthrough_event(event, request_id, candidate)
@@ -190,7 +190,12 @@ class AnthropicDoor:
                     if not started:  # message_start goes with the first event
                         started = True
                         yield writer.start()
-                    frame = writer.event(event)
+                    # Rollover (routing/rollover.py OPT_IN): Momor writes its own wire's events too,
+                    # from what it decoded of them, so a continuation reads as the same message.
+                    if isinstance(event, Raw):
+                        frame = b"".join(writer.event(one) for one in event.decoded)
+                    else:
+                        frame = writer.event(event)
                     if frame:
                         yield frame
         except ProviderError as exc:

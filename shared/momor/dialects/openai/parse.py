@@ -43,10 +43,11 @@ from ...messages import (
     UserMessage,
 )
 from ...routing.request import Routed, needs_of
+from ...routing.rollover import OPT_IN, asked_in
 from ...routing.selectors import parse_prioritization, parse_selectors
 
 RAW_WIRE = "openai_chat"
-ROUTING_FIELDS = ("model", "models", "provider")
+ROUTING_FIELDS = ("model", "models", "provider", OPT_IN)
 """Taken off the body before it reaches an `openai_chat` provider (seed 001)."""
 
 _AUDIO_TYPES = {"wav": "audio/wav", "mp3": "audio/mpeg"}
@@ -74,7 +75,7 @@ def parse(body: dict[str, Any]) -> Routed:
     call = to_call(body, stream)
     own = CallerBody({k: v for k, v in body.items() if k not in ROUTING_FIELDS}, RAW_WIRE)
     return Routed(call, selectors, prio, {}, needs_of(call), _written_selectors(body), prio_where="provider",
-                  caller_body=own)
+                  caller_body=own, rollover=asked_in(body))
 
 
 def include_usage(body: dict[str, Any]) -> bool:

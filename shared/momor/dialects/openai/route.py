@@ -67,7 +67,7 @@ class OpenAIDoor:
         # each generator layer, which costs more than the work done in it.
         include_usage = routed.reply.include_usage
         try:
-            if passthrough:
+            if passthrough and not routed.rollover:
                 for_caller = openai_answer.rewrite_chunk
                 async for event in events:
                     if isinstance(event, Raw):
@@ -80,12 +80,18 @@ class OpenAIDoor:
                 yield writer.start()
                 async for event in events:
                     if isinstance(event, Raw):
+                        # Rollover (routing/rollover.py OPT_IN): Momor writes its own wire's chunks too,
+                        # from what it decoded of them, so a continuation reads as the same answer.
+                        frame = b"".join(writer.event(decoded) for decoded in event.decoded)
+                        if frame:
+                            yield frame
                         continue
                     frame = writer.event(event)
                     if frame:
                         yield frame
         except ProviderError as exc:
-            # A Chat Completions stream never moves on once output has begun: one error chunk, no [DONE].
+            # A Chat Completions stream never moves on once output has begun (unless the caller asked for
+            # rollover, and no candidate could continue): one error chunk, no [DONE].
             yield openai_answer.error_chunk(request_id, candidate, 502, exc.detail)
 
     def error(self, request_id: str, exc: MomorError) -> Response:

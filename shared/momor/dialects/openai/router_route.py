@@ -47,7 +47,7 @@ from ...events import Assembler, Event
 from ...logs import logger
 from ...routing import families, memory
 from ...routing.classify import classify
-from ...routing.plan import Candidate
+from ...routing.plan import Candidate, logging_plans
 from . import parse as openai
 from . import write as openai_answer
 from .route import OpenAIDoor
@@ -267,7 +267,8 @@ def operation(backend: Backend) -> Any:
             "route": reply.route.kind, "tier": tier, **note,
             "memory": {"mode": reply.memory.mode, "injected": len(found.injected), "resent": found.resent},
         }
-        p.candidates = families.candidates(reply.route, tier, catalog, routed.prio, routed.needs)
+        with logging_plans() as p.plan_log:  # the record's plan is this one (api/explain.compact)
+            p.candidates = families.candidates(reply.route, tier, catalog, routed.prio, routed.needs)
 
         async def keep(assembler: Assembler) -> None:
             await memory.remember(found, assembler)
