@@ -29,6 +29,10 @@ The item (attribute names as the GET route answers them):
                   partitions (records written before sharding carry `day` instead, in `byDay`)
     expiresAt     epoch seconds; the table's TTL attribute (MOMOR_RECORD_TTL_DAYS)
 
+That is the document GET /generations answers. It is stored in a compact form (record_item.py): what
+the usage indexes read as plain attributes, attempts shortened, everything else in one deflated
+attribute, so a typical call's item and each index copy are one write unit.
+
 A record never holds a secret: keys are not among its fields, error text is cut short, and any
 key string the attempt loop passes as `secrets` is blanked wherever it appears.
 """
@@ -48,7 +52,7 @@ from ..catalog import Prices
 from ..config import get_config
 from ..events import Usage
 from ..redact import redact
-from . import attributes, dynamo
+from . import attributes, dynamo, record_item
 
 ERROR_TEXT_MAX = 300
 ATTEMPTS_MAX = 60
@@ -261,7 +265,8 @@ def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | 
         # A refusal before the caller was known: an index key may not be an empty string, and
         # leaving it out keeps the call out of every caller's usage (the byCaller index is sparse).
         document.pop("callerId", None)
-    return attributes.to_item(document)
+    # What the indexes project stays plain, the rest is one deflated attribute (record_item.py).
+    return attributes.to_item(record_item.split(document))
 
 
 async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
@@ -282,4 +287,4 @@ async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | N
     item = answer.get("Item")
     if item is None or item.get("callerId", {}).get("S") != caller_id:
         return None
-    return _plain(attributes.from_item(item))
+    return record_item.expand(_plain(attributes.from_item(item)))

@@ -12,7 +12,9 @@
 All project only what usage needs (no selectors), so reading a call costs a fraction of its item.
 One partition of a day would take every call's index write: an index partition takes about a thousand
 writes a second, and an index that falls behind throttles the table's own writes.
-The newest calls' error text and finish words (not projected: the indexes stay as they were created)
+What a record keeps beyond what usage counts (each attempt's key source, HTTP status, error text and
+cost; the call's error and finish words) is not projected: a record keeps it in one deflated attribute
+(record_item.py), so an index copy is one write unit however long the errors are. The newest calls'
 are read from the table itself, one BatchGetItem for at most LATEST items (`add_details`).
 The cost of a request is bounded: a range is at most MAX_RANGE_DAYS, and at most MAX_RECORDS (env
 MOMOR_USAGE_MAX_RECORDS) records are read, newest first; past that the answer says `truncated` and
@@ -42,6 +44,7 @@ from typing import Any
 from ..config import get_config
 from ..errors import RequestError
 from . import dynamo
+from .record_item import DETAIL, expand, summary
 from .records import DAY_SHARDS
 
 BY_CALLER = "byCaller"
@@ -173,21 +176,22 @@ async def _partition(table: str, span: Range, partition: tuple[str, str, str], w
 
 
 async def add_details(calls: list[dict[str, Any]]) -> None:
-    """The error text and finish words of the latest calls, which the indexes do not carry, read from
-    the records themselves (one BatchGetItem: LATEST is within its 100 keys). A call whose record
-    cannot be read keeps what the index gave."""
+    """The attempts in full, error text and finish words of the latest calls, which the indexes do not
+    carry (record_item.py), read from the records themselves (one BatchGetItem: LATEST is within its
+    100 keys). A call whose record cannot be read keeps what the index gave."""
     if not calls:
         return
     table = get_config().need("records_table")
+    # `detail` for records in today's form; error, stop and callerFinishReason for those written before.
     wanted: dict[str, Any] = {"Keys": [{"id": {"S": str(call["id"])}} for call in calls[:100]],
-                              "ProjectionExpression": "#i, #e, #s, #f",
-                              "ExpressionAttributeNames": {"#i": "id", "#e": "error", "#s": "stop",
-                                                           "#f": "callerFinishReason"}}
+                              "ProjectionExpression": "#i, #a, #d, #e, #s, #f",
+                              "ExpressionAttributeNames": {"#i": "id", "#a": "attempts", "#d": DETAIL, "#e": "error",
+                                                           "#s": "stop", "#f": "callerFinishReason"}}
     found: dict[str, dict[str, Any]] = {}
     for _ in range(3):  # unprocessed keys (throttling) are asked again, a bounded number of times
         answer = await dynamo.call("BatchGetItem", {"RequestItems": {table: wanted}}, timeout=10.0)
         for item in answer.get("Responses", {}).get(table, []):
-            document = _document(item)
+            document = _whole(item)
             found[str(document.get("id"))] = document
         wanted = answer.get("UnprocessedKeys", {}).get(table) or {}
         if not wanted.get("Keys"):
@@ -195,14 +199,25 @@ async def add_details(calls: list[dict[str, Any]]) -> None:
     for call in calls:
         details = found.get(str(call["id"]), {})
         call.update({k: details[k] for k in ("error", "stop", "callerFinishReason") if details.get(k) is not None})
+        if details.get("attempts") is not None:  # in full: key sources, HTTP statuses, errors, costs
+            call["attempts"] = details["attempts"]
 
 
 def _document(item: dict[str, Any]) -> dict[str, Any]:
+    """An index entry as usage reads it (record_item.summary: short attempts as maps)."""
     # attributes.py, not boto3's TypeDeserializer: importing that imports boto3 on the first query.
     from . import attributes
     from .records import _plain
 
-    return _plain(attributes.from_item(item))
+    return summary(_plain(attributes.from_item(item)))
+
+
+def _whole(item: dict[str, Any]) -> dict[str, Any]:
+    """A record read from the table, whole (record_item.expand)."""
+    from . import attributes
+    from .records import _plain
+
+    return expand(_plain(attributes.from_item(item)))
 
 
 # ---------------------------------------------------------------------------------------------
