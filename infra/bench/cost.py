@@ -117,10 +117,13 @@ def table_indexes(template: dict[str, Any], logical_id: str) -> list[rules.Index
 
 
 def _kind(op: dict[str, Any], tables: dict[str, str]) -> str:
-    """What an operation was for: record, memory, lease, budget or key (an API key's item read)."""
+    """What an operation was for: record, callers (the day's callers), memory, lease, budget or key (an
+    API key's item read)."""
     table = tables.get(op["payload"]["TableName"], "")
     if table == "RecordsTable":
-        return "record"
+        # callers_seen.py's day item: a warm instance's first call of each key each day
+        key = op["payload"].get("Key", {}).get("id", {}).get("S", "")
+        return "callers" if key.startswith("callers#") else "record"
     if table == "MemoryTable":
         return "memory"
     key = op["payload"].get("Key", op["payload"].get("Item", {})).get("keyHash", {}).get("S", "")

@@ -1,7 +1,8 @@
 """What a call writes to DynamoDB, counted from the operations Momor actually makes (momor.store.dynamo.call
 watched) and sized by DynamoDB's rules with the same count the cost model prices (infra/bench/cost.py
 `writes_of`, cost_rules.py): a record is one PutItem whose item and each index copy are one write unit,
-a plain call is one write, a budgeted one three, a router turn with memory two."""
+in one index (byCaller) only, so two units; a plain call is one write, a budgeted one three, a router
+turn with memory two."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def test_a_records_item_and_each_index_copy_are_one_write_unit(momor, fake, watc
         copies = {index.name: rules.item_size(entry) for index in indexes
                   if (entry := rules.index_entry(item, ("id",), index)) is not None}
         sizes[name] = (rules.item_size(item), copies)
-        assert rules.put_units(item, ("id",), indexes) == {"table": 1, "byCaller": 1, "byDayShard": 1}, name
+        assert rules.put_units(item, ("id",), indexes) == {"table": 1, "byCaller": 1}, name
         assert rules.item_size(item) <= rules.WRITE_UNIT_BYTES - ROOM, (name, sizes[name])
         # /generations still answers the whole call from it (every attempt, its error text).
         whole = momor.record(answer.headers["x-momor-request-id"])
@@ -104,11 +105,13 @@ def test_a_records_item_and_each_index_copy_are_one_write_unit(momor, fake, watc
 
 
 def test_a_plain_call_is_one_write(momor, watched):
-    watched.call(lambda: momor.post("/models", native()))  # the key's first call takes a rate-limit lease
+    # The key's first call in this process takes a rate-limit lease and notes the key in the day's callers.
+    _, _, first = watched.call(lambda: momor.post("/models", native()))
+    assert first == {"lease": (1, 1.0), "record": (1, 2.0), "callers": (1, 1.0)}
     for _ in range(5):
         answer, _, writes = watched.call(lambda: momor.post("/models", native()))
         assert answer.status_code == 200
-        assert writes == {"record": (1, 3.0)}  # one PutItem: the item and its two index copies
+        assert writes == {"record": (1, 2.0)}  # one PutItem: the item and its one index copy (byCaller)
 
 
 def test_a_key_without_a_rate_limit_never_writes_a_lease(momor, momor_aws, watched):
@@ -116,10 +119,10 @@ def test_a_key_without_a_rate_limit_never_writes_a_lease(momor, momor_aws, watch
         TableName=momor_aws.api_keys_table, Key={"keyHash": {"S": apikeys.key_hash(momor.api_key)}},
         UpdateExpression="SET rateLimit = :l", ExpressionAttributeValues={":l": {"N": "0"}})
     apikeys.reset_cache()
-    for _ in range(3):
+    for _ in range(3):  # the first notes the key in the day's callers, as every key's first call does
         answer, _, writes = watched.call(lambda: momor.post("/models", native()))
         assert answer.status_code == 200 and "x-ratelimit-limit" not in answer.headers
-        assert writes == {"record": (1, 3.0)}
+        assert "lease" not in writes and writes["record"] == (1, 2.0)
 
 
 def test_a_budgeted_call_is_three_writes(momor, watched):
@@ -131,7 +134,7 @@ def test_a_budgeted_call_is_three_writes(momor, watched):
         assert answer.status_code == 200 and budgets.REMAINING_HEADER.lower() in answer.headers
         # The hold and the settlement (one conditional UpdateItem each, one unit: the month's item is
         # small), then the record.
-        assert writes == {"budget": (2, 2.0), "record": (1, 3.0)}, [op["operation"] for op in ops]
+        assert writes == {"budget": (2, 2.0), "record": (1, 2.0)}, [op["operation"] for op in ops]
 
 
 def test_a_router_turn_with_memory_is_two_writes(momor, fake, momor_aws, watched):
@@ -144,4 +147,4 @@ def test_a_router_turn_with_memory_is_two_writes(momor, fake, momor_aws, watched
     for _ in range(3):
         answer, _, writes = watched.call(lambda: momor.post("/router/v1/chat/completions", turn))
         assert answer.status_code == 200, answer.text
-        assert writes == {"memory": (1, 1.0), "record": (1, 3.0)}  # the turn's own item, and the record
+        assert writes == {"memory": (1, 1.0), "record": (1, 2.0)}  # the turn's own item, and the record

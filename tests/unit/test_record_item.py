@@ -43,7 +43,7 @@ def test_generations_answers_exactly_the_document_the_record_made():
     before = records._plain(records._clean(rec.to_dict(90), ()))  # the document as it was stored whole
     item = records.to_item(rec, ttl_days=90)
     assert record_item.expand(stored(item)) == before
-    assert set(item) == {*record_item.PLAIN, "attempts", "detail"} - {"day"}
+    assert set(item) == {*record_item.PLAIN, "attempts", "detail"} - {"day", "dayShard"}
 
 
 def test_the_indexes_get_the_short_attempts_and_never_the_detail():

@@ -1,15 +1,15 @@
 """A call record's stored form: what the usage indexes need as plain attributes, the rest in one
 compressed attribute, so a typical call's item and each index copy are one write unit (1 KB) each.
 
-A record is written three times: the table's item and one copy in each index it lands in
-(`byCaller`, `byDayShard`: usage.py), each billed one write unit per KB or part of one. The
+A record is written twice: the table's item and its copy in the `byCaller` index (usage.py; records
+written before callers_seen.py had a third, in `byDayShard`), each billed one write unit per KB or
+part of one. The
 indexes project a fixed list of attribute names (usage.PROJECTED, template.yaml), so what decides a
 copy's size is what the item keeps under those names:
 
     plain        id, callerId, callerName, created, dialect, route, streaming, status, served, usage,
-                 cost, finishReason, latencyMs, firstByteMs (as GET /generations answers them), and the
-                 keys dayShard and expiresAt: what /usage and the console's charts read, and the
-                 index keys
+                 cost, finishReason, latencyMs, firstByteMs (as GET /generations answers them), and
+                 expiresAt (the TTL): what /usage and the console's charts read, and the index keys
     attempts     one short list per attempt: [status, provider, model, offeringId, latencyMs], what
                  usage's failover count, per-provider latency and grouping read
     detail       (binary, not projected) everything else, as one JSON object deflated with a preset
