@@ -24,10 +24,9 @@ indexes themselves: their INCLUDE lists name the same attributes, and a stack de
 format upgrades with a plain `sam deploy` (no index is replaced). Items written before it have no
 `detail` and full attempt maps; `expand` and `summary` read both.
 
-Measured (tests/integration/test_record_writes.py, DynamoDB's size rules, infra/bench/cost_rules.py):
-a buffered call about 600 bytes for the item and 450 a copy, a failover with four attempts and an
-error-only call under 1 KB too; before this format 747 / 1,332 / 833 bytes (the failover 2 write
-units a copy, 6 in all). The deflated detail starts with a format byte (DETAIL_V1): a later format
+Measured (tests/integration/test_record_writes.py, DynamoDB's size rules, infra/bench/cost_rules.py),
+item / byCaller copy: a buffered call 493 / 446 bytes, a failover with four attempts 603 / 513, an
+error 388 / 301; before this format 747 / 1,332 / 833 bytes (the failover 2 write units a copy). The deflated detail starts with a format byte (DETAIL_V1): a later format
 gets its own byte and dictionary, and this one stays readable.
 """
 
