@@ -26,7 +26,8 @@ format upgrades with a plain `sam deploy` (no index is replaced). Items written 
 
 Measured (tests/integration/test_record_writes.py, DynamoDB's size rules, infra/bench/cost_rules.py),
 item / byCaller copy: a buffered call 493 / 446 bytes, a failover with four attempts 603 / 513, an
-error 388 / 301; before this format 747 / 1,332 / 833 bytes (the failover 2 write units a copy). The deflated detail starts with a format byte (DETAIL_V1): a later format
+error 388 / 301; before this format 747 / 1,332 / 833 bytes (the failover 2 write units a copy).
+The deflated detail starts with a format byte (DETAIL_V1): a later format
 gets its own byte and dictionary, and this one stays readable.
 """
 
