@@ -195,12 +195,13 @@ def test_usage_reads_only_the_indexes_and_a_bounded_number_of_records(momor, mon
     assert [op for op, _, _ in made if op != "Query"] == ["BatchGetItem"]  # the latest calls' details, once
 
 
-def test_an_admin_reads_every_keys_calls_from_by_caller_and_the_records_written_before(momor, momor_aws):
+def test_an_admin_reads_every_keys_calls_from_by_caller_and_the_records_written_before(momor, momor_aws,
+                                                                                     monkeypatch):
     """Records land in byCaller only; the admin view finds every key that called on the range's days
     (callers_seen.py) and merges their calls by time, and still reads records written before: with a
     dayShard (byDayShard) or a day (byDay), counted once when byCaller has them too."""
     other, _ = apikeys.create_api_key("another team")
-    ids = [call(momor)[1] for _ in range(4)] + [call(momor, api_key=other)[1] for _ in range(3)]
+    ids = [call(momor, api_key=key)[1] for key in (None, other, None, other, None, other, None)]  # interleaved
     momor.settle()
     items = [asyncio.run(dynamo.call("GetItem", {"TableName": momor_aws.records_table, "Key": {"id": {"S": i}}}))[
         "Item"] for i in ids]
@@ -223,3 +224,8 @@ def test_an_admin_reads_every_keys_calls_from_by_caller_and_the_records_written_
     assert got["totals"]["calls"] == len(ids) + 3
     created = [c["created"] for c in got["latest"]]
     assert created == sorted(created, reverse=True)  # one time order across keys and indexes
+    # Bounded: the newest MOMOR_USAGE_MAX_RECORDS of them all, whichever key or index holds them.
+    monkeypatch.setenv("MOMOR_USAGE_MAX_RECORDS", "3")
+    reset_config()
+    few = usage(momor, api_key=admin)
+    assert few["truncated"] and [c["id"] for c in few["latest"]] == [c["id"] for c in got["latest"]][:3]

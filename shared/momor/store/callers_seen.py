@@ -14,6 +14,13 @@ key's calls of a day for an admin, comes from here instead: one item per day in 
 A process adds a caller to a day's set once (one UpdateItem ADD, the first call of each key each day
 in each warm instance, then remembered), so a plain call stays one write. The admin view reads the
 range's days in one BatchGetItem and queries byCaller for each key it names (usage.query).
+
+Limits: an UpdateItem is billed on the item's size, so a day's note costs one unit up to about 55 keys
+(a caller id and its overhead are about 17 bytes) and one more per 60 keys past that, still once per
+key, day and warm instance. An item holds at most 400 KB, about 23,000 keys a day; past that a note
+fails (logged as the record write's failure, the record itself written) and that key's calls of the
+day are missing from admins' views only. A deployment with that many keys should shard the day
+(`callers#<date>#<n>`) as records' byDayShard once did.
 """
 
 from __future__ import annotations
