@@ -18,7 +18,7 @@ range's days in one BatchGetItem and queries byCaller for each key it names (usa
 Limits: an UpdateItem is billed on the item's size, so a day's note costs one unit up to about 55 keys
 (a caller id and its overhead are about 17 bytes) and one more per 60 keys past that, still once per
 key, day and warm instance. An item holds at most 400 KB, about 23,000 keys a day; past that a note
-fails (logged as the record write's failure, the record itself written) and that key's calls of the
+fails (logged; the record itself is written) and that key's calls of the
 day are missing from admins' views only. A deployment with that many keys should shard the day
 (`callers#<date>#<n>`) as records' byDayShard once did.
 """
@@ -30,6 +30,7 @@ import datetime as dt
 from typing import Any
 
 from ..config import get_config
+from ..logs import logger
 from . import dynamo
 
 _NOTED_MAX = 65_536
@@ -44,13 +45,26 @@ def day_key(day: str) -> str:
 
 
 async def note(caller_id: str, created: dt.datetime, ttl_days: int) -> None:
-    """Add the caller to its call's day, unless this process already has. Raises dynamo.DynamoError
-    (the record writer logs it, as a failed record write)."""
+    """Add the caller to its call's day, unless this process already has. A failure is logged, not
+    raised: the record is written by then, and the next call of the key that day tries again."""
     table = get_config().need("records_table")
     day = created.astimezone(dt.UTC).date()
     noted = (table, caller_id, day.isoformat())
     if noted in _noted:
         return
+    try:
+        await _add(table, day, caller_id, ttl_days)
+    except dynamo.DynamoError:
+        logger.warning("the day's callers were not updated: admins' usage misses this key's calls of the day "
+                       "until a later call of it updates them", extra={"caller": caller_id, "day": day.isoformat()},
+                       exc_info=True)
+        return
+    if len(_noted) >= _NOTED_MAX:
+        _noted.clear()
+    _noted.add(noted)
+
+
+async def _add(table: str, day: dt.date, caller_id: str, ttl_days: int) -> None:
     expires = dt.datetime.combine(day + dt.timedelta(days=1 + ttl_days), dt.time(), dt.UTC)
     await dynamo.call("UpdateItem", {
         "TableName": table,
@@ -59,9 +73,6 @@ async def note(caller_id: str, created: dt.datetime, ttl_days: int) -> None:
         "ExpressionAttributeNames": {"#c": "callers", "#e": "expiresAt"},
         "ExpressionAttributeValues": {":c": {"SS": [caller_id]}, ":e": {"N": str(int(expires.timestamp()))}},
     })
-    if len(_noted) >= _NOTED_MAX:
-        _noted.clear()
-    _noted.add(noted)
 
 
 async def seen(days: list[str]) -> set[str]:
