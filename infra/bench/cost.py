@@ -27,7 +27,7 @@ import json
 import statistics
 import sys
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -117,10 +117,13 @@ def table_indexes(template: dict[str, Any], logical_id: str) -> list[rules.Index
 
 
 def _kind(op: dict[str, Any], tables: dict[str, str]) -> str:
-    """What an operation was for: record, memory, lease, budget or key (an API key's item read)."""
+    """What an operation was for: record, callers (the day's callers), memory, lease, budget or key (an
+    API key's item read)."""
     table = tables.get(op["payload"]["TableName"], "")
     if table == "RecordsTable":
-        return "record"
+        # callers_seen.py's day item: a warm instance's first call of each key each day
+        key = op["payload"].get("Key", {}).get("id", {}).get("S", "")
+        return "callers" if key.startswith("callers#") else "record"
     if table == "MemoryTable":
         return "memory"
     key = op["payload"].get("Key", op["payload"].get("Item", {})).get("keyHash", {}).get("S", "")
@@ -152,6 +155,27 @@ def op_units(op: dict[str, Any], table: str, indexes: dict[str, list[rules.Index
     return 0.0, 0.0
 
 
+WRITE_OPERATIONS = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem")
+
+
+def writes_of(ops: list[dict[str, Any]], env: dict[str, str], template: dict[str, Any]) -> dict[str, tuple[int, float]]:
+    """What a call's operations wrote, by kind (record, memory, lease, budget): (write requests, write
+    units), the units by DynamoDB's size rules with each index copy counted (op_units). The one count
+    the cost model prices (_group) and tests/integration/test_record_writes.py checks."""
+    return _writes(ops, _Tables(env, template))
+
+
+def _writes(ops: list[dict[str, Any]], tables: _Tables) -> dict[str, tuple[int, float]]:
+    out: dict[str, tuple[int, float]] = {}
+    for op in ops:
+        if op["operation"] not in WRITE_OPERATIONS:
+            continue
+        kind = tables.kind(op)
+        requests, units = out.get(kind, (0, 0.0))
+        out[kind] = (requests + 1, units + tables.units(op)[0])
+    return out
+
+
 @dataclass
 class Measured:
     """One route × shape × budget, averaged over its calls."""
@@ -171,6 +195,8 @@ class Measured:
     every operation included: a cross-check of our count, not what is priced."""
     memory_turns: tuple[float, ...] = ()
     """Router memory: each call's memory write units in order (a thread that grows costs more a turn)."""
+    writes: dict[str, float] = field(default_factory=dict)
+    """kind -> write requests per call, as measured (the lease's too: how often this run took one)."""
 
 
 class _Tables:
@@ -193,7 +219,10 @@ def _group(route: str, shape: str, budget: bool, group: list[dict[str, Any]], ta
     units: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     local = [0.0, 0.0]
     turns = []
+    writes: dict[str, float] = defaultdict(float)
     for call in group:
+        for kind, (requests, _) in _writes(call["ops"], tables).items():
+            writes[kind] += requests / n
         turn = 0.0
         for op in call["ops"]:
             consumed = op["answer"].get("ConsumedCapacity", {}).get("CapacityUnits", 0.0)
@@ -213,7 +242,7 @@ def _group(route: str, shape: str, budget: bool, group: list[dict[str, Any]], ta
         statistics.median(c["duration_s"] for c in group), statistics.mean(c["response_bytes"] for c in group),
         statistics.mean(c["log_bytes"] for c in group), statistics.mean(c["log_lines"] for c in group),
         {k: (v[0], v[1]) for k, v in units.items()}, (local[0], local[1]),
-        tuple(turns) if "memory" in units else ())
+        tuple(turns) if "memory" in units else (), dict(writes))
 
 
 def summarise(calls: list[dict[str, Any]], env: dict[str, str],
@@ -327,14 +356,17 @@ def report(measured: list[Measured], per_op: dict, template: dict[str, Any], can
                          f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['Secrets+S3']:.3f} | **{d['total']:.2f}** |")
     lines += ["", "Measured per call (averages; the duration a median):", "",
               "| route | shape | budget | calls | billed ms (median) | response bytes | write units | read units | "
-              "log bytes (app) | log lines (app) | units by kind (write/read) | DynamoDB Local's count |",
-              "|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|---|"]
+              "log bytes (app) | log lines (app) | units by kind (write/read) | write requests by kind | "
+              "DynamoDB Local's count |",
+              "|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|---|---|"]
     for m in measured:
         d = dollars(m, Size(1024, "x86_64"), per_op, s)
         kinds = ", ".join(f"{k} {w:.2f}w/{r:.2f}r" for k, (w, r) in sorted(m.units.items()))
+        writes = ", ".join(f"{k} {n:.2f}" for k, n in sorted(m.writes.items())) or "none"
         lines.append(f"| {m.route} | {_shape(m.shape, s)} | {'yes' if m.budget else 'no'} | {m.calls} | "
                      f"{rules.billed_ms(m.duration_s)} | {m.response_bytes:.0f} | {d['wu']:.2f} | {d['ru']:.2f} | "
-                     f"{m.log_bytes:.0f} | {m.log_lines:.1f} | {kinds} | {m.local[0]:.2f}w/{m.local[1]:.2f}r |")
+                     f"{m.log_bytes:.0f} | {m.log_lines:.1f} | {kinds} | {writes} | "
+                     f"{m.local[0]:.2f}w/{m.local[1]:.2f}r |")
     for m in measured:
         if m.memory_turns:
             lines.append(f"\nRouter memory, {'with' if m.budget else 'no'} budget, {_shape(m.shape, s)}: write units a "

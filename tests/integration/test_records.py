@@ -12,7 +12,7 @@ import pytest
 from momor.catalog import Prices
 from momor.config import reset_config
 from momor.events import Usage
-from momor.store import records
+from momor.store import record_item, records
 from momor.store.records import Attempt, CallRecord, Served, cost_usd
 
 CREATED = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.UTC)
@@ -106,9 +106,10 @@ async def test_costs_are_dynamodb_numbers_and_exact(momor_aws: Any) -> None:
     item = raw_item(momor_aws, "req-cost")
 
     assert item["cost"] == {"N": "0.000123456789"}
-    second = item["attempts"]["L"][1]["M"]
-    assert second["cost"] == {"N": "0.00042"}
-    assert second["latencyMs"] == {"N": "340.25"}  # a float, stored through Decimal
+    assert item["attempts"]["L"][1]["L"][4] == {"N": "340.25"}  # latencyMs: a float, stored through Decimal
+    # An attempt's cost is in the deflated detail (record_item.py), as the exact number text.
+    detail = json.loads(record_item.detail_text(item["detail"]["B"]), parse_float=Decimal)
+    assert str(detail["attempts"][1]["cost"]) == "0.00042"
 
 
 async def test_expires_at_is_the_tables_ttl(momor_aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,9 +172,12 @@ async def test_records_never_hold_a_key(momor_aws: Any) -> None:
     record.attempts[0].error = f"HTTP 401: Incorrect API key provided: {SECRET}. " + "x" * 1000
     await records.put_record_async(record, secrets=[SECRET, ""])
 
-    everything = json.dumps(momor_aws.client("dynamodb").scan(TableName=momor_aws.records_table)["Items"])
+    items = momor_aws.client("dynamodb").scan(TableName=momor_aws.records_table)["Items"]
+    everything = json.dumps(items, default=repr) + "".join(
+        record_item.detail_text(i["detail"]["B"]).decode() for i in items if "detail" in i)
     assert SECRET not in everything
-    error = raw_item(momor_aws, "req-leak")["attempts"]["L"][0]["M"]["error"]["S"]
+    got = await records.get_record_async("req-leak", "caller-a")
+    error = got["attempts"][0]["error"]
     assert "[redacted]" in error
     assert len(error) <= records.ERROR_TEXT_MAX
 

@@ -26,6 +26,7 @@ import httpx2
 import pytest
 
 from momor.logs import logger as powertools_logger
+from momor.store import record_item
 from tests.fakes.script import fail, reply
 
 from .conftest import SAVED_KEYS
@@ -64,7 +65,9 @@ class Capture:
             items += page["Items"]
             start = page.get("LastEvaluatedKey")
             if not start:
-                return json.dumps(items)
+                # A record's detail is deflated (momor/store/record_item.py): scan its text, not its bytes.
+                details = [record_item.detail_text(i["detail"]["B"]).decode() for i in items if "detail" in i]
+                return json.dumps(items, default=repr) + "\n".join(details)
 
     def places(self, skip_loggers: tuple[str, ...] = ()) -> Iterator[tuple[str, str]]:
         out, err = self.capfd.readouterr()

@@ -195,23 +195,37 @@ def test_usage_reads_only_the_indexes_and_a_bounded_number_of_records(momor, mon
     assert [op for op, _, _ in made if op != "Query"] == ["BatchGetItem"]  # the latest calls' details, once
 
 
-def test_an_admins_day_is_read_from_every_shard_and_the_pre_shard_index(momor, momor_aws):
-    """A day's records spread over the byDayShard partitions; the admin view merges them by time, and
-    still reads a record written before sharding (it carries `day`, in the byDay index)."""
-    ids = [call(momor)[1] for _ in range(8)]
+def test_an_admin_reads_every_keys_calls_from_by_caller_and_the_records_written_before(momor, momor_aws,
+                                                                                     monkeypatch):
+    """Records land in byCaller only; the admin view finds every key that called on the range's days
+    (callers_seen.py) and merges their calls by time, and still reads records written before: with a
+    dayShard (byDayShard) or a day (byDay), counted once when byCaller has them too."""
+    other, _ = apikeys.create_api_key("another team")
+    ids = [call(momor, api_key=key)[1] for key in (None, other, None, other, None, other, None)]  # interleaved
     momor.settle()
     items = [asyncio.run(dynamo.call("GetItem", {"TableName": momor_aws.records_table, "Key": {"id": {"S": i}}}))[
         "Item"] for i in ids]
-    assert all("day" not in item and item["dayShard"]["S"].startswith(item["created"]["S"][:10] + "#")
-               for item in items)
-    assert len({item["dayShard"]["S"] for item in items}) > 1  # eight ids land in more than one shard
-    legacy = {**items[0], "id": {"S": "legacy-record"}, "day": {"S": items[0]["created"]["S"][:10]},
-              "created": {"S": items[0]["created"]["S"][:-6].rstrip("0123456789") + "000+00:00"}}
-    del legacy["dayShard"]
-    asyncio.run(dynamo.call("PutItem", {"TableName": momor_aws.records_table, "Item": legacy}))
+    assert all("day" not in item and "dayShard" not in item for item in items)
+    day = items[0]["created"]["S"][:10]
+    older = items[0]["created"]["S"][:-6].rstrip("0123456789") + "000+00:00"
+    # Written before: a key that has made no call since (so no day's callers name it), in each day index,
+    # and one whose key did (in byCaller as well as byDayShard).
+    gone = {**items[0], "callerId": {"S": "gone-key"}, "created": {"S": older}}
+    legacy = [{**gone, "id": {"S": "legacy-shard"}, "dayShard": {"S": f"{day}#2"}},
+              {**gone, "id": {"S": "legacy-day"}, "day": {"S": day}},
+              {**items[1], "id": {"S": "legacy-both"}, "dayShard": {"S": f"{day}#1"}, "created": {"S": older}}]
+    for item in legacy:
+        asyncio.run(dynamo.call("PutItem", {"TableName": momor_aws.records_table, "Item": item}))
     admin, _ = apikeys.create_api_key("operators")
     budgets.set_limits(apikeys.key_hash(admin), admin=True)
     got = usage(momor, api_key=admin)
-    assert {c["id"] for c in got["latest"]} >= {*ids, "legacy-record"}
+    assert [c["id"] for c in got["latest"]].count("legacy-both") == 1
+    assert {c["id"] for c in got["latest"]} == {*ids, "legacy-shard", "legacy-day", "legacy-both"}
+    assert got["totals"]["calls"] == len(ids) + 3
     created = [c["created"] for c in got["latest"]]
-    assert created == sorted(created, reverse=True)  # one time order across shards
+    assert created == sorted(created, reverse=True)  # one time order across keys and indexes
+    # Bounded: the newest MOMOR_USAGE_MAX_RECORDS of them all, whichever key or index holds them.
+    monkeypatch.setenv("MOMOR_USAGE_MAX_RECORDS", "3")
+    reset_config()
+    few = usage(momor, api_key=admin)
+    assert few["truncated"] and [c["id"] for c in few["latest"]] == [c["id"] for c in got["latest"]][:3]

@@ -216,8 +216,34 @@ def test_operations_are_told_apart_by_table_and_key():
         return {"operation": "GetItem", "payload": {"TableName": table, "Key": key}, "answer": {}}
 
     assert cost._kind(op("rec", {"id": {"S": "x"}}), tables) == "record"
+    assert cost._kind(op("rec", {"id": {"S": "callers#2026-12-01"}}), tables) == "callers"
     assert cost._kind(op("mem", {"threadKey": {"S": "c#t"}}), tables) == "memory"
     assert cost._kind(op("keys", {"keyHash": {"S": "rate#c#60"}}), tables) == "lease"
     assert cost._kind(op("keys", {"keyHash": {"S": "spend#c#2026-12"}}), tables) == "budget"
     assert cost._kind(op("keys", {"keyHash": {"S": "ab" * 32}}), tables) == "key"
 
+
+
+def test_writes_are_counted_by_kind_in_requests_and_units_with_each_index_copy():
+    """The count the cost model prices and tests/integration/test_record_writes.py checks (cost.writes_of)."""
+    env = {"MOMOR_RECORDS_TABLE": "rec", "MOMOR_API_KEYS_TABLE": "keys", "MOMOR_MEMORY_TABLE": "mem"}
+    template = {"Resources": {
+        "RecordsTable": {"Properties": {"GlobalSecondaryIndexes": [
+            {"IndexName": "byCaller", "KeySchema": [{"AttributeName": "callerId"}, {"AttributeName": "created"}],
+             "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["cost"]}}]}},
+        "ApiKeysTable": {"Properties": {}}, "MemoryTable": {"Properties": {}}}}
+    record = {"id": _s(4), "callerId": _s(4), "created": _s(4), "cost": {"N": "1"}, "detail": _s(1100)}
+    spend = {"keyHash": {"S": "spend#c#2026-12"}}
+
+    def op(name, table, **payload):
+        return {"operation": name, "payload": {"TableName": table, **payload}, "answer": {},
+                "after": payload.get("Item") or payload.get("Key")}
+
+    ops = [
+        op("GetItem", "keys", Key={"keyHash": _s(64)}),                         # a read: not a write
+        op("UpdateItem", "keys", Key=spend),                                    # the budget's hold
+        op("PutItem", "rec", Item=record),                                      # 2 units, its index copy 1
+        op("UpdateItem", "keys", Key=spend),                                    # the settlement
+        op("PutItem", "mem", Item={"threadKey": _s(10), "messages": _s(100)}),
+    ]
+    assert cost.writes_of(ops, env, template) == {"budget": (2, 2.0), "record": (1, 3.0), "memory": (1, 1.0)}

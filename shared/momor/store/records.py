@@ -26,10 +26,14 @@ The item (attribute names as the GET route answers them):
                   asked, tierNote, classifier: [attempts, as above], memory: {mode, turns}};
                   the classifier's cost is in `cost`
     latencyMs, firstByteMs   the whole call, and until its answer could begin (a model had begun)
-    dayShard      `<UTC date of created>#<n>`, n in 0..DAY_SHARDS-1 from the id: the partition of the
-                  records' `byDayShard` index (usage.py), which spreads a day's writes over DAY_SHARDS
-                  partitions (records written before sharding carry `day` instead, in `byDay`)
+    (no dayShard) records written before callers_seen.py carry `dayShard` (`<UTC date>#<n>`: the
+                  byDayShard index) or, before that, `day` (byDay); a record now lands in byCaller
+                  only, and an admin's usage finds every key's calls through callers_seen.py
     expiresAt     epoch seconds; the table's TTL attribute (MOMOR_RECORD_TTL_DAYS)
+
+That is the document GET /generations answers. It is stored in a compact form (record_item.py): what
+the usage indexes read as plain attributes, attempts shortened, everything else in one deflated
+attribute, so a typical call's item and each index copy are one write unit.
 
 A record never holds a secret: keys are not among its fields, error text is cut short, and any
 key string the attempt loop passes as `secrets` is blanked wherever it appears.
@@ -40,7 +44,6 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import math
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -50,7 +53,7 @@ from ..catalog import Prices
 from ..config import get_config
 from ..events import Usage
 from ..redact import redact
-from . import attributes, dynamo
+from . import attributes, callers_seen, dynamo, record_item
 
 ERROR_TEXT_MAX = 300
 ATTEMPTS_MAX = 60
@@ -59,17 +62,10 @@ DynamoDB item holds at most 400 KB: a longer list (many candidates times their r
 first attempts and its last few, and says how many it left out."""
 ATTEMPTS_KEPT_LAST = 10
 DAY_SHARDS = 4
-"""Partitions a day's records are spread over in the byDayShard index. One index partition takes about
-a thousand writes a second, and an index that falls behind throttles the table's own writes: four
-let a deployment record about 4,000 calls a second, for four queries a day when an admin reads usage."""
+"""Partitions a day's records were spread over in the byDayShard index, `<date>#<crc32(id) % 4>`
+(records written before callers_seen.py; usage.py still reads them)."""
 _MILLION = Decimal(1_000_000)
 
-
-
-def day_shard(record_id: str, created: dt.datetime) -> str:
-    """The record's byDayShard partition: its UTC day and a shard fixed by its id (crc32, so the same
-    record always lands in the same shard and request ids of any shape spread evenly)."""
-    return f"{created.astimezone(dt.UTC).date().isoformat()}#{zlib.crc32(record_id.encode()) % DAY_SHARDS}"
 
 
 def cost_usd(usage: Usage, prices: Prices) -> Decimal:
@@ -208,7 +204,6 @@ class CallRecord:
             "status": self.status,
             "latencyMs": self.latency_ms,
             "firstByteMs": self.first_byte_ms,
-            "dayShard": day_shard(self.id, self.created),
             **({"conversions": self.conversions} if self.conversions else {}),
             **({"plan": self.plan} if self.plan is not None else {}),
             "expiresAt": int(self.created.timestamp()) + ttl_days * 86_400,
@@ -266,15 +261,19 @@ def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | 
         # A refusal before the caller was known: an index key may not be an empty string, and
         # leaving it out keeps the call out of every caller's usage (the byCaller index is sparse).
         document.pop("callerId", None)
-    return attributes.to_item(document)
+    # What the indexes project stays plain, the rest is one deflated attribute (record_item.py).
+    return attributes.to_item(record_item.split(document))
 
 
 async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
     """Write the record through `dynamo.call` (no boto3 client, no thread hop: see dynamo.py for
     why). Raises dynamo.DynamoError: the caller logs it rather than failing a call that has
     already been answered."""
-    table = get_config().need("records_table")
+    config = get_config()
+    table = config.need("records_table")
     await dynamo.call("PutItem", {"TableName": table, "Item": to_item(record, secrets=secrets)})
+    if record.caller_id:  # so an admin's usage finds this key's calls of the day (callers_seen.py)
+        await callers_seen.note(record.caller_id, record.created, config.record_ttl_days)
 
 
 async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | None:
@@ -287,4 +286,4 @@ async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | N
     item = answer.get("Item")
     if item is None or item.get("callerId", {}).get("S") != caller_id:
         return None
-    return _plain(attributes.from_item(item))
+    return record_item.expand(_plain(attributes.from_item(item)))

@@ -1,19 +1,23 @@
-"""Usage over a time range, read from two indexes on the records table (never a scan).
+"""Usage over a time range, read from indexes on the records table (never a scan).
 
-    byCaller    partition `callerId`, sort `created`: one key's calls (what a normal key sees)
+    byCaller    partition `callerId`, sort `created`: one key's calls (what a normal key sees); an
+                admin's view reads it for every key that called on the range's days (callers_seen.py)
     byDayShard  partition `dayShard` (`<UTC date>#<n>`, records.DAY_SHARDS of them), sort `created`:
-                every key's calls, a day at a time, its shards read together and merged (admin)
-    byDay       partition `day`: records written before the day was sharded. New records carry no
-                `day`, so this sparse index takes no more writes; it stays declared because
-                CloudFormation adds or removes one index per stack update (adding byDayShard is this
-                update's one), and is still read so those older days keep showing. Remove it, and its
-                query below, in a later update once MOMOR_RECORD_TTL_DAYS have passed.
+                records written before callers_seen.py, a day at a time, its shards read together
+    byDay       partition `day`: records written before the day was sharded.
+A record is written to byCaller only: each index copy is at least one write unit, so writing byDayShard
+too made every record three units, not two (callers_seen.py). byDay and byDayShard take no more writes
+and are still read, so the days before keep showing; CloudFormation adds or removes one index per stack
+update, so they go one at a time, each once MOMOR_RECORD_TTL_DAYS have passed since records stopped
+landing in it: byDay in the next release, byDayShard (and `_before_callers`) in the one after.
 
 All project only what usage needs (no selectors), so reading a call costs a fraction of its item.
-One partition of a day would take every call's index write: an index partition takes about a thousand
-writes a second, and an index that falls behind throttles the table's own writes.
-The newest calls' error text, finish words and plan ("why this route") (not projected: the indexes
-stay as they were created) are read from the table itself, one BatchGetItem for at most LATEST items (`add_details`).
+(An index partition takes about a thousand writes a second, and an index that falls behind throttles
+the table's own writes: byCaller spreads by key, so only one key calling faster than that would.)
+What a record keeps beyond what usage counts (each attempt's key source, HTTP status, error text and
+cost; the call's error, finish words and plan, "why this route") is not projected: a record keeps it
+in one deflated attribute (record_item.py), so an index copy is one write unit however long the errors are. The newest calls'
+are read from the table itself, one BatchGetItem for at most LATEST items (`add_details`).
 The cost of a request is bounded: a range is at most MAX_RANGE_DAYS, and at most MAX_RECORDS (env
 MOMOR_USAGE_MAX_RECORDS) records are read, newest first; past that the answer says `truncated` and
 covers the newest calls only. Refusals made before the caller was known carry no `callerId` and
@@ -41,7 +45,8 @@ from typing import Any
 
 from ..config import get_config
 from ..errors import RequestError
-from . import dynamo
+from . import callers_seen, dynamo
+from .record_item import DETAIL, expand, summary
 from .records import DAY_SHARDS
 
 BY_CALLER = "byCaller"
@@ -57,6 +62,8 @@ MAX_RECORDS = 20_000
 """The default of MOMOR_USAGE_MAX_RECORDS (config.py)."""
 LATEST = 50
 _PAGE = 1000
+_CONCURRENT = 16
+"""byCaller queries an admin's view runs at once (one per key that called in the range)."""
 
 
 def max_records() -> int:
@@ -120,27 +127,49 @@ def _stamp(moment: dt.datetime) -> str:
 
 
 async def query(span: Range, caller_id: str | None) -> tuple[list[dict[str, Any]], bool]:
-    """The calls in `span`, newest first: one caller's (byCaller), or everyone's (None: a day at a
-    time, newest day first, its shards and its pre-shard partition read together and merged by time).
+    """The calls in `span`, newest first: one caller's (byCaller), or everyone's (None: each caller of the
+    span's days, callers_seen.py, from byCaller; and the records written before, from the day indexes).
     Returns (items, truncated)."""
     table = get_config().need("records_table")
     limit = max_records()
     if caller_id is not None:
-        groups = [[(BY_CALLER, "callerId", caller_id)]]
+        items = await _partition(table, span, (BY_CALLER, "callerId", caller_id), limit + 1)
     else:
-        groups = [[*((BY_DAY_SHARD, "dayShard", f"{day}#{n}") for n in range(DAY_SHARDS)), (BY_DAY, "day", day)]
-                  for day in reversed(span.days())]
-    items: list[dict[str, Any]] = []
-    for group in groups:
-        want = limit - len(items) + 1
-        found = await asyncio.gather(*(_partition(table, span, part, want) for part in group))
-        day = [item for part in found for item in part]
-        if len(group) > 1:
-            day.sort(key=lambda item: item["created"]["S"], reverse=True)
-        items.extend(day)
-        if len(items) > limit:
-            return [_document(i) for i in items[:limit]], True
+        items = await _everyone(table, span, limit)
+    if len(items) > limit:
+        return [_document(i) for i in items[:limit]], True
     return [_document(i) for i in items], False
+
+
+async def _everyone(table: str, span: Range, limit: int) -> list[dict[str, Any]]:
+    """Every key's calls in `span`, newest first, at most limit + 1: each key's newest limit + 1 (so the
+    newest limit + 1 of them all are among them), merged by time. A record written before callers_seen
+    (carrying dayShard or day) is read from the day indexes too, and counted once when both have it."""
+    callers = sorted(await callers_seen.seen(span.days()))
+    gate = asyncio.Semaphore(_CONCURRENT)
+
+    async def one(partition: tuple[str, str, str]) -> list[dict[str, Any]]:
+        async with gate:
+            return await _partition(table, span, partition, limit + 1)
+
+    found = await asyncio.gather(*(one((BY_CALLER, "callerId", c)) for c in callers),
+                                 _before_callers(table, span, limit))
+    unique = {item["id"]["S"]: item for part in found for item in part}
+    return sorted(unique.values(), key=lambda item: item["created"]["S"], reverse=True)[:limit + 1]
+
+
+async def _before_callers(table: str, span: Range, limit: int) -> list[dict[str, Any]]:
+    """Records written before callers_seen.py, a day at a time, newest day first: its byDayShard
+    partitions and its byDay partition read together. Remove with those indexes (template.yaml)."""
+    items: list[dict[str, Any]] = []
+    for day in reversed(span.days()):
+        want = limit - len(items) + 1
+        group = [*((BY_DAY_SHARD, "dayShard", f"{day}#{n}") for n in range(DAY_SHARDS)), (BY_DAY, "day", day)]
+        found = await asyncio.gather(*(_partition(table, span, part, want) for part in group))
+        items.extend(sorted((i for part in found for i in part), key=lambda i: i["created"]["S"], reverse=True))
+        if len(items) > limit:
+            break
+    return items
 
 
 async def _partition(table: str, span: Range, partition: tuple[str, str, str], want: int) -> list[dict[str, Any]]:
@@ -173,21 +202,22 @@ async def _partition(table: str, span: Range, partition: tuple[str, str, str], w
 
 
 async def add_details(calls: list[dict[str, Any]]) -> None:
-    """The error text and finish words of the latest calls, which the indexes do not carry, read from
-    the records themselves (one BatchGetItem: LATEST is within its 100 keys). A call whose record
-    cannot be read keeps what the index gave."""
+    """The attempts in full, error text and finish words of the latest calls, which the indexes do not
+    carry (record_item.py), read from the records themselves (one BatchGetItem: LATEST is within its
+    100 keys). A call whose record cannot be read keeps what the index gave."""
     if not calls:
         return
     table = get_config().need("records_table")
+    # `detail` for records in today's form; error, stop and callerFinishReason for those written before.
     wanted: dict[str, Any] = {"Keys": [{"id": {"S": str(call["id"])}} for call in calls[:100]],
-                              "ProjectionExpression": "#i, #e, #s, #f, #p",
-                              "ExpressionAttributeNames": {"#i": "id", "#e": "error", "#s": "stop",
-                                                           "#f": "callerFinishReason", "#p": "plan"}}
+                              "ProjectionExpression": "#i, #a, #d, #e, #s, #f",
+                              "ExpressionAttributeNames": {"#i": "id", "#a": "attempts", "#d": DETAIL, "#e": "error",
+                                                           "#s": "stop", "#f": "callerFinishReason"}}
     found: dict[str, dict[str, Any]] = {}
     for _ in range(3):  # unprocessed keys (throttling) are asked again, a bounded number of times
         answer = await dynamo.call("BatchGetItem", {"RequestItems": {table: wanted}}, timeout=10.0)
         for item in answer.get("Responses", {}).get(table, []):
-            document = _document(item)
+            document = _whole(item)
             found[str(document.get("id"))] = document
         wanted = answer.get("UnprocessedKeys", {}).get(table) or {}
         if not wanted.get("Keys"):
@@ -196,14 +226,25 @@ async def add_details(calls: list[dict[str, Any]]) -> None:
         details = found.get(str(call["id"]), {})
         call.update({k: details[k] for k in ("error", "stop", "callerFinishReason", "plan")
                      if details.get(k) is not None})
+        if details.get("attempts") is not None:  # in full: key sources, HTTP statuses, errors, costs
+            call["attempts"] = details["attempts"]
 
 
 def _document(item: dict[str, Any]) -> dict[str, Any]:
+    """An index entry as usage reads it (record_item.summary: short attempts as maps)."""
     # attributes.py, not boto3's TypeDeserializer: importing that imports boto3 on the first query.
     from . import attributes
     from .records import _plain
 
-    return _plain(attributes.from_item(item))
+    return summary(_plain(attributes.from_item(item)))
+
+
+def _whole(item: dict[str, Any]) -> dict[str, Any]:
+    """A record read from the table, whole (record_item.expand)."""
+    from . import attributes
+    from .records import _plain
+
+    return expand(_plain(attributes.from_item(item)))
 
 
 # ---------------------------------------------------------------------------------------------
