@@ -16,8 +16,9 @@ All project only what usage needs (no selectors), so reading a call costs a frac
 the table's own writes: byCaller spreads by key, so only one key calling faster than that would.)
 What a record keeps beyond what usage counts (each attempt's key source, HTTP status, error text and
 cost; the call's error, finish words and plan, "why this route") is not projected: a record keeps it
-in one deflated attribute (record_item.py), so an index copy is one write unit however long the errors are. The newest calls'
-are read from the table itself, one BatchGetItem for at most LATEST items (`add_details`).
+in one deflated attribute (record_item.py), so an index copy is one write unit however long the errors
+are. The newest calls' are read from the table itself, one BatchGetItem for at most LATEST items
+(`add_details`).
 The cost of a request is bounded: a range is at most MAX_RANGE_DAYS, and at most MAX_RECORDS (env
 MOMOR_USAGE_MAX_RECORDS) records are read, newest first; past that the answer says `truncated` and
 covers the newest calls only. Refusals made before the caller was known carry no `callerId` and
