@@ -64,6 +64,9 @@ def pool(momor: Any, momor_aws: Any, monkeypatch: pytest.MonkeyPatch) -> Pool:
     monkeypatch.setenv("MOMOR_COGNITO_USER_POOL_ID", pool_id)
     monkeypatch.setenv("MOMOR_COGNITO_CLIENT_ID", made.client_id)
     monkeypatch.setenv("MOMOR_COGNITO_JWKS_URL", f"{momor_aws.endpoints.moto}/{pool_id}/.well-known/jwks.json")
+    # The organization script looks people up in the pool (boto3's cognito-idp, at moto too).
+    monkeypatch.setenv("AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER", momor_aws.endpoints.moto)
+    aws.reset_clients()
     reset_config()
     cognito.reset()
     organizations.ensure_default()
@@ -390,3 +393,40 @@ def test_usage_a_member_of_a_sees_nothing_of_b_and_an_admin_sees_their_org_by_ke
     assert b_view["records"] == 3 and a_key["id"] not in json.dumps(b_view)
     # The test's own key is an ordinary member key of the default organization: it sees only its own calls.
     assert _usage(momor, momor.api_key)["records"] == 0
+
+
+# --- setup: the scripts ---------------------------------------------------------------------------
+
+
+def test_the_key_script_makes_the_default_org_and_gives_it_keys_made_before_organizations(momor_aws, capsys):
+    from infra import create_api_key as script
+
+    table = momor_aws.api_keys_table
+    ddb = momor_aws.client("dynamodb")
+    ddb.put_item(TableName=table, Item={"keyHash": {"S": "0" * 64}, "id": {"S": "0" * 16}, "name": {"S": "old"},
+                                        "created": {"S": "2024-01-01T00:00:00+00:00"}, "disabled": {"BOOL": False}})
+    script.main(["first key"])
+    key = capsys.readouterr().out.strip()
+    default = ddb.get_item(TableName=table, Key={"keyHash": {"S": "org#default"}})["Item"]
+    assert default["name"] == {"S": "Default"}
+    old = ddb.get_item(TableName=table, Key={"keyHash": {"S": "0" * 64}})["Item"]
+    assert old["org"] == {"S": "default"}
+    new = ddb.get_item(TableName=table, Key={"keyHash": {"S": apikeys.key_hash(key)}})["Item"]
+    assert new["org"] == {"S": "default"}
+    script.main(["second key"])  # the default organization is there: left as it is
+    assert ddb.get_item(TableName=table, Key={"keyHash": {"S": "org#default"}})["Item"] == default
+
+
+def test_the_organization_script_makes_one_and_adds_a_person_by_user_name(momor, pool, capsys):
+    from infra import organization as script
+
+    script.main(["create", "Acme", "--max-age", "P1Y", "--zdr", "--members-create-keys"])
+    org_id = capsys.readouterr().out.strip()
+    sub = pool.person("cy@example.com")
+    script.main(["add-member", org_id, "--username", "cy@example.com", "--user-pool", pool.pool_id,
+                 "--role", "admin", "--email", "cy@example.com"])
+    me = httpx2.get(momor.url + "/me", headers=bearer(pool.token("cy@example.com")), timeout=30).json()
+    assert (me["id"], me["role"], me["organization"]["id"]) == (f"p-{sub}", "admin", org_id)
+    assert me["organization"]["defaults"] == {"deprecated": None, "maxAge": "P1Y", "zdr": True}
+    with pytest.raises(SystemExit):
+        script.main(["create", "Bad", "--max-age", "soon"])
