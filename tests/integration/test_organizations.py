@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from momor.api import cognito
 from momor.config import get_config, reset_config
-from momor.store import apikeys, aws, organizations
+from momor.store import apikeys, aws, budgets, organizations
 from momor.store.organizations import Defaults
 
 PASSWORD = "Passw0rd!Passw0rd"
@@ -430,3 +431,60 @@ def test_the_organization_script_makes_one_and_adds_a_person_by_user_name(momor,
     assert me["organization"]["defaults"] == {"deprecated": None, "maxAge": "P1Y", "zdr": True}
     with pytest.raises(SystemExit):
         script.main(["create", "Bad", "--max-age", "soon"])
+
+
+# --- the organization's budgets, on top of its keys' own -----------------------------------------
+
+
+def _org_spend(org_id: str) -> dict[str, Any]:
+    month = dt.datetime.now(dt.UTC).strftime("%Y-%m")
+    return aws.client("dynamodb").get_item(TableName=get_config().need("api_keys_table"), ConsistentRead=True,
+                                           Key={"keyHash": {"S": f"spend#org:{org_id}#{month}"}}).get("Item", {})
+
+
+def test_an_organizations_spent_budget_refuses_its_keys_and_people_but_no_one_else(momor, pool, fake):
+    org = organizations.create("Thrifty", budget_daily=Decimal(0))
+    key, _ = apikeys.create_api_key("no limit of its own", org=org.id)
+    organizations.add_member(org.id, pool.person("t@example.com"), "member")
+    fake.reset()
+    for credential in (key, pool.token("t@example.com")):
+        refused = momor.post("/v1/chat/completions", CHAT, headers=bearer(credential))
+        assert refused.status_code == 402, refused.text
+        assert "your organization's daily limit of $0" in refused.json()["error"]["message"]
+    assert fake.requests() == []
+    assert momor.post("/v1/chat/completions", CHAT).status_code == 200  # the default organization has no limit
+
+
+def test_an_organizations_budget_counts_every_call_of_its_keys_and_releases_a_key_hold_it_refuses(momor, pool):
+    org = organizations.create("Counted", budget_monthly=Decimal(100))
+    key, caller = apikeys.create_api_key("limited key", org=org.id)
+    budgets.set_limits(apikeys.key_hash(key), daily=Decimal(100))
+    answer = momor.post("/v1/chat/completions", CHAT, headers=bearer(key))
+    assert answer.status_code == 200, answer.text
+    momor.settle()
+    spent = _org_spend(org.id)
+    assert Decimal(spent["month"]["N"]) > 0 and Decimal(spent["held"]["N"]) == 0
+    assert Decimal(answer.headers[budgets.REMAINING_HEADER]) <= Decimal(100)
+    # The organization's limit now refuses: the key's own hold, taken first, is released (not left held).
+    organizations_table_set(org.id, "budgetMonthlyUsd", "0")
+    refused = momor.post("/v1/chat/completions", CHAT, headers=bearer(key))
+    assert refused.status_code == 402 and "organization's monthly limit" in refused.text
+    momor.settle()
+    month = dt.datetime.now(dt.UTC).strftime("%Y-%m")
+    own = aws.client("dynamodb").get_item(TableName=get_config().need("api_keys_table"), ConsistentRead=True,
+                                          Key={"keyHash": {"S": f"spend#{caller.id}#{month}"}})["Item"]
+    for _ in range(50):  # the release is settled in the background
+        if Decimal(own["held"]["N"]) == 0:
+            break
+        time.sleep(0.05)
+        own = aws.client("dynamodb").get_item(TableName=get_config().need("api_keys_table"), ConsistentRead=True,
+                                              Key={"keyHash": {"S": f"spend#{caller.id}#{month}"}})["Item"]
+    assert Decimal(own["held"]["N"]) == 0
+
+
+def organizations_table_set(org_id: str, attribute: str, number: str) -> None:
+    aws.client("dynamodb").update_item(
+        TableName=get_config().need("api_keys_table"), Key={"keyHash": {"S": organizations.org_key(org_id)}},
+        UpdateExpression="SET #a = :v", ExpressionAttributeNames={"#a": attribute},
+        ExpressionAttributeValues={":v": {"N": number}})
+    organizations.reset_cache()
