@@ -87,7 +87,7 @@ def _anthropic_model(momor: Any) -> str:
                 if any(o["provider"] == "anthropic" for o in m["offerings"]) and m.get("tier"))
 
 
-def test_a_signed_in_person_calls_every_dialect_and_the_record_names_them(momor, pool):
+def test_a_signed_in_person_calls_every_dialect_and_the_record_names_them(momor, pool, capsys):
     org = organizations.create("Acme")
     sub = pool.person("ada@example.com")
     organizations.add_member(org.id, sub, "admin", email="ada@example.com")
@@ -111,6 +111,10 @@ def test_a_signed_in_person_calls_every_dialect_and_the_record_names_them(momor,
         assert token not in json.dumps(record)
     # The person's record is theirs: the test's API key (another caller) is not shown it.
     assert momor.get(f"/generations/{chat.headers['X-Momor-Request-Id']}").status_code == 404
+    momor.settle()
+    logged = capsys.readouterr()
+    assert chat.headers["X-Momor-Request-Id"] in logged.out  # the call's log line was captured here
+    assert token not in logged.out + logged.err
 
 
 def test_me_names_the_person_their_role_and_their_organization(momor, pool):
@@ -226,7 +230,7 @@ def test_the_moto_key_signs_a_token_momor_accepts(momor, pool):
 
 
 @pytest.mark.parametrize("why", BAD_TOKENS)
-def test_a_forged_expired_or_foreign_token_is_a_401_in_the_dialects_shape(momor, pool, why):
+def test_a_forged_expired_or_foreign_token_is_a_401_in_the_dialects_shape(momor, pool, why, capsys):
     token = _bad_token(pool, why)
     for dialect in ("openai", "anthropic", "native", "models"):
         if dialect == "openai":
@@ -245,6 +249,10 @@ def test_a_forged_expired_or_foreign_token_is_a_401_in_the_dialects_shape(momor,
         assert answer.status_code == 401, (why, answer.text)
         assert token not in answer.text and "signed-in session is not valid" in answer.text, why
         assert answer.headers.get("x-should-retry") == "false"
+    momor.settle()
+    logged = capsys.readouterr()
+    assert "signed-in session is not valid" in logged.out  # the refusals' log lines were captured here
+    assert token not in logged.out + logged.err
 
 
 # --- keys in the console's API -------------------------------------------------------------------
