@@ -16,9 +16,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .api.backend import Backend
-from .api.flow import id_headers, retry_header
 from .dialects.error_shape import error_response
-from .door_http import new_request_id
+from .door_http import id_headers, new_request_id, retry_header
 from .errors import MomorError
 
 RoutesFactory = Callable[[Backend], list[Route]]
@@ -67,7 +66,7 @@ def build_app(*factories: RoutesFactory, backend: Backend | None = None, title: 
 
 def all_routes(backend: Backend | None = None) -> FastAPI:
     """Every route in one app: the local server's."""
-    from .api import generations, usage
+    from .api import generations, key_routes, usage
     from .dialects import model_list
     from .dialects.anthropic import route as anthropic
     from .dialects.native import decision_route, transcribe
@@ -76,4 +75,5 @@ def all_routes(backend: Backend | None = None) -> FastAPI:
     from .dialects.openai import router_route
 
     return build_app(native.routes, decision_route.routes, transcribe.routes, openai.routes, router_route.routes,
-                     generations.routes, anthropic.routes, model_list.routes, usage.routes, backend=backend)
+                     generations.routes, anthropic.routes, model_list.routes, usage.routes, key_routes.routes,
+                     backend=backend)

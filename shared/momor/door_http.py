@@ -13,23 +13,30 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from .config import describe_bytes, get_config
-from .errors import RequestError
+from .errors import MomorError, RequestError
 
 MAX_JSON_DEPTH = 64
 """Deeper JSON is refused before it reaches a model: no legitimate call nests this deep."""
+
+REQUEST_ID_HEADER = "X-Momor-Request-Id"
+"""The header naming a call's id (its record, GET /generations/<id>) on every answer."""
+
+
+def id_headers(request_id: str) -> dict[str, str]:
+    """The call's id under every name a caller reads it by: Momor's own, the OpenAI SDK's
+    (`x-request-id`, its `_request_id`) and the Anthropic SDK's (`request-id`)."""
+    return {REQUEST_ID_HEADER: request_id, "x-request-id": request_id, "request-id": request_id}
+
+
+def retry_header(exc: MomorError) -> dict[str, str]:
+    """x-should-retry, which both SDKs obey over their own status rules: a refusal of the request
+    as written is not retried, a failure that may pass is."""
+    return {"x-should-retry": "true" if exc.retryable else "false"}
 
 
 def new_request_id() -> str:
     """32 random hex digits (as uuid4().hex is, without building a UUID: a tenth of the time)."""
     return os.urandom(16).hex()
-
-
-def bearer_token(request: Request) -> str | None:
-    auth = request.headers.get("authorization", "")
-    scheme, _, token = auth.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    return None
 
 
 def check_content_type(request: Request) -> None:

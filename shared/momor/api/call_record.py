@@ -86,10 +86,9 @@ async def _settle(backend: Backend, recorder: Recorder, record: CallRecord | Non
     """The budget's hold released and the real cost added, however the call ended (failed, cut,
     cancelled). Without a record (a bug building it) the estimate held is taken as the cost: it is
     the most the call could have cost."""
-    spend, recorder.spend = recorder.spend, None
-    if spend is None:
-        return
-    try:
-        await backend.settle_spend(spend, total_cost(record) if record is not None else spend.hold)
-    except Exception:
-        logger.exception("call cost not settled on the key's budget", extra={"request_id": recorder.request_id})
+    spends, recorder.spend = recorder.spend, None
+    for spend in spends or ():  # the key's, and its organization's
+        try:
+            await backend.settle_spend(spend, total_cost(record) if record is not None else spend.hold)
+        except Exception:
+            logger.exception("call cost not settled on a budget", extra={"request_id": recorder.request_id})

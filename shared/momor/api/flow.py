@@ -28,42 +28,36 @@ from starlette.responses import Response, StreamingResponse
 
 from .. import invocation
 from ..catalog import Catalog
-from ..door_http import check_accept, check_content_type, new_request_id, parse_json_object, read_body
+from ..door_http import (
+    check_accept,
+    check_content_type,
+    id_headers,
+    new_request_id,
+    parse_json_object,
+    read_body,
+    retry_header,
+)
 from ..errors import MomorError, RequestError
 from ..events import Assembler, Event, Finish
 from ..logs import logger
 from ..routing.attempts import Answer, Session
 from ..routing.estimate import cost_ceiling
 from ..routing.keys import KeyResolver
+from ..routing.org_defaults import with_org_defaults
 from ..routing.plan import Candidate, PlanLog, check_provider_names, logging_plans, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
-from ..store.budgets import BudgetState, has_budget
+from ..store.budgets import BudgetState, Spend, has_budget, org_budget
+from ..store.organizations import Organization
 from ..store.ratelimit import RateState
 from . import explain
 from .backend import Backend, Caller
 from .call_record import record_call
 from .frame_stream import FrameStream
 
-REQUEST_ID_HEADER = "X-Momor-Request-Id"
-
-
-def id_headers(request_id: str) -> dict[str, str]:
-    """The call's id under every name a caller reads it by: Momor's own, the OpenAI SDK's
-    (`x-request-id`, its `_request_id`) and the Anthropic SDK's (`request-id`)."""
-    return {REQUEST_ID_HEADER: request_id, "x-request-id": request_id, "request-id": request_id}
-
-
-def retry_header(exc: MomorError) -> dict[str, str]:
-    """x-should-retry, which both SDKs obey over their own status rules: a refusal of the request
-    as written is not retried, a failure that may pass is."""
-    return {"x-should-retry": "true" if exc.retryable else "false"}
-
 
 class Door(Protocol):
     dialect: str
-
-    def token(self, request: Request) -> str | None: ...
 
     def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         """The dialect's request, read. The catalog is there for dialects whose reading depends on
@@ -102,8 +96,8 @@ class _Admission:
         self.budget: BudgetState | None = None
         self._caller: tuple[Backend, Caller] | None = None
 
-    def start(self, backend: Backend, caller: Caller, token: str) -> None:
-        self.task = asyncio.ensure_future(backend.admit(caller, token))
+    def start(self, backend: Backend, caller: Caller) -> None:
+        self.task = asyncio.ensure_future(backend.admit(caller))
         self._caller = backend, caller
 
     async def check(self, recorder: Recorder, estimate: Callable[[], Decimal]) -> None:
@@ -111,23 +105,55 @@ class _Admission:
         if state is not None and not state.allowed:
             raise RequestError(f"Rate limit exceeded: {state.limit} requests a window; retry in "
                                f"{state.retry_after} s.", status=429)
-        if self._caller is None or not has_budget(self._caller[1]):
+        subjects = _budget_subjects(self._caller[1]) if self._caller is not None else []
+        if self._caller is None or not subjects:
             return
-        backend, caller = self._caller
-        held = asyncio.ensure_future(backend.admit_budget(caller, estimate()))
-        try:
-            self.budget = await asyncio.shield(held)
-        except asyncio.CancelledError:  # the caller left during the trip: a hold taken is released
-            held.add_done_callback(lambda done: _release(backend, done))
-            raise
-        if self.budget is not None and not self.budget.allowed:
-            raise self.budget.refusal()  # 402, before any provider is called
-        recorder.spend = self.budget.spend if self.budget is not None else None
+        backend = self._caller[0]
+        cost = estimate()
+        spends: list[Spend] = []
+        for subject in subjects:  # the key's limits, then its organization's: every one must admit the call
+            held = asyncio.ensure_future(backend.admit_budget(subject, cost))
+            try:
+                state = await asyncio.shield(held)
+            except asyncio.CancelledError:  # the caller left during the trip: a hold taken is released
+                held.add_done_callback(lambda done: _release(backend, done))
+                _release_all(backend, spends)
+                raise
+            if state is None:
+                continue
+            if not state.allowed:
+                self.budget = state  # the refusal's headers show what is left of the limit that refused
+                _release_all(backend, spends)
+                raise state.refusal()  # 402, before any provider is called
+            if state.spend is not None:
+                spends.append(state.spend)
+            if self.budget is None or state.remaining() < self.budget.remaining():
+                self.budget = state  # X-Momor-Budget-Remaining: what is left before the nearest limit
+        recorder.spend = spends or None
 
     async def headers(self) -> dict[str, str]:
         """X-RateLimit-* and X-Momor-Budget-Remaining for every answer to a known caller."""
         headers = (await self.task).headers() if self.task else {}
         return headers | self.budget.headers() if self.budget is not None else headers
+
+
+def _budget_subjects(caller: Any) -> list[Any]:
+    """The spend limits a caller's call is held against: its key's own, and its organization's."""
+    subjects: list[Any] = [caller] if has_budget(caller) else []
+    org = getattr(caller, "org", None)  # an api.auth.Caller's Organization (a bare key's Caller names only its id)
+    if isinstance(org, Organization):
+        subject = org_budget(org.id, org.budget_daily, org.budget_monthly)
+        if subject is not None:
+            subjects.append(subject)
+    return subjects
+
+
+def _release_all(backend: Backend, spends: list[Spend]) -> None:
+    """Settle at no cost the holds already taken for a call refused (or left) at a later limit."""
+    for spend in spends:
+        task = asyncio.ensure_future(backend.settle_spend(spend, Decimal(0)))  # never raises
+        _releasing.add(task)
+        task.add_done_callback(_releasing.discard)
 
 
 def _release(backend: Backend, held: asyncio.Future[BudgetState | None]) -> None:
@@ -218,13 +244,12 @@ async def routed_call(
 async def _prepare(
     request: Request, door: Door, backend: Backend, recorder: Recorder, admission: _Admission, *, billed: bool = True
 ) -> Prepared:
-    token = door.token(request)
-    caller = await backend.authenticate(token)
-    if caller is None or token is None:
-        raise RequestError("A valid Momor API key is required.", status=401)
+    caller = await backend.authenticate(request)
     recorder.caller_id = caller.id
     recorder.caller_name = caller.name
-    admission.start(backend, caller, token)
+    recorder.org = caller.org.id
+    recorder.person = caller.person
+    admission.start(backend, caller)
     check_content_type(request)
     check_accept(request)
     body = parse_json_object(await read_body(request))
@@ -232,6 +257,8 @@ async def _prepare(
     routed = door.parse(body, request, catalog)
     recorder.selectors = routed.written_selectors
     recorder.streaming = routed.call.stream
+    # The organization's defaults fill what the call left out, where its own provider fields apply.
+    routed.prio = with_org_defaults(routed.prio, caller.defaults, routed.prio_where)
     check_provider_names(catalog, routed.prio, routed.prio_where)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)

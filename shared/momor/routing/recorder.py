@@ -135,6 +135,9 @@ class Recorder:
     streaming: bool = False
     caller_id: str = ""
     caller_name: str = ""
+    org: str | None = None
+    person: str | None = None
+    """The organization and, for a signed-in session or a console-made key, the person (api/auth.py)."""
     selectors: Any = None
     timers: list[AttemptTimer] = field(default_factory=list)
     status_code: int = 0
@@ -160,8 +163,8 @@ class Recorder:
     first_byte_ms: float | None = None
     """Set when a model has begun and the answer may start (flow.py): the call's first byte."""
     spend: Any = None
-    """budgets.Spend holding the call's estimate, when the key has a budget: settled to the real cost
-    once the record is built, however the call ended (api/call_record.py)."""
+    """[budgets.Spend] holding the call's estimate, one per limit that applies (the key's, its
+    organization's): settled to the real cost once the record is built, however the call ended (api/call_record.py)."""
 
     latency_ms: float | None = None
     """Set when the call ends (`mark_end`), before its record is written after the answer."""
@@ -206,6 +209,8 @@ class Recorder:
             id=self.request_id,
             caller_id=self.caller_id,
             caller_name=self.caller_name or None,
+            org=self.org,
+            person=self.person,
             dialect=self.dialect,
             route=self.route,
             selectors=_bounded(self.selectors),

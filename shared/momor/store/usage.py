@@ -39,7 +39,7 @@ import asyncio
 import datetime as dt
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Awaitable, Collection, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -56,7 +56,7 @@ BY_DAY_SHARD = "byDayShard"
 PROJECTED = ["id", "created", "route", "dialect", "status", "streaming", "served", "usage", "cost", "attempts",
              "finishReason", "latencyMs", "firstByteMs", "callerName"]
 """Non-key attributes both indexes carry (template.yaml and infra/emulators.py create them so)."""
-GROUPS = ("model", "provider", "route", "key")
+GROUPS = ("model", "provider", "route", "key", "person")
 DEFAULT_DAYS = 7
 MAX_RANGE_DAYS = 90
 MAX_RECORDS = 20_000
@@ -127,14 +127,17 @@ def _stamp(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds")
 
 
-async def query(span: Range, caller_id: str | None) -> tuple[list[dict[str, Any]], bool]:
-    """The calls in `span`, newest first: one caller's (byCaller), or everyone's (None: each caller of the
-    span's days, callers_seen.py, from byCaller; and the records written before, from the day indexes).
+async def query(span: Range, caller_id: str | Collection[str] | None) -> tuple[list[dict[str, Any]], bool]:
+    """The calls in `span`, newest first: one caller's or a few callers' (byCaller, merged by time: an
+    organization's keys and people), or everyone's (None: each caller of the span's days,
+    callers_seen.py, from byCaller; and the records written before, from the day indexes).
     Returns (items, truncated)."""
     table = get_config().need("records_table")
     limit = max_records()
-    if caller_id is not None:
+    if isinstance(caller_id, str):
         items = await _partition(table, span, (BY_CALLER, "callerId", caller_id), limit + 1)
+    elif caller_id is not None:
+        items = await _callers(table, span, sorted(set(caller_id)), limit)
     else:
         items = await _everyone(table, span, limit)
     if len(items) > limit:
@@ -147,14 +150,20 @@ async def _everyone(table: str, span: Range, limit: int) -> list[dict[str, Any]]
     newest limit + 1 of them all are among them), merged by time. A record written before callers_seen
     (carrying dayShard or day) is read from the day indexes too, and counted once when both have it."""
     callers = sorted(await callers_seen.seen(span.days()))
+    return await _callers(table, span, callers, limit, _before_callers(table, span, limit))
+
+
+async def _callers(table: str, span: Range, callers: list[str], limit: int,
+                   *more: Awaitable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The calls of `callers` in `span` (and of `more`), newest first, at most limit + 1: each one's
+    newest limit + 1 from byCaller, a few queries at a time, merged by time, each record once."""
     gate = asyncio.Semaphore(_CONCURRENT)
 
     async def one(partition: tuple[str, str, str]) -> list[dict[str, Any]]:
         async with gate:
             return await _partition(table, span, partition, limit + 1)
 
-    found = await asyncio.gather(*(one((BY_CALLER, "callerId", c)) for c in callers),
-                                 _before_callers(table, span, limit))
+    found = await asyncio.gather(*(one((BY_CALLER, "callerId", c)) for c in callers), *more)
     unique = {item["id"]["S"]: item for part in found for item in part}
     return sorted(unique.values(), key=lambda item: item["created"]["S"], reverse=True)[:limit + 1]
 
@@ -275,6 +284,8 @@ def group_of(record: dict[str, Any], group: str) -> str:
         return str(record.get("route") or "?")
     if group == "key":
         return str(record.get("callerId") or "?")
+    if group == "person":  # a signed-in person's calls and their console-made keys' (api/auth.py)
+        return str(record.get("person") or "(no person)")
     served = record.get("served") or {}
     if served.get(group):
         return str(served[group])

@@ -13,7 +13,7 @@ from ...api.backend import Backend
 from ...api.file_processing import generate_processed
 from ...api.flow import Routed, routed_call
 from ...catalog import Catalog
-from ...door_http import PROBLEM, bearer_token, json_response
+from ...door_http import PROBLEM, json_response
 from ...errors import MomorError, ProviderError
 from ...events import Assembler, Event, Finish
 from ...routing.plan import Candidate
@@ -23,9 +23,6 @@ from . import write as native
 
 class NativeDoor:
     dialect = "native"
-
-    def token(self, request: Request) -> str | None:
-        return bearer_token(request)
 
     def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         return native_parse.parse(body)

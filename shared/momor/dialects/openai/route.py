@@ -19,7 +19,7 @@ from starlette.routing import Route
 from ...api.backend import Backend
 from ...api.flow import Routed, routed_call
 from ...catalog import Catalog
-from ...door_http import bearer_token, json_response
+from ...door_http import json_response
 from ...errors import MomorError, ProviderError
 from ...events import Assembler, Event, Finish, Raw
 from ...logs import logger
@@ -38,9 +38,6 @@ class Reply:
 
 class OpenAIDoor:
     dialect = "openai"
-
-    def token(self, request: Request) -> str | None:
-        return bearer_token(request)
 
     def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         req = openai.parse(body)
