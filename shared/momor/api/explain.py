@@ -44,6 +44,7 @@ from ..routing import families
 from ..routing.circuits import breaker_order, process_breakers
 from ..routing.keys import ResolvedKey
 from ..routing.plan import Candidate, PlanLog, logging_plans
+from ..routing.recorder import Recorder
 from .backend import Backend
 
 HEADER = "x-momor-explain"
@@ -111,15 +112,19 @@ def explanation(log: PlanLog, candidates: list[Candidate], *, resolve: Any = Non
             "refused": {"status": 400, "rule": "plan", "detail": log.refusal} if log.refusal else None}
 
 
-def refusal(exc: MomorError, log: PlanLog | None, request_id: str, dialect: str, route: str) -> Response | None:
+def refusal(exc: MomorError, log: PlanLog | None, recorder: Recorder, dialect: str) -> Response | None:
     """The explanation of a call refused before any provider would be asked (no candidate, a rate
-    limit, a budget), or None when the refusal came before planning (the dialect's own error then)."""
+    limit, a budget), or None when the refusal came before planning (the dialect's own error then).
+    The record says the caller was answered (200) with an explanation of a refusal."""
     if log is None or not log.planned or exc.status not in (400, 402, 429) or (
             exc.status == 400 and log.refusal != exc.detail):
         return None
     body = explanation(log, log.candidates)
     body["refused"] = _refused(exc)
-    return json_response({**body, "id": request_id, "dialect": dialect, "route": route})
+    recorder.plan = {**compact(log.candidates, log), "explain": True, "refused": body["refused"]["rule"]}
+    recorder.status_code = 200
+    recorder.end("complete")
+    return json_response({**body, "id": recorder.request_id, "dialect": dialect, "route": recorder.route})
 
 
 async def explain(p: Any, dialect: str, route: str) -> Response:

@@ -226,12 +226,15 @@ async def routed_call(
             await record_call(backend, recorder)  # a stream records itself when it ends
     except Exception as caught:
         exc = caught if isinstance(caught, MomorError) else _unexpected(caught, request_id)
-        recorder.status_code = exc.status
-        recorder.end("failed", exc.detail)
+        # An explained call the real one would see refused (no candidate, rate limit, budget): its plan.
+        explained = explain.refusal(exc, plan_log, recorder, door.dialect) if explaining else None
+        if explained is None:
+            recorder.status_code = exc.status
+            recorder.end("failed", exc.detail)
         await record_call(backend, recorder)
-        explained = explain.refusal(exc, plan_log, request_id, door.dialect, route) if explaining else None
         response = explained or door.error(request_id, exc)
-        response.headers.update(retry_header(exc))
+        if explained is None:
+            response.headers.update(retry_header(exc))
     except asyncio.CancelledError:  # the caller left before the answer: recorded all the same
         recorder.end("cancelled", "The caller left before the answer was complete.")
         with anyio.CancelScope(shield=True):

