@@ -238,6 +238,7 @@ async def generate(p: Prepared) -> Response:
         keep_text=p.after_answer is not None,
         adjust=routed.adjust,
         deadline=p.deadline,
+        hedge=routed.prio.hedge,
     )
     answer = await session.open()
     recorder.mark_first_byte()

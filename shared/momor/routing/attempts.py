@@ -35,7 +35,8 @@ from ..providers import wire_for_call
 from ..providers.base import Target
 from ..providers.registry import answers_choices
 from ..providers.transport import Timeouts, exchange
-from .breaker import DEFERRED, Breakers
+from . import hedge
+from .breaker import DEFERRED, PROBING, Breakers, shared_health
 from .choices import several_answers
 from .plan import Candidate
 from .policy import Policy, classify, context_exceeded, counts_against_breaker, current_policy
@@ -137,6 +138,7 @@ class Session:
         keep_text: bool = False,
         adjust: Callable[[Call, Candidate], Call | Awaitable[Call]] | None = None,
         deadline: float | None = None,
+        hedge: bool = True,
     ) -> None:
         self.call = call
         self.candidates = candidates
@@ -151,6 +153,8 @@ class Session:
         """A stream keeps its text for a rollover, or when the route needs the whole answer after it
         (the router's memory)."""
         self.adjust = adjust
+        self.hedge = hedge
+        """Whether a late first token may start the next candidate beside it (routing/hedge.py)."""
         budget_end = time.monotonic() + self.policy.call_budget
         self._deadline = budget_end if deadline is None else min(budget_end, deadline)
         self._hard_deadline = deadline
@@ -161,21 +165,34 @@ class Session:
         provider's own error when it is final (a content-policy refusal)."""
         summaries: list[AttemptSummary] = []
         larger_than: int | None = None  # after "context length exceeded": a bigger window only
-        for candidate in self._breaker_order():
-            window = candidate.model.capabilities.context_window
-            if larger_than is not None and (window is None or window <= larger_than):
-                reason = "its context window is no larger than one already exceeded"
-                self.recorder.skip(candidate, reason)
-                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, reason))
-                continue
+        await self.breakers.refresh([_circuit(c) for c in self.candidates])  # issue 25: shared health
+        order = iter(self._breaker_order())
+
+        def next_candidate() -> Candidate | None:
+            for candidate in order:
+                window = candidate.model.capabilities.context_window
+                if larger_than is not None and (window is None or window <= larger_than):
+                    reason = "its context window is no larger than one already exceeded"
+                    self.recorder.skip(candidate, reason)
+                    summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, reason))
+                    continue
+                return candidate
+            return None
+
+        async def attempt(candidate: Candidate) -> _Serving | str:
+            nonlocal larger_than
             serving = await self._try(candidate, self.call, summaries)
-            if isinstance(serving, _Serving):
-                stream = self.call.stream
-                sent = Assembler(keep_raw=not stream, keep_text=not stream or self.rollover or self.keep_text)
-                return Answer(candidate, self._events(serving, sent), sent, serving, self.recorder)
             if serving == "context":
-                larger_than = window or 0
-        raise NoCandidateServed(summaries, status=_overall_status(self.recorder))
+                larger_than = candidate.model.capabilities.context_window or 0
+            return serving
+
+        # --- issue 25: a late first token starts the next candidate beside it (routing/hedge.py) ---
+        serving = await hedge.first_to_answer(self, next_candidate, attempt, _close_serving)
+        if serving is None:
+            raise NoCandidateServed(summaries, status=_overall_status(self.recorder))
+        stream = self.call.stream
+        sent = Assembler(keep_raw=not stream, keep_text=not stream or self.rollover or self.keep_text)
+        return Answer(serving.candidate, self._events(serving, sent), sent, serving, self.recorder)
 
     def _breaker_order(self) -> list[Candidate]:
         """Offerings whose circuit is open go behind every other candidate, and the record says so
@@ -194,6 +211,10 @@ class Session:
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, resolved))
             return "skipped"
         circuit = _circuit(candidate)
+        if not await self.breakers.claim(circuit):  # issue 25: another instance took the probe
+            self.recorder.skip(candidate, PROBING)
+            summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, PROBING))
+            return "skipped"
         for retry in range(self.policy.retries + 1):
             if time.monotonic() >= self._deadline:
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name,
@@ -470,13 +491,21 @@ class _OutOfTime(ProviderError):
 @derived
 @functools.cache
 def process_breakers() -> Breakers:
-    """The process's circuit breakers (one per offering), sized by the configuration."""
+    """The process's circuit breakers (one per offering), sized by the configuration; shared by
+    every instance where the deployment has a store (store/health.py)."""
     policy = current_policy()
-    return Breakers(policy.breaker_failures, policy.breaker_cooldown)
+    return shared_health(Breakers(policy.breaker_failures, policy.breaker_cooldown))
 
 
 def _circuit(candidate: Candidate) -> str:
     return f"{candidate.provider.name}/{candidate.offering.id}"
+
+
+async def _close_serving(serving: _Serving) -> None:
+    """End an answer under way that will not serve (it lost a hedge race)."""
+    if serving.rest is not None:
+        rest, serving.rest = serving.rest, None
+        await _aclose(rest)
 
 
 def _finished(stream: AsyncIterator[Event]) -> bool:
