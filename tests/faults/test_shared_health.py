@@ -174,3 +174,70 @@ def wait_for(check, seconds: float = 5.0) -> bool:
     while not check() and time.monotonic() < deadline:
         time.sleep(0.02)
     return check()
+
+
+# --- two breaker instances in one process, each with its own cache, over DynamoDB Local -------------
+
+
+def two_instances(momor_aws: Any, now: list[float]) -> tuple[health.SharedBreakers, health.SharedBreakers]:
+    from momor.routing.breaker import Breakers
+
+    def make() -> health.SharedBreakers:
+        return health.SharedBreakers(Breakers(failures=3, cooldown=10), momor_aws.api_keys_table, 0.0,
+                                     wall=lambda: now[0])
+
+    return make(), make()
+
+
+async def settled() -> None:
+    from momor import background
+
+    await background.drain()
+
+
+async def test_a_probe_lease_is_taken_by_one_instance_only(momor_aws):
+    now = [time.time()]
+    a, b = two_instances(momor_aws, now)
+    key = "p/o"
+    await a.refresh([key])
+    for _ in range(3):
+        a.failure(key)
+    await settled()
+    await b.refresh([key])
+    assert b.state(key) == "open" and not b.allows(key)
+    now[0] += 11  # past the cool-down
+    await a.refresh([key])
+    await b.refresh([key])
+    assert a.allows(key) and b.allows(key)  # both may probe, until one takes the lease
+    assert await a.claim(key) is True
+    assert await b.claim(key) is False
+    await b.refresh([key])
+    assert not b.allows(key)  # a's lease is seen
+    a.success(key)
+    await settled()
+    await b.refresh([key])
+    assert b.state(key) == "closed" and b.allows(key)
+
+
+async def test_first_token_samples_from_two_instances_all_reach_the_store(momor_aws):
+    now = [time.time()]
+    a, b = two_instances(momor_aws, now)
+    key = "p/o"
+    await a.refresh([key])
+    await b.refresh([key])
+    for _ in range(health.FLUSH_EVERY):
+        a.first_token(key, 1.0, True)
+        b.first_token(key, 2.0, True)  # both wrote on the same version: one of them conflicts
+    await settled()
+    for breakers in (a, b):
+        await breakers.refresh([key])
+        for _ in range(health.FLUSH_EVERY):
+            breakers.first_token(key, 3.0, True)
+        await settled()
+    await a.refresh([key])
+    stored = a._entries[key].samples[True]
+    waiting = list(b._unwritten.get((key, True), ()))  # b's re-queued batch went with its next sample
+    every = health.FLUSH_EVERY
+    assert len(waiting) < every
+    assert sorted(stored + waiting) == [1.0] * every + [2.0] * every + [3.0] * (2 * every)  # none lost
+    assert a.first_token_p95(key, True) == 3.0

@@ -60,8 +60,10 @@ from ..logs import logger
 from ..routing.breaker import SAMPLES, Breakers, State, p95
 from . import dynamo
 
-TIMEOUT_S = 0.5
-"""The longest a call waits for the health store before it routes on its own breakers."""
+TIMEOUT_S = 2.0
+"""The longest a call waits for the health store before it routes on its own breakers (as the rate
+limiter waits for its store: a process's first DynamoDB call resolves credentials and connects,
+which on a busy machine passed half a second)."""
 DOWN_S = 10.0
 """After a store failure, how long a process routes on its own breakers before it asks again."""
 FLUSH_EVERY = 8
@@ -293,7 +295,8 @@ class SharedBreakers(Breakers):
         these, the newest SAMPLES, on condition nobody wrote samples since (else they wait for the
         next flush, after the next read)."""
         entry = self._entries.get(key) or _Entry()
-        new = {s: [*entry.samples[s], *self._unwritten.pop((key, s), ())][-SAMPLES:] for s in (True, False)}
+        batch = {s: list(self._unwritten.pop((key, s), ())) for s in (True, False)}
+        new = {s: [*entry.samples[s], *batch[s]][-SAMPLES:] for s in (True, False)}
         self._unwritten_since.pop(key, None)
         now = int(self.wall())
         condition = "attribute_not_exists(ver)" if entry.ver == 0 else "ver = :ver"
@@ -303,12 +306,18 @@ class SharedBreakers(Breakers):
             values[":ver"] = _n(entry.ver)
         entry.samples, entry.ver = new, entry.ver + 1
         self._write(key, "SET fts = :fts, ftb = :ftb, ver = :next, expiresAt = :exp", values, condition=condition,
-                    on_conflict=lambda: self._stale(key))
+                    on_conflict=lambda: self._conflict(key, batch))
 
-    def _stale(self, key: str) -> None:
+    def _conflict(self, key: str, batch: dict[bool, list[float]]) -> None:
+        """Another instance wrote the samples since they were read: read them again (next call),
+        and write this batch with the next flush, on top of theirs."""
         entry = self._entries.get(key)
         if entry is not None:
             entry.read_at = -math.inf
+            entry.samples = {s: entry.samples[s][: max(0, len(entry.samples[s]) - len(batch[s]))] for s in batch}
+        for stream, samples in batch.items():
+            self._unwritten.setdefault((key, stream), deque(maxlen=SAMPLES)).extendleft(reversed(samples))
+        self._unwritten_since.setdefault(key, time.monotonic())
 
     # --- the store -----------------------------------------------------------------------------
 
