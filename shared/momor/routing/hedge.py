@@ -40,6 +40,7 @@ from .recorder import Recorder
 
 class _Session(Protocol):
     call: Any
+    candidates: list[Candidate]
     policy: Policy
     breakers: Breakers
     recorder: Recorder
@@ -116,10 +117,12 @@ class _Race:
         return None if late is None else max(0.0, self.started[task] + late - time.monotonic())
 
     async def run(self) -> Any | None:
+        if not self.session.hedge or len(self.session.candidates) < 2:
+            return await self._in_turn()  # nothing to race: no task per attempt
         if not self._start():
             return None
         while self.racing:
-            done, _ = await asyncio.wait(self.racing, timeout=self._wait(), return_when=asyncio.FIRST_COMPLETED)
+            done = await self._first_done(self._wait())
             if not done:  # late: the next candidate starts beside it
                 self.hedged.update(self.racing)
                 self._start()
@@ -137,7 +140,40 @@ class _Race:
                 return None
         return None
 
-    async def _won(self, task: asyncio.Task[Any], candidate: Candidate, serving: Any) -> Any:
+    async def _first_done(self, timeout: float | None) -> list[asyncio.Task[Any]]:
+        """The racing attempts that are done, once one is or `timeout` passes (asyncio.wait's
+        FIRST_COMPLETED without its per-call bookkeeping: this runs on every routed call)."""
+        done = [t for t in self.racing if t.done()]
+        if done:
+            return done
+        loop = asyncio.get_running_loop()
+        wake = loop.create_future()
+
+        def ring(_: Any = None) -> None:
+            if not wake.done():
+                wake.set_result(None)
+
+        for task in self.racing:
+            task.add_done_callback(ring)
+        timer = loop.call_later(timeout, ring) if timeout is not None else None
+        try:
+            await wake
+        finally:
+            if timer is not None:
+                timer.cancel()
+            for task in self.racing:
+                task.remove_done_callback(ring)
+        return [t for t in self.racing if t.done()]
+
+    async def _in_turn(self) -> Any | None:
+        """Each candidate in turn, waited for (hedging off, or no fallback to hedge with)."""
+        while (candidate := self.next_candidate()) is not None:
+            result = await self.attempt(candidate)
+            if _serves(result):
+                return await self._won(None, candidate, result)
+        return None
+
+    async def _won(self, task: asyncio.Task[Any] | None, candidate: Candidate, serving: Any) -> Any:
         seconds = time.perf_counter() - serving.attempt.started
         self.session.breakers.first_token(circuit(candidate), seconds, self.session.call.stream)
         winner = candidate.provider.name
