@@ -127,6 +127,8 @@ class SharedBreakers(Breakers):
         self._unwritten: dict[tuple[str, bool], deque[float]] = {}
         self._unwritten_since: dict[str, float] = {}
         self._down_until = 0.0
+        self._writing: dict[str, int] = {}
+        """Writes under way per offering: a read that may predate them keeps what this process set."""
         self.calls: dict[str, int] = {}
         """Store calls made, by operation (for the tests and the README's figures)."""
 
@@ -165,7 +167,11 @@ class SharedBreakers(Breakers):
                 continue  # read again by the next call
             old = self._entries.get(k)
             fresh = _entry(found.get(_key(k)), now)
-            if old is not None and k in self._probing and fresh.probe_by != self.me:
+            if old is not None and self._writing.get(k):
+                # This process's own change (an opened circuit, a lease) is still on its way to the
+                # store: the read may predate it, and must not undo it here.
+                fresh.opened_at, fresh.probe_until, fresh.probe_by = old.opened_at, old.probe_until, old.probe_by
+            elif old is not None and k in self._probing and fresh.probe_by != self.me:
                 self._probing.discard(k)  # the lease lapsed and was taken again, or the circuit closed
             self._entries[k] = fresh
 
@@ -271,6 +277,7 @@ class SharedBreakers(Breakers):
         self._unwritten.clear()
         self._unwritten_since.clear()
         self._down_until = 0.0
+        self._writing.clear()
 
     # --- first-token times ---------------------------------------------------------------------
 
@@ -336,6 +343,16 @@ class SharedBreakers(Breakers):
 
         async def write() -> None:
             try:
+                await _write_once()
+            finally:
+                left = self._writing.get(key, 1) - 1
+                if left > 0:
+                    self._writing[key] = left
+                else:
+                    self._writing.pop(key, None)
+
+        async def _write_once() -> None:
+            try:
                 await self._store("UpdateItem", {"TableName": self.table, "Key": {"keyHash": {"S": _key(key)}},
                                                  "UpdateExpression": update, **extra})
             except dynamo.DynamoError as exc:
@@ -347,6 +364,7 @@ class SharedBreakers(Breakers):
             except Exception as exc:  # background work must not raise: the process routes on its own
                 self._down(exc)
 
+        self._writing[key] = self._writing.get(key, 0) + 1
         background.soon(f"health:{self.me}:{key}:{time.monotonic_ns()}", write())
 
     def _down(self, exc: BaseException) -> None:
