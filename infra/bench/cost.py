@@ -117,8 +117,10 @@ def table_indexes(template: dict[str, Any], logical_id: str) -> list[rules.Index
 
 
 def _kind(op: dict[str, Any], tables: dict[str, str]) -> str:
-    """What an operation was for: record, callers (the day's callers), memory, lease, budget or key (an
-    API key's item read)."""
+    """What an operation was for: record, callers (the day's callers), memory, lease, budget, health (the
+    shared provider health, routing/shared_health.py) or key (an API key's item read)."""
+    if "TableName" not in op["payload"]:  # a BatchGetItem: only the provider health reads that way
+        return "health"
     table = tables.get(op["payload"]["TableName"], "")
     if table == "RecordsTable":
         # callers_seen.py's day item: a warm instance's first call of each key each day
@@ -131,6 +133,8 @@ def _kind(op: dict[str, Any], tables: dict[str, str]) -> str:
         return "lease"
     if key.startswith("spend#"):
         return "budget"
+    if key.startswith("health#"):
+        return "health"
     return "key"
 
 
@@ -228,7 +232,7 @@ def _group(route: str, shape: str, budget: bool, group: list[dict[str, Any]], ta
             consumed = op["answer"].get("ConsumedCapacity", {}).get("CapacityUnits", 0.0)
             local[op["operation"] in ("GetItem", "Query", "BatchGetItem")] += consumed / n
             kind = tables.kind(op)
-            if kind in ("lease", "key"):
+            if kind in ("lease", "key", "health"):  # health: at most one read a second per instance
                 continue
             w, r = tables.units(op)
             units[kind][0] += w / n

@@ -36,6 +36,16 @@ async def later(key: str, work: Coroutine[Any, Any, None]) -> None:
     task.add_done_callback(lambda done: _pending.pop(key) if _pending.get(key) is done else None)
 
 
+def soon(key: str, work: Coroutine[Any, Any, None]) -> None:
+    """Start `work` now without waiting for it, from code that cannot wait (a sync callback on the
+    event loop: routing/shared_health.py's breaker writes); `drain` waits for it like `later`'s work. A plain
+    buffered Lambda invocation freezes it with the environment until the next one. `work` must not
+    raise."""
+    task = asyncio.ensure_future(work)
+    _pending[key] = task
+    task.add_done_callback(lambda done: _pending.pop(key) if _pending.get(key) is done else None)
+
+
 async def settle(key: str) -> None:
     """Wait for the pending work under `key`, if any (read-your-writes within one process)."""
     task = _pending.get(key)

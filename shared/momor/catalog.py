@@ -88,6 +88,9 @@ class Model(_Strict):
     deprecated: bool = False
     capabilities: Capabilities = Field(default_factory=Capabilities)
     offerings: list[Offering] = Field(min_length=1)
+    hedge: bool = True
+    """Whether a late first token from this model starts the next candidate beside it
+    (routing/hedge.py); false for a model whose first token is slow by nature (long reasoning)."""
 
 
 class Provider(_Strict):

@@ -11,7 +11,9 @@
                 MOMOR_MAX_RETRY_AFTER_S (20), MOMOR_CALL_BUDGET_S (300), MOMOR_CONNECT_TIMEOUT_S (10),
                 MOMOR_RESPONSE_TIMEOUT_S (30: the response headers),
                 MOMOR_FIRST_TOKEN_TIMEOUT_S (120), MOMOR_IDLE_TIMEOUT_S (60),
-                MOMOR_BREAKER_FAILURES (5), MOMOR_BREAKER_COOLDOWN_S (30)
+                MOMOR_BREAKER_FAILURES (5), MOMOR_BREAKER_COOLDOWN_S (30),
+                MOMOR_HEALTH_CACHE_S (1: how stale the shared provider health may be; 0: per process),
+                MOMOR_HEDGE_AFTER_S (10), MOMOR_HEDGE_MARGIN (2) (routing/hedge.py)
     limits      MOMOR_RATE_LIMIT (600 requests a window; 0: none), MOMOR_RATE_WINDOW_S (60),
                 MOMOR_MAX_BODY_BYTES (30 MiB), MOMOR_MAX_FILE_BYTES (10 MiB),
                 MOMOR_MAX_FILES_BYTES (20 MiB), MOMOR_MAX_SCHEMA_BYTES (256 KiB): seed 000's
@@ -110,6 +112,14 @@ class Config:
     idle_timeout: float = _knob("MOMOR_IDLE_TIMEOUT_S", 60.0, kind=float, positive=True)
     breaker_failures: int = _knob("MOMOR_BREAKER_FAILURES", 5, kind=int, minimum=1)
     breaker_cooldown: float = _knob("MOMOR_BREAKER_COOLDOWN_S", 30.0, kind=float, minimum=0)
+    health_cache: float = _knob("MOMOR_HEALTH_CACHE_S", 1.0, kind=float, minimum=0)
+    """How long a process trusts what it read of the shared provider health (routing/shared_health.py); 0
+    keeps health per process."""
+    hedge_after: float = _knob("MOMOR_HEDGE_AFTER_S", 10.0, kind=float, positive=True)
+    """How late a first token may be before the next candidate starts beside it, until an offering
+    has enough first-token samples for its own p95 (routing/hedge.py)."""
+    hedge_margin: float = _knob("MOMOR_HEDGE_MARGIN", 2.0, kind=float, minimum=1)
+    """An offering's observed first-token p95 times this is when its first token is late."""
     # limits
     rate_limit: int = _knob("MOMOR_RATE_LIMIT", 600, kind=int, minimum=0)
     rate_window: int = _knob("MOMOR_RATE_WINDOW_S", 60, kind=int, minimum=1)

@@ -25,7 +25,7 @@ ANTHROPIC_PATHS: list[tuple[Any, ...]] = [
     *[(f,) for f in ("model", "models", "provider", "max_tokens", "messages", "system", "stream", "temperature",
                      "top_p", "top_k", "stop_sequences", "tools", "tool_choice", "thinking", "metadata",
                      "service_tier", "output_format", "keys", "unknown")],
-    *[("provider", f) for f in ("order", "ignore", "sort", "zdr", "deprecated", "maxAge")],
+    *[("provider", f) for f in ("order", "ignore", "sort", "zdr", "deprecated", "maxAge", "hedge")],
     ("system", 0), ("system", 0, "type"), ("system", 0, "text"), ("system", 0, "cache_control"),
     ("messages", 0), ("messages", 0, "role"), ("messages", 0, "content"), ("messages", 0, "content", 0),
     ("messages", 0, "content", 0, "type"), ("messages", 0, "content", 0, "text"),

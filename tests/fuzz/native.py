@@ -34,7 +34,7 @@ PATHS: list[tuple[Any, ...]] = [
     ("messages", 1, "data"),
     *[("parameters", name) for name in _PARAMETERS],
     ("parameters", "toolUse", "type"), ("parameters", "toolUse", "name"),
-    *[("prioritization", name) for name in ("order", "ignore", "sort", "zdr", "deprecated", "maxAge")],
+    *[("prioritization", name) for name in ("order", "ignore", "sort", "zdr", "deprecated", "maxAge", "hedge")],
     *[("model", name) for name in ("name", "tier", "publisher", "provider", "except")],
     ("models", 0), ("models", 1),
     ("tools", 0), ("tools", 0, "name"), ("tools", 0, "description"), ("tools", 0, "parameters"), ("tools", 1),

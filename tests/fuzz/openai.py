@@ -25,7 +25,7 @@ OPENAI_PATHS: list[tuple[Any, ...]] = [
                      "response_format", "max_tokens", "max_completion_tokens", "temperature", "top_p", "seed",
                      "reasoning_effort", "n", "logprobs", "top_logprobs", "user", "metadata", "service_tier",
                      "parallel_tool_calls", "store", "frequency_penalty", "presence_penalty", "stop", "unknown")],
-    *[("provider", f) for f in ("order", "ignore", "sort", "zdr", "deprecated", "maxAge", "only")],
+    *[("provider", f) for f in ("order", "ignore", "sort", "zdr", "deprecated", "maxAge", "only", "hedge")],
     ("model", 0), ("models", 0), ("stream_options", "include_usage"),
     ("messages", 0), ("messages", 0, "role"), ("messages", 0, "content"), ("messages", 0, "content", 0),
     ("messages", 0, "content", 0, "type"), ("messages", 0, "content", 0, "text"),

@@ -221,6 +221,9 @@ def test_operations_are_told_apart_by_table_and_key():
     assert cost._kind(op("keys", {"keyHash": {"S": "rate#c#60"}}), tables) == "lease"
     assert cost._kind(op("keys", {"keyHash": {"S": "spend#c#2026-12"}}), tables) == "budget"
     assert cost._kind(op("keys", {"keyHash": {"S": "ab" * 32}}), tables) == "key"
+    assert cost._kind(op("keys", {"keyHash": {"S": "health#p/o"}}), tables) == "health"
+    batch = {"operation": "BatchGetItem", "payload": {"RequestItems": {"keys": {"Keys": []}}}, "answer": {}}
+    assert cost._kind(batch, tables) == "health"
 
 
 

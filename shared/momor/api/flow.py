@@ -288,6 +288,7 @@ async def generate(p: Prepared) -> Response:
         deadline=p.deadline,
         caller_body=routed.caller_body,
         adjust_body=routed.adjust_body,
+        hedge=routed.prio.hedge,
     )
     answer = await session.open()
     recorder.mark_first_byte()

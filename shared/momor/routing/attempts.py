@@ -33,7 +33,8 @@ from ..events import Assembler, Continued, Event, Usage
 from ..providers.base import Target
 from ..providers.registry import answers_choices
 from ..providers.transport import Timeouts, exchange
-from .breaker import DEFERRED, Breakers
+from . import hedge
+from .breaker import DEFERRED, PROBING, Breakers
 from .choices import several_answers
 from .circuits import breaker_order, circuit_of, process_breakers
 from .commit import aclose, finished, hold_until_output
@@ -120,6 +121,7 @@ class Session:
         deadline: float | None = None,
         caller_body: CallerBody | None = None,
         adjust_body: Callable[[dict[str, Any], Candidate], dict[str, Any]] | None = None,
+        hedge: bool = True,
     ) -> None:
         self.call = call
         self.candidates = candidates
@@ -138,6 +140,8 @@ class Session:
         """The caller's own body (Routed.caller_body): an offering that speaks it is sent it."""
         self.adjust_body = adjust_body
         self._betas = caller_body.betas if caller_body is not None else ()
+        self.hedge = hedge
+        """Whether a late first token may start the next candidate beside it (routing/hedge.py)."""
         budget_end = time.monotonic() + self.policy.call_budget
         self._deadline = budget_end if deadline is None else min(budget_end, deadline)
         self._hard_deadline = deadline
@@ -148,22 +152,35 @@ class Session:
         provider's own error when it is final (a content-policy refusal)."""
         summaries: list[AttemptSummary] = []
         larger_than: int | None = None  # after "context length exceeded": a bigger window only
-        for candidate in self._breaker_order():
-            window = candidate.model.capabilities.context_window
-            if larger_than is not None and (window is None or window <= larger_than):
-                reason = "its context window is no larger than one already exceeded"
-                self.recorder.skip(candidate, reason)
-                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, reason))
-                continue
+        await self.breakers.refresh([circuit_of(c) for c in self.candidates])  # issue 25: shared health
+        order = iter(self._breaker_order())
+
+        def next_candidate() -> Candidate | None:
+            for candidate in order:
+                window = candidate.model.capabilities.context_window
+                if larger_than is not None and (window is None or window <= larger_than):
+                    reason = "its context window is no larger than one already exceeded"
+                    self.recorder.skip(candidate, reason)
+                    summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, reason))
+                    continue
+                return candidate
+            return None
+
+        async def attempt(candidate: Candidate) -> _Serving | str:
+            nonlocal larger_than
             serving = await self._try(candidate, self.call, summaries, self.caller_body)
-            if isinstance(serving, _Serving):
-                stream = self.call.stream
-                sent = Assembler(keep_raw=not stream, keep_text=not stream or self.rollover or self.keep_text)
-                return Answer(candidate, self._events(serving, sent), sent, serving.passthrough, serving,
-                              self.recorder)
             if serving == "context":
-                larger_than = window or 0
-        raise NoCandidateServed(summaries, status=_overall_status(self.recorder))
+                larger_than = candidate.model.capabilities.context_window or 0
+            return serving
+
+        # --- issue 25: a late first token starts the next candidate beside it (routing/hedge.py) ---
+        serving = await hedge.first_to_answer(self, next_candidate, attempt, _close_serving)
+        if serving is None:
+            raise NoCandidateServed(summaries, status=_overall_status(self.recorder))
+        stream = self.call.stream
+        sent = Assembler(keep_raw=not stream, keep_text=not stream or self.rollover or self.keep_text)
+        return Answer(serving.candidate, self._events(serving, sent), sent, serving.passthrough, serving,
+                      self.recorder)
 
     def _breaker_order(self) -> list[Candidate]:
         """Offerings whose circuit is open go behind every other candidate, and the record says so
@@ -182,6 +199,10 @@ class Session:
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, resolved))
             return "skipped"
         circuit = circuit_of(candidate)
+        if not await self.breakers.claim(circuit):  # issue 25: another instance took the probe
+            self.recorder.skip(candidate, PROBING)
+            summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, PROBING))
+            return "skipped"
         for retry in range(self.policy.retries + 1):
             if time.monotonic() >= self._deadline:
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name,
@@ -361,6 +382,13 @@ class Session:
             if isinstance(serving, _Serving):
                 return serving, prefill
         return None
+
+async def _close_serving(serving: _Serving) -> None:
+    """End an answer under way that will not serve (it lost a hedge race)."""
+    if serving.rest is not None:
+        rest, serving.rest = serving.rest, None
+        await aclose(rest)
+
 
 def _unfinished(attempt: AttemptTimer, exc: BaseException, produced: Assembler | None = None) -> None:
     """An attempt ended by something other than the provider: the caller leaving, or a bug."""

@@ -7,13 +7,23 @@ While open, the offering is moved behind every other candidate (it still serves 
 can, so a single-offering model is not refused outright); the record says so (DEFERRED), and
 overflow reads that as the asked model's capacity refusing the call. In half-open one call at a
 time is let through as a probe; a probe that ends without a verdict (the caller hung up, a bug)
-releases the circuit for the next one. On Lambda each instance keeps its own breakers: an instance learns of a sick
-offering from its own calls, and a new instance starts closed (see the README).
+releases the circuit for the next one.
+
+`Breakers` keeps every circuit in this process. Where the deployment has a store, the process's
+breakers are routing/shared_health.py's `SharedBreakers`, the same interface over circuits every instance
+shares (and this class as its fallback when the store cannot be reached). The attempt loop sees
+only this interface: `refresh` before a call's candidates are ordered (a no-op here), `claim`
+before an offering is tried (always granted here; the shared breakers hand a half-open probe to
+one instance), and the first-token times it observes (`first_token`, read back as
+`first_token_p95` by the hedging policy, routing/hedge.py).
 """
 
 from __future__ import annotations
 
+import math
 import time
+from collections import deque
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
@@ -21,6 +31,22 @@ State = Literal["closed", "open", "half_open"]
 
 DEFERRED = "circuit open: tried after the other candidates"
 """The note a candidate whose circuit is open gets on the record before the others are tried."""
+
+PROBING = "circuit half-open: another instance is probing it"
+"""The note for an offering whose half-open probe another instance took just before this one."""
+
+SAMPLES = 64
+"""First-token times kept per offering and mode (the most recent ones)."""
+MIN_SAMPLES = 20
+"""Fewer samples than this give no p95: the hedging policy uses its default instead."""
+
+
+def p95(samples: Collection[float]) -> float | None:
+    """The 95th percentile (nearest rank) of `samples`, or None with fewer than MIN_SAMPLES."""
+    if len(samples) < MIN_SAMPLES:
+        return None
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
 
 
 @dataclass(slots=True)
@@ -37,6 +63,7 @@ class Breakers:
         self.cooldown = cooldown
         self.clock = clock
         self._circuits: dict[str, _Circuit] = {}
+        self._first: dict[tuple[str, bool], deque[float]] = {}
 
     def state(self, key: str) -> State:
         circuit = self._circuits.get(key)
@@ -82,3 +109,31 @@ class Breakers:
 
     def reset(self) -> None:
         self._circuits.clear()
+        self._first.clear()
+
+    async def refresh(self, keys: Collection[str]) -> None:
+        """Bring what is known of these circuits up to date (nothing to do in one process)."""
+
+    async def claim(self, key: str) -> bool:
+        """Whether this call may try the offering now: False only when another instance has just
+        taken its half-open probe. One process's own probes are counted by `begin`."""
+        return True
+
+    def first_token(self, key: str, seconds: float, stream: bool) -> None:
+        """How long an attempt at the offering took to its first visible output (a stream) or to
+        its whole answer (a buffered call): the two are kept apart."""
+        self._first.setdefault((key, stream), deque(maxlen=SAMPLES)).append(seconds)
+
+    def first_token_p95(self, key: str, stream: bool) -> float | None:
+        """The offering's observed p95 of `first_token` times, None until MIN_SAMPLES."""
+        return p95(self._first.get((key, stream), ()))
+
+
+def shared_health(local: Breakers) -> Breakers:
+    """`local`, or the shared breakers over it where the deployment keeps provider health in its
+    store (routing/shared_health.py decides; named here so the attempt loop never names it)."""
+    return _health.for_process(local)
+
+
+# Last: routing/shared_health.py builds on the names above (imported first, it finds them already defined).
+from . import shared_health as _health  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 
 from ..config import derived
-from .breaker import Breakers
+from .breaker import Breakers, shared_health
 from .plan import Candidate
 from .policy import current_policy
 
@@ -13,9 +13,10 @@ from .policy import current_policy
 @derived
 @functools.cache
 def process_breakers() -> Breakers:
-    """The process's circuit breakers (one per offering), sized by the configuration."""
+    """The process's circuit breakers (one per offering), sized by the configuration; shared by
+    every instance where the deployment has a store (routing/shared_health.py)."""
     policy = current_policy()
-    return Breakers(policy.breaker_failures, policy.breaker_cooldown)
+    return shared_health(Breakers(policy.breaker_failures, policy.breaker_cooldown))
 
 
 def circuit_of(candidate: Candidate) -> str:

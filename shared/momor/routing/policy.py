@@ -60,6 +60,11 @@ class Policy:
     """The longest silence inside a stream before it counts as stalled."""
     breaker_failures: int = 5
     breaker_cooldown: float = 30.0
+    hedge_after: float = 10.0
+    """A first token later than this starts the next candidate beside it, until the offering has
+    its own first-token p95 (routing/hedge.py)."""
+    hedge_margin: float = 2.0
+    """Late means past the offering's observed first-token p95 times this."""
 
     @classmethod
     def from_config(cls, config: Config) -> Policy:

@@ -75,6 +75,26 @@ class AttemptTimer:
             self.attempt.usage = billed(reported, self.call, produced)
             self.attempt.cost = cost_usd(self.attempt.usage, self.candidate.offering.prices)
 
+    def hedged(self, winner: str, produced: Assembler | None = None) -> None:
+        """Cancelled because `winner` (another offering, started beside it) showed output first.
+        A provider may bill a request it was already reading for its input: that is its cost here
+        (its reported usage where it sent some, else Momor's estimate, marked as one)."""
+        if not self.ended:
+            self.cancel(produced)
+        self.attempt.status = "cancelled"
+        self.attempt.hedged = True
+        self.attempt.error = f"hedged: {winner} showed output first; this attempt was cancelled"
+        usage = Usage()
+        if produced is not None:
+            usage.merge(produced.usage)
+        if usage.input_tokens is None:
+            usage.input_tokens = count_input_tokens(self.call) if self.call is not None else None
+            usage.estimated = usage.input_tokens is not None
+        if usage.output_tokens is None:
+            usage.output_tokens = 0
+        self.attempt.usage = usage
+        self.attempt.cost = cost_usd(usage, self.candidate.offering.prices)
+
     def succeed_free(self) -> None:
         """An answer that is not billed (token counting)."""
         self._end()

@@ -113,9 +113,11 @@ class Prioritization:
     deprecated: bool | None = None
     max_age: dt.timedelta | None = None
     written: dict[str, Any] = field(default_factory=dict)
+    hedge: bool = True
+    """false: never start the next candidate beside a late first token (routing/hedge.py)."""
 
 
-_PRIORITIZATION_FIELDS = {"order", "ignore", "sort", "zdr", "deprecated", "maxAge"}
+_PRIORITIZATION_FIELDS = {"order", "ignore", "sort", "zdr", "deprecated", "maxAge", "hedge"}
 
 
 def parse_prioritization(obj: Any, where: str = "prioritization", *, lenient: bool = False) -> Prioritization:
@@ -138,6 +140,9 @@ def parse_prioritization(obj: Any, where: str = "prioritization", *, lenient: bo
     if deprecated is not None and not isinstance(deprecated, bool):
         raise RoutingError(f"{where}.deprecated must be true or false", param=f"{where}.deprecated")
     max_age = obj.get("maxAge")
+    hedge = obj.get("hedge", True)
+    if not isinstance(hedge, bool):
+        raise RoutingError(f"{where}.hedge must be true or false", param=f"{where}.hedge")
     return Prioritization(
         order=order,
         ignore=ignore,
@@ -145,6 +150,7 @@ def parse_prioritization(obj: Any, where: str = "prioritization", *, lenient: bo
         deprecated=deprecated,
         max_age=parse_duration(max_age, f"{where}.maxAge") if max_age is not None else None,
         written=obj,
+        hedge=hedge,
     )
 
 

@@ -10,7 +10,9 @@ The item (attribute names as the GET route answers them):
     dialect, route, selectors (as the caller wrote them), streaming
     attempts      [{provider, model, offeringId, keySource: call|saved|none,
                     status: ok|failed|cancelled|skipped, delivered, httpStatus, latencyMs, error,
-                    usage, cost}]; `delivered`: some of its output reached the caller
+                    usage, cost}]; `delivered`: some of its output reached the caller;
+                    `hedged: true` (present only then): a cancelled attempt that lost a hedge race
+                    (routing/hedge.py), its cost what the provider may bill for its input
     attemptsOmitted  how many attempts are left out of a very long list (ATTEMPTS_MAX), or absent
     served        {model, provider, tier, publisher} of the offering that delivered the answer (the
                   last one, after a rollover), even when the answer then failed; or null
@@ -115,9 +117,11 @@ class Attempt:
     cost: Decimal | None = None
     delivered: bool = False
     """Some of its output reached the caller."""
+    hedged: bool = False
+    """Cancelled because another attempt, started beside it, showed output first (routing/hedge.py)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        shape = {
             "provider": self.provider,
             "model": self.model,
             "offeringId": self.offering_id,
@@ -130,6 +134,9 @@ class Attempt:
             "usage": self.usage.to_native(self.provider) if self.usage else None,
             "cost": self.cost,
         }
+        if self.hedged:  # only then: a record's size is paid for on every call
+            shape["hedged"] = True
+        return shape
 
 
 @dataclass(slots=True, frozen=True)
