@@ -207,3 +207,42 @@ def test_failover_and_the_record(momor, fake, client):
     record = record_of(momor, raw.headers["x-momor-request-id"])
     assert [a["provider"] for a in record["attempts"]][-1] == "backup"
     assert record["served"]["provider"] == "backup" and record["finishReason"] is not None
+
+
+# --- passthrough: an offering on OpenAI's own Responses wire ------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_passthrough_sends_the_callers_body_and_answers_in_openais_words(responses_wire, fake, client, stream):
+    ask = {"model": GPT, "input": "Hello there", "reasoning": {"effort": "low", "summary": "auto"},
+           "prompt_cache_key": "team-a", "extra_body": {"provider": {"order": ["openai"]}}}
+    if stream:
+        with client.responses.stream(**ask) as events:
+            seen = list(events)
+            answer = events.get_final_response()
+        assert [e.type for e in seen][:2] == ["response.created", "response.in_progress"]
+        assert "response.reasoning_summary_text.delta" in [e.type for e in seen]
+    else:
+        answer = client.responses.create(**ask)
+    assert answer.output_text == "Echo: Hello there" and answer.model == "openai/gpt-5-mini"
+    assert answer.id.startswith("resp_") and len(answer.id) == 37  # Momor's id over OpenAI's
+    reasoning = next(i for i in answer.output if i.type == "reasoning")
+    assert reasoning.id.startswith("rs_") and not reasoning.encrypted_content.startswith("momor1.")  # OpenAI's own
+    sent = sent_to(fake, "openai", "/v1/responses")[-1]
+    assert sent["prompt_cache_key"] == "team-a" and "provider" not in sent  # as written, Momor's fields off
+    assert sent["model"] == "gpt-5-mini-2025-08-07" and sent["store"] is False
+    assert sent["include"] == ["reasoning.encrypted_content"] and sent["input"] == "Hello there"
+    # The next turn by previous_response_id goes to OpenAI translated, its reasoning replayed (the fake
+    # refuses reasoning whose encrypted content is missing or altered under store false).
+    second = client.responses.create(model=GPT, input="And again", previous_response_id=answer.id,
+                                     reasoning={"effort": "low"})
+    assert second.output_text == "Echo: And again"
+    replayed = sent_to(fake, "openai", "/v1/responses")[-1]["input"]
+    assert replayed[1]["type"] == "reasoning" and replayed[1]["encrypted_content"] == reasoning.encrypted_content
+
+
+def test_a_built_in_tool_is_refused_where_no_offering_runs_it(momor, fake, client):
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model=CLAUDE, input="Search the news", tools=[{"type": "web_search"}])
+    assert "web_search" in caught.value.body["message"] and caught.value.body["param"] == "tools"
+    assert fake.requests("anthropic") == []
