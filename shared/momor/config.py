@@ -4,7 +4,8 @@
                 MOMOR_CATALOG_TTL (60 s), MOMOR_KEYS_SECRET, MOMOR_KEYS_TTL (300 s),
                 MOMOR_RECORDS_TABLE, MOMOR_RECORD_TTL_DAYS (90), MOMOR_API_KEYS_TABLE,
                 MOMOR_API_KEY_CACHE_S (60: how long a disabled key may still work in a warm process),
-                MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30)
+                MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30),
+                MOMOR_RESPONSES_TABLE (stored responses), MOMOR_RESPONSES_TTL_DAYS (30)
     failures    MOMOR_RETRIES (2), MOMOR_RETRY_BASE_MS (250), MOMOR_RETRY_MAX_MS (4000),
                 MOMOR_MAX_RETRY_AFTER_S (20), MOMOR_CALL_BUDGET_S (300), MOMOR_CONNECT_TIMEOUT_S (10),
                 MOMOR_RESPONSE_TIMEOUT_S (30: the response headers),
