@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from momor.store import apikeys
-from tests.fakes.script import fail
+from tests.fakes.script import cut, fail
 
 pytestmark = pytest.mark.emulators
 
@@ -246,3 +246,85 @@ def test_a_built_in_tool_is_refused_where_no_offering_runs_it(momor, fake, clien
         client.responses.create(model=CLAUDE, input="Search the news", tools=[{"type": "web_search"}])
     assert "web_search" in caught.value.body["message"] and caught.value.body["param"] == "tools"
     assert fake.requests("anthropic") == []
+
+
+# --- streams that fail, fail over, and items replayed by hand -------------------------------------------
+
+
+def test_a_stream_that_fails_after_output_ends_failed_and_is_not_stored(momor, fake, client):
+    fake.script("anthropic", cut(after=4))
+    response, frames = momor.stream("/v1/responses", {"model": CLAUDE, "input": "say a few words please",
+                                                      "stream": True})
+    assert response.status_code == 200
+    events = [d for _, d in frames]
+    assert [e["type"] for e in events][:2] == ["response.created", "response.in_progress"]
+    assert events[-1]["type"] == "response.failed" and events[-1]["response"]["status"] == "failed"
+    assert events[-1]["response"]["error"]["message"]
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    assert [name for name, _ in frames] == [e["type"] for e in events]  # each event named as OpenAI names it
+    assert not any(e["type"] == "response.completed" for e in events)
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert record["attempts"][-1]["status"] == "failed"
+    assert len(fake.requests()) == 1  # never moved to another provider once output began
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(events[0]["response"]["id"])
+
+
+def test_a_stream_fails_over_before_output(momor, fake, client):
+    fake.script("flaky", *RETRIED_503)
+    with client.responses.with_streaming_response.create(model="duo", input="hi", stream=True) as response:
+        assert response.headers["x-momor-provider"] == "backup"
+        events = list(response.parse())
+    assert events[-1].type == "response.completed" and events[-1].response.output_text == "Echo: hi"
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("flaky", "failed")] * 3 + [("backup", "ok")]
+
+
+def test_reasoning_replayed_by_hand_with_store_false_keeps_its_state(momor, fake, client):
+    """The Agents SDK's way: every output item sent back as input; the state rides in encrypted_content."""
+    first = client.responses.create(model=CLAUDE, tools=[WEATHER], reasoning={"effort": "low"}, store=False,
+                                    input="call get_weather for Oslo")
+    call = next(i for i in first.output if i.type == "function_call")
+    replay = [{"role": "user", "content": "call get_weather for Oslo"},
+              *[i.model_dump(exclude_none=True) for i in first.output],
+              {"type": "function_call_output", "call_id": call.call_id, "output": "Cold"}]
+    second = client.responses.create(model=CLAUDE, tools=[WEATHER], reasoning={"effort": "low"}, store=False,
+                                     input=replay)
+    assert second.output_text == "Tool get_weather said: Cold"  # the fake refuses a thinking block it did not sign
+    _, second_sent = sent_to(fake, "anthropic", "/v1/messages")
+    replayed = second_sent["messages"][1]["content"]
+    assert [b["type"] for b in replayed] == ["thinking", "tool_use"] and replayed[0]["signature"]
+
+
+def test_an_item_reference_and_a_reasoning_item_without_its_state_are_found_in_the_store(momor, fake, client):
+    first = client.responses.create(model=CLAUDE, tools=[WEATHER], reasoning={"effort": "low"},
+                                    input="call get_weather for Oslo")
+    thinking = next(i for i in first.output if i.type == "reasoning")
+    call = next(i for i in first.output if i.type == "function_call")
+    asked = client.responses.input_items.list(first.id).data[0]
+    second = client.responses.create(model=CLAUDE, tools=[WEATHER], reasoning={"effort": "low"}, input=[
+        {"type": "item_reference", "id": asked.id},
+        {"type": "reasoning", "id": thinking.id, "summary": []},  # sent back without include's state
+        {"type": "item_reference", "id": call.id},
+        {"type": "function_call_output", "call_id": call.call_id, "output": "Cold"}])
+    assert second.output_text == "Tool get_weather said: Cold"
+    sent = sent_to(fake, "anthropic", "/v1/messages")[-1]["messages"]
+    assert sent[0]["content"] in ("call get_weather for Oslo", [{"type": "text", "text": "call get_weather for Oslo"}])
+    assert [b["type"] for b in sent[1]["content"]] == ["thinking", "tool_use"] and sent[1]["content"][0]["signature"]
+    listed = client.responses.input_items.list(second.id, order="asc").data
+    assert [i.type for i in listed] == ["message", "reasoning", "function_call", "function_call_output"]
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model=CLAUDE, input=[{"type": "item_reference", "id": "msg_" + "0" * 32 + "_i0"}])
+    assert "not found" in caught.value.body["message"]
+
+
+def test_input_items_pages_and_a_read_needs_a_key(momor, fake, client):
+    made = client.responses.create(model=CLAUDE, input=[{"role": "user", "content": f"part {n}"} for n in range(5)])
+    page = client.responses.input_items.list(made.id, limit=2)
+    assert [i.content[0].text for i in page.data] == ["part 4", "part 3"] and page.has_more
+    assert [i.content[0].text for i in page.iter_pages().__next__().data] == ["part 4", "part 3"]
+    every = [i.content[0].text for i in client.responses.input_items.list(made.id, limit=2, order="asc")]
+    assert every == [f"part {n}" for n in range(5)]  # the SDK follows `after` through the pages
+    assert momor.get(f"/v1/responses/{made.id}", api_key="wrong").status_code == 401
+    assert momor.get(f"/v1/responses/{made.id}", api_key="wrong").json()["error"]["type"]
+    assert momor.get(f"/v1/responses/{made.id}/input_items?limit=0").status_code == 400
