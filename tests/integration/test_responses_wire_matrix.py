@@ -17,6 +17,7 @@ import pytest
 
 from momor.dialects.responses.ids import decode_state
 from momor.providers import speaks
+from momor.providers.gemini_request import SKIP_SIGNATURE
 from tests.fakes.interface import fake_module
 
 from .test_gemini_vertex import WEATHER
@@ -78,3 +79,21 @@ def test_a_stored_conversation_leaves_its_wire_and_comes_back_with_its_state(wir
     assert opaque
     for value in opaque:
         assert value in json.dumps(home_got) and value not in away_got  # home state went home, and only there
+
+
+@pytest.mark.parametrize("store", [True, False], ids=["stored", "not-stored"])
+def test_a_gemini_call_replayed_item_by_item_keeps_its_thought_signature_where_it_was_stored(wires, fake, store):  # noqa: F811
+    """The Agents SDK's way (every output item sent back as input, no previous_response_id) on Gemini:
+    the function_call item carries no state, so its thought signature comes from the stored response;
+    with store false there is none, and the wire sends Google's documented stand-in instead."""
+    with openai.OpenAI(base_url=wires.url + "/v1", api_key=wires.api_key, max_retries=0) as client:
+        asked = {"role": "user", "content": "call get_weather for Paris"}
+        first = turn(client, "gemini", False, input=[asked], reasoning={"effort": "low"}, store=store)
+        call = next(i for i in first.output if i.type == "function_call")
+        replay = [asked, *[i.model_dump(exclude_none=True) for i in first.output],
+                  {"type": "function_call_output", "call_id": call.call_id, "output": "Sunny"}]
+        second = turn(client, "gemini", False, input=replay, reasoning={"effort": "low"}, store=store)
+    assert second.output_text == "Tool get_weather said: Sunny"
+    model_turn = next(c for c in last_sent(fake, "gemini").json["contents"] if c["role"] == "model")
+    signature = next(p["thoughtSignature"] for p in model_turn["parts"] if "functionCall" in p)
+    assert (signature != SKIP_SIGNATURE) is store

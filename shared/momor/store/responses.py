@@ -33,7 +33,7 @@ ITEM_LIMIT = 390 * 1024
 """DynamoDB's 400 KB item limit, less room for the key and attribute names."""
 
 
-@dataclass(slots=True)
+@dataclass
 class Stored:
     response: dict[str, Any]
     input_items: list[dict[str, Any]]

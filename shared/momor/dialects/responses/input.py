@@ -66,6 +66,10 @@ class Ref:
     """An item_reference (or an item only the store can complete): found by the route."""
 
     id: str
+    written: ToolCallMessage | ThinkingMessage | None = None
+    """A function_call or reasoning item Momor wrote, sent back without its state: what it is when the
+    store does not have that state (store false, or reasoning that had none); the store's copy carries
+    the provider's state (a Gemini thought signature on the call, a signature on the reasoning)."""
 
 
 Entry = Message | Ref
@@ -137,8 +141,9 @@ class _Reader:
             raise invalid(f"{where}.arguments must be a JSON string.", f"{where}.arguments")
         data = {"wire": WIRE, "id": item["id"]} if _openai_id(item.get("id")) else None
         self.tool_names[call_id] = name
-        body = ToolCallBody(id=call_id, name=name, arguments=arguments or "{}", data=data)
-        self.out.entries.append(ToolCallMessage(call=body))
+        message = ToolCallMessage(call=ToolCallBody(id=call_id, name=name, arguments=arguments or "{}", data=data))
+        ours = isinstance(item.get("id"), str) and ids.response_of_item(item["id"]) is not None
+        self.out.entries.append(Ref(item["id"], message) if ours else message)
         self.keep(item, "fc")
 
     def function_call_output(self, item: dict[str, Any], where: str) -> None:
@@ -170,8 +175,8 @@ class _Reader:
                 data["encrypted_content"] = encrypted
             self._pending_next = data
         elif data is None and isinstance(item.get("id"), str) and ids.response_of_item(item["id"]):
-            # Momor's own item sent back without its state (include did not ask for it): the store has it.
-            self.out.entries.append(Ref(item["id"]))
+            # Momor's own item sent back without its state: the store has it, if it had any.
+            self.out.entries.append(Ref(item["id"], ThinkingMessage(value=text)))
             self.keep(item, "rs")
             return
         self.out.entries.append(ThinkingMessage(value=text, data=data))
@@ -230,6 +235,12 @@ def named(read: Input, request_id: str) -> list[dict[str, Any]]:
     """The input items, each with an id: the caller's, else one naming this response (ids.py)."""
     return [item if isinstance(item.get("id"), str) else {"id": ids.item_id(kind, request_id, "i", n), **item}
             for n, (item, kind) in enumerate(zip(read.items, read.kinds, strict=True))]
+
+
+def messages_of(entries: list[Entry]) -> list[Message]:
+    """The entries known without the store: messages, and function calls as written."""
+    return [e.written if isinstance(e, Ref) else e for e in entries
+            if not isinstance(e, Ref) or e.written is not None]  # type: ignore[misc]
 
 
 def read_items(items: list[dict[str, Any]]) -> list[Entry]:

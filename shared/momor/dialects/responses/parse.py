@@ -87,7 +87,7 @@ def parse(body: dict[str, Any]) -> Routed:
     tools, built_in = map_tools(body.get("tools"))
     call = Call(
         system=_system(body.get("instructions"), read),
-        messages=[e for e in read.entries if not isinstance(e, items.Ref)],
+        messages=items.messages_of(read.entries),
         params=map_parameters(body, include),
         tools=tools,
         stream=stream,

@@ -32,7 +32,7 @@ from ...errors import MomorError, ProviderError, RequestError
 from ...events import Assembler, Event, Finish, Raw
 from ...http import bearer_token, json_response, new_request_id
 from ...logs import logger
-from ...messages import Message, dump_messages
+from ...messages import Message, ThinkingMessage, ToolCallMessage, dump_messages
 from ...providers import speaks
 from ...routing.plan import Candidate, plan
 from ...routing.request import Routed
@@ -148,21 +148,46 @@ async def _expand(p: Prepared) -> bool:
 
 
 async def _referenced(caller: str, refs: list[Ref]) -> dict[str, tuple[dict[str, Any], list[Any]]]:
-    """Each referenced item, as stored and as canonical messages; a 400 for one the caller has not."""
+    """Each referenced item, as stored and as canonical messages; a 400 for an item_reference the
+    caller has not (an item Momor wrote, sent back without its state, is then taken as sent)."""
     out: dict[str, tuple[dict[str, Any], list[Any]]] = {}
     loaded: dict[str, Any] = {}
     for ref in refs:
         owner = ids.response_of_item(ref.id)
         if owner is not None and owner not in loaded:
-            loaded[owner] = await stored_responses.get(caller, owner, conversation=False)
+            loaded[owner] = await stored_responses.get(caller, owner)
         found = loaded.get(owner) if owner is not None else None
-        pool = [*found.input_items, *found.response.get("output", [])] if found is not None else []
-        item = next((i for i in pool if isinstance(i, dict) and i.get("id") == ref.id), None)
-        entries = read_items([item]) if item is not None else []
-        if item is None or any(isinstance(e, Ref) for e in entries):
+        if ref.written is not None:
+            out[ref.id] = ({}, [_completed(found, ref)])
+            continue
+        item = _stored_item(found, ref.id)
+        if item is None:
             raise RequestError(f"Item with id '{ref.id}' not found.", param="input")
+        entries = [_completed(found, e) if isinstance(e, Ref) else e for e in read_items([item])]
         out[ref.id] = (item, entries)
     return out
+
+
+def _stored_item(found: Any, item_id: str) -> dict[str, Any] | None:
+    pool = [*found.input_items, *found.response.get("output", [])] if found is not None else []
+    return next((i for i in pool if isinstance(i, dict) and i.get("id") == item_id), None)
+
+
+def _completed(found: Any, ref: Ref) -> Any:
+    """An item Momor wrote, sent back without its state, with the state the store kept (a call's by
+    its call id in the stored conversation, reasoning's on the stored item), else as it was sent."""
+    if isinstance(ref.written, ToolCallMessage):
+        if found is not None and not hasattr(found, "turns"):
+            found.turns = _MESSAGES.validate_python(found.conversation)  # read once for all its calls
+        turns = found.turns if found is not None else []
+        return next((m for m in turns if isinstance(m, ToolCallMessage) and m.call.id == ref.written.call.id),
+                    ref.written)
+    item = _stored_item(found, ref.id)
+    if item is not None and isinstance(item.get("encrypted_content"), str):
+        thinking = [e for e in read_items([item]) if isinstance(e, ThinkingMessage)]
+        if thinking:
+            return thinking[0]
+    return ref.written
 
 
 def _only_responses_wire(p: Prepared) -> None:
