@@ -102,6 +102,8 @@ class _Reader:
         if not isinstance(item, dict):
             raise invalid(f"{where} must be an object.", where)
         kind = item.get("type", "message")
+        if not isinstance(kind, str):
+            raise invalid(f"{where}.type must be a string.", f"{where}.type")
         following, self._pending_next = self._pending_next, None
         if following is not None and kind in ("message", "function_call") and _openai_id(item.get("id")):
             following["next"] = {"type": kind, "id": item["id"]}

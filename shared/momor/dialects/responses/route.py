@@ -37,6 +37,7 @@ from ...providers import speaks
 from ...routing.plan import Candidate, plan
 from ...routing.request import Routed
 from ...store import responses as stored_responses
+from ...store.dynamo import DynamoError
 from ..native.parse import needs_of
 from . import ids, parse, write
 from .input import Ref, invalid, named, read_items
@@ -129,7 +130,9 @@ async def _expand(p: Prepared) -> bool:
     routed, reply, caller = p.routed, p.routed.reply, p.recorder.caller_id
     conversation: list[Any] = []
     if reply.previous_response_id is not None:
-        found = await stored_responses.get(caller, reply.previous_response_id)
+        # An id Momor never wrote is not looked up (nor is caller text sent to the table as a key).
+        found = await stored_responses.get(caller, reply.previous_response_id) \
+            if ids.request_of(reply.previous_response_id) else None
         if found is None:
             raise RequestError(f"Previous response with id '{reply.previous_response_id}' not found.",
                                param="previous_response_id")
@@ -214,9 +217,7 @@ def operation(backend: Backend) -> Any:
         reply.writer = None
         try:
             expanded = await _expand(p)
-        except MomorError:
-            raise
-        except Exception:
+        except DynamoError:
             logger.exception("stored responses not read", extra={"request_id": recorder.request_id})
             raise MomorError("Stored responses are unavailable; retry shortly.", status=503) from None
         if expanded:
@@ -309,6 +310,8 @@ def router(backend: Backend) -> list[Route]:
         owner = await _owner(backend, request)
         if owner is None:
             return _error(401, "A valid Momor API key is required.")
+        if ids.request_of(response_id) is None:  # not an id Momor writes: never looked up
+            return _not_found(response_id)
         if request.method == "DELETE":
             if not await stored_responses.delete(owner, response_id):
                 return _not_found(response_id)
