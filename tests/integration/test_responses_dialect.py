@@ -101,6 +101,10 @@ def test_bad_input_is_a_400_in_openais_error_shape(momor, fake, client):
     response = momor.post("/v1/responses", {"model": CLAUDE, "input": "hi", "stream": "yes"})
     assert response.status_code == 400
     assert response.json()["error"]["type"] == "invalid_request_error" and response.json()["error"]["param"] == "stream"
+    for name, value in (("background", True), ("conversation", "conv_1"), ("prompt", {"id": "pmpt_1"})):
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.responses.create(model=CLAUDE, input="hi", extra_body={name: value})
+        assert caught.value.body["param"] == name  # refused, never quietly ignored
     assert fake.requests("anthropic") == []
 
 

@@ -73,6 +73,7 @@ def parse(body: dict[str, Any]) -> Routed:
         raise invalid("model is required unless models names one.", "model")
     selectors = parse_selectors(body.get("model"), body.get("models"))
     prio = parse_prioritization(body.get("provider"), "provider", lenient=True)
+    _refuse_unserved(body)
     stream = _flag(body, "stream", False)
     store = _flag(body, "store", True)
     previous = body.get("previous_response_id")
@@ -100,6 +101,20 @@ def parse(body: dict[str, Any]) -> Routed:
     if reply.built_in or not _needs_state(read, previous):
         passthrough(call, body)
     return routed
+
+
+_UNSERVED = {
+    "background": "background mode is not served: Momor answers while the call is open (stream it instead).",
+    "conversation": "conversations are not served: continue a response with previous_response_id.",
+    "prompt": "prompt templates are not served: send the instructions and input themselves.",
+}
+"""Fields asking for what only OpenAI's own platform keeps: refused, not quietly ignored."""
+
+
+def _refuse_unserved(body: dict[str, Any]) -> None:
+    for name, why in _UNSERVED.items():
+        if body.get(name) not in (None, False):
+            raise invalid(f"{name}: {why}", name)
 
 
 def _flag(body: dict[str, Any], name: str, default: bool) -> bool:
