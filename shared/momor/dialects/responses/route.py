@@ -134,7 +134,7 @@ async def _expand(p: Prepared) -> bool:
         found = await stored_responses.get(caller, reply.previous_response_id) \
             if ids.request_of(reply.previous_response_id) else None
         if found is None:
-            raise RequestError(f"Previous response with id '{reply.previous_response_id}' not found.",
+            raise RequestError(f"Previous response with id '{_shown(reply.previous_response_id)}' not found.",
                                param="previous_response_id")
         conversation = _MESSAGES.validate_python(found.conversation)
     items = named(reply.read, p.recorder.request_id)
@@ -165,10 +165,15 @@ async def _referenced(caller: str, refs: list[Ref]) -> dict[str, tuple[dict[str,
             continue
         item = _stored_item(found, ref.id)
         if item is None:
-            raise RequestError(f"Item with id '{ref.id}' not found.", param="input")
+            raise RequestError(f"Item with id '{_shown(ref.id)}' not found.", param="input")
         entries = [_completed(found, e) if isinstance(e, Ref) else e for e in read_items([item])]
         out[ref.id] = (item, entries)
     return out
+
+
+def _shown(value: str) -> str:
+    """An id as an error message repeats it: the caller's own text, so never more than an id's length."""
+    return value if len(value) <= 80 else value[:80] + "..."
 
 
 def _stored_item(found: Any, item_id: str) -> dict[str, Any] | None:
@@ -270,7 +275,7 @@ def _error(status: int, message: str, param: str | None = None) -> Response:
 
 def _not_found(response_id: str) -> Response:
     # Another key's response answers exactly as a missing one: its existence is not told.
-    return _error(404, f"Response with id '{response_id}' not found.")
+    return _error(404, f"Response with id '{_shown(response_id)}' not found.")
 
 
 async def _owner(backend: Backend, request: Request) -> str | None:
