@@ -208,6 +208,7 @@ def test_failover_and_the_record(momor, fake, client):
     raw = client.responses.with_raw_response.create(model="duo", input="Hello there")
     answer = raw.parse()
     assert answer.output_text == "Echo: Hello there" and answer.model == "momor/duo"
+    assert raw.headers["x-momor-provider"] == "backup" and raw.headers["x-momor-model"] == "momor/duo"
     record = record_of(momor, raw.headers["x-momor-request-id"])
     assert [a["provider"] for a in record["attempts"]][-1] == "backup"
     assert record["served"]["provider"] == "backup" and record["finishReason"] is not None

@@ -58,8 +58,11 @@ class ResponsesDoor:
 
     def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler) -> Response:
         reply = routed.reply
-        return json_response(reply.final if reply.final is not None else
-                             _whole(request_id, routed, candidate, assembler))
+        response = json_response(reply.final if reply.final is not None else
+                                 _whole(request_id, routed, candidate, assembler))
+        # Who served, on a whole answer too: the response object names the model, never the provider.
+        response.headers.update(self.stream_headers(routed, candidate))
+        return response
 
     def stream_headers(self, routed: Routed, candidate: Candidate) -> dict[str, str]:
         return {"X-Momor-Provider": candidate.provider.name, "X-Momor-Model": candidate.model.public_id}

@@ -33,7 +33,9 @@ def usage_object(usage: Usage) -> dict[str, Any]:
     output = (usage.output_tokens or 0) + (usage.thought_tokens or 0)
     reasoning = usage.reasoning_tokens if usage.reasoning_tokens is not None else usage.thought_tokens
     return {
-        "input_tokens": given, "input_tokens_details": {"cached_tokens": usage.cache_read_tokens or 0},
+        "input_tokens": given,
+        "input_tokens_details": {"cached_tokens": usage.cache_read_tokens or 0,
+                                 "cache_write_tokens": usage.cache_write_tokens or 0},
         "output_tokens": output, "output_tokens_details": {"reasoning_tokens": reasoning or 0},
         "total_tokens": given + output,
     }
