@@ -13,6 +13,7 @@ import time
 
 import openai
 import pytest
+from openai.types.responses import Response, ResponseItemList
 from pydantic import BaseModel
 
 from momor.store import apikeys
@@ -64,6 +65,7 @@ def test_text_on_a_translated_wire(momor, fake, client):
                                                     max_output_tokens=64, metadata={"team": "a"})
     answer = raw.parse()
     request_id = raw.headers["x-momor-request-id"]
+    Response.model_validate(raw.http_response.json())  # strictly as the SDK types it, not only leniently read
     assert answer.id == f"resp_{request_id}" and answer.object == "response"
     assert answer.status == "completed" and answer.model == "anthropic/claude-sonnet-4-5"
     assert answer.output_text == "Echo: Hello there"
@@ -178,6 +180,8 @@ def test_retrieve_delete_and_input_items_belong_to_the_key_that_made_them(momor,
     made = client.responses.create(model=CLAUDE, input=[
         {"role": "developer", "content": "Be brief."}, {"role": "user", "content": "Hello there"}])
     assert client.responses.retrieve(made.id).output_text == "Echo: Hello there"
+    raw_list = momor.get(f"/v1/responses/{made.id}/input_items").json()
+    ResponseItemList.model_validate(raw_list)  # strictly as the SDK types it
     listed = client.responses.input_items.list(made.id, order="asc")
     assert [i.role for i in listed.data] == ["developer", "user"]
     assert listed.data[1].content[0].text == "Hello there" and listed.data[1].id
