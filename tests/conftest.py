@@ -153,6 +153,7 @@ def momor_aws(aws: Endpoints, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsRe
         records_table=f"records-{tag}",
         api_keys_table=f"api-keys-{tag}",
         memory_table=f"memory-{tag}",
+        responses_table=f"responses-{tag}",
         catalog_bucket=f"catalog-{tag}",
         keys_secret=f"momor/keys-{tag}",
     )

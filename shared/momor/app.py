@@ -73,7 +73,9 @@ def all_routes(backend: Backend | None = None) -> FastAPI:
     from .dialects.native import route as native
     from .dialects.openai import route as openai
     from .dialects.openai import router_route
+    from .dialects.responses import route as responses
 
     return build_app(native.routes, decision_route.routes, transcribe.routes, openai.routes, router_route.routes,
                      generations.routes, anthropic.routes, model_list.routes, usage.routes, key_routes.routes,
+                     responses.routes,
                      backend=backend)

@@ -4,7 +4,8 @@
                 MOMOR_CATALOG_TTL (60 s), MOMOR_KEYS_SECRET, MOMOR_KEYS_TTL (300 s),
                 MOMOR_RECORDS_TABLE, MOMOR_RECORD_TTL_DAYS (90), MOMOR_API_KEYS_TABLE,
                 MOMOR_API_KEY_CACHE_S (60: how long a disabled key may still work in a warm process),
-                MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30)
+                MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30),
+                MOMOR_RESPONSES_TABLE (stored responses), MOMOR_RESPONSES_TTL_DAYS (30)
     sessions    MOMOR_COGNITO_USER_POOL_ID, MOMOR_COGNITO_REGION, MOMOR_COGNITO_CLIENT_ID,
                 MOMOR_COGNITO_JWKS_URL (development: moto_server's), MOMOR_COGNITO_OPERATOR_GROUP
     failures    MOMOR_RETRIES (2), MOMOR_RETRY_BASE_MS (250), MOMOR_RETRY_MAX_MS (4000),
@@ -99,6 +100,8 @@ class Config:
     the bound on how long a disabled or deleted key keeps working in a warm process. 0: every call asks."""
     memory_table: str | None = _knob("MOMOR_MEMORY_TABLE")
     memory_ttl_days: int = _knob("MOMOR_MEMORY_TTL_DAYS", 30, kind=int, minimum=0)
+    responses_table: str | None = _knob("MOMOR_RESPONSES_TABLE")  # stored responses (store/responses.py)
+    responses_ttl_days: int = _knob("MOMOR_RESPONSES_TTL_DAYS", 30, kind=int, minimum=0)
     usage_max_records: int = _knob("MOMOR_USAGE_MAX_RECORDS", 20_000, kind=int, minimum=1)  # store/usage.py
     # failures (routing/policy.py)
     retries: int = _knob("MOMOR_RETRIES", 2, kind=int, minimum=0, maximum=10)

@@ -281,7 +281,7 @@ def test_stream_closed_cleanly_before_the_finish_is_an_error(momor, fake, door, 
 
 # --- circuit breaker --------------------------------------------------------------------------------
 
-BREAKER_FAILURE = {"native": 503, "openai": 502, "anthropic": 529}
+BREAKER_FAILURE = {"native": 503, "openai": 502, "anthropic": 529, "responses": 503}
 """The retried status each door's breaker test opens the lead's circuit with."""
 
 

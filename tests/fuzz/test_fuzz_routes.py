@@ -12,13 +12,14 @@ import pytest
 from hypothesis import given, note
 from hypothesis import strategies as st
 
-from . import anthropic, native, openai, router
+from . import anthropic, native, openai, responses, router
 from .conftest import FUZZ_SETTINGS, headers_strategy, json_values, post, raw_bodies
 from .dialect import Dialect
 
 pytestmark = pytest.mark.emulators
 
-DIALECTS = pytest.mark.parametrize("dialect", [native.DIALECT, openai.DIALECT, router.DIALECT, anthropic.DIALECT],
+DIALECTS = pytest.mark.parametrize("dialect", [native.DIALECT, openai.DIALECT, router.DIALECT, anthropic.DIALECT,
+                                                 responses.DIALECT],
                                    ids=lambda d: d.name)
 
 

@@ -89,6 +89,7 @@ def stack(aws: Endpoints, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             catalog_file=catalog_file,
             keys_secret=f"momor/rie-keys-{tag}",
             memory_table=f"rie-memory-{tag}",
+            responses_table=f"rie-responses-{tag}",
             keys=SAVED_KEYS,
         )
         key, caller_id = _create_api_key(aws, names["MOMOR_API_KEYS_TABLE"])
@@ -268,7 +269,7 @@ def test_bridge_buffered_answer(models_stream_fn, stack):
 
 
 @pytest.mark.parametrize("function", ["ModelsFunction", "ChatCompletionsFunction", "MessagesFunction",
-                                      "DecisionFunction", "TranscribeFunction"])
+                                      "DecisionFunction", "TranscribeFunction", "ResponsesFunction"])
 def test_a_streaming_function_without_its_exec_wrapper_fails_its_init(build, stack, function):
     """The template's own Handler under the stock runtime client: before, a buffered JSON answer
     (status 200) that API Gateway's STREAM integration cannot read; now an init failure that says why."""
@@ -304,6 +305,24 @@ def messages_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
 def catalog_fn(build: rie.Build, stack: Stack) -> Iterator[rie.LambdaFunction]:
     with rie.LambdaFunction.from_build(build, "CatalogFunction", stack.env("CatalogFunction")) as fn:
         yield fn
+
+
+def test_responses_function_answers_and_another_instance_reads_what_it_stored(build, stack):
+    """The built ResponsesFunction answers POST /v1/responses and keeps the response in its table: a
+    second function process (another Lambda instance) reads it back for the same key (issue 24)."""
+    stack.fake.reset()
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {stack.api_key}"}
+    body = {"model": "claude-sonnet-4-5", "input": "Hello"}
+    env = stack.env("ResponsesFunction")
+    with rie.LambdaFunction.from_build(build, "ResponsesFunction", env) as fn:
+        answer = fn.invoke(rie.api_event("rest", "POST", "/v1/responses", body=body, headers=headers))
+        assert answer.status == 200, f"{answer.text}\n{fn.log()}"
+    made = answer.json()
+    assert made["object"] == "response" and made["output"][0]["content"][0]["text"] == "Echo: Hello"
+    with rie.LambdaFunction.from_build(build, "ResponsesFunction", env) as other:
+        read = other.invoke(rie.api_event("rest", "GET", f"/v1/responses/{made['id']}", headers=headers))
+        assert read.status == 200, f"{read.text}\n{other.log()}"
+    assert read.json()["id"] == made["id"] and read.json()["output"] == made["output"]
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -45,6 +45,10 @@ ROUTES = [
     ("post", "/models/completions", "ChatCompletionsFunction", True),
     ("post", "/router/v1/chat/completions", "ChatCompletionsFunction", True),
     ("post", "/router/chat/completions", "ChatCompletionsFunction", True),
+    ("post", "/v1/responses", "ResponsesFunction", True),
+    ("get", "/v1/responses/{response_id}", "ResponsesFunction", True),
+    ("delete", "/v1/responses/{response_id}", "ResponsesFunction", True),
+    ("get", "/v1/responses/{response_id}/input_items", "ResponsesFunction", True),
     ("post", "/messages", "MessagesFunction", True),
     ("post", "/messages/count_tokens", "MessagesFunction", True),
     ("post", "/v1/messages", "MessagesFunction", True),
@@ -68,6 +72,7 @@ FOLDERS = {
     "DecisionFunction": "decision",
     "TranscribeFunction": "transcribe",
     "ChatCompletionsFunction": "chat_completions",
+    "ResponsesFunction": "responses",
     "MessagesFunction": "messages",
     "GenerationsFunction": "generations",
     "CatalogFunction": "catalog",
@@ -703,7 +708,12 @@ def test_tables():
                                    {"AttributeName": "turn", "KeyType": "RANGE"}]
     assert memory["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
     assert T["Globals"]["Function"]["Environment"]["Variables"]["MOMOR_MEMORY_TABLE"] == {"Ref": "MemoryTurnsTable"}
-    for table in ("RecordsTable", "ApiKeysTable", "MemoryTurnsTable", "MemoryTable"):
+    # Stored responses (store/responses.py): one item per response, keyed by caller and response id.
+    stored = props("ResponsesTable")
+    assert stored["KeySchema"] == [{"AttributeName": "responseKey", "KeyType": "HASH"}]
+    assert stored["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
+    assert T["Globals"]["Function"]["Environment"]["Variables"]["MOMOR_RESPONSES_TABLE"] == {"Ref": "ResponsesTable"}
+    for table in ("RecordsTable", "ApiKeysTable", "MemoryTurnsTable", "MemoryTable", "ResponsesTable"):
         p = props(table)
         assert p["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
         assert p["BillingMode"] == "PAY_PER_REQUEST"
@@ -715,7 +725,7 @@ def test_tables_use_the_free_aws_owned_key_unless_told_otherwise():
     """SSEEnabled true is the account's AWS-managed KMS key (billed per request); false is the free
     AWS-owned key, the default here."""
     assert T["Parameters"]["TableKey"]["Default"] == "AwsOwned"
-    tables = ("RecordsTable", "ApiKeysTable", "MemoryTable")
+    tables = ("RecordsTable", "ApiKeysTable", "MemoryTable", "ResponsesTable")
     for overrides, enabled in (((), False), (("TableKey=AwsManaged",), True)):
         resources = translated(*overrides)["Resources"]
         for table in tables:

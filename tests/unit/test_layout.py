@@ -27,7 +27,9 @@ EXTERNAL_FILES = {
     "types/chat/completion_create_params.py", "types/chat/chat_completion.py", "chat_completion_chunk.py",
     "completion_usage.py", "types/responses/response_create_params.py", "easy_input_message_param.py",
     "response_reasoning_item_param.py", "response_function_tool_call_param.py", "response_input_image_param.py",
-    "response_input_file_param.py",  # openai-python
+    "response_input_file_param.py", "types/responses/response_input_item_param.py", "types/responses/response.py",
+    "response.py", "response_usage.py", "response_output_message.py", "response_reasoning_item.py",
+    "response_function_tool_call.py", "_event.py",  # openai-python
     "types.py",  # google-genai
     "bootstrap.py", "/var/runtime/bootstrap.py",  # the AWS Lambda python runtime
 }

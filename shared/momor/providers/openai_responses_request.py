@@ -63,6 +63,8 @@ def stores_nothing(target: Target) -> bool:
 
 
 def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
+    if target.passthrough_body is not None:  # the attempt loop's decision (routing/passthrough.py)
+        return build_passthrough_request(target.passthrough_body, target, stream)
     store_false = stores_nothing(target)
     body: dict[str, Any] = {"model": target.model_id}
     if call.system:
@@ -90,6 +92,24 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
         body["store"] = False
     if stream:
         body["stream"] = True
+    headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
+    return WireRequest(path=PATH, body=body, headers=headers)
+
+
+def build_passthrough_request(raw: dict[str, Any], target: Target, stream: bool) -> WireRequest:
+    """The caller's own Responses body (`raw`: the Responses dialect took Momor's routing and
+    state fields off), but for: the offering's model id; `store: false` on the deployment's keys, as on
+    every call (then `include` asks for the encrypted reasoning, so reasoning can come back); and
+    `stream` as the exchange asks. `raw` is never changed."""
+    body = {**raw, "model": target.model_id}
+    body.pop("stream", None)
+    if stream:
+        body["stream"] = True
+    if stores_nothing(target):
+        body["store"] = False
+        include = body.get("include") if isinstance(body.get("include"), list) else []
+        if ENCRYPTED_REASONING not in include and isinstance(body.get("reasoning"), dict):
+            body["include"] = [*include, ENCRYPTED_REASONING]
     headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
     return WireRequest(path=PATH, body=body, headers=headers)
 

@@ -17,8 +17,10 @@ from .anthropic_messages import AnthropicDoor
 from .base import Door, Outcome
 from .native import NativeDoor
 from .openai_chat import OpenAIDoor
+from .openai_responses import ResponsesDoor
 
-DOORS: dict[str, Callable[[Any], Door]] = {"native": NativeDoor, "openai": OpenAIDoor, "anthropic": AnthropicDoor}
+DOORS: dict[str, Callable[[Any], Door]] = {"native": NativeDoor, "openai": OpenAIDoor, "anthropic": AnthropicDoor,
+                                           "responses": ResponsesDoor}
 """Dialect name (as the record names it) -> the door's adapter, built on a running Momor."""
 
 __all__ = ["DOORS", "Door", "Outcome"]
