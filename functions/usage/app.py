@@ -3,11 +3,11 @@
 from mangum import Mangum
 from mangum.adapter import DEFAULT_TEXT_MIME_TYPES
 
-from momor.api import usage
+from momor.api import console, usage
 from momor.api.app import build_app
 from momor.lambda_stream import warmup
 
-app = build_app(usage.router, title="Momor usage")
+app = build_app(usage.router, console.router, title="Momor usage")
 # The console's favicon is SVG, text, but not a type Mangum answers as text: it would go out base64
 # encoded, and the REST API (no binary media types) hands a base64 body to the browser as it is.
 handler = Mangum(app, lifespan="off", text_mime_types=[*DEFAULT_TEXT_MIME_TYPES, "image/svg+xml"])

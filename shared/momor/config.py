@@ -69,6 +69,19 @@ def _checked_allow_list(text: str) -> str:
     return text
 
 
+def _checked_origin(text: str) -> str:
+    """An origin (`https://host[:port]`, no path): it goes into the console's Content-Security-Policy
+    and its sign-in requests, so a stray space, quote or path is refused at start."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text.rstrip("/"))
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query \
+            or parts.fragment or parts.username or any(c in text for c in " ;,'\""):
+        raise ConfigError(f"MOMOR_COGNITO_ENDPOINT and MOMOR_COGNITO_DOMAIN are origins such as "
+                          f"https://host.example (no path), not {text!r}")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     # storage
@@ -114,6 +127,16 @@ class Config:
     budget_store_failure: str = _knob("MOMOR_BUDGET_STORE_FAILURE", "open")
     """When the spend-limit store (DynamoDB) fails: `open` admits a budgeted call uncounted (settled
     once the store answers again), `closed` refuses it with 503 (store/budgets.py)."""
+
+    # signing in (issue 26): the user pool whose tokens Momor accepts, and the console's sign-in
+    cognito_user_pool_id: str | None = _knob("MOMOR_COGNITO_USER_POOL_ID")
+    cognito_client_id: str | None = _knob("MOMOR_COGNITO_CLIENT_ID")
+    cognito_region: str | None = _knob("MOMOR_COGNITO_REGION")
+    cognito_endpoint: str | None = _knob("MOMOR_COGNITO_ENDPOINT", kind=_checked_origin)
+    """The user-pool emulator's base URL (development, tests); unset on AWS, where it is Cognito's."""
+    cognito_domain: str | None = _knob("MOMOR_COGNITO_DOMAIN", kind=_checked_origin)
+    """The hosted sign-in page's origin (`https://<prefix>.auth.<region>.amazoncognito.com`): the
+    console signs in there with the authorization-code flow and PKCE (api/console.py)."""
 
     @property
     def max_inline_file_bytes(self) -> int:
