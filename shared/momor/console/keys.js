@@ -11,9 +11,13 @@ window.MomorKeys = (function () {
   const state = { me: null, keys: [], editing: null, revoking: null };
   const $ = (id) => document.getElementById(id);
 
-  const isAdmin = () => Boolean(state.me && state.me.role === "admin");
+  // An operator (the deployment's owner) manages its own organization as an admin does.
+  const isAdmin = () => Boolean(state.me && (state.me.role === "admin" || state.me.role === "operator"));
   const canCreate = () => Boolean(state.me && (isAdmin() || (state.me.organization || {}).membersCreateKeys));
-  const canManage = (key) => !key.disabled && (isAdmin() || key.owner === state.me.id);
+  // A member sees only their own keys (GET /keys), and changes them when they may create keys.
+  const canManage = (key) => !key.disabled && canCreate();
+  // A key's owner is the person's id (their Cognito `sub`); /me's id is the caller's (`p-<sub>`).
+  const mine = (key) => Boolean(state.me && key.owner && "p-" + key.owner === state.me.id);
 
   function setMe(me) {
     state.me = me;
@@ -42,17 +46,18 @@ window.MomorKeys = (function () {
 
   function spendCell(spent, limit, test) {
     const { el, usd } = ui();
-    const cell = el("td", { class: "num", "data-test": test }, usd(spent));
-    if (limit !== null && limit !== undefined) {
+    // null: the records could not be read just now (the server says so rather than guess 0).
+    const known = spent !== null && spent !== undefined;
+    const cell = el("td", { class: "num", "data-test": test }, known ? usd(spent) : "–");
+    if (known && limit !== null && limit !== undefined) {
       const share = limit > 0 ? spent / limit : 1;
       cell.append(el("span", { class: "of" + (share >= 1 ? " over" : share >= 0.8 ? " warn" : "") }, " of " + usd(limit)));
     }
     return cell;
   }
 
-  function ownerText(owner) {
-    if (state.me && owner === state.me.id) return "you";
-    return owner || "—";
+  function ownerText(key) {
+    return mine(key) ? "you" : key.owner || "—";
   }
 
   function row(key) {
@@ -71,12 +76,12 @@ window.MomorKeys = (function () {
       actions.append(edit, revoke);
     }
     const cells = [name];
-    if (isAdmin()) cells.push(el("td", { "data-test": "key-owner" }, ownerText(key.owner)));
+    if (isAdmin()) cells.push(el("td", { class: "owner", "data-test": "key-owner" }, ownerText(key)));
     cells.push(
       el("td", { class: "hide-sm" }, key.created ? when(key.created) : "—"),
       el("td", { class: "hide-sm muted", "data-test": "key-limits" }, limitsText(l)),
-      spendCell(Number(s.todayUsd) || 0, l.budgetDailyUsd, "key-today"),
-      spendCell(Number(s.monthUsd) || 0, l.budgetMonthlyUsd, "key-month"),
+      spendCell(s.todayUsd, l.budgetDailyUsd, "key-today"),
+      spendCell(s.monthUsd, l.budgetMonthlyUsd, "key-month"),
       el("td", {}, el("span", { class: "pill " + (key.disabled ? "bad" : "ok"), "data-test": "key-status" },
         key.disabled ? "revoked" : "active")),
       actions);
@@ -112,8 +117,9 @@ window.MomorKeys = (function () {
 
   async function submitForm(event) {
     event.preventDefault();
-    const body = { name: $("key-name").value.trim(), rateLimitPerMinute: numberOrNull("key-rate"),
-      budgetDailyUsd: numberOrNull("key-daily"), budgetMonthlyUsd: numberOrNull("key-monthly"), zdr: $("key-zdr").checked };
+    // An empty field is null: no budget, or the deployment's rate limit (and, when editing, removes it).
+    const body = { name: $("key-name").value.trim(), limits: { rateLimitPerMinute: numberOrNull("key-rate"),
+      budgetDailyUsd: numberOrNull("key-daily"), budgetMonthlyUsd: numberOrNull("key-monthly"), zdr: $("key-zdr").checked } };
     $("key-form-submit").disabled = true;
     try {
       if (state.editing) {
