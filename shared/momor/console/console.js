@@ -194,7 +194,7 @@
     note.textContent = u.truncated ? "Showing the newest " + int(u.records) + " calls of this range." : "";
     // Admins of an organization see its calls by person too (GET /usage's `person` group).
     const people = document.querySelector('#top-tabs [data-group="person"]');
-    people.hidden = !u.groups.person;
+    people.hidden = !u.groups.person || u.scope === "own";
     if (people.hidden && state.group === "person") selectGroup("model");
     renderBudget(u.budget);
     renderCharts(u);
@@ -338,6 +338,10 @@
     const rows = (u.groups[state.group] || []).map((g) => {
       let name = g.label || g.name;
       if (state.group === "key" && g.name === u.caller.id) name = (u.caller.name || g.name) + " (this key)";
+      // People are grouped by their id (Cognito `sub`); the signed-in person's is /me's id without `p-`.
+      if (state.group === "person" && state.me && "p-" + g.name === state.me.id) {
+        name = (state.me.name || state.me.email || g.name) + " (you)";
+      }
       return el("tr", { "data-name": g.name },
         el("td", { class: "name" }, name),
         el("td", { class: "num", "data-test": "calls" }, int(g.calls)),

@@ -44,11 +44,11 @@ window.MomorKeys = (function () {
     return parts.length ? parts.join(" · ") : "no limits";
   }
 
-  function spendCell(spent, limit, test) {
+  function spendCell(spent, limit, test, extra) {
     const { el, usd } = ui();
     // null: the records could not be read just now (the server says so rather than guess 0).
     const known = spent !== null && spent !== undefined;
-    const cell = el("td", { class: "num", "data-test": test }, known ? usd(spent) : "–");
+    const cell = el("td", { class: "num" + (extra ? " " + extra : ""), "data-test": test }, known ? usd(spent) : "–");
     if (known && limit !== null && limit !== undefined) {
       const share = limit > 0 ? spent / limit : 1;
       cell.append(el("span", { class: "of" + (share >= 1 ? " over" : share >= 0.8 ? " warn" : "") }, " of " + usd(limit)));
@@ -81,7 +81,7 @@ window.MomorKeys = (function () {
       el("td", { class: "hide-sm" }, key.created ? when(key.created) : "—"),
       el("td", { class: "hide-sm muted", "data-test": "key-limits" }, limitsText(l)),
       spendCell(s.todayUsd, l.budgetDailyUsd, "key-today"),
-      spendCell(s.monthUsd, l.budgetMonthlyUsd, "key-month"),
+      spendCell(s.monthUsd, l.budgetMonthlyUsd, "key-month", "hide-sm"),
       el("td", {}, el("span", { class: "pill " + (key.disabled ? "bad" : "ok"), "data-test": "key-status" },
         key.disabled ? "revoked" : "active")),
       actions);
