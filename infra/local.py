@@ -114,8 +114,11 @@ def _sign_in(args: argparse.Namespace, moto: str) -> str:
         return f"Console: {console} (the user pool {os.environ['MOMOR_COGNITO_USER_POOL_ID']}, or the API key)"
     email = args.dev_email or cognito_dev.DEV_EMAIL
     password = args.dev_password or cognito_dev.DEV_PASSWORD
+    from momor.config import reset_config
+
     pool = cognito_dev.provision_dev(moto, email=email, password=password)
     os.environ.update(pool.env())
+    reset_config()  # making the organization read the settings before the pool's were set
     return (f"Console: {console}\n"
             f"  sign in as {email} with the password {password} (admin of {cognito_dev.DEV_ORG_NAME!r}),\n"
             f"  or with the API key {args.api_key}\n"
@@ -146,8 +149,8 @@ def main(argv: list[str] | None = None) -> None:
         from momor.api.app import all_routes
         from momor.store import apikeys
 
-        apikeys.accept_local_key(args.api_key, name="local", admin=True)  # the operator sees every key
         sign_in = _sign_in(args, moto)
+        apikeys.accept_local_key(args.api_key, name="local", admin=True)  # the operator sees every key
         print(f"Momor is serving on http://{args.host}:{args.port} (API key: {args.api_key})", flush=True)
         print(sign_in, flush=True)
         # uvloop and httptools (the `local` extra): about a third of a streamed token's cost through
