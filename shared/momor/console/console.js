@@ -435,7 +435,10 @@
   // The way back from the hosted sign-in page first (it carries a code to exchange), then the page.
   auth.loadConfig()
     .then(() => auth.finishHostedSignIn())
-    .catch((error) => { $("session-error").textContent = error.message; })
+    .catch((error) => {
+      $("session-error").textContent = error.message;
+      document.body.setAttribute("data-state", "error");
+    })
     .then(load);
 
   window.MomorUI = { $, el, usd, int, when };
