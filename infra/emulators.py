@@ -217,7 +217,7 @@ def provision(
     variables naming them. Creating what already exists is not an error, so it can run twice."""
     ddb = endpoints.client("dynamodb")
     _create_table(ddb, records_table, "id", indexes=True)
-    _create_table(ddb, api_keys_table, "keyHash")
+    _create_table(ddb, api_keys_table, "keyHash", org_index=True)
     _create_table(ddb, memory_table, "threadKey", sort_key="turn")  # one item per turn (store/memory.py)
     # Records expire, and so do the rate-limit windows kept in the API-keys table and memory threads.
     for table in (records_table, api_keys_table, memory_table):
@@ -250,8 +250,9 @@ def provision(
 
 
 def _create_table(ddb: Any, name: str, partition_key: str, *, sort_key: str | None = None,
-                  indexes: bool = False) -> None:
-    """A table (string keys); with `indexes`, the records table's usage indexes (momor.usage) too."""
+                  indexes: bool = False, org_index: bool = False) -> None:
+    """A table (string keys); with `indexes`, the records table's usage indexes (momor.usage) too;
+    with `org_index`, the API-keys table's byOrg index (momor.store.key_admin)."""
     extra: dict[str, Any] = {}
     attributes = [{"AttributeName": partition_key, "AttributeType": "S"}]
     schema = [{"AttributeName": partition_key, "KeyType": "HASH"}]
@@ -262,6 +263,11 @@ def _create_table(ddb: Any, name: str, partition_key: str, *, sort_key: str | No
         from momor.store.usage import index_definitions
 
         more, extra["GlobalSecondaryIndexes"] = index_definitions()
+        attributes += more
+    if org_index:
+        from momor.store.key_admin import index_definition
+
+        more, extra["GlobalSecondaryIndexes"] = index_definition()
         attributes += more
     try:
         ddb.create_table(

@@ -1,13 +1,14 @@
-"""GET /usage (usage over a time range, as JSON) and GET /console (the page that charts it), buffered."""
+"""GET /usage (usage over a time range, as JSON), GET /console (the page that charts it), and the key
+management the console uses (GET /me, /keys; POST /keys; PATCH, DELETE /keys/{id}), buffered."""
 
 from mangum import Mangum
 from mangum.adapter import DEFAULT_TEXT_MIME_TYPES
 
-from momor.api import console, usage
+from momor.api import console, key_routes, usage
 from momor.api.app import build_app
 from momor.lambda_stream import warmup
 
-app = build_app(usage.router, console.router, title="Momor usage")
+app = build_app(usage.router, key_routes.router, console.router, title="Momor usage")
 # The console's favicon is SVG, text, but not a type Mangum answers as text: it would go out base64
 # encoded, and the REST API (no binary media types) hands a base64 body to the browser as it is.
 handler = Mangum(app, lifespan="off", text_mime_types=[*DEFAULT_TEXT_MIME_TYPES, "image/svg+xml"])

@@ -5,6 +5,10 @@
                 MOMOR_RECORDS_TABLE, MOMOR_RECORD_TTL_DAYS (90), MOMOR_API_KEYS_TABLE,
                 MOMOR_API_KEY_CACHE_S (60: how long a disabled key may still work in a warm process),
                 MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30)
+    sessions    MOMOR_COGNITO_USER_POOL_ID, MOMOR_COGNITO_REGION, MOMOR_COGNITO_CLIENT_ID,
+                MOMOR_COGNITO_JWKS_URL (development: moto_server's), MOMOR_COGNITO_OPERATOR_GROUP;
+                the console's sign-in: MOMOR_COGNITO_DOMAIN (the hosted page, deployed) or
+                MOMOR_COGNITO_ENDPOINT (development: moto_server's, for InitiateAuth)
     failures    MOMOR_RETRIES (2), MOMOR_RETRY_BASE_MS (250), MOMOR_RETRY_MAX_MS (4000),
                 MOMOR_MAX_RETRY_AFTER_S (20), MOMOR_CALL_BUDGET_S (300), MOMOR_CONNECT_TIMEOUT_S (10),
                 MOMOR_RESPONSE_TIMEOUT_S (30: the response headers),
@@ -127,11 +131,19 @@ class Config:
     budget_store_failure: str = _knob("MOMOR_BUDGET_STORE_FAILURE", "open")
     """When the spend-limit store (DynamoDB) fails: `open` admits a budgeted call uncounted (settled
     once the store answers again), `closed` refuses it with 503 (store/budgets.py)."""
-
-    # signing in (issue 26): the user pool whose tokens Momor accepts, and the console's sign-in
+    # signed-in sessions (api/cognito.py): the user pool whose access tokens are accepted
     cognito_user_pool_id: str | None = _knob("MOMOR_COGNITO_USER_POOL_ID")
-    cognito_client_id: str | None = _knob("MOMOR_COGNITO_CLIENT_ID")
     cognito_region: str | None = _knob("MOMOR_COGNITO_REGION")
+    """The pool's region (default: the pool id's own prefix, `us-east-1_...`)."""
+    cognito_client_id: str | None = _knob("MOMOR_COGNITO_CLIENT_ID")
+    """The console's app client: an access token issued to any other client is refused."""
+    cognito_jwks_url: str | None = _knob("MOMOR_COGNITO_JWKS_URL")
+    """Development only: where the pool's keys are served (moto_server's /<pool id>/.well-known/jwks.json).
+    Unset, the pool's own issuer URL at AWS. Never read from a token (that would let a caller pick the host)."""
+    cognito_operator_group: str = _knob("MOMOR_COGNITO_OPERATOR_GROUP", "momor-operators")
+    """The Cognito group whose members are the deployment's operators (they see every organization)."""
+
+    # the console's sign-in (api/console.py)
     cognito_endpoint: str | None = _knob("MOMOR_COGNITO_ENDPOINT", kind=_checked_origin)
     """The user-pool emulator's base URL (development, tests); unset on AWS, where it is Cognito's."""
     cognito_domain: str | None = _knob("MOMOR_COGNITO_DOMAIN", kind=_checked_origin)

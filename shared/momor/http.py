@@ -24,14 +24,6 @@ def new_request_id() -> str:
     return os.urandom(16).hex()
 
 
-def bearer_token(request: Request) -> str | None:
-    auth = request.headers.get("authorization", "")
-    scheme, _, token = auth.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return token.strip()
-    return None
-
-
 def check_content_type(request: Request) -> None:
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media != "application/json":

@@ -26,7 +26,7 @@ def test_create_stores_only_the_hash(momor_aws: Any) -> None:
 
     assert re.fullmatch(r"momor-[A-Za-z0-9_-]{43}", plaintext)
     digest = hashlib.sha256(plaintext.encode()).hexdigest()
-    assert caller == Caller(id=digest[:16], name="ci bot", zdr=True)
+    assert caller == Caller(id=digest[:16], name="ci bot", zdr=True, owner="platform team")
     (item,) = scan(momor_aws)
     assert item["keyHash"] == {"S": digest}
     assert item["name"] == {"S": "ci bot"} and item["owner"] == {"S": "platform team"}
@@ -144,7 +144,8 @@ async def test_cli_prints_the_key_once_and_stores_its_hash(momor_aws: Any, capsy
     assert item["keyHash"]["S"] == apikeys.key_hash(plaintext)
     assert item["zdr"] == {"BOOL": True}
     apikeys.reset_cache()
-    assert await apikeys.authenticate(plaintext) == Caller(id=item["id"]["S"], name="from the cli", zdr=True)
+    assert await apikeys.authenticate(plaintext) == Caller(id=item["id"]["S"], name="from the cli", zdr=True,
+                                                           owner="ops")
 
 
 def test_cli_names_its_table_and_region_and_a_missing_table_says_where_it_looked(

@@ -55,6 +55,11 @@ ROUTES = [
     ("get", "/usage", "UsageFunction", False),
     ("get", "/console", "UsageFunction", False),
     ("get", "/console/{name}", "UsageFunction", False),
+    ("get", "/me", "UsageFunction", False),
+    ("get", "/keys", "UsageFunction", False),
+    ("post", "/keys", "UsageFunction", False),
+    ("patch", "/keys/{id}", "UsageFunction", False),
+    ("delete", "/keys/{id}", "UsageFunction", False),
     ("get", "/models/{id+}", "CatalogFunction", False),
     ("get", "/v1/models/{id+}", "CatalogFunction", False),
 ]

@@ -72,8 +72,8 @@ def all_routes(backend: Backend | None = None) -> FastAPI:
     from ..dialects.native import route as native
     from ..dialects.openai import route as openai
     from ..dialects.openai import router_route
-    from . import console, generations, model_list, usage
+    from . import console, generations, key_routes, model_list, usage
 
     return build_app(native.router, decision_route.router, transcribe.router, openai.router, router_route.router,
-                     generations.router, anthropic.router, model_list.router, usage.router, console.router,
-                     backend=backend)
+                     generations.router, anthropic.router, model_list.router, usage.router, key_routes.router,
+                     console.router, backend=backend)

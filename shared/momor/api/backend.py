@@ -12,14 +12,17 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from starlette.requests import Request
+
 from ..catalog import Catalog
 from ..config import Config, get_config
 from ..routing.attempts import KeyResolver, ResolvedKey
 from ..routing.plan import Candidate
-from ..store import apikeys, budgets, keys, ratelimit, records
+from ..store import budgets, keys, ratelimit, records
 from ..store.catalog_source import get_catalog_async
+from . import auth
 
-Caller = apikeys.Caller
+Caller = auth.Caller
 
 
 @dataclass(slots=True)
@@ -30,14 +33,14 @@ class Backend:
     async def catalog(self) -> Catalog:
         return await get_catalog_async()
 
-    async def authenticate(self, token: str | None) -> Caller | None:
-        if not token:
-            return None
-        return await apikeys.authenticate(token)
+    async def authenticate(self, request: Request) -> Caller:
+        """The caller (api/auth.py, the one place credentials are read); raises auth.Unauthorized (401)."""
+        return await auth.authenticate(request)
 
-    async def admit(self, caller: Caller, token: str) -> ratelimit.RateState:
-        """Count the call against the caller's rate limit (atomic in DynamoDB)."""
-        return await ratelimit.admit(caller.id, key_hash=apikeys.key_hash(token))
+    async def admit(self, caller: Caller) -> ratelimit.RateState:
+        """Count the call against the caller's rate limit (atomic in DynamoDB); a key's own
+        `rateLimit` is read from its item, a person has MOMOR_RATE_LIMIT."""
+        return await ratelimit.admit(caller.id, key_hash=caller.key_hash)
 
     async def admit_budget(self, caller: Caller, estimate: Decimal) -> budgets.BudgetState | None:
         """Hold the call's estimated cost against the key's spend limits, if it has any (budgets.py)."""

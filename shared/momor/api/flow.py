@@ -34,6 +34,7 @@ from ..logs import logger
 from ..redact import redact
 from ..routing.attempts import Answer, KeyResolver, Session
 from ..routing.estimate import cost_ceiling
+from ..routing.org_defaults import with_org_defaults
 from ..routing.plan import Candidate, check_provider_names, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
@@ -60,8 +61,6 @@ def retry_header(exc: MomorError) -> dict[str, str]:
 
 class Door(Protocol):
     dialect: str
-
-    def token(self, request: Request) -> str | None: ...
 
     def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         """The dialect's request, read. The catalog is there for dialects whose reading depends on
@@ -95,8 +94,8 @@ class _Admission:
         self.budget: BudgetState | None = None
         self._caller: tuple[Backend, Caller] | None = None
 
-    def start(self, backend: Backend, caller: Caller, token: str) -> None:
-        self.task = asyncio.ensure_future(backend.admit(caller, token))
+    def start(self, backend: Backend, caller: Caller) -> None:
+        self.task = asyncio.ensure_future(backend.admit(caller))
         self._caller = backend, caller
 
     async def check(self, recorder: Recorder, estimate: Callable[[], Decimal]) -> None:
@@ -201,13 +200,12 @@ async def routed_call(
 async def _prepare(
     request: Request, door: Door, backend: Backend, recorder: Recorder, admission: _Admission, *, billed: bool = True
 ) -> Prepared:
-    token = door.token(request)
-    caller = await backend.authenticate(token)
-    if caller is None or token is None:
-        raise RequestError("A valid Momor API key is required.", status=401)
+    caller = await backend.authenticate(request)
     recorder.caller_id = caller.id
     recorder.caller_name = caller.name
-    admission.start(backend, caller, token)
+    recorder.org = caller.org.id
+    recorder.person = caller.person
+    admission.start(backend, caller)
     check_content_type(request)
     check_accept(request)
     body = parse_json_object(await read_body(request))
@@ -215,6 +213,8 @@ async def _prepare(
     routed = door.parse(body, request, catalog)
     recorder.selectors = routed.written_selectors
     recorder.streaming = routed.call.stream
+    # The organization's defaults fill what the call left out, where its own provider fields apply.
+    routed.prio = with_org_defaults(routed.prio, caller.defaults, routed.prio_where)
     check_provider_names(catalog, routed.prio, routed.prio_where)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)

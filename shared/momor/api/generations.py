@@ -7,7 +7,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import background
-from ..http import PROBLEM, bearer_token, json_response, new_request_id
+from ..http import PROBLEM, json_response, new_request_id
+from .auth import Unauthorized
 from .backend import Backend
 from .flow import REQUEST_ID_HEADER
 
@@ -16,10 +17,10 @@ def router(backend: Backend) -> list[Route]:
     async def get_generation(request: Request) -> Response:
         record_id: str = request.path_params["record_id"]
         request_id = new_request_id()
-        caller = await backend.authenticate(bearer_token(request))
-        if caller is None:
-            response = json_response({"status": 401, "detail": "A valid Momor API key is required."}, 401,
-                                     PROBLEM)
+        try:
+            caller = await backend.authenticate(request)
+        except Unauthorized as exc:
+            response = json_response({"status": 401, "detail": exc.detail}, 401, PROBLEM)
         else:
             await background.settle(record_id)  # a write still under way in this process
             record = await backend.read_record(record_id, caller.id)

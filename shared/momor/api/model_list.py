@@ -12,7 +12,7 @@ it; the id holds a `/`. An id the catalog does not serve is a 404 in the shape o
 asked (api/error_shape.py).
 
 `id` is `publisher/name` in lowercase, a selector POST /models, /messages and /chat/completions
-all take. The key is read from `Authorization: Bearer` or `X-API-Key`.
+all take. The caller is an API key or a signed-in session (api/auth.py).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from ..catalog import Catalog, Model
 from ..errors import MomorError, RequestError
-from ..http import bearer_token, json_response, new_request_id
+from ..http import json_response, new_request_id
 from .backend import Backend
 from .error_shape import error_response
 from .flow import id_headers, retry_header
@@ -74,10 +74,6 @@ def model_list(catalog: Catalog) -> dict[str, Any]:
     }
 
 
-def _api_key(request: Request) -> str | None:
-    return bearer_token(request) or request.headers.get("x-api-key", "").strip() or None
-
-
 def find_model(catalog: Catalog, wanted: str) -> Model | None:
     """The servable model whose id (or, as a courtesy, name) is `wanted`, case aside."""
     wanted = wanted.lower()
@@ -90,9 +86,7 @@ def router(backend: Backend) -> list[Route]:
     async def answer(request: Request, build: Any) -> Response:
         request_id = new_request_id()
         try:
-            caller = await backend.authenticate(_api_key(request))
-            if caller is None:
-                raise RequestError("A valid Momor API key is required.", status=401)
+            await backend.authenticate(request)
             response = json_response(build(await backend.catalog()))
         except MomorError as exc:
             response = error_response(request, exc, request_id)

@@ -1,8 +1,12 @@
-"""GET /usage (a key's usage over a time range, as JSON); the console that charts it is api/console.py.
+"""GET /usage (a caller's usage over a time range, as JSON); the console that charts it is api/console.py.
 
-/usage?from=&to=&group=model|provider|route|key: the caller's own calls, or every key's for an
-admin key (`admin` on its API-key item); see usage.py for what is counted and how the read is
-bounded. With the key's budget, when it has one: spend against each limit.
+/usage?from=&to=&group=model|provider|route|key|person: whose calls depend on the caller's role
+(api/auth.py): a member's own (an API key's, or a signed-in person's and their keys'); an
+organization admin's, every call of the organization (its keys' and its people's, `group=key` and
+`group=person` break them down); an operator's, every call of the deployment. Nobody else's: an
+organization's calls are read by its callers' ids, so another organization's never come into it.
+See store/usage.py for what is counted and how the read is bounded. With the key's budget, when it
+has one: spend against each limit.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from starlette.routing import Route
 
 from .. import background
 from ..errors import RequestError
-from ..http import PROBLEM, bearer_token, json_response, new_request_id
-from ..store import budgets, usage
+from ..http import PROBLEM, json_response, new_request_id
+from ..store import budgets, key_admin, usage
+from .auth import PERSON_PREFIX
 from .backend import Backend, Caller
 from .flow import REQUEST_ID_HEADER
 
@@ -29,14 +34,11 @@ def _problem(status: int, detail: str) -> Response:
 def router(backend: Backend) -> list[Route]:
     async def get_usage(request: Request) -> Response:
         request_id = new_request_id()
-        caller = await backend.authenticate(bearer_token(request))
-        if caller is None:
-            response = _problem(401, "A valid Momor API key is required.")
-        else:
-            try:
-                response = json_response(await _usage(request, caller))
-            except RequestError as exc:
-                response = _problem(exc.status, exc.detail)
+        try:
+            caller = await backend.authenticate(request)
+            response = json_response(await _usage(request, caller))
+        except RequestError as exc:
+            response = _problem(exc.status, exc.detail)
         response.headers[REQUEST_ID_HEADER] = request_id
         response.headers["Cache-Control"] = "no-store"
         return response
@@ -53,16 +55,33 @@ async def _usage(request: Request, caller: Caller) -> dict[str, Any]:
         raise RequestError(f"`group` must be one of {', '.join(usage.GROUPS)}.")
     span = usage.parse_range(query.get("from"), query.get("to"), dt.datetime.now(dt.UTC))
     await background.drain()  # this process's own record writes still under way (local server)
-    records, truncated = await usage.query(span, None if caller.admin else caller.id)
+    scope, callers = await _scope(caller)
+    records, truncated = await usage.query(span, callers)
     answer = usage.summarize(records, span, group)
     await usage.add_details(answer["latest"])
     budget = await budgets.current(caller)
     return {
-        "scope": "all" if caller.admin else "own",
-        "caller": {"id": caller.id, "name": caller.name, "admin": caller.admin},
+        "scope": scope,
+        "caller": {"id": caller.id, "name": caller.name, "admin": caller.admin, "role": caller.role,
+                   "organization": {"id": caller.org.id, "name": caller.org.name}},
         "truncated": truncated,
         "records": len(records),
         **answer,
         "budget": budget.to_json() if budget is not None else None,
     }
 
+
+
+async def _scope(caller: Caller) -> tuple[str, list[str] | None]:
+    """(scope, the caller ids whose calls are shown; None: every call). An organization's callers are
+    its keys and its people, so its admin reads exactly those partitions and no other organization's."""
+    if caller.role == "operator":
+        return "all", None
+    if caller.role == "admin":
+        keys = await key_admin.org_keys(caller.org.id)
+        people = [PERSON_PREFIX + person for person in caller.org.members]
+        return "organization", [k.id for k in keys] + people + [caller.id]
+    if caller.kind == "session":  # a member: their own calls, made signed in or with their keys
+        keys = await key_admin.org_keys(caller.org.id, owner=caller.person)
+        return "own", [caller.id] + [k.id for k in keys]
+    return "own", [caller.id]

@@ -135,6 +135,9 @@ class Recorder:
     streaming: bool = False
     caller_id: str = ""
     caller_name: str = ""
+    org: str | None = None
+    person: str | None = None
+    """The organization and, for a signed-in session or a console-made key, the person (api/auth.py)."""
     selectors: Any = None
     timers: list[AttemptTimer] = field(default_factory=list)
     status_code: int = 0
@@ -204,6 +207,8 @@ class Recorder:
             id=self.request_id,
             caller_id=self.caller_id,
             caller_name=self.caller_name or None,
+            org=self.org,
+            person=self.person,
             dialect=self.dialect,
             route=self.route,
             selectors=_bounded(self.selectors),

@@ -2,8 +2,11 @@
 
 Only a key's SHA-256 (hex) is stored, as the partition key `keyHash` of MOMOR_API_KEYS_TABLE,
 with `id` (a stable, non-secret caller id: the hash's first 16 hex digits), `name`, `owner`,
-`created` (ISO 8601), `disabled` and `zdr` (the organization holds every call to zero data
-retention). A leaked table therefore leaks no usable key; keys are long random strings, so an
+`created` (ISO 8601), `disabled`, `zdr` (every call made with it is held to zero data
+retention), `org` (the organization it belongs to; items written before organizations belong to
+organizations.DEFAULT_ORG) and `role` (member | admin: the org's admin, who manages its keys |
+operator: the deployment's owner; the older `admin: true` reads as operator, as it always saw
+every call). A leaked table therefore leaks no usable key; keys are long random strings, so an
 unsalted fast hash is enough (there is no dictionary to try).
 
 Positive lookups are cached per process for MOMOR_API_KEY_CACHE_S seconds (config.py, default 60;
@@ -26,12 +29,15 @@ import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
 from ..config import get_config
-from . import aws, dynamo
+from . import aws, dynamo, organizations
+from .organizations import DEFAULT_ORG
 
 _CACHE_MAX = 4096
 KEY_PREFIX = "momor-"
+ROLES = ("member", "admin", "operator")
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +52,11 @@ class Caller:
     budget_daily: Decimal | None = None
     budget_monthly: Decimal | None = None
     """Spend limits in USD (`budgetDailyUsd`, `budgetMonthlyUsd` on the item); see budgets.py."""
+    org: str = DEFAULT_ORG
+    role: str = "member"
+    """member | admin | operator (module docstring)."""
+    owner: str | None = None
+    """Who answers for the key: a person id when made in the console, any text when made by the script."""
 
 
 def key_hash(key: str) -> str:
@@ -64,7 +75,7 @@ _lock = threading.Lock()
 def accept_local_key(key: str, *, name: str = "local", zdr: bool = False, admin: bool = False) -> Caller:
     """Accept `key` in this process without a table (the dev server's --api-key)."""
     digest = key_hash(key)
-    caller = Caller(id=_caller_id(digest), name=name, zdr=zdr, admin=admin)
+    caller = Caller(id=_caller_id(digest), name=name, zdr=zdr, admin=admin, role="operator" if admin else "member")
     _local[digest] = caller
     return caller
 
@@ -136,13 +147,23 @@ async def _lookup(table: str, digest: str) -> Caller | None:
         return None
     if item.get("disabled", {}).get("BOOL", False):
         return None
+    return from_item(item)
+
+
+def from_item(item: dict[str, Any]) -> Caller:
+    """A key's item as its Caller (the item's hash is not read into it)."""
+    admin = item.get("admin", {}).get("BOOL", False)
+    role = item.get("role", {}).get("S") or ("operator" if admin else "member")
     return Caller(
-        id=item.get("id", {}).get("S") or _caller_id(digest),
+        id=item.get("id", {}).get("S") or _caller_id(item["keyHash"]["S"]),
         name=item.get("name", {}).get("S", ""),
         zdr=item.get("zdr", {}).get("BOOL", False),
-        admin=item.get("admin", {}).get("BOOL", False),
+        admin=admin,
         budget_daily=_usd(item.get("budgetDailyUsd")),
         budget_monthly=_usd(item.get("budgetMonthlyUsd")),
+        org=item.get("org", {}).get("S") or DEFAULT_ORG,
+        role=role if role in ROLES else "member",
+        owner=item.get("owner", {}).get("S"),
     )
 
 
@@ -155,24 +176,32 @@ def _usd(value: dict[str, str] | None) -> Decimal | None:
     return usd if usd is not None and usd >= 0 else None
 
 
-def create_api_key(name: str, *, zdr: bool = False, owner: str | None = None) -> tuple[str, Caller]:
-    """Make a key, store its hash, and return the plaintext (shown once, never stored) and caller."""
-    table = get_config().need("api_keys_table")
+def new_key_item(name: str, *, zdr: bool = False, owner: str | None = None, org: str = DEFAULT_ORG
+                 ) -> tuple[str, dict[str, Any]]:
+    """A fresh key's plaintext (shown once, never stored) and the item that stores its hash."""
     plaintext = KEY_PREFIX + secrets.token_urlsafe(32)
     digest = key_hash(plaintext)
-    caller = Caller(id=_caller_id(digest), name=name, zdr=zdr)
     item = {
         "keyHash": {"S": digest},
-        "id": {"S": caller.id},
+        "id": {"S": _caller_id(digest)},
         "name": {"S": name},
         "created": {"S": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")},
         "disabled": {"BOOL": False},
         "zdr": {"BOOL": zdr},
+        "org": {"S": org},
     }
     if owner:
         item["owner"] = {"S": owner}
+    return plaintext, item
+
+
+def create_api_key(name: str, *, zdr: bool = False, owner: str | None = None, org: str = DEFAULT_ORG
+                   ) -> tuple[str, Caller]:
+    """Make a key, store its hash, and return the plaintext (shown once, never stored) and caller."""
+    table = get_config().need("api_keys_table")
+    plaintext, item = new_key_item(name, zdr=zdr, owner=owner, org=org)
     aws.client("dynamodb").put_item(TableName=table, Item=item, ConditionExpression="attribute_not_exists(keyHash)")
-    return plaintext, caller
+    return plaintext, from_item(item)
 
 
 def set_disabled(digest: str, disabled: bool = True) -> None:
@@ -191,8 +220,15 @@ def set_disabled(digest: str, disabled: bool = True) -> None:
         _cache.pop(digest, None)
 
 
+def forget(digest: str) -> None:
+    """Drop a key from this process's cache (it was just changed here)."""
+    with _lock:
+        _cache.pop(digest, None)
+
+
 def reset_cache() -> None:
-    """For tests: forget cached lookups and locally accepted keys."""
+    """For tests: forget cached lookups and locally accepted keys (and the organizations they name)."""
     with _lock:
         _cache.clear()
         _local.clear()
+    organizations.reset_cache()

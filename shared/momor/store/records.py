@@ -4,6 +4,8 @@ The item (attribute names as the GET route answers them):
 
     id            the request id (X-Momor-Request-Id); the table's partition key
     callerId      `apikeys.Caller.id`, never the API key; callerName, the key's name
+    org, person   the caller's organization and person (a signed-in session's Cognito sub, or the
+                  owner of a key made in the console), never a token (api/auth.py)
     created       ISO 8601, UTC
     dialect, route, selectors (as the caller wrote them), streaming
     attempts      [{provider, model, offeringId, keySource: call|saved|none,
@@ -172,6 +174,10 @@ class CallRecord:
     first_byte_ms: float | None = None
     caller_name: str | None = None
     """The API key's name (not secret), so usage can show whose calls these are."""
+    org: str | None = None
+    """The caller's organization (api/auth.py)."""
+    person: str | None = None
+    """The person: a signed-in session's Cognito sub, or the owner of a key made in the console."""
 
     def to_dict(self, ttl_days: int) -> dict[str, Any]:
         cost = total_cost(self)
@@ -183,6 +189,8 @@ class CallRecord:
             "id": self.id,
             "callerId": self.caller_id,
             "callerName": self.caller_name,
+            **({"org": self.org} if self.org else {}),
+            **({"person": self.person} if self.person else {}),
             "created": self.created.isoformat(timespec="milliseconds"),
             "dialect": self.dialect,
             "route": self.route,

@@ -34,7 +34,7 @@ import asyncio
 import datetime as dt
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -48,9 +48,9 @@ BY_CALLER = "byCaller"
 BY_DAY = "byDay"
 BY_DAY_SHARD = "byDayShard"
 PROJECTED = ["id", "created", "route", "dialect", "status", "streaming", "served", "usage", "cost", "attempts",
-             "finishReason", "latencyMs", "firstByteMs", "callerName"]
+             "finishReason", "latencyMs", "firstByteMs", "callerName", "person"]
 """Non-key attributes both indexes carry (template.yaml and infra/emulators.py create them so)."""
-GROUPS = ("model", "provider", "route", "key")
+GROUPS = ("model", "provider", "route", "key", "person")
 DEFAULT_DAYS = 7
 MAX_RANGE_DAYS = 90
 MAX_RECORDS = 20_000
@@ -119,14 +119,15 @@ def _stamp(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds")
 
 
-async def query(span: Range, caller_id: str | None) -> tuple[list[dict[str, Any]], bool]:
-    """The calls in `span`, newest first: one caller's (byCaller), or everyone's (None: a day at a
-    time, newest day first, its shards and its pre-shard partition read together and merged by time).
-    Returns (items, truncated)."""
+async def query(span: Range, caller_id: str | Collection[str] | None) -> tuple[list[dict[str, Any]], bool]:
+    """The calls in `span`, newest first: one caller's or a few callers' (byCaller, merged by time:
+    an organization's keys and people), or everyone's (None: a day at a time, newest day first, its
+    shards and its pre-shard partition read together and merged by time). Returns (items, truncated)."""
     table = get_config().need("records_table")
     limit = max_records()
     if caller_id is not None:
-        groups = [[(BY_CALLER, "callerId", caller_id)]]
+        ids = [caller_id] if isinstance(caller_id, str) else sorted(set(caller_id))
+        groups = [[(BY_CALLER, "callerId", one) for one in ids]] if ids else []
     else:
         groups = [[*((BY_DAY_SHARD, "dayShard", f"{day}#{n}") for n in range(DAY_SHARDS)), (BY_DAY, "day", day)]
                   for day in reversed(span.days())]
@@ -232,6 +233,8 @@ def group_of(record: dict[str, Any], group: str) -> str:
         return str(record.get("route") or "?")
     if group == "key":
         return str(record.get("callerId") or "?")
+    if group == "person":  # a signed-in person's calls and their console-made keys' (api/auth.py)
+        return str(record.get("person") or "(no person)")
     served = record.get("served") or {}
     if served.get(group):
         return str(served[group])

@@ -1,8 +1,8 @@
 """POST /messages and /messages/count_tokens: the Anthropic dialect's routes (seed 004).
 
 Both answer at /v1/... too, since the Anthropic SDK posts to `{base_url}/v1/messages`: an
-`anthropic.Anthropic(base_url=<Momor>, api_key=<Momor key>)` works unchanged. The key is read
-from `X-API-Key` or `Authorization: Bearer` (the SDK sends the latter).
+`anthropic.Anthropic(base_url=<Momor>, api_key=<Momor key>)` works unchanged. The key (or a
+signed-in session's token) is read by api/auth.py, from `X-API-Key` or `Authorization: Bearer`.
 
 Headers (seed 004; the names are Momor's):
 
@@ -60,7 +60,7 @@ from ...call import Parameters
 from ...catalog import Catalog
 from ...errors import MomorError, ProviderError, RequestError
 from ...events import Assembler, Event, Finish, Raw
-from ...http import bearer_token, json_response
+from ...http import json_response
 from ...routing.affinity import cache_token, with_affinity
 from ...routing.count import count_input_tokens
 from ...routing.overflow import Overflow, asked_candidates, overflow_for
@@ -76,11 +76,6 @@ OVER_LIMIT_HEADER = "x-ratelimit-over-limit"
 COUNT_HEADER = "x-momor-token-count"
 TIERS = ("priority", "standard", "flex")
 OVERFLOW = ("off", "model", "class", "any")
-
-
-def api_key(request: Request) -> str | None:
-    key = request.headers.get("x-api-key", "").strip()
-    return key or bearer_token(request)
 
 
 def clamp_max_tokens(params: Parameters, asked: list[Candidate]) -> Parameters:
@@ -120,9 +115,6 @@ class Reply:
 class AnthropicDoor:
     dialect = "anthropic"
     require_max_tokens = True
-
-    def token(self, request: Request) -> str | None:
-        return api_key(request)
 
     def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         tier = _header_choice(request, TIER_HEADER, TIERS)

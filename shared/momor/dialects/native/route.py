@@ -15,7 +15,7 @@ from ...api.flow import Routed, routed_call
 from ...catalog import Catalog
 from ...errors import MomorError, ProviderError
 from ...events import Assembler, Event, Finish
-from ...http import PROBLEM, bearer_token, json_response
+from ...http import PROBLEM, json_response
 from ...routing.plan import Candidate
 from . import parse as native_parse
 from . import write as native
@@ -23,9 +23,6 @@ from . import write as native
 
 class NativeDoor:
     dialect = "native"
-
-    def token(self, request: Request) -> str | None:
-        return bearer_token(request)
 
     def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         return native_parse.parse(body)

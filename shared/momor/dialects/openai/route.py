@@ -21,7 +21,7 @@ from ...api.flow import Routed, routed_call
 from ...catalog import Catalog
 from ...errors import MomorError, ProviderError
 from ...events import Assembler, Event, Finish, Raw
-from ...http import bearer_token, json_response
+from ...http import json_response
 from ...logs import logger
 from ...providers import speaks
 from ...routing.plan import Candidate
@@ -39,9 +39,6 @@ class Reply:
 
 class OpenAIDoor:
     dialect = "openai"
-
-    def token(self, request: Request) -> str | None:
-        return bearer_token(request)
 
     def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         req = openai.parse(body)

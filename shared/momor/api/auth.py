@@ -1,0 +1,120 @@
+"""Who is calling: the one place that reads a request's credential and turns it into a Caller.
+
+    caller = await auth.authenticate(request)   # raises Unauthorized (401) in every other case
+
+A credential is an API key (`Authorization: Bearer momor-...` or `X-API-Key`, the Anthropic SDK's
+header) or a signed-in session's Cognito access token (`Authorization: Bearer <JWT>`, seed 001: "a
+signed-in Momor session works too"). Every dialect and route asks here; nothing else in Momor reads
+`Authorization` or `X-API-Key` (tests/unit/test_auth_one_place.py holds that, provider wires aside,
+which set their own outbound).
+
+The Caller says who (an API key's id, or `p-<sub>` for a person), which organization (with its
+defaults and budgets, store/organizations.py), and which role:
+    member    calls, sees their own usage and keys (creates keys if the organization allows it)
+    admin     manages the organization: its keys, its usage broken down by key and by person
+    operator  the deployment's owner (the Cognito group MOMOR_COGNITO_OPERATOR_GROUP, or an API key
+              made `--admin` by the script): sees every organization's usage
+A credential is never logged, recorded or put in an error: the 401 says what failed, not what was sent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Literal
+
+from starlette.requests import Request
+
+from ..config import get_config
+from ..errors import RequestError
+from ..store import apikeys, organizations
+from ..store.organizations import Defaults, Organization
+from . import cognito
+
+PERSON_PREFIX = "p-"
+"""A signed-in person's caller id is `p-<Cognito sub>`: never an API key's (16 hex digits)."""
+
+
+class Unauthorized(RequestError):
+    def __init__(self, detail: str = "A valid Momor API key or signed-in session is required.") -> None:
+        super().__init__(detail, status=401)
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    id: str
+    """Stable and not secret: on records and in logs."""
+    name: str
+    kind: Literal["key", "session"]
+    org: Organization
+    role: str
+    """member | admin | operator."""
+    person: str | None = None
+    """The person behind the call: the signed-in person, or a console-made key's owner."""
+    email: str | None = None
+    zdr: bool = False
+    """The API key itself holds every call to zero data retention (the organization's hold is in defaults)."""
+    budget_daily: Decimal | None = None
+    budget_monthly: Decimal | None = None
+    """The API key's own spend limits (budgets.py); the organization's are on `org`."""
+    key_hash: str | None = field(default=None, repr=False)
+    """The key item's partition key (where the rate limiter reads its rateLimit); None for a session."""
+
+    @property
+    def defaults(self) -> Defaults:
+        return self.org.defaults
+
+    @property
+    def admin(self) -> bool:
+        """Manages its organization (an operator manages every one)."""
+        return self.role in ("admin", "operator")
+
+
+def credential(request: Request) -> str | None:
+    """The credential as sent: `X-API-Key`, else `Authorization: Bearer`."""
+    key = request.headers.get("x-api-key", "").strip()
+    if key:
+        return key
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return None
+
+
+async def authenticate(request: Request) -> Caller:
+    """The caller, or Unauthorized for a missing, unknown, disabled, forged, expired or foreign credential."""
+    presented = credential(request)
+    if presented is None:
+        raise Unauthorized()
+    if cognito.looks_like_jwt(presented):
+        return await _session(presented)
+    key = await apikeys.authenticate(presented)
+    if key is None:
+        raise Unauthorized("A valid Momor API key is required.")
+    return await key_caller(key, apikeys.key_hash(presented))
+
+
+async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:
+    org = await _organization(key.org)
+    return Caller(id=key.id, name=key.name, kind="key", org=org, role=key.role, person=key.owner,
+                  zdr=key.zdr, budget_daily=key.budget_daily, budget_monthly=key.budget_monthly, key_hash=key_hash)
+
+
+async def _session(token: str) -> Caller:
+    try:
+        session = await cognito.verify(token)
+    except cognito.InvalidToken as exc:
+        raise Unauthorized(f"The signed-in session is not valid: {exc}.") from None
+    member = await organizations.membership(session.sub)
+    org = await _organization(member.org)
+    operator = get_config().cognito_operator_group in session.groups
+    return Caller(id=PERSON_PREFIX + session.sub, name=member.email or session.username, kind="session", org=org,
+                  role="operator" if operator else member.role, person=session.sub,
+                  email=member.email or (session.username if "@" in session.username else None))
+
+
+async def _organization(org_id: str) -> Organization:
+    org = await organizations.get(org_id)
+    if org is None:  # the key or person names an organization that was removed
+        raise Unauthorized("This credential's organization no longer exists.")
+    return org
