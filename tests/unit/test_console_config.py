@@ -62,10 +62,10 @@ async def test_in_development_the_page_signs_in_at_the_emulator(serve):
     assert (await serve("/console/config", **env)).json()["cognito"] == {
         "flow": "password", "endpoint": "http://127.0.0.1:5123", "region": "us-east-1", "clientId": "client123"}
     assert connect_src(await serve("/console", **env)) == ["'self'", "http://127.0.0.1:5123"]
-    # Without an emulator, the region's own Cognito endpoint (the region from the pool's id).
+    # Deployed before the console's URL is registered (no hosted page yet): API keys only on the page.
     del env["MOMOR_COGNITO_ENDPOINT"]
-    assert (await serve("/console/config", **env)).json()["cognito"]["endpoint"] == \
-        "https://cognito-idp.us-east-1.amazonaws.com"
+    assert (await serve("/console/config", **env)).json()["cognito"] is None
+    assert connect_src(await serve("/console", **env)) == ["'self'"]
 
 
 async def test_config_is_not_a_file_and_files_are_still_served(serve):

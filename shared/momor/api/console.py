@@ -48,11 +48,14 @@ def sign_in(config: Config) -> dict[str, Any] | None:
     if config.cognito_domain:
         return {"flow": "code", "domain": config.cognito_domain, "clientId": config.cognito_client_id,
                 "scopes": SCOPES}
-    # A pool's id starts with its region (us-east-1_AbC123), should MOMOR_COGNITO_REGION be unset.
-    region = config.cognito_region or (config.cognito_user_pool_id or "").partition("_")[0]
-    # InitiateAuth goes to the emulator locally, else to the region's Cognito endpoint.
-    endpoint = config.cognito_endpoint or f"https://cognito-idp.{region}.amazonaws.com"
-    return {"flow": "password", "endpoint": endpoint, "region": region, "clientId": config.cognito_client_id}
+    if config.cognito_endpoint:  # the emulator: InitiateAuth with a password, from the page
+        # A pool's id starts with its region (us-east-1_AbC123), should MOMOR_COGNITO_REGION be unset.
+        region = config.cognito_region or (config.cognito_user_pool_id or "").partition("_")[0]
+        return {"flow": "password", "endpoint": config.cognito_endpoint, "region": region,
+                "clientId": config.cognito_client_id}
+    # Deployed before the console's URL is registered with the pool (template.yaml ConsoleUrl): the
+    # API takes tokens, the page signs in with API keys only.
+    return None
 
 
 def content_security_policy(config: Config) -> str:
