@@ -307,3 +307,23 @@ def test_a_wrong_password_is_refused_on_the_form(momor, dev_user, browser):
     assert "Incorrect username or password" in browser.find_element(By.ID, "session-error").text
     assert not browser.find_element(By.ID, "dashboard").is_displayed()
     assert browser.execute_script("return sessionStorage.length") == 0
+
+
+def test_a_session_about_to_expire_is_refreshed_not_signed_out(momor, dev_user, browser):
+    """A minute before its access token runs out, the page trades the refresh token for a new one
+    (InitiateAuth REFRESH_TOKEN_AUTH at the pool) and carries on."""
+    viewport(browser, *DESKTOP)
+    sign_in_with_password(browser, momor.url, dev_user.email, dev_user.password)
+    before = json.loads(browser.execute_script("return sessionStorage.getItem('momor.session')"))
+    assert before["refreshToken"]
+    browser.execute_script("const s = JSON.parse(sessionStorage.getItem('momor.session')); s.expiresAt = Date.now();"
+                           "sessionStorage.setItem('momor.session', JSON.stringify(s))")
+    time.sleep(1.1)  # moto's tokens carry whole-second times: the new one must differ from the old
+    browser.execute_script("document.body.setAttribute('data-state', 'refreshing')")
+    browser.find_element(By.ID, "refresh").click()
+    wait(browser, lambda b: state(b) in ("ready", "error"))
+    assert state(browser) == "ready"
+    after = json.loads(browser.execute_script("return sessionStorage.getItem('momor.session')"))
+    assert after["accessToken"] != before["accessToken"] and claims(after["accessToken"])["sub"] == dev_user.sub
+    assert after["refreshToken"] == before["refreshToken"]  # Cognito sends none back: the old one is kept
+    assert after["expiresAt"] > time.time() * 1000 + 30 * 60 * 1000
