@@ -327,3 +327,18 @@ def test_a_session_about_to_expire_is_refreshed_not_signed_out(momor, dev_user, 
     assert after["accessToken"] != before["accessToken"] and claims(after["accessToken"])["sub"] == dev_user.sub
     assert after["refreshToken"] == before["refreshToken"]  # Cognito sends none back: the old one is kept
     assert after["expiresAt"] > time.time() * 1000 + 30 * 60 * 1000
+
+
+def test_a_member_whose_organization_keeps_keys_to_its_admins_cannot_make_one(momor, cognito, browser):
+    org = cognito.organization("Umbrella")  # membersCreateKeys: false
+    member = cognito.person(org, "member", name="Una Member")
+    admin = cognito.person(org, "admin", name="Abe Admin")
+    made = httpx2.post(momor.url + "/keys", json={"name": "admins-only"}, timeout=30,
+                       headers={"Authorization": f"Bearer {admin.access_token}", "Content-Type": "application/json"})
+    assert made.status_code == 201, made.text
+    viewport(browser, *DESKTOP)
+    sign_in_with_password(browser, momor.url, member.email, member.password)
+    open_keys(browser)
+    assert not browser.find_element(By.ID, "key-create").is_displayed()
+    assert browser.find_element(By.ID, "keys-body").text == "No keys yet."  # the admin's key is not theirs
+    assert not browser.find_elements(By.CSS_SELECTOR, '[data-test="key-edit"], [data-test="key-revoke"]')
