@@ -1,6 +1,6 @@
 """Create a Momor API key, or change one's spend limits and admin flag.
 
-    python -m infra.create_api_key NAME [--zdr] [--owner WHO] [--admin] [--daily-usd N] [--monthly-usd N]
+    python -m infra.create_api_key NAME [--zdr] [--owner WHO] [--admin] [--daily-usd N] [--monthly-usd N] [--org ORG_ID]
     python -m infra.create_api_key --update CALLER_ID [--admin | --no-admin] [--daily-usd N|none] [--monthly-usd N|none]
     (either with [--table TABLE] [--region REGION])
 
@@ -13,9 +13,13 @@ profile's `region`, else AWS_REGION, else us-east-1: momor/store/aws.py), with t
 credentials (AWS_PROFILE and the like). stderr names the table and region either way, and a table
 that is not there says so, region included: the stack's region is where it is.
 
+Every key belongs to one organization (momor/store/organizations.py): --org, else the deployment's
+default organization, which this script makes when it is missing (and gives to keys made before
+organizations existed), so the first key and automation need nothing else.
+
 Limits are US dollars per UTC day and per UTC month (momor/budgets.py); `none` removes one. An
-admin key's GET /usage and console show every key's calls. Running processes see a change within
-a minute (the API-key cache).
+admin key is an operator's: its GET /usage and console show every organization's calls. Running
+processes see a change within a minute (the API-key cache).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from momor.config import get_config, reset_config
-from momor.store import apikeys, aws, budgets
+from momor.store import apikeys, aws, budgets, organizations
 
 
 def _usd(text: str) -> Decimal | None:
@@ -72,6 +76,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="its usage and console show every key's calls")
     parser.add_argument("--daily-usd", type=_usd, default=False, metavar="N|none", help="spend limit per UTC day")
     parser.add_argument("--monthly-usd", type=_usd, default=False, metavar="N|none", help="spend limit per UTC month")
+    parser.add_argument("--org", default=organizations.DEFAULT_ORG, help="the organization it belongs to "
+                        "(default: the deployment's default organization)")
     parser.add_argument("--table", help="the API-keys table (default: $MOMOR_API_KEYS_TABLE)")
     parser.add_argument("--region", help="the stack's AWS region (default: boto3's, e.g. $AWS_DEFAULT_REGION)")
     args = parser.parse_args(argv)
@@ -101,9 +107,11 @@ def _run(args: argparse.Namespace) -> None:
                            admin=args.admin)
         print(f"updated key {args.update}", file=sys.stderr)
         return
-    key, caller = apikeys.create_api_key(args.name, zdr=args.zdr, owner=args.owner)
+    organizations.ensure_default()
+    key, caller = apikeys.create_api_key(args.name, zdr=args.zdr, owner=args.owner, org=args.org)
     budgets.set_limits(apikeys.key_hash(key), daily=args.daily_usd, monthly=args.monthly_usd, admin=args.admin)
-    print(f"created key for {caller.name!r}: caller id {caller.id}, zdr={caller.zdr}", file=sys.stderr)
+    print(f"created key for {caller.name!r}: caller id {caller.id}, organization {caller.org}, zdr={caller.zdr}",
+          file=sys.stderr)
     print(key)
 
 

@@ -11,6 +11,7 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from momor.api import cognito
 from momor.config import get_config, reset_config
-from momor.store import apikeys, aws, organizations
+from momor.store import apikeys, aws, budgets, organizations
 from momor.store.organizations import Defaults
 
 PASSWORD = "Passw0rd!Passw0rd"
@@ -64,6 +65,9 @@ def pool(momor: Any, momor_aws: Any, monkeypatch: pytest.MonkeyPatch) -> Pool:
     monkeypatch.setenv("MOMOR_COGNITO_USER_POOL_ID", pool_id)
     monkeypatch.setenv("MOMOR_COGNITO_CLIENT_ID", made.client_id)
     monkeypatch.setenv("MOMOR_COGNITO_JWKS_URL", f"{momor_aws.endpoints.moto}/{pool_id}/.well-known/jwks.json")
+    # The organization script looks people up in the pool (boto3's cognito-idp, at moto too).
+    monkeypatch.setenv("AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER", momor_aws.endpoints.moto)
+    aws.reset_clients()
     reset_config()
     cognito.reset()
     organizations.ensure_default()
@@ -83,7 +87,7 @@ def _anthropic_model(momor: Any) -> str:
                 if any(o["provider"] == "anthropic" for o in m["offerings"]) and m.get("tier"))
 
 
-def test_a_signed_in_person_calls_every_dialect_and_the_record_names_them(momor, pool):
+def test_a_signed_in_person_calls_every_dialect_and_the_record_names_them(momor, pool, capsys):
     org = organizations.create("Acme")
     sub = pool.person("ada@example.com")
     organizations.add_member(org.id, sub, "admin", email="ada@example.com")
@@ -107,6 +111,10 @@ def test_a_signed_in_person_calls_every_dialect_and_the_record_names_them(momor,
         assert token not in json.dumps(record)
     # The person's record is theirs: the test's API key (another caller) is not shown it.
     assert momor.get(f"/generations/{chat.headers['X-Momor-Request-Id']}").status_code == 404
+    momor.settle()
+    logged = capsys.readouterr()
+    assert chat.headers["X-Momor-Request-Id"] in logged.out  # the call's log line was captured here
+    assert token not in logged.out + logged.err
 
 
 def test_me_names_the_person_their_role_and_their_organization(momor, pool):
@@ -222,7 +230,7 @@ def test_the_moto_key_signs_a_token_momor_accepts(momor, pool):
 
 
 @pytest.mark.parametrize("why", BAD_TOKENS)
-def test_a_forged_expired_or_foreign_token_is_a_401_in_the_dialects_shape(momor, pool, why):
+def test_a_forged_expired_or_foreign_token_is_a_401_in_the_dialects_shape(momor, pool, why, capsys):
     token = _bad_token(pool, why)
     for dialect in ("openai", "anthropic", "native", "models"):
         if dialect == "openai":
@@ -241,6 +249,10 @@ def test_a_forged_expired_or_foreign_token_is_a_401_in_the_dialects_shape(momor,
         assert answer.status_code == 401, (why, answer.text)
         assert token not in answer.text and "signed-in session is not valid" in answer.text, why
         assert answer.headers.get("x-should-retry") == "false"
+    momor.settle()
+    logged = capsys.readouterr()
+    assert "signed-in session is not valid" in logged.out  # the refusals' log lines were captured here
+    assert token not in logged.out + logged.err
 
 
 # --- keys in the console's API -------------------------------------------------------------------
@@ -390,3 +402,97 @@ def test_usage_a_member_of_a_sees_nothing_of_b_and_an_admin_sees_their_org_by_ke
     assert b_view["records"] == 3 and a_key["id"] not in json.dumps(b_view)
     # The test's own key is an ordinary member key of the default organization: it sees only its own calls.
     assert _usage(momor, momor.api_key)["records"] == 0
+
+
+# --- setup: the scripts ---------------------------------------------------------------------------
+
+
+def test_the_key_script_makes_the_default_org_and_gives_it_keys_made_before_organizations(momor_aws, capsys):
+    from infra import create_api_key as script
+
+    table = momor_aws.api_keys_table
+    ddb = momor_aws.client("dynamodb")
+    ddb.put_item(TableName=table, Item={"keyHash": {"S": "0" * 64}, "id": {"S": "0" * 16}, "name": {"S": "old"},
+                                        "created": {"S": "2024-01-01T00:00:00+00:00"}, "disabled": {"BOOL": False}})
+    script.main(["first key"])
+    key = capsys.readouterr().out.strip()
+    default = ddb.get_item(TableName=table, Key={"keyHash": {"S": "org#default"}})["Item"]
+    assert default["name"] == {"S": "Default"}
+    old = ddb.get_item(TableName=table, Key={"keyHash": {"S": "0" * 64}})["Item"]
+    assert old["org"] == {"S": "default"}
+    new = ddb.get_item(TableName=table, Key={"keyHash": {"S": apikeys.key_hash(key)}})["Item"]
+    assert new["org"] == {"S": "default"}
+    script.main(["second key"])  # the default organization is there: left as it is
+    assert ddb.get_item(TableName=table, Key={"keyHash": {"S": "org#default"}})["Item"] == default
+
+
+def test_the_organization_script_makes_one_and_adds_a_person_by_user_name(momor, pool, capsys):
+    from infra import organization as script
+
+    script.main(["create", "Acme", "--max-age", "P1Y", "--zdr", "--members-create-keys"])
+    org_id = capsys.readouterr().out.strip()
+    sub = pool.person("cy@example.com")
+    script.main(["add-member", org_id, "--username", "cy@example.com", "--user-pool", pool.pool_id,
+                 "--role", "admin", "--email", "cy@example.com"])
+    me = httpx2.get(momor.url + "/me", headers=bearer(pool.token("cy@example.com")), timeout=30).json()
+    assert (me["id"], me["role"], me["organization"]["id"]) == (f"p-{sub}", "admin", org_id)
+    assert me["organization"]["defaults"] == {"deprecated": None, "maxAge": "P1Y", "zdr": True}
+    with pytest.raises(SystemExit):
+        script.main(["create", "Bad", "--max-age", "soon"])
+
+
+# --- the organization's budgets, on top of its keys' own -----------------------------------------
+
+
+def _org_spend(org_id: str) -> dict[str, Any]:
+    month = dt.datetime.now(dt.UTC).strftime("%Y-%m")
+    return aws.client("dynamodb").get_item(TableName=get_config().need("api_keys_table"), ConsistentRead=True,
+                                           Key={"keyHash": {"S": f"spend#org:{org_id}#{month}"}}).get("Item", {})
+
+
+def test_an_organizations_spent_budget_refuses_its_keys_and_people_but_no_one_else(momor, pool, fake):
+    org = organizations.create("Thrifty", budget_daily=Decimal(0))
+    key, _ = apikeys.create_api_key("no limit of its own", org=org.id)
+    organizations.add_member(org.id, pool.person("t@example.com"), "member")
+    fake.reset()
+    for credential in (key, pool.token("t@example.com")):
+        refused = momor.post("/v1/chat/completions", CHAT, headers=bearer(credential))
+        assert refused.status_code == 402, refused.text
+        assert "your organization's daily limit of $0" in refused.json()["error"]["message"]
+    assert fake.requests() == []
+    assert momor.post("/v1/chat/completions", CHAT).status_code == 200  # the default organization has no limit
+
+
+def test_an_organizations_budget_counts_every_call_of_its_keys_and_releases_a_key_hold_it_refuses(momor, pool):
+    org = organizations.create("Counted", budget_monthly=Decimal(100))
+    key, caller = apikeys.create_api_key("limited key", org=org.id)
+    budgets.set_limits(apikeys.key_hash(key), daily=Decimal(100))
+    answer = momor.post("/v1/chat/completions", CHAT, headers=bearer(key))
+    assert answer.status_code == 200, answer.text
+    momor.settle()
+    spent = _org_spend(org.id)
+    assert Decimal(spent["month"]["N"]) > 0 and Decimal(spent["held"]["N"]) == 0
+    assert Decimal(answer.headers[budgets.REMAINING_HEADER]) <= Decimal(100)
+    # The organization's limit now refuses: the key's own hold, taken first, is released (not left held).
+    organizations_table_set(org.id, "budgetMonthlyUsd", "0")
+    refused = momor.post("/v1/chat/completions", CHAT, headers=bearer(key))
+    assert refused.status_code == 402 and "organization's monthly limit" in refused.text
+    momor.settle()
+    month = dt.datetime.now(dt.UTC).strftime("%Y-%m")
+    own = aws.client("dynamodb").get_item(TableName=get_config().need("api_keys_table"), ConsistentRead=True,
+                                          Key={"keyHash": {"S": f"spend#{caller.id}#{month}"}})["Item"]
+    for _ in range(50):  # the release is settled in the background
+        if Decimal(own["held"]["N"]) == 0:
+            break
+        time.sleep(0.05)
+        own = aws.client("dynamodb").get_item(TableName=get_config().need("api_keys_table"), ConsistentRead=True,
+                                              Key={"keyHash": {"S": f"spend#{caller.id}#{month}"}})["Item"]
+    assert Decimal(own["held"]["N"]) == 0
+
+
+def organizations_table_set(org_id: str, attribute: str, number: str) -> None:
+    aws.client("dynamodb").update_item(
+        TableName=get_config().need("api_keys_table"), Key={"keyHash": {"S": organizations.org_key(org_id)}},
+        UpdateExpression="SET #a = :v", ExpressionAttributeNames={"#a": attribute},
+        ExpressionAttributeValues={":v": {"N": number}})
+    organizations.reset_cache()

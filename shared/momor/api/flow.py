@@ -38,7 +38,8 @@ from ..routing.org_defaults import with_org_defaults
 from ..routing.plan import Candidate, check_provider_names, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
-from ..store.budgets import BudgetState, has_budget
+from ..store.budgets import BudgetState, Spend, has_budget, org_budget
+from ..store.organizations import Organization
 from ..store.ratelimit import RateState
 from ..store.records import CallRecord, cost_usd, total_cost
 from .backend import Backend, Caller
@@ -103,23 +104,55 @@ class _Admission:
         if state is not None and not state.allowed:
             raise RequestError(f"Rate limit exceeded: {state.limit} requests a window; retry in "
                                f"{state.retry_after} s.", status=429)
-        if self._caller is None or not has_budget(self._caller[1]):
+        subjects = _budget_subjects(self._caller[1]) if self._caller is not None else []
+        if self._caller is None or not subjects:
             return
-        backend, caller = self._caller
-        held = asyncio.ensure_future(backend.admit_budget(caller, estimate()))
-        try:
-            self.budget = await asyncio.shield(held)
-        except asyncio.CancelledError:  # the caller left during the trip: a hold taken is released
-            held.add_done_callback(lambda done: _release(backend, done))
-            raise
-        if self.budget is not None and not self.budget.allowed:
-            raise self.budget.refusal()  # 402, before any provider is called
-        recorder.spend = self.budget.spend if self.budget is not None else None
+        backend = self._caller[0]
+        cost = estimate()
+        spends: list[Spend] = []
+        for subject in subjects:  # the key's limits, then its organization's: every one must admit the call
+            held = asyncio.ensure_future(backend.admit_budget(subject, cost))
+            try:
+                state = await asyncio.shield(held)
+            except asyncio.CancelledError:  # the caller left during the trip: a hold taken is released
+                held.add_done_callback(lambda done: _release(backend, done))
+                _release_all(backend, spends)
+                raise
+            if state is None:
+                continue
+            if not state.allowed:
+                self.budget = state  # the refusal's headers show what is left of the limit that refused
+                _release_all(backend, spends)
+                raise state.refusal()  # 402, before any provider is called
+            if state.spend is not None:
+                spends.append(state.spend)
+            if self.budget is None or state.remaining() < self.budget.remaining():
+                self.budget = state  # X-Momor-Budget-Remaining: what is left before the nearest limit
+        recorder.spend = spends or None
 
     async def headers(self) -> dict[str, str]:
         """X-RateLimit-* and X-Momor-Budget-Remaining for every answer to a known caller."""
         headers = (await self.task).headers() if self.task else {}
         return headers | self.budget.headers() if self.budget is not None else headers
+
+
+def _budget_subjects(caller: Any) -> list[Any]:
+    """The spend limits a caller's call is held against: its key's own, and its organization's."""
+    subjects: list[Any] = [caller] if has_budget(caller) else []
+    org = getattr(caller, "org", None)  # an api.auth.Caller's Organization (a bare key's Caller names only its id)
+    if isinstance(org, Organization):
+        subject = org_budget(org.id, org.budget_daily, org.budget_monthly)
+        if subject is not None:
+            subjects.append(subject)
+    return subjects
+
+
+def _release_all(backend: Backend, spends: list[Spend]) -> None:
+    """Settle at no cost the holds already taken for a call refused (or left) at a later limit."""
+    for spend in spends:
+        task = asyncio.ensure_future(backend.settle_spend(spend, Decimal(0)))  # never raises
+        _releasing.add(task)
+        task.add_done_callback(_releasing.discard)
 
 
 def _release(backend: Backend, held: asyncio.Future[BudgetState | None]) -> None:
@@ -380,10 +413,9 @@ async def _settle(backend: Backend, recorder: Recorder, record: CallRecord | Non
     """The budget's hold released and the real cost added, however the call ended (failed, cut,
     cancelled). Without a record (a bug building it) the estimate held is taken as the cost: it is
     the most the call could have cost."""
-    spend, recorder.spend = recorder.spend, None
-    if spend is None:
-        return
-    try:
-        await backend.settle_spend(spend, total_cost(record) if record is not None else spend.hold)
-    except Exception:
-        logger.exception("call cost not settled on the key's budget", extra={"request_id": recorder.request_id})
+    spends, recorder.spend = recorder.spend, None
+    for spend in spends or ():  # the key's, and its organization's
+        try:
+            await backend.settle_spend(spend, total_cost(record) if record is not None else spend.hold)
+        except Exception:
+            logger.exception("call cost not settled on a budget", extra={"request_id": recorder.request_id})

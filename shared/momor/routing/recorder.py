@@ -163,8 +163,8 @@ class Recorder:
     first_byte_ms: float | None = None
     """Set when a model has begun and the answer may start (flow.py): the call's first byte."""
     spend: Any = None
-    """budgets.Spend holding the call's estimate, when the key has a budget: settled to the real cost
-    once the record is built, however the call ended (flow._settle)."""
+    """[budgets.Spend] holding the call's estimate, one per limit that applies (the key's, its
+    organization's): settled to the real cost once the record is built, however the call ended (flow._settle)."""
 
     latency_ms: float | None = None
     """Set when the call ends (`mark_end`), before its record is written after the answer."""

@@ -40,6 +40,13 @@ store never takes the router down; `closed` refuses it with 503. Either way a se
 cannot be written (an uncounted call's cost, or a counted call's) joins a small in-process backlog,
 applied on the next successful trip to the store: a call admitted uncounted is counted once the
 store answers again (unless the process ends first; its record still has the cost).
+
+Organizations (issue 26): an organization's own daily and monthly limits (organizations.py) apply on
+top of its keys' own, held and settled the same way on the item "spend#org:<org id>#<YYYY-MM>"
+(`OrgBudget`); a call is admitted only when every limit that applies to it admits it (api/flow.py).
+An organization's month is not seeded from records (its calls are under many caller ids): its
+counters start when its first budgeted call of the month is admitted, so a limit set mid-month
+counts from then on.
 """
 
 from __future__ import annotations
@@ -106,6 +113,27 @@ class Period:
         return dt.datetime(year, month, 1, tzinfo=dt.UTC)
 
 
+ORG_SUBJECT = "org:"
+"""The head of an organization's budget subject id (keys' ids are hex digits, people's `p-...`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OrgBudget:
+    """An organization as a budget subject, in place of a Caller: its limits, its own spend item."""
+
+    id: str
+    budget_daily: Decimal | None
+    budget_monthly: Decimal | None
+    whose: str = "your organization's"
+
+
+def org_budget(org_id: str, daily: Decimal | None, monthly: Decimal | None) -> OrgBudget | None:
+    """The organization's budget subject, or None when it sets no limit."""
+    if daily is None and monthly is None:
+        return None
+    return OrgBudget(ORG_SUBJECT + org_id, daily, monthly)
+
+
 def spend_key(caller_id: str, period: Period) -> str:
     return f"spend#{caller_id}#{period.month}"
 
@@ -145,6 +173,8 @@ class BudgetState:
     held_month: Decimal = _ZERO
     """Holds of calls still running (this one's included once admitted): not spent, not available."""
     estimate: Decimal = _ZERO
+    whose: str = "this API key's"
+    """Whose limits these are, as a refusal names them."""
 
     def _left(self) -> list[tuple[str, Decimal, Decimal]]:
         return [(name, limit, limit - spent - held) for name, limit, spent, held in (
@@ -168,10 +198,10 @@ class BudgetState:
             return RequestError(
                 f"Budget too low for this call: its estimated cost of up to ${self.estimate.quantize(_CENT_FRACTIONS)}"
                 f" (its input and its output ceiling; a lower max_tokens lowers it) is more than the"
-                f" ${left.quantize(_CENT_FRACTIONS, rounding=ROUND_DOWN)} left of this API key's {name} limit of"
+                f" ${left.quantize(_CENT_FRACTIONS, rounding=ROUND_DOWN)} left of {self.whose} {name} limit of"
                 f" ${limit}; {when}", status=402)
         return RequestError(
-            f"Budget exhausted: this API key's {name} limit of ${limit} is spent (${spent.quantize(_CENT_FRACTIONS)}"
+            f"Budget exhausted: {self.whose} {name} limit of ${limit} is spent (${spent.quantize(_CENT_FRACTIONS)}"
             f" so far); {when}", status=402)
 
     def to_json(self) -> dict[str, Any]:
@@ -210,7 +240,8 @@ def _state(caller: Caller, spend: Spend, item: dict[str, Any], allowed: bool, es
     held_day, held_month = _number(item, spend.period.held_attribute), _number(item, "held")
     return BudgetState(caller.budget_daily, caller.budget_monthly,
                        _number(item, spend.day_attribute) - held_day, _number(item, "month") - held_month,
-                       spend.period, allowed, spend if allowed else None, held_day, held_month, estimate)
+                       spend.period, allowed, spend if allowed else None, held_day, held_month, estimate,
+                       getattr(caller, "whose", "this API key's"))
 
 
 class _Unseeded(Exception):
@@ -295,7 +326,10 @@ def _refused(caller: Caller, spend: Spend, item: dict[str, Any], *, last: bool) 
 async def _seed(spend: Spend) -> None:
     """The month's counters from the key's records (module docstring), once: a concurrent seeder's
     SET stands and this one's is dropped."""
-    month, today = await spend_history.spent_since(spend.caller_id, spend.period.month_start, spend.period.day)
+    if spend.caller_id.startswith(ORG_SUBJECT):  # an organization's: counted from its first budgeted call
+        month, today = _ZERO, _ZERO
+    else:
+        month, today = await spend_history.spent_since(spend.caller_id, spend.period.month_start, spend.period.day)
     try:
         await asyncio.wait_for(dynamo.call("UpdateItem", {
             "TableName": spend.table, "Key": {"keyHash": {"S": spend_key(spend.caller_id, spend.period)}},
