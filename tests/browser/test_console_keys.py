@@ -342,3 +342,13 @@ def test_a_member_whose_organization_keeps_keys_to_its_admins_cannot_make_one(mo
     assert not browser.find_element(By.ID, "key-create").is_displayed()
     assert browser.find_element(By.ID, "keys-body").text == "No keys yet."  # the admin's key is not theirs
     assert not browser.find_elements(By.CSS_SELECTOR, '[data-test="key-edit"], [data-test="key-revoke"]')
+
+    # Their calls are the organization's: its admin sees them by person, named by their address.
+    assert httpx2.post(momor.url + "/models", json=NATIVE, timeout=30, headers={
+        "Authorization": f"Bearer {member.access_token}", "Content-Type": "application/json"}).status_code == 200
+    momor.settle()
+    browser.find_element(By.ID, "signout").click()
+    sign_in_with_password(browser, momor.url, admin.email, admin.password)
+    css(browser, '#top-tabs [data-group="person"]').click()
+    assert css(browser, f'#top-body tr[data-name="{member.sub}"]').find_element(By.CSS_SELECTOR, "td").text \
+        == member.email

@@ -338,10 +338,9 @@
     const rows = (u.groups[state.group] || []).map((g) => {
       let name = g.label || g.name;
       if (state.group === "key" && g.name === u.caller.id) name = (u.caller.name || g.name) + " (this key)";
-      // People are grouped by their id (Cognito `sub`); the signed-in person's is /me's id without `p-`.
-      if (state.group === "person" && state.me && "p-" + g.name === state.me.id) {
-        name = (state.me.name || state.me.email || g.name) + " (you)";
-      }
+      // People are grouped by their id (Cognito `sub`); the signed-in person's is /me's id without
+      // `p-`, and a person's own calls among the latest name them (callerName: their e-mail).
+      if (state.group === "person") name = personName(u, g.name);
       return el("tr", { "data-name": g.name },
         el("td", { class: "name" }, name),
         el("td", { class: "num", "data-test": "calls" }, int(g.calls)),
@@ -352,6 +351,12 @@
         el("td", { class: "num hide-sm" }, ms(g.latencyMs.p50) + " / " + ms(g.latencyMs.p95)));
     });
     $("top-body").replaceChildren(...(rows.length ? rows : [emptyRow(7, "No calls in this range yet.")]));
+  }
+
+  function personName(u, sub) {
+    if (state.me && "p-" + sub === state.me.id) return (state.me.name || state.me.email || sub) + " (you)";
+    const call = u.latest.find((c) => c.callerId === "p-" + sub && c.callerName);
+    return call ? call.callerName : sub;
   }
 
   function emptyRow(span, text) {
