@@ -125,6 +125,14 @@ def test_the_dev_admin_creates_a_key_uses_it_and_revokes_it(momor, dev_user, bro
 
     open_keys(browser)
     assert "No keys yet" in browser.find_element(By.ID, "keys-body").text
+    # What is not a number is refused in the dialog, not sent as "no limit".
+    browser.find_element(By.ID, "key-create").click()
+    wait(browser, lambda b: b.find_element(By.ID, "key-dialog").is_displayed())
+    browser.find_element(By.ID, "key-name").send_keys("typo")
+    browser.find_element(By.ID, "key-daily").send_keys("5e")
+    browser.find_element(By.ID, "key-form-submit").click()
+    assert browser.find_element(By.ID, "key-form-error").text == "Daily budget must be a number (empty: no limit)."
+    browser.find_element(By.ID, "key-form-cancel").click()
     secret = create_key(browser, "billing-service", rate="100", daily="5", monthly="50")
     warning = browser.find_element(By.CSS_SELECTOR, "#secret-dialog .warning").text
     assert "shown only this once" in warning

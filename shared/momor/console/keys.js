@@ -115,8 +115,21 @@ window.MomorKeys = (function () {
     $("key-name").focus();
   }
 
+  // A number field holding what is not a number reads as "" (as an empty one): say so rather than
+  // send it as "no limit".
+  function unreadable() {
+    const labels = { "key-rate": "Rate limit", "key-daily": "Daily budget", "key-monthly": "Monthly budget" };
+    const bad = Object.keys(labels).find((id) => $(id).validity.badInput);
+    return bad ? labels[bad] + " must be a number (empty: no limit)." : null;
+  }
+
   async function submitForm(event) {
     event.preventDefault();
+    const problem = unreadable();
+    if (problem) {
+      $("key-form-error").textContent = problem;
+      return;
+    }
     // An empty field is null: no budget, or the deployment's rate limit (and, when editing, removes it).
     const body = { name: $("key-name").value.trim(), limits: { rateLimitPerMinute: numberOrNull("key-rate"),
       budgetDailyUsd: numberOrNull("key-daily"), budgetMonthlyUsd: numberOrNull("key-monthly"), zdr: $("key-zdr").checked } };
