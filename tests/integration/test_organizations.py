@@ -172,6 +172,23 @@ def test_an_org_max_age_default_leaves_an_old_model_out_and_the_calls_own_wins(m
     assert "old-cheap" in _served(momor.post("/v1/chat/completions", own, headers=bearer(key)))
 
 
+def test_an_org_deprecated_default_lets_a_deprecated_model_serve_and_the_calls_own_false_wins(momor, pool):
+    _aged_catalog(momor)
+    catalog = json.loads(json.dumps(momor.catalog))
+    for model in catalog["models"]:  # the cheap one is deprecated now, and young enough for any maxAge
+        if model["name"] == "old-cheap":
+            model["deprecated"] = True
+            model["released"] = dt.date.today().isoformat()
+    momor.write_catalog(catalog)
+    org = organizations.create("Lenient", defaults=Defaults(deprecated=True))
+    key, _ = apikeys.create_api_key("lenient key", org=org.id)
+    call = {"model": "tier/low", "messages": [{"role": "user", "content": "Hi"}]}
+    assert "new-dear" in _served(momor.post("/v1/chat/completions", call))  # no default: deprecated left out
+    assert "old-cheap" in _served(momor.post("/v1/chat/completions", call, headers=bearer(key)))
+    own = {**call, "provider": {"deprecated": False}}
+    assert "new-dear" in _served(momor.post("/v1/chat/completions", own, headers=bearer(key)))
+
+
 def test_an_org_under_zdr_refuses_a_non_zdr_route_even_when_the_call_says_false(momor, pool, fake):
     org = organizations.create("Private", defaults=Defaults(zdr=True))
     sub = pool.person("zed@example.com")

@@ -33,6 +33,7 @@ from starlette.routing import Route
 
 from ..errors import MomorError, RequestError
 from ..http import PROBLEM, json_response, new_request_id, parse_json_object, read_body
+from ..logs import logger
 from ..store import key_admin, spend_history
 from ..store.budgets import Period
 from .auth import Caller
@@ -59,7 +60,9 @@ async def key_json(key: key_admin.KeyInfo) -> dict[str, Any]:
     period = Period.at(dt.datetime.now(dt.UTC))
     try:
         month, today = await spend_history.spent_since(key.id, period.month_start, period.day)
-    except Exception:  # the records cannot be read now: the key is still shown, its spend unknown
+    except Exception as exc:  # the records cannot be read now: the key is still shown, its spend unknown
+        logger.warning("a key's spend could not be read", extra={"caller_id": key.id,
+                                                                 "error": f"{type(exc).__name__}: {exc}"[:300]})
         month = today = None
     return {"id": key.id, "name": key.name, "owner": key.owner, "created": key.created, "disabled": key.disabled,
             "limits": {"rateLimitPerMinute": key.rate_limit, "budgetDailyUsd": _usd(key.budget_daily),
@@ -197,9 +200,11 @@ def router(backend: Backend) -> list[Route]:
             try:
                 response = await handler(request, await backend.authenticate(request))
             except MomorError as exc:
-                status = exc.status if exc.status < 500 else 500
-                detail = exc.detail if status < 500 else "Momor failed; the request id identifies this call."
-                response = json_response({"status": status, "detail": detail}, status, PROBLEM)
+                response = json_response({"status": exc.status, "detail": exc.detail}, exc.status, PROBLEM)
+            except Exception:  # a bug or a store failure: a problem document and a log line, never a bare 500
+                logger.exception("key management failed", extra={"request_id": request_id})
+                response = json_response({"status": 500, "detail": "Momor failed; the request id identifies this "
+                                          "call in its logs."}, 500, PROBLEM)
             response.headers[REQUEST_ID_HEADER] = request_id
             response.headers["Cache-Control"] = "no-store"
             return response
