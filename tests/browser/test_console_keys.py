@@ -304,7 +304,11 @@ def test_deployed_the_console_signs_in_on_the_hosted_page_with_pkce(momor, cogni
         assert browser.execute_script("return sessionStorage.getItem('momor.session')") is None
 
 
-def test_a_wrong_password_is_refused_on_the_form(momor, dev_user, browser):
+def test_a_wrong_password_is_refused_on_the_form(momor, dev_user, browser, artifacts):
+    viewport(browser, *PHONE, phone=True)
+    fresh_page(browser, momor.url)
+    assert browser.execute_script("return document.documentElement.scrollWidth") <= PHONE[0]
+    full_page_screenshot(browser, artifacts / "console-sign-in-phone.png", PHONE[0], phone=True)
     viewport(browser, *DESKTOP)
     fresh_page(browser, momor.url)
     wait(browser, lambda b: b.find_element(By.ID, "password-form").is_displayed())
