@@ -1,4 +1,4 @@
-"""Local AWS for development and tests: moto_server (S3, Secrets Manager) and DynamoDB Local.
+"""Local AWS for development and tests: moto_server (S3, Secrets Manager, Cognito) and DynamoDB Local.
 
     with Emulators() as endpoints:        # both on free 127.0.0.1 ports, ready when this returns
         os.environ.update(endpoints.env())
@@ -49,7 +49,7 @@ class EmulatorError(RuntimeError):
 class Endpoints:
     dynamodb: str
     moto: str
-    """S3 and Secrets Manager."""
+    """S3, Secrets Manager and Cognito user pools."""
 
     def env(self) -> dict[str, str]:
         """The variables that point boto3 (and so Momor) at these emulators."""
@@ -57,6 +57,7 @@ class Endpoints:
             "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb,
             "AWS_ENDPOINT_URL_S3": self.moto,
             "AWS_ENDPOINT_URL_SECRETS_MANAGER": self.moto,
+            "AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER": self.moto,  # the user pool (infra/cognito_dev.py)
             "AWS_ACCESS_KEY_ID": "test",
             "AWS_SECRET_ACCESS_KEY": "test",
             "AWS_DEFAULT_REGION": REGION,

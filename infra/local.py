@@ -9,6 +9,9 @@
   (infra/example-keys.json) are fake. With real keys and a catalog of real base URLs, the same
   command serves real providers.
 - Accepts the --api-key given (besides any key in the API-keys table).
+- Unless MOMOR_COGNITO_USER_POOL_ID names a pool already, makes one on moto's Cognito (the same
+  moto_server) with the console's app client, a dev organization and its admin, the dev person
+  (--dev-email, --dev-password), and prints how to sign in (infra/cognito_dev.py).
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keys", default=str(EXAMPLE_KEYS), help="saved provider keys (JSON) for the secret")
     parser.add_argument("--fake-port", type=int, default=DEFAULT_FAKE_PORT, help="port of the bundled fake provider")
     parser.add_argument("--no-fake-providers", action="store_true", help="do not start the fake provider")
+    parser.add_argument("--dev-email", default=None, help="the dev person's sign-in (default dev@momor.local)")
+    parser.add_argument("--dev-password", default=None, help="the dev person's password (default Momor-dev-1)")
     return parser.parse_args(argv)
 
 
@@ -47,8 +52,9 @@ def _endpoint_given() -> bool:
 
 
 @contextlib.contextmanager
-def _aws(args: argparse.Namespace) -> Iterator[None]:
-    """Emulators (unless endpoints are given) with the tables, bucket and secret created."""
+def _aws(args: argparse.Namespace) -> Iterator[str]:
+    """Emulators (unless endpoints are given) with the tables, bucket and secret created; yields
+    moto_server's URL (where the user pool is made)."""
     from infra.emulators import Emulators, Endpoints, provision
 
     keys = json.loads(Path(args.keys).read_text())
@@ -59,12 +65,12 @@ def _aws(args: argparse.Namespace) -> Iterator[None]:
             moto=os.environ.get("AWS_ENDPOINT_URL_S3", base),
         )
         os.environ.update({k: v for k, v in provision(endpoints, keys=keys).items()})
-        yield
+        yield os.environ.get("AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER", endpoints.moto)
         return
     with Emulators() as endpoints:
         os.environ.update(endpoints.env())
         os.environ.update(provision(endpoints, keys=keys))
-        yield
+        yield endpoints.moto
 
 
 @contextlib.contextmanager
@@ -99,6 +105,26 @@ def _catalog_for(args: argparse.Namespace) -> str:
     return str(moved)
 
 
+def _sign_in(args: argparse.Namespace, moto: str) -> str:
+    """The user pool and dev person (unless a pool is configured already); how to sign in, to print."""
+    from infra import cognito_dev
+
+    console = f"http://{args.host}:{args.port}/console"
+    if os.environ.get("MOMOR_COGNITO_USER_POOL_ID"):
+        return f"Console: {console} (the user pool {os.environ['MOMOR_COGNITO_USER_POOL_ID']}, or the API key)"
+    email = args.dev_email or cognito_dev.DEV_EMAIL
+    password = args.dev_password or cognito_dev.DEV_PASSWORD
+    from momor.config import reset_config
+
+    pool = cognito_dev.provision_dev(moto, email=email, password=password)
+    os.environ.update(pool.env())
+    reset_config()  # making the organization read the settings before the pool's were set
+    return (f"Console: {console}\n"
+            f"  sign in as {email} with the password {password} (admin of {cognito_dev.DEV_ORG_NAME!r}),\n"
+            f"  or with the API key {args.api_key}\n"
+            f"  user pool {pool.id} on {moto} (moto's Cognito), app client {pool.client_id}")
+
+
 def _best(fast: str, fallback: str) -> str:
     """`fast` when its package is installed (the `local` extra has it), else uvicorn's pure-Python one."""
     import importlib.util
@@ -110,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
     args = _args(argv)
     sys.path.insert(0, str(ROOT))
     with contextlib.ExitStack() as stack:
-        stack.enter_context(_aws(args))
+        moto = stack.enter_context(_aws(args))
         # The catalog is read from the file (re-read when it changes), not the bucket.
         os.environ.pop("MOMOR_CATALOG_BUCKET", None)
         os.environ.pop("MOMOR_CATALOG_KEY", None)
@@ -123,8 +149,10 @@ def main(argv: list[str] | None = None) -> None:
         from momor.app import all_routes
         from momor.store import apikeys
 
+        sign_in = _sign_in(args, moto)
         apikeys.accept_local_key(args.api_key, name="local", admin=True)  # the operator sees every key
         print(f"Momor is serving on http://{args.host}:{args.port} (API key: {args.api_key})", flush=True)
+        print(sign_in, flush=True)
         # uvloop and httptools (the `local` extra): about a third of a streamed token's cost through
         # the server is the event loop and HTTP framing; asyncio + h11 are the fallback when absent.
         uvicorn.run(all_routes(), host=args.host, port=args.port, log_level="info", lifespan="off",

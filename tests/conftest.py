@@ -164,3 +164,7 @@ def momor_aws(aws: Endpoints, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsRe
     reset_momor_caches()
     yield AwsResources(aws, env)
     reset_momor_caches()
+
+
+# Signed-in people (issue 26): the user pool on moto_server, organizations, people and their tokens.
+from tests.cognito import cognito, cognito_pool, dev_user  # noqa: E402,F401  (fixtures for every folder)

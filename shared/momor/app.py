@@ -66,7 +66,7 @@ def build_app(*factories: RoutesFactory, backend: Backend | None = None, title: 
 
 def all_routes(backend: Backend | None = None) -> FastAPI:
     """Every route in one app: the local server's."""
-    from .api import generations, key_routes, usage
+    from .api import console, generations, key_routes, usage
     from .dialects import model_list
     from .dialects.anthropic import route as anthropic
     from .dialects.native import decision_route, transcribe
@@ -77,5 +77,4 @@ def all_routes(backend: Backend | None = None) -> FastAPI:
 
     return build_app(native.routes, decision_route.routes, transcribe.routes, openai.routes, router_route.routes,
                      generations.routes, anthropic.routes, model_list.routes, usage.routes, key_routes.routes,
-                     responses.routes,
-                     backend=backend)
+                     responses.routes, console.routes, backend=backend)

@@ -7,7 +7,9 @@
                 MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30),
                 MOMOR_RESPONSES_TABLE (stored responses), MOMOR_RESPONSES_TTL_DAYS (30)
     sessions    MOMOR_COGNITO_USER_POOL_ID, MOMOR_COGNITO_REGION, MOMOR_COGNITO_CLIENT_ID,
-                MOMOR_COGNITO_JWKS_URL (development: moto_server's), MOMOR_COGNITO_OPERATOR_GROUP
+                MOMOR_COGNITO_JWKS_URL (development: moto_server's), MOMOR_COGNITO_OPERATOR_GROUP;
+                the console's sign-in: MOMOR_COGNITO_DOMAIN (the hosted page, deployed) or
+                MOMOR_COGNITO_ENDPOINT (development: moto_server's, for InitiateAuth)
     failures    MOMOR_RETRIES (2), MOMOR_RETRY_BASE_MS (250), MOMOR_RETRY_MAX_MS (4000),
                 MOMOR_MAX_RETRY_AFTER_S (20), MOMOR_CALL_BUDGET_S (300), MOMOR_CONNECT_TIMEOUT_S (10),
                 MOMOR_RESPONSE_TIMEOUT_S (30: the response headers),
@@ -83,6 +85,19 @@ def _checked_allow_list(text: str) -> str:
     return text
 
 
+def _checked_origin(text: str) -> str:
+    """An origin (`https://host[:port]`, no path): it goes into the console's Content-Security-Policy
+    and its sign-in requests, so a stray space, quote or path is refused at start."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(text.rstrip("/"))
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.path or parts.query \
+            or parts.fragment or parts.username or any(c in text for c in " ;,'\""):
+        raise ConfigError(f"MOMOR_COGNITO_ENDPOINT and MOMOR_COGNITO_DOMAIN are origins such as "
+                          f"https://host.example (no path), not {text!r}")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 @dataclass(frozen=True, slots=True)
 class Config:
     # storage
@@ -154,6 +169,13 @@ class Config:
     Unset, the pool's own issuer URL at AWS. Never read from a token (that would let a caller pick the host)."""
     cognito_operator_group: str = _knob("MOMOR_COGNITO_OPERATOR_GROUP", "momor-operators")
     """The Cognito group whose members are the deployment's operators (they see every organization)."""
+
+    # the console's sign-in (api/console.py)
+    cognito_endpoint: str | None = _knob("MOMOR_COGNITO_ENDPOINT", kind=_checked_origin)
+    """The user-pool emulator's base URL (development, tests); unset on AWS, where it is Cognito's."""
+    cognito_domain: str | None = _knob("MOMOR_COGNITO_DOMAIN", kind=_checked_origin)
+    """The hosted sign-in page's origin (`https://<prefix>.auth.<region>.amazoncognito.com`): the
+    console signs in there with the authorization-code flow and PKCE (api/console.py)."""
 
     @property
     def max_inline_file_bytes(self) -> int:

@@ -1,4 +1,4 @@
-"""GET /usage (a key's usage over a time range, as JSON) and GET /console (the page that charts it).
+"""GET /usage (a caller's usage over a time range, as JSON); the console that charts it is api/console.py.
 
 /usage?from=&to=&group=model|provider|route|key|person: whose calls depend on the caller's role
 (api/auth.py): a member's own (an API key's, or a signed-in person's and their keys'); an
@@ -7,16 +7,11 @@ organization admin's, every call of the organization (its keys' and its people's
 organization's calls are read by its callers' ids, so another organization's never come into it.
 See store/usage.py for what is counted and how the read is bounded. With the key's budget, when it
 has one: spend against each limit.
-
-/console and /console/<asset>: static files from momor/console (shipped in the layer; the chart
-library is vendored there by infra/setup.sh from infra/node_modules). The page holds no secret: the
-API key a person signs in with stays in the tab's session storage and goes only to /usage.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 from typing import Any
 
 from starlette.requests import Request
@@ -30,30 +25,9 @@ from ..store import budgets, key_admin, usage
 from .auth import PERSON_PREFIX
 from .backend import Backend, Caller
 
-CONSOLE = Path(__file__).resolve().parents[1] / "console"
-_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-          ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml", ".png": "image/png"}
-# Everything the page loads comes from here; no inline script, so an injected one cannot run.
-_CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-        "base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
-
 
 def _problem(status: int, detail: str) -> Response:
     return json_response({"status": status, "detail": detail}, status, PROBLEM)
-
-
-def _static(name: str) -> Response:
-    path = CONSOLE / name
-    media_type = _TYPES.get(path.suffix)
-    # Only plain files of this one folder: no "..", no sub-folders, no other extension.
-    if media_type is None or "/" in name or name.startswith(".") or not path.is_file():
-        return _problem(404, "No such file.")
-    response = Response(path.read_bytes(), media_type=media_type)
-    response.headers["Content-Security-Policy"] = _CSP
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    response.headers["Cache-Control"] = "no-cache"
-    return response
 
 
 def routes(backend: Backend) -> list[Route]:
@@ -68,16 +42,8 @@ def routes(backend: Backend) -> list[Route]:
         response.headers["Cache-Control"] = "no-store"
         return response
 
-    async def console_page(request: Request) -> Response:
-        return _static("index.html")
-
-    async def console_asset(request: Request) -> Response:
-        return _static(request.path_params["name"])
-
     return [
         Route("/usage", get_usage, methods=["GET"]),
-        Route("/console", console_page, methods=["GET"]),
-        Route("/console/{name}", console_asset, methods=["GET"]),
     ]
 
 

@@ -1,14 +1,15 @@
-// Momor console: signs in with an API key (kept in this tab's session storage only), reads
-// GET /usage once per view and draws it. Every text that came from a record (model names, error
-// messages) is set with textContent, never parsed as HTML.
+// Momor console: signs a person in (auth.js: the user pool, or an API key), reads GET /usage once
+// per view and draws it, and shows the organization's keys (keys.js). Every text that came from a
+// record or the API (model names, error messages, key names) is set with textContent, never parsed
+// as HTML.
 "use strict";
 
 (function () {
-  const KEY = "momor.apiKey";
+  const auth = window.MomorAuth;
   const PALETTE = ["#4f46e5", "#06b6d4", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#ec4899", "#84cc16",
     "#64748b"];
   const $ = (id) => document.getElementById(id);
-  const state = { usage: null, group: "model", charts: {} };
+  const state = { usage: null, group: "model", charts: {}, me: null, view: "usage" };
 
   // ---------------------------------------------------------------------------------- formatting
   // Cost: whole cents from $1, two to four decimals from a cent, six below (calls often cost fractions).
@@ -53,51 +54,81 @@
   // ---------------------------------------------------------------------------------- sign in / out
   function show(view) {
     $("signin").hidden = view !== "signin";
-    $("dashboard").hidden = view !== "dashboard";
-    $("controls").hidden = view !== "dashboard";
+    $("dashboard").hidden = view !== "usage";
+    $("keys-view").hidden = view !== "keys";
+    $("controls").hidden = view === "signin";
+    $("views").hidden = view === "signin" || !state.me;
+    document.querySelectorAll(".usage-only").forEach((node) => { node.hidden = view !== "usage"; });
+    document.querySelectorAll("#views button").forEach((b) =>
+      b.setAttribute("aria-selected", String(b.getAttribute("data-view") === view)));
+    if (view !== "signin") state.view = view;
   }
 
-  async function fetchUsage(key) {
+  function showSignIn() {
+    const c = auth.config().cognito;
+    $("cognito-signin").hidden = !c;
+    $("hosted-signin").hidden = !c || c.flow !== "code";
+    $("password-form").hidden = !c || c.flow !== "password";
+    show("signin");
+  }
+
+  function usagePath() {
     // Both ends from one clock reading: with `from` alone the server ends the range at its own
     // later "now", and "Last 90 days" came out a few milliseconds longer than the 90 it allows.
     const days = Number($("range").value);
     const now = Date.now();
     const from = new Date(now - days * 86400000).toISOString();
     const to = new Date(now).toISOString();
-    const response = await fetch("usage?" + new URLSearchParams({ from, to, group: "model" }), {
-      headers: { Authorization: "Bearer " + key },
-      cache: "no-store",
-    });
-    const body = await response.json().catch(() => ({}));
-    if (!response.ok) {
-      const error = new Error(body.detail || "The usage request failed (" + response.status + ").");
-      error.status = response.status;
-      throw error;
+    return "usage?" + new URLSearchParams({ from, to, group: "model" });
+  }
+
+  // Who is signed in (GET /me): a person of an organization, with a role. An API key may have no
+  // person behind it: then the page shows usage only, as before.
+  async function fetchMe() {
+    try {
+      return await auth.api("me");
+    } catch (error) {
+      if (error.status === 401) throw error;
+      return null;
     }
-    return body;
+  }
+
+  function refused(error) {
+    const byKey = auth.kind() === "apiKey";
+    auth.forget();
+    state.me = null;
+    $(byKey ? "signin-error" : "session-error").textContent = byKey ? "That key was not accepted."
+      : "Your session was not accepted (" + error.message + "). Sign in again.";
+    showSignIn();
   }
 
   async function load() {
-    const key = sessionStorage.getItem(KEY);
-    if (!key) return show("signin");
+    if (!auth.signedIn()) return showSignIn();
     document.body.setAttribute("data-state", "loading");
     try {
-      state.usage = await fetchUsage(key);
+      state.me = await fetchMe();
+      window.MomorKeys.setMe(state.me);
+      if (state.view === "keys" && state.me) {
+        await window.MomorKeys.load();
+      } else {
+        state.view = "usage";
+        state.usage = await auth.api(usagePath());
+      }
     } catch (error) {
       if (error.status === 401) {
-        sessionStorage.removeItem(KEY);
-        $("signin-error").textContent = "That key was not accepted.";
-        show("signin");
+        refused(error);
       } else {
-        $("truncated").hidden = false;
-        $("truncated").textContent = error.message;
-        show("dashboard");
+        const where = state.view === "keys" ? "keys-error" : "truncated";
+        $(where).hidden = false;
+        $(where).textContent = error.message;
+        show(state.view);
       }
       document.body.setAttribute("data-state", "error");
       return;
     }
-    show("dashboard");
-    render(state.usage);
+    $("keys-error").textContent = "";
+    show(state.view);
+    if (state.view === "usage") render(state.usage);
     document.body.setAttribute("data-state", "ready");
   }
 
@@ -106,23 +137,47 @@
     const key = $("apikey").value.trim();
     if (!key) return;
     $("signin-error").textContent = "";
-    sessionStorage.setItem(KEY, key);
+    auth.useApiKey(key);
     $("apikey").value = "";
+    state.view = "usage";
     load();
   });
+  $("password-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    $("session-error").textContent = "";
+    $("password-button").disabled = true;
+    try {
+      await auth.signInWithPassword($("email").value.trim(), $("password").value);
+    } catch (error) {
+      $("session-error").textContent = error.message;
+      document.body.setAttribute("data-state", "error");
+      return;
+    } finally {
+      $("password").value = "";
+      $("password-button").disabled = false;
+    }
+    state.view = "usage";
+    load();
+  });
+  $("hosted-button").addEventListener("click", () => auth.startHostedSignIn());
   $("signout").addEventListener("click", () => {
-    sessionStorage.removeItem(KEY);
     state.usage = null;
-    show("signin");
+    state.me = null;
+    if (!auth.signOut()) showSignIn();
   });
   $("refresh").addEventListener("click", load);
   $("range").addEventListener("change", load);
+  document.querySelectorAll("#views button").forEach((button) => {
+    button.addEventListener("click", () => {
+      state.view = button.getAttribute("data-view");
+      load();
+    });
+  });
+  window.MomorKeys.wire();
 
   // ---------------------------------------------------------------------------------- the page
   function render(u) {
-    const who = $("who");
-    who.replaceChildren(u.caller.name || u.caller.id, u.scope === "all" ? el("span", { class: "badge" }, "all keys")
-      : el("span", { class: "badge" }, "own calls"));
+    renderWho(u);
     const t = u.totals;
     setFigure("kpi-cost", usd(t.costUsd), t.costUsd);
     setFigure("kpi-calls", int(t.calls), t.calls);
@@ -137,10 +192,26 @@
     const note = $("truncated");
     note.hidden = !u.truncated;
     note.textContent = u.truncated ? "Showing the newest " + int(u.records) + " calls of this range." : "";
+    // Admins of an organization see its calls by person too (GET /usage's `person` group).
+    const people = document.querySelector('#top-tabs [data-group="person"]');
+    people.hidden = !u.groups.person || u.scope === "own";
+    if (people.hidden && state.group === "person") selectGroup("model");
     renderBudget(u.budget);
     renderCharts(u);
     renderTop();
     renderLatest(u.latest);
+  }
+
+  function renderWho(u) {
+    const me = state.me;
+    if (me) {
+      const org = me.organization || {};
+      $("who").replaceChildren(me.name || me.email || me.id, el("span", { class: "muted" }, " · " + (org.name || "")),
+        el("span", { class: "badge", "data-test": "role" }, me.role));
+    } else {
+      $("who").replaceChildren(u.caller.name || u.caller.id, u.scope === "all" ? el("span", { class: "badge" }, "all keys")
+        : el("span", { class: "badge" }, "own calls"));
+    }
   }
 
   function setFigure(test, text, value) {
@@ -250,11 +321,14 @@
   }
 
   // ---------------------------------------------------------------------------------- tables
+  function selectGroup(group) {
+    state.group = group;
+    document.querySelectorAll("#top-tabs button").forEach((b) =>
+      b.setAttribute("aria-selected", String(b.dataset.group === group)));
+  }
   document.querySelectorAll("#top-tabs button").forEach((button) => {
     button.addEventListener("click", () => {
-      state.group = button.dataset.group;
-      document.querySelectorAll("#top-tabs button").forEach((b) =>
-        b.setAttribute("aria-selected", String(b === button)));
+      selectGroup(button.dataset.group);
       renderTop();
     });
   });
@@ -264,6 +338,9 @@
     const rows = (u.groups[state.group] || []).map((g) => {
       let name = g.label || g.name;
       if (state.group === "key" && g.name === u.caller.id) name = (u.caller.name || g.name) + " (this key)";
+      // People are grouped by their id (Cognito `sub`); the signed-in person's is /me's id without
+      // `p-`, and a person's own calls among the latest name them (callerName: their e-mail).
+      if (state.group === "person") name = personName(u, g.name);
       return el("tr", { "data-name": g.name },
         el("td", { class: "name" }, name),
         el("td", { class: "num", "data-test": "calls" }, int(g.calls)),
@@ -274,6 +351,12 @@
         el("td", { class: "num hide-sm" }, ms(g.latencyMs.p50) + " / " + ms(g.latencyMs.p95)));
     });
     $("top-body").replaceChildren(...(rows.length ? rows : [emptyRow(7, "No calls in this range yet.")]));
+  }
+
+  function personName(u, sub) {
+    if (state.me && "p-" + sub === state.me.id) return (state.me.name || state.me.email || sub) + " (you)";
+    const call = u.latest.find((c) => c.callerId === "p-" + sub && c.callerName);
+    return call ? call.callerName : sub;
   }
 
   function emptyRow(span, text) {
@@ -367,5 +450,14 @@
   $("scrim").addEventListener("click", closeDrawer);
   document.addEventListener("keydown", (e) => { if (e.key === "Escape") closeDrawer(); });
 
-  load();
+  // The way back from the hosted sign-in page first (it carries a code to exchange), then the page.
+  auth.loadConfig()
+    .then(() => auth.finishHostedSignIn())
+    .catch((error) => {
+      $("session-error").textContent = error.message;
+      document.body.setAttribute("data-state", "error");
+    })
+    .then(load);
+
+  window.MomorUI = { $, el, usd, int, when };
 })();
