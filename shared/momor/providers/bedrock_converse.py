@@ -1,0 +1,213 @@
+"""Amazon Bedrock's Converse API (`POST {baseUrl}/model/{modelId}/converse`, baseUrl
+`https://bedrock-runtime.{region}.amazonaws.com`): issue 23's second proof of the wire recipe.
+
+Shapes from botocore's `bedrock-runtime/2023-09-30/service-2.json` (rest-json, signing name
+`bedrock`). Request: `messages` of `{role: user|assistant, content: [ContentBlock]}` (blocks `text`,
+`toolUse` {toolUseId, name, input: object}, `toolResult` {toolUseId, content: [{text}], status});
+the conversation starts with a user message and roles alternate, so a turn's tool calls share one
+assistant message and consecutive tool results (and the user text after them) one user message;
+`system` as `[{text}]`; `inferenceConfig` {maxTokens, temperature, topP, stopSequences};
+`toolConfig` {tools: [{toolSpec: {name, description, inputSchema: {json}}}], toolChoice {auto|any|tool}}.
+A canonical parameter Converse has no field for (seed, penalties, topK, ...) is not sent: Converse
+takes such model-specific values only in `additionalModelRequestFields`, whose names differ by model.
+Files and JSON-schema answers are not carried (the offering is skipped for them); reasoning is not
+replayed (a `reasoningContent` block comes back as thinking, never goes out).
+
+Answer: `output.message.content` blocks (`text`, `toolUse`, `reasoningContent.reasoningText.text`),
+`stopReason` (end_turn, tool_use, max_tokens, stop_sequence, guardrail_intervened, content_filtered,
+malformed_model_output, malformed_tool_use, model_context_window_exceeded) and `usage`
+{inputTokens, outputTokens, totalTokens, cacheReadInputTokens, cacheWriteInputTokens}.
+
+Streaming: not yet. `converse-stream` answers in AWS's binary event-stream encoding
+(`application/vnd.amazon.eventstream`), and Momor's stream framing (framing.py) cuts text frames
+(SSE, NDJSON) only; a streamed call is sent to `converse` and its whole answer handed up, as the
+transport does for any provider that answers a stream request whole.
+
+Authentication: a Bedrock API key as `Authorization: Bearer <key>` (the service's
+`smithy.api#httpBearerAuth`, what `AWS_BEARER_TOKEN_BEDROCK` holds), the deployment's saved key for
+the provider like any other wire's. SigV4 is not used: it signs the exact body bytes and URL, and a
+wire's `auth_headers(target)` sees neither (the transport serialises the body after it).
+
+Errors: `{"message": ...}` with the error's name in the `x-amzn-ErrorType` header
+(ValidationException 400, AccessDeniedException 403, ResourceNotFoundException 404,
+ModelTimeoutException 408, ModelErrorException 424, ThrottlingException and ModelNotReadyException
+429, InternalServerException 500, ServiceUnavailableException 503). Options: none.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+from ..call import Call, Parameters
+from ..errors import ProviderError
+from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
+from ..messages import ContentMessage, ThinkingMessage, ToolCallMessage, ToolResultMessage, UserMessage
+from .base import FunctionWire, SSEEvent, Target, WireRequest, count_of
+from .kit import error_body, http_error, load_json, protocol_error, unsupported
+
+WIRE_NAME = "bedrock_converse"
+_STOPS: dict[str, Stop] = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
+                           "stop_sequence": "stop_sequence", "guardrail_intervened": "content_filter",
+                           "content_filtered": "content_filter", "model_context_window_exceeded": "length"}
+
+
+# --- request ---------------------------------------------------------------------------------
+
+
+def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
+    if call.response_schema is not None or call.json_object:
+        raise unsupported(WIRE_NAME, "a JSON answer")
+    body: dict[str, Any] = {"messages": _messages(call)}
+    if call.system:
+        body["system"] = [{"text": call.system}]
+    inference = _inference(call.params)
+    if inference:
+        body["inferenceConfig"] = inference
+    if call.tools:
+        body["toolConfig"] = _tool_config(call)
+    # The model id goes into the path: an ARN or inference profile holds ':' and '/', quoted whole.
+    path = f"/model/{quote(target.model_id, safe='')}/converse"
+    headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
+    return WireRequest(path, body, headers)
+
+
+def _messages(call: Call) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in call.messages:
+        if isinstance(message, UserMessage):
+            if message.files:
+                raise unsupported(WIRE_NAME, "files")
+            _block(out, "user", {"text": message.value})
+        elif isinstance(message, ContentMessage):
+            _block(out, "assistant", {"text": message.value})
+        elif isinstance(message, ToolCallMessage):
+            _block(out, "assistant", {"toolUse": {"toolUseId": message.call.id, "name": message.call.name,
+                                                  "input": _input(message.call.arguments)}})
+        elif isinstance(message, ToolResultMessage):
+            result = message.result
+            if result.documents:
+                raise unsupported(WIRE_NAME, "files returned by a tool")
+            _block(out, "user", {"toolResult": {"toolUseId": result.id, "content": [{"text": result.content}],
+                                                "status": "error" if result.failure else "success"}})
+        elif not isinstance(message, ThinkingMessage):  # reasoning is not replayed to Converse
+            raise unsupported(WIRE_NAME, f"a {message.type} message")
+    return out
+
+
+def _block(out: list[dict[str, Any]], role: str, block: dict[str, Any]) -> None:
+    """Roles alternate in Converse: a block joins the last message when it has the same role."""
+    if "text" in block and not block["text"]:
+        return  # Converse refuses a blank text block; an empty turn says nothing
+    if out and out[-1]["role"] == role:
+        out[-1]["content"].append(block)
+    else:
+        out.append({"role": role, "content": [block]})
+
+
+def _input(arguments: str) -> Any:
+    """A tool call's arguments as the JSON object Converse's `input` is (a document, not a string)."""
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        raise unsupported(WIRE_NAME, "tool call arguments that are not JSON") from None
+    return value if isinstance(value, dict) else {}
+
+
+def _inference(params: Parameters) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    for name, field in (("max_tokens", "maxTokens"), ("temperature", "temperature"), ("top_p", "topP")):
+        if getattr(params, name) is not None:
+            config[field] = getattr(params, name)
+    if params.stop:
+        config["stopSequences"] = params.stop
+    return config
+
+
+def _tool_config(call: Call) -> dict[str, Any]:
+    config: dict[str, Any] = {"tools": [
+        {"toolSpec": {"name": t.name, **({"description": t.description} if t.description else {}),
+                      "inputSchema": {"json": t.parameters}}} for t in call.tools]}
+    choice = call.params.tool_use
+    if choice is not None and choice.type == "none":
+        raise unsupported(WIRE_NAME, "toolUse none (Converse has no such toolChoice)")
+    if choice is not None and choice.type == "any":
+        config["toolChoice"] = {"any": {}}
+    elif choice is not None and choice.type == "use" and choice.name:
+        config["toolChoice"] = {"tool": {"name": choice.name}}
+    return config
+
+
+# --- answer ----------------------------------------------------------------------------------
+
+
+def _usage(usage: Any) -> Usage:
+    usage = usage if isinstance(usage, dict) else {}
+    return Usage(input_tokens=count_of(usage.get("inputTokens")), output_tokens=count_of(usage.get("outputTokens")),
+                 cache_read_tokens=count_of(usage.get("cacheReadInputTokens")),
+                 cache_write_tokens=count_of(usage.get("cacheWriteInputTokens")))
+
+
+def _part(index: int, block: Any) -> list[Event]:
+    if not isinstance(block, dict):
+        raise protocol_error(WIRE_NAME, "a content block is not an object")
+    kind: PartKind
+    if isinstance(block.get("text"), str):
+        kind, text = "content", block["text"]
+    elif isinstance(block.get("reasoningContent"), dict):
+        reasoning = block["reasoningContent"].get("reasoningText")
+        kind, text = "thinking", str(reasoning.get("text") or "") if isinstance(reasoning, dict) else ""
+    elif isinstance(block.get("toolUse"), dict):
+        use = block["toolUse"]
+        if not isinstance(use.get("name"), str) or not isinstance(use.get("toolUseId"), str):
+            raise protocol_error(WIRE_NAME, "a toolUse block has no name or toolUseId")
+        return [PartStart(index, "toolCall", tool_id=use["toolUseId"], tool_name=use["name"]),
+                Delta(index, json.dumps(use.get("input", {}))), PartEnd(index)]
+    else:
+        return []  # images, citations, guard content: nothing a caller gets from this wire
+    return [PartStart(index, kind), Delta(index, text), PartEnd(index)]
+
+
+def parse_response(body: bytes, target: Target) -> list[Event]:
+    data = load_json(body, WIRE_NAME)
+    output = data.get("output") if isinstance(data, dict) else None
+    message = output.get("message") if isinstance(output, dict) else None
+    if not isinstance(message, dict) or not isinstance(message.get("content"), list):
+        raise protocol_error(WIRE_NAME, "the answer has no output.message.content")
+    reason = data.get("stopReason")
+    if not isinstance(reason, str):
+        raise protocol_error(WIRE_NAME, "the answer has no stopReason")
+    events: list[Event] = []
+    for block in message["content"]:
+        events += _part(len(events) // 3, block)
+    return [*events, UsageEvent(_usage(data.get("usage"))), Finish(reason, _STOPS.get(reason, "other"))]
+
+
+class _NoStream:
+    """Never fed: the request always goes to `converse`, whose whole answer the transport parses.
+    Should a stream arrive all the same (a text event stream from a proxy), it is refused, never
+    taken for an answer."""
+
+    done = False
+
+    def feed(self, sse: SSEEvent) -> list[Event]:
+        raise protocol_error(WIRE_NAME, "a streamed answer to a converse request")
+
+    def close(self) -> list[Event]:
+        raise protocol_error(WIRE_NAME, "a streamed answer to a converse request")
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+def map_error(status: int, body: bytes, headers: dict[str, str]) -> ProviderError:
+    parsed = error_body(body)
+    message = parsed.get("message", parsed.get("Message")) if isinstance(parsed, dict) else parsed
+    kind = next((v for k, v in headers.items() if k.lower() == "x-amzn-errortype"), "")
+    text = message if isinstance(message, str) else ""
+    name = kind.split(":", 1)[0]  # "ValidationException:http://internal.amazon.com/..." names its type first
+    return http_error(WIRE_NAME, status, parsed, headers, f"{name}: {text}" if name else text)
+
+
+WIRE = FunctionWire(WIRE_NAME, build_request, parse_response, lambda target: _NoStream(), map_error)
