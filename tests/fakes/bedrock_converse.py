@@ -213,6 +213,10 @@ def _validate_messages(messages: Any, has_tools: bool) -> None:
             raise _invalid(f"The content field in the Message object at messages.{i} is empty. Add a ContentBlock "
                            "object to the content field and try again.")
         uses = _validate_blocks(i, role, content, previous_uses, has_tools)
+        answered = {b["toolResult"]["toolUseId"] for b in content if "toolResult" in b}
+        if previous_uses - answered:
+            raise _invalid(f"Expected toolResult blocks at messages.{i}.content for the following Ids: "
+                           f"{', '.join(sorted(previous_uses - answered))}")
         previous_uses = uses
 
 

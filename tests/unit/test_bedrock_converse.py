@@ -9,6 +9,7 @@ the fake against the SDK, which the suite cannot.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -20,6 +21,7 @@ from botocore.config import Config
 
 from momor.call import Call
 from momor.catalog import Capabilities, Model, Offering, Prices, Provider
+from momor.events import UsageEvent
 from momor.messages import Tool, ToolCallBody, ToolCallMessage, ToolResultBody, ToolResultMessage, UserMessage
 from momor.providers import wire_for
 from momor.providers.base import Target
@@ -89,6 +91,11 @@ REFUSED = {
                                         {"role": "user", "content": [{"toolResult": {
                                             "toolUseId": "tooluse_x", "content": [{"text": "Sunny"}]}}]}],
                                        False, "toolConfig field must be defined"),
+    "a toolUse left unanswered": ([{"role": "user", "content": [{"text": "Hi"}]},
+                                   {"role": "assistant", "content": [{"toolUse": {
+                                       "toolUseId": "tooluse_x", "name": "get_weather", "input": {}}}]},
+                                   {"role": "user", "content": [{"text": "Never mind"}]}], True,
+                                  "Expected toolResult blocks at messages.2.content"),
     "a blank text block": ([{"role": "user", "content": [{"text": " "}]}], False, "is blank"),
 }
 
@@ -135,3 +142,13 @@ async def test_a_turn_of_several_tool_calls_is_one_message_each_way() -> None:
     assert sent.status == 200, events
     assert [(m["role"], len(m["content"])) for m in sent.json["messages"]] == [("user", 1), ("assistant", 2),
                                                                              ("user", 2)]
+
+
+def test_input_tokens_count_the_cache_reads_and_writes_bedrock_reports_apart() -> None:
+    answer = {"output": {"message": {"role": "assistant", "content": [{"text": "Hi"}]}}, "stopReason": "end_turn",
+              "usage": {"inputTokens": 10, "outputTokens": 3, "totalTokens": 13, "cacheReadInputTokens": 100,
+                        "cacheWriteInputTokens": 20}, "metrics": {"latencyMs": 9}}
+    events = wire_for("bedrock_converse").parse_response(json.dumps(answer).encode(), None)  # type: ignore[arg-type]
+    (usage,) = [e.usage for e in events if isinstance(e, UsageEvent)]
+    assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.output_tokens) == (
+        130, 100, 20, 3)

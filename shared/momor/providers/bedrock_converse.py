@@ -143,10 +143,14 @@ def _tool_config(call: Call) -> dict[str, Any]:
 
 
 def _usage(usage: Any) -> Usage:
+    """Bedrock's `inputTokens` leaves out the cache's reads and writes (reported beside it, as
+    Anthropic's input_tokens does); Momor's input counts all input, so they are added back."""
     usage = usage if isinstance(usage, dict) else {}
-    return Usage(input_tokens=count_of(usage.get("inputTokens")), output_tokens=count_of(usage.get("outputTokens")),
-                 cache_read_tokens=count_of(usage.get("cacheReadInputTokens")),
-                 cache_write_tokens=count_of(usage.get("cacheWriteInputTokens")))
+    fresh, read, written = (count_of(usage.get(k)) for k in ("inputTokens", "cacheReadInputTokens",
+                                                            "cacheWriteInputTokens"))
+    total = None if fresh is None else fresh + (read or 0) + (written or 0)
+    return Usage(input_tokens=total, output_tokens=count_of(usage.get("outputTokens")),
+                 cache_read_tokens=read, cache_write_tokens=written)
 
 
 def _part(index: int, block: Any) -> list[Event]:
