@@ -6,8 +6,11 @@ ContentBlock, InferenceConfiguration, ToolConfiguration, ConverseResponse, Token
 shapes) and AWS's published Converse response example: `{"output": {"message": {"role":
 "assistant", "content": [...]}}, "stopReason", "usage": {"inputTokens", "outputTokens",
 "totalTokens"}, "metrics": {"latencyMs"}}`. Errors are `{"message"}` with the error's name in
-`x-amzn-ErrorType`, as botocore's rest-json parser reads them. `converse-stream` (binary
-event-stream) is not served: the wire does not call it yet (providers/bedrock_converse.py).
+`x-amzn-ErrorType`, as botocore's rest-json parser reads them. `converse-stream` answers in AWS's
+binary event stream (`application/vnd.amazon.eventstream`): each message a prelude (total and
+headers lengths, their CRC-32), string headers `:event-type`, `:content-type`, `:message-type`, the
+JSON payload and the CRC-32 of the whole; events messageStart, contentBlockStart (tool calls),
+contentBlockDelta, contentBlockStop, messageStop and metadata (ConverseStreamOutput).
 """
 
 from __future__ import annotations
@@ -15,9 +18,11 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import struct
+import zlib
 from typing import Any
 
-from .behaviour import Answer, Ask, count_input_tokens
+from .behaviour import Answer, Ask, count_input_tokens, split_json, split_text
 from .errors import Invalid
 from .interface import Address, Setup
 
@@ -39,13 +44,34 @@ _MESSAGES = {403: "Authentication failed: Please make sure your API Key is valid
              429: "Too many requests, please wait before trying again.",
              500: "The server encountered an internal error while processing the request.",
              503: "The service is temporarily unable to handle the request."}
-_ROUTE = re.compile(r"^model/(?P<model>[^/]+(?:/[^/]+)*)/converse$")
+_ROUTE = re.compile(r"^model/(?P<model>[^/]+(?:/[^/]+)*)/(?P<method>converse|converse-stream)$")
 
 
 def route(address: Address) -> BedrockFake | None:
-    """The model is in the path: the wire is an object per request."""
+    """The model and whether it streams are in the path: the wire is an object per request."""
     found = _ROUTE.match(address.route)
-    return BedrockFake(found["model"]) if found is not None else None
+    return BedrockFake(found["model"], stream=found["method"] == "converse-stream") if found is not None else None
+
+
+def _string_header(name: str, value: str) -> bytes:
+    raw = value.encode()
+    return bytes([len(name)]) + name.encode() + b"\x07" + struct.pack("!H", len(raw)) + raw
+
+
+def event_message(kind: str, payload: dict[str, Any], message_type: str = "event") -> bytes:
+    """One event-stream message: prelude, headers, payload, CRC-32 of it all (an `exception`
+    message names its kind, `throttlingException`, in `:exception-type`)."""
+    named = ":event-type" if message_type == "event" else ":exception-type"
+    headers = b"".join(_string_header(n, v) for n, v in ((named, kind), (":content-type", "application/json"),
+                                                         (":message-type", message_type)))
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    prelude = struct.pack("!II", 12 + len(headers) + len(body) + 4, len(headers))
+    message = prelude + struct.pack("!I", zlib.crc32(prelude)) + headers + body
+    return message + struct.pack("!I", zlib.crc32(message))
+
+
+_BAD_FRAME = struct.pack("!III", 16, 0, 0) + b"\x00\x00\x00\x00"
+"""A message whose prelude checksum is wrong: what a malformed step sends."""
 
 
 def new_request_id() -> str:
@@ -63,8 +89,12 @@ class BedrockFake:
 
     tool_id_prefix = tool_id_prefix
 
-    def __init__(self, model: str) -> None:
+    stream_content_type = "application/vnd.amazon.eventstream"
+    malformed_line = _BAD_FRAME
+
+    def __init__(self, model: str, *, stream: bool = False) -> None:
         self.model = model
+        self.stream = stream
         self.error_type: str | None = None
         self.new_request_id = new_request_id
 
@@ -72,7 +102,7 @@ class BedrockFake:
         return self.model
 
     def streaming(self, body: dict[str, Any]) -> bool:
-        return False  # converse is never a stream; converse-stream is another path
+        return self.stream  # the path says it (converse-stream), not the body
 
     def response_headers(self, request_id: str) -> dict[str, str]:
         headers = {"x-amzn-RequestId": request_id}
@@ -123,13 +153,36 @@ class BedrockFake:
         content: list[dict[str, Any]] = [{"text": answer.text}] if answer.text else []
         content += [{"toolUse": {"toolUseId": c.id, "name": c.name, "input": json.loads(c.arguments)}}
                     for c in answer.tool_calls]
-        usage = {"inputTokens": answer.input_tokens, "outputTokens": answer.output_tokens,
-                 "totalTokens": answer.input_tokens + answer.output_tokens}
         return {"output": {"message": {"role": "assistant", "content": content}},
-                "stopReason": answer.finish or _STOPS[answer.stop], "usage": usage, "metrics": {"latencyMs": 271}}
+                "stopReason": _stop(answer), "usage": _usage(answer), "metrics": {"latencyMs": 271}}
 
-    def stream_events(self, answer: Answer, body: dict[str, Any]) -> list[str]:
-        raise AssertionError("converse is never streamed (BedrockFake.streaming)")
+    def stream_events(self, answer: Answer, body: dict[str, Any]) -> list[bytes]:  # type: ignore[override]
+        """Event-stream messages (bytes: the fake server sends them as they are)."""
+        events = [event_message("messageStart", {"role": "assistant"})]
+        block = 0
+        if answer.text:
+            events += [event_message("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": piece}})
+                       for piece in split_text(answer.text, answer.chunks)]
+            events.append(event_message("contentBlockStop", {"contentBlockIndex": 0}))
+            block = 1
+        for i, call in enumerate(answer.tool_calls, start=block):
+            events.append(event_message("contentBlockStart", {"contentBlockIndex": i, "start": {
+                "toolUse": {"toolUseId": call.id, "name": call.name}}}))
+            events += [event_message("contentBlockDelta", {"contentBlockIndex": i, "delta": {"toolUse": {"input": p}}})
+                       for p in split_json(call.arguments)]
+            events.append(event_message("contentBlockStop", {"contentBlockIndex": i}))
+        events.append(event_message("messageStop", {"stopReason": _stop(answer)}))
+        events.append(event_message("metadata", {"usage": _usage(answer), "metrics": {"latencyMs": 271}}))
+        return events
+
+
+def _stop(answer: Answer) -> str:
+    return answer.finish or _STOPS[answer.stop]
+
+
+def _usage(answer: Answer) -> dict[str, int]:
+    return {"inputTokens": answer.input_tokens, "outputTokens": answer.output_tokens,
+            "totalTokens": answer.input_tokens + answer.output_tokens}
 
 
 def _last_user(messages: list[dict[str, Any]]) -> dict[str, Any]:

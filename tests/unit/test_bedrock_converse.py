@@ -21,13 +21,16 @@ from botocore.config import Config
 
 from momor.call import Call
 from momor.catalog import Capabilities, Model, Offering, Prices, Provider
-from momor.events import UsageEvent
+from momor.errors import ProviderError
+from momor.events import Delta, UsageEvent
 from momor.messages import Tool, ToolCallBody, ToolCallMessage, ToolResultBody, ToolResultMessage, UserMessage
 from momor.providers import wire_for
 from momor.providers.base import Target
+from momor.providers.eventstream import EventStreamDecoder
 from momor.providers.transport import exchange
+from momor.routing.policy import classify
 from tests.fakes import FakeProviders, FakeState, create_app
-from tests.fakes.bedrock_converse import SETUPS
+from tests.fakes.bedrock_converse import SETUPS, event_message
 
 SETUP = SETUPS[0]
 WEATHER = {"toolSpec": {"name": "get_weather", "description": "The weather in a city.",
@@ -51,7 +54,7 @@ def client(fake: FakeProviders) -> Any:
     def bearer(request: Any, **_: Any) -> None:
         request.headers["Authorization"] = f"Bearer {SETUP.key}"
 
-    made.meta.events.register("before-send.bedrock-runtime.Converse", bearer)
+    made.meta.events.register("before-send.bedrock-runtime", bearer)
     return made
 
 
@@ -152,3 +155,50 @@ def test_input_tokens_count_the_cache_reads_and_writes_bedrock_reports_apart() -
     (usage,) = [e.usage for e in events if isinstance(e, UsageEvent)]
     assert (usage.input_tokens, usage.cache_read_tokens, usage.cache_write_tokens, usage.output_tokens) == (
         130, 100, 20, 3)
+
+
+def test_boto3_reads_the_fakes_binary_event_stream(client: Any, fake: FakeProviders) -> None:
+    """converse-stream's body is AWS's event stream: botocore checks every prelude and message CRC."""
+    answer = client.converse_stream(modelId=SETUP.model, messages=[{"role": "user", "content": [
+        {"text": "call get_weather for Paris"}]}], toolConfig={"tools": [WEATHER]})
+    events = list(answer["stream"])
+    assert fake.requests(SETUP.label)[-1].path.endswith("/converse-stream")
+    kinds = [next(iter(e)) for e in events]
+    assert kinds[0] == "messageStart" and kinds[-2:] == ["messageStop", "metadata"], kinds
+    start = next(e["contentBlockStart"] for e in events if "contentBlockStart" in e)
+    assert start["start"]["toolUse"]["name"] == "get_weather"
+    arguments = "".join(e["contentBlockDelta"]["delta"]["toolUse"]["input"] for e in events if "contentBlockDelta" in e)
+    assert json.loads(arguments) == {"query": "call get_weather for Paris"}
+    assert events[-2]["messageStop"]["stopReason"] == "tool_use"
+    assert events[-1]["metadata"]["usage"]["outputTokens"] > 0
+
+
+async def test_a_streamed_call_goes_over_converse_stream() -> None:
+    """The conformance suite's streamed cases pass on a whole answer too: this one checks the wire
+    asks for the stream and reads its events."""
+    state = FakeState()
+    provider = Provider(name=SETUP.label, wire="bedrock_converse", baseUrl=f"http://fake.test/{SETUP.base}")
+    model = Model(name="m", publisher="momor", tier="low", capabilities=Capabilities(tools=True),
+                  offerings=[Offering(provider=SETUP.label, id=SETUP.model, prices=Prices(input=1, output=1))])
+    target = Target(provider, model.offerings[0], model, SETUP.key)
+    call = Call(system="", messages=[UserMessage(value="hello there friend")], stream=True)
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=create_app(state))) as http:
+        events = [e async for e in exchange(wire_for("bedrock_converse"), call, target, stream=True, client=http)]
+    assert state.requests(SETUP.label)[-1].path.endswith("/converse-stream")
+    assert "".join(e.text for e in events if isinstance(e, Delta)) == "Echo: hello there friend"
+    assert sum(isinstance(e, Delta) for e in events) > 1  # it came in pieces, as streamed
+
+
+def test_an_exception_mid_stream_is_an_http_failure_of_its_status() -> None:
+    """converse-stream reports a failure after its 200 as an exception message (ThrottlingException
+    is a 429 in service-2.json): retried as a 429 is, never taken for the answer's end."""
+    raw = event_message("messageStart", {"role": "assistant"}) + event_message(
+        "throttlingException", {"message": "Too many tokens, please wait before trying again."}, "exception")
+    framer, decoder = EventStreamDecoder(), wire_for("bedrock_converse").stream_decoder(None)  # type: ignore[arg-type]
+    with pytest.raises(ProviderError) as info:
+        for piece in (raw[:7], raw[7:]):  # a message split across reads is put back together
+            for frame in framer.decode(piece):
+                decoder.feed(frame)
+    assert (info.value.kind, info.value.upstream_status) == ("http", 429)
+    assert "throttlingException: Too many tokens" in info.value.detail
+    assert classify(info.value) == "retry"

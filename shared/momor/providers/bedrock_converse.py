@@ -18,10 +18,11 @@ Answer: `output.message.content` blocks (`text`, `toolUse`, `reasoningContent.re
 malformed_model_output, malformed_tool_use, model_context_window_exceeded) and `usage`
 {inputTokens, outputTokens, totalTokens, cacheReadInputTokens, cacheWriteInputTokens}.
 
-Streaming: not yet. `converse-stream` answers in AWS's binary event-stream encoding
-(`application/vnd.amazon.eventstream`), and Momor's stream framing (framing.py) cuts text frames
-(SSE, NDJSON) only; a streamed call is sent to `converse` and its whole answer handed up, as the
-transport does for any provider that answers a stream request whole.
+Streaming: `converse-stream`, whose body is AWS's binary event stream
+(`application/vnd.amazon.eventstream`, framed by eventstream.py): messageStart, contentBlockStart
+(tool calls only), contentBlockDelta, contentBlockStop, messageStop (stopReason) and metadata (usage),
+which ends it; a stream cut before metadata is an error, and an exception event mid-stream
+(throttlingException, modelStreamErrorException, ...) an HTTP failure of its status.
 
 Authentication: a Bedrock API key as `Authorization: Bearer <key>` (the service's
 `smithy.api#httpBearerAuth`, what `AWS_BEARER_TOKEN_BEDROCK` holds), the deployment's saved key for
@@ -45,12 +46,14 @@ from ..errors import ProviderError
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from ..messages import ContentMessage, ThinkingMessage, ToolCallMessage, ToolResultMessage, UserMessage
 from .base import FunctionWire, SSEEvent, Target, WireRequest, count_of
-from .kit import error_body, http_error, load_json, protocol_error, unsupported
+from .kit import PartIndexes, error_body, http_error, load_json, protocol_error, unsupported
 
 WIRE_NAME = "bedrock_converse"
 _STOPS: dict[str, Stop] = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length",
                            "stop_sequence": "stop_sequence", "guardrail_intervened": "content_filter",
                            "content_filtered": "content_filter", "model_context_window_exceeded": "length"}
+_EXCEPTION_STATUS = {"internalServerException": 500, "modelStreamErrorException": 424, "validationException": 400,
+                     "throttlingException": 429, "serviceUnavailableException": 503}
 
 
 # --- request ---------------------------------------------------------------------------------
@@ -68,7 +71,7 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
     if call.tools:
         body["toolConfig"] = _tool_config(call)
     # The model id goes into the path: an ARN or inference profile holds ':' and '/', quoted whole.
-    path = f"/model/{quote(target.model_id, safe='')}/converse"
+    path = f"/model/{quote(target.model_id, safe='')}/{'converse-stream' if stream else 'converse'}"
     headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
     return WireRequest(path, body, headers)
 
@@ -188,18 +191,104 @@ def parse_response(body: bytes, target: Target) -> list[Event]:
     return [*events, UsageEvent(_usage(data.get("usage"))), Finish(reason, _STOPS.get(reason, "other"))]
 
 
-class _NoStream:
-    """Never fed: the request always goes to `converse`, whose whole answer the transport parses.
-    Should a stream arrive all the same (a text event stream from a proxy), it is refused, never
-    taken for an answer."""
+class ConverseStreamDecoder:
+    """converse-stream's events (framed by eventstream.py): messageStart, contentBlockStart (a tool
+    call's id and name; text blocks have none, their first delta opens them), contentBlockDelta
+    (text, toolUse input fragments, reasoningContent text), contentBlockStop, messageStop (the
+    stopReason) and metadata (usage), which ends the stream; each part found again by the
+    provider's `contentBlockIndex` (kit.PartIndexes). An exception event is an HTTP failure."""
 
-    done = False
+    def __init__(self) -> None:
+        self._parts = PartIndexes()
+        self._open: set[int] = set()
+        self._stop: str | None = None
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        return self._done
 
     def feed(self, sse: SSEEvent) -> list[Event]:
-        raise protocol_error(WIRE_NAME, "a streamed answer to a converse request")
+        if self._done:
+            return []
+        kind = sse.event or ""
+        if kind.endswith("Exception") or kind == "error":
+            raise _stream_exception(kind, sse.data)
+        event = load_json(sse.data, WIRE_NAME, "a stream event")
+        if not isinstance(event, dict):
+            raise protocol_error(WIRE_NAME, f"{kind} is not a JSON object")
+        if kind == "contentBlockStart":
+            return self._start(event)
+        if kind == "contentBlockDelta":
+            return self._delta(event)
+        if kind == "contentBlockStop":
+            index = self._index(event, open_it=None)
+            self._open.discard(index)
+            return [PartEnd(index)]
+        if kind == "messageStop":
+            self._stop = event.get("stopReason") if isinstance(event.get("stopReason"), str) else None
+            if self._stop is None:
+                raise protocol_error(WIRE_NAME, "messageStop has no stopReason")
+            return [*(PartEnd(i) for i in sorted(self._open))]
+        if kind == "metadata":
+            if self._stop is None:
+                raise protocol_error(WIRE_NAME, "metadata came before messageStop")
+            self._done = True
+            return [UsageEvent(_usage(event.get("usage"))), Finish(self._stop, _STOPS.get(self._stop, "other"))]
+        return []  # messageStart, and events this wire does not read
 
     def close(self) -> list[Event]:
-        raise protocol_error(WIRE_NAME, "a streamed answer to a converse request")
+        if not self._done:
+            raise protocol_error(WIRE_NAME, "the stream ended before its metadata event: the answer was cut")
+        return []
+
+    def _index(self, event: dict[str, Any], open_it: PartKind | None) -> int:
+        """The part of the event's contentBlockIndex; `open_it`: a new part of that kind if none is open."""
+        block = event.get("contentBlockIndex")
+        if not isinstance(block, int) or isinstance(block, bool):
+            raise protocol_error(WIRE_NAME, "a content block event has no contentBlockIndex")
+        index = self._parts.get(block)
+        if index is None or index not in self._open:
+            if open_it is None or index is not None:
+                raise protocol_error(WIRE_NAME, f"an event for content block {block}, which is not open")
+            index = self._parts.new_index(block)
+            self._open.add(index)
+        return index
+
+    def _start(self, event: dict[str, Any]) -> list[Event]:
+        start = event.get("start") if isinstance(event.get("start"), dict) else {}
+        use = start.get("toolUse")
+        if not (isinstance(use, dict) and isinstance(use.get("name"), str) and isinstance(use.get("toolUseId"), str)):
+            raise protocol_error(WIRE_NAME, "contentBlockStart has no toolUse name and toolUseId")
+        if self._parts.get(event.get("contentBlockIndex")) is not None:
+            raise protocol_error(WIRE_NAME, "contentBlockStart for a block already begun")
+        index = self._index(event, open_it="toolCall")
+        return [PartStart(index, "toolCall", tool_id=use["toolUseId"], tool_name=use["name"])]
+
+    def _delta(self, event: dict[str, Any]) -> list[Event]:
+        delta = event.get("delta") if isinstance(event.get("delta"), dict) else {}
+        kind: PartKind
+        if isinstance(delta.get("text"), str):
+            kind, text = "content", delta["text"]
+        elif isinstance(delta.get("toolUse"), dict) and isinstance(delta["toolUse"].get("input"), str):
+            kind, text = "toolCall", delta["toolUse"]["input"]
+        elif isinstance(delta.get("reasoningContent"), dict):
+            kind, text = "thinking", str(delta["reasoningContent"].get("text") or "")
+        else:
+            return []  # citations, images, a reasoning signature: nothing a caller gets from this wire
+        known = self._parts.get(event.get("contentBlockIndex"))
+        opening = known is None and kind != "toolCall"  # text and reasoning blocks open on their first delta
+        index = self._index(event, open_it=kind if opening else None)
+        head: list[Event] = [PartStart(index, kind)] if opening else []
+        return [*head, Delta(index, text)] if text else head
+
+
+def _stream_exception(kind: str, data: str) -> ProviderError:
+    """An exception sent mid-stream, as the HTTP status its shape has (service-2.json's error codes)."""
+    status = _EXCEPTION_STATUS.get(kind, 500)
+    parsed = error_body(data.encode())
+    message = parsed.get("message") if isinstance(parsed, dict) else parsed
+    return http_error(WIRE_NAME, status, parsed, {}, f"{kind}: {message if isinstance(message, str) else ''}")
 
 
 # --- errors ----------------------------------------------------------------------------------
@@ -214,4 +303,4 @@ def map_error(status: int, body: bytes, headers: dict[str, str]) -> ProviderErro
     return http_error(WIRE_NAME, status, parsed, headers, f"{name}: {text}" if name else text)
 
 
-WIRE = FunctionWire(WIRE_NAME, build_request, parse_response, lambda target: _NoStream(), map_error)
+WIRE = FunctionWire(WIRE_NAME, build_request, parse_response, lambda target: ConverseStreamDecoder(), map_error)
