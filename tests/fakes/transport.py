@@ -103,7 +103,7 @@ async def send_json_misbehaving(
 
 
 async def send_sse(
-    send: Send, receive: Receive, events: list[str], headers: dict[str, str], step: Step | None,
+    send: Send, receive: Receive, events: list[str] | list[bytes], headers: dict[str, str], step: Step | None,
     content_type: str = "text/event-stream; charset=utf-8", garbage: bytes = b'data: {"garbage\n\n',
 ) -> None:
     """Send pre-rendered SSE events (each ending in a blank line), or NDJSON lines under their own
@@ -119,7 +119,8 @@ async def send_sse(
             return
         if isinstance(step, Malformed) and index == step.after:
             await send({"type": "http.response.body", "body": garbage, "more_body": True})
-        await send({"type": "http.response.body", "body": event.encode(), "more_body": True})
+        data = event if isinstance(event, bytes) else event.encode()  # a binary stream's messages are bytes
+        await send({"type": "http.response.body", "body": data, "more_body": True})
         # Let each event leave in its own write, as a real provider's would.
         await asyncio.sleep(0)
     await send({"type": "http.response.body", "body": b""})

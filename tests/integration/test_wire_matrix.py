@@ -46,6 +46,8 @@ WIRES: dict[str, tuple[str, str, str, dict[str, Any], str, list[str] | None]] = 
                       ["low", "medium", "high"]),
     "puter": ("puterwire", "puter", "puterwire", {"driver": "ai-chat"}, "gpt-5-nano", None),
     "cohere": ("coherewire", "cohere", "coherewire", {}, "command-a-03-2025", None),
+    "bedrock_converse": ("bedrockwire", "bedrock_converse", "bedrockwire", {}, "anthropic.claude-3-haiku-20240307-v1:0",
+                         None),
 }
 REASONING = ["openai_responses", "anthropic", "gemini"]
 """The wires whose providers hand back state a later turn must replay (openai_chat's
@@ -53,7 +55,7 @@ reasoning_content is accepted back by its fake but never checked, so it proves n
 
 KEYS = {"chatwire": "sk-chatwire-0101", "respwire": "sk-respwire-0102", "anthwire": "sk-ant-anthwire-0103",
         "gemwire": GEMINI_KEY, "puterwire": "puter-token-0104",
-        "coherewire": "co-coherewire-0106"}
+        "coherewire": "co-coherewire-0106", "bedrockwire": "ABSKbedrock-key-0001"}
 
 
 def model(wire: str) -> str:

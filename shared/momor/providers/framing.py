@@ -8,17 +8,21 @@ from typing import Protocol
 
 from ..events import Event
 from .base import SSEEvent, StreamDecoder
+from .eventstream import EventStreamDecoder
 from .ndjson import NDJSONDecoder
 from .sse import SSEDecoder
 
 
-def framer_for(content_type: str) -> SSEDecoder | NDJSONDecoder | None:
-    """How a streamed body is cut into events: SSE, or one JSON object a line (Puter); None for a
-    whole body."""
+def framer_for(content_type: str) -> SSEDecoder | NDJSONDecoder | EventStreamDecoder | None:
+    """How a streamed body is cut into events: SSE, one JSON object a line (Puter), or AWS's binary
+    event stream (Bedrock; a framer with `binary` takes bytes, the others text); None for a whole
+    body."""
     if content_type.startswith("text/event-stream"):
         return SSEDecoder()
     if content_type.startswith(("application/x-ndjson", "application/jsonl")):
         return NDJSONDecoder()
+    if content_type.startswith("application/vnd.amazon.eventstream"):
+        return EventStreamDecoder()
     return None
 
 

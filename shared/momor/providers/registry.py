@@ -70,6 +70,7 @@ REGISTRY: tuple[WireFacts, ...] = (
     WireFacts("vertex", "momor.providers.vertex", reasoning=True,
               options=("project", "location", "schemas", "thinking", "beta", "structuredOutputs")),
     WireFacts("cohere", "momor.providers.cohere", options=("authHeader",)),
+    WireFacts("bedrock_converse", "momor.providers.bedrock_converse"),
     WireFacts("openai_transcribe", "momor.providers.openai_transcribe", in_catalog=False,
               options=_ENDPOINT_OPTIONS),
 )

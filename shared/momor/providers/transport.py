@@ -93,7 +93,8 @@ async def exchange(
                 # character split across two reads is decoded once both are in; an event stream
                 # is UTF-8 whatever its headers say).
                 decoder, frame = wire.stream_decoder(target), words.frame
-                as_text = codecs.getincrementaldecoder("utf-8")("replace").decode
+                as_text = (_as_read if getattr(framer, "binary", False)  # AWS's event stream: bytes
+                           else codecs.getincrementaldecoder("utf-8")("replace").decode)
                 async for read in response.pieces(timeouts.first_token):
                     for item in framer.decode(as_text(read)):
                         for event in frame(decoder, item):
@@ -112,6 +113,11 @@ async def exchange(
                     yield event
                 for event in wire.parse_response(body, target):
                     yield event
+
+
+def _as_read(data: bytes, final: bool = False) -> bytes:
+    """A binary framer's input: the bytes as read."""
+    return data
 
 
 class _Answer(Protocol):
