@@ -34,6 +34,16 @@ from momor.config import get_config, reset_config
 from momor.store import apikeys, aws, budgets, organizations
 
 
+def use_table_and_region(table: str | None, region: str | None) -> None:
+    """The scripts' --table and --region: the settings Momor's store reads, set before it reads them."""
+    if table:
+        os.environ["MOMOR_API_KEYS_TABLE"] = table
+        reset_config()
+    if region:
+        os.environ["AWS_DEFAULT_REGION"] = region
+        aws.reset_clients()
+
+
 def _usd(text: str) -> Decimal | None:
     if text.lower() == "none":
         return None
@@ -83,12 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if (args.name is None) == (args.update is None):
         parser.error("give either NAME (create a key) or --update CALLER_ID")
-    if args.table:
-        os.environ["MOMOR_API_KEYS_TABLE"] = args.table
-        reset_config()
-    if args.region:
-        os.environ["AWS_DEFAULT_REGION"] = args.region
-        aws.reset_clients()
+    use_table_and_region(args.table, args.region)
     table = get_config().need("api_keys_table")
     print(f"API-keys table {table} in region {aws.region()}", file=sys.stderr)
     try:

@@ -16,11 +16,9 @@ looked up with AdminGetUser. Operators are the Cognito group MOMOR_COGNITO_OPERA
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-from infra.create_api_key import _usd
-from momor.config import reset_config
+from infra.create_api_key import _usd, use_table_and_region
 from momor.routing.selectors import parse_duration
 from momor.store import aws, organizations
 
@@ -65,12 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     member.add_argument("--role", choices=organizations.ROLES, default="member")
     member.add_argument("--email", help="shown as their name in the console")
     args = parser.parse_args(argv)
-    if args.table:
-        os.environ["MOMOR_API_KEYS_TABLE"] = args.table
-        reset_config()
-    if args.region:
-        os.environ["AWS_DEFAULT_REGION"] = args.region
-        aws.reset_clients()
+    use_table_and_region(args.table, args.region)
     if args.command == "create":
         defaults = organizations.Defaults(deprecated=args.deprecated, max_age=args.max_age, zdr=args.zdr)
         made = organizations.create(args.name, org_id=args.id, defaults=defaults,
