@@ -20,7 +20,7 @@ from typing import Any
 from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_json, split_text
 from .dialects import OPENAI, dialect_for
 from .errors import Invalid
-from .interface import Address, Setup
+from .interface import Address, MatrixEntry, Setup
 from .transport import dumps
 
 name = "anthropic"
@@ -578,6 +578,9 @@ def route(address: Address) -> _Counting | None:
 """Where this fake answers, below the provider label (server.py routes there)."""
 SETUPS = (Setup("anthwire", "anthwire", "claude-sonnet-4-5-20250929", "sk-ant-anthwire-0103",
                 reasoning=("low", "medium", "high")),)
+
+MATRIX = (MatrixEntry("anthwire", "anthwire", "claude-sonnet-4-5-20250929", "sk-ant-anthwire-0103",
+                      reasoning=("low", "medium", "high")),)
 
 
 def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:

@@ -24,7 +24,7 @@ from typing import Any
 
 from .behaviour import Answer, Ask, count_input_tokens, split_json, split_text
 from .errors import Invalid
-from .interface import Address, Setup
+from .interface import Address, MatrixEntry, Setup
 
 name = "bedrock_converse"
 tool_id_prefix = "tooluse_"
@@ -301,6 +301,8 @@ def _validate_blocks(i: int, role: str, content: list[Any], previous_uses: set[s
 # --- the fake interface (interface.py): how tests reach this fake, and what it last received ---
 
 SETUPS = (Setup("bedrockwire", "bedrockwire", "anthropic.claude-3-haiku-20240307-v1:0", "ABSKbedrock-key-0001"),)
+
+MATRIX = (MatrixEntry("bedrockwire", "bedrockwire", "anthropic.claude-3-haiku-20240307-v1:0", "ABSKbedrock-key-0001"),)
 
 
 def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from .behaviour import Answer, Ask, count_input_tokens, split_json, split_text
 from .errors import Invalid
-from .interface import Setup
+from .interface import MatrixEntry, Setup
 from .transport import dumps
 
 name = "cohere"
@@ -186,6 +186,8 @@ def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
 ROUTES = ("v2/chat",)
 """Where this fake answers, below the provider label (server.py routes there)."""
 SETUPS = (Setup("coherewire", "coherewire", "command-a-03-2025", "co-coherewire-0106"),)
+
+MATRIX = (MatrixEntry("coherewire", "coherewire", "command-a-03-2025", "co-coherewire-0106"),)
 
 
 def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:

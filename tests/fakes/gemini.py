@@ -28,7 +28,7 @@ from urllib.parse import parse_qs
 
 from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_text, token_logprobs
 from .errors import Invalid
-from .interface import Address, Setup
+from .interface import Address, MatrixEntry, Setup
 from .transport import dumps
 
 STAND_INS = frozenset({"skip_thought_signature_validator", "context_engineering_is_the_way_to_go"})
@@ -506,6 +506,9 @@ def _response_text(response: Any) -> str:
 
 SETUPS = (Setup("gemwire", "gemwire/v1beta", "gemini-3-pro-preview", "AIza-saved-gemini-0007",
                 reasoning=("low", "high")),)
+
+MATRIX = (MatrixEntry("gemwire", "gemwire/v1beta", "gemini-3-pro-preview", "AIza-saved-gemini-0007",
+                      reasoning=("low", "high")),)
 
 
 def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:

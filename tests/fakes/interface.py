@@ -7,8 +7,9 @@ Two levels:
   functions; a wire whose route says more than its body (Gemini's model and method in the URL, Vertex's
   publisher) builds an object per request (`GeminiFake`, `VertexClaudeFake`).
 - `WireFakeModule`: `tests/fakes/<wire>.py`, one per wire in `momor.providers.registry`, named after
-  it: how a test reaches the fake on the fake server (`SETUPS`) and what it last received as a tool
-  result (`tool_result`), read from the request body as the wire writes it. The conformance suite
+  it: how a test reaches the fake on the fake server (`SETUPS`), its cases in the wire matrix (`MATRIX`,
+  of `MatrixEntry`; a catalog wire declares at least one) and what it last received as a tool result
+  (`tool_result`), read from the request body as the wire writes it. The conformance suite
   (tests/unit/test_wire_conformance.py) and the wire matrix read only this, so a new wire's fake is
   picked up by both without editing either.
 
@@ -106,8 +107,34 @@ class Setup:
         return self.provider or self.label
 
 
+@dataclass(frozen=True, slots=True)
+class MatrixEntry:
+    """One case of the wire matrix (tests/integration/test_wire_matrix.py): a catalog provider and model
+    the matrix puts under every dialect. Declared by the wire's fake, so a new wire joins the matrix
+    with no edit there; a fake declares several where one wire serves different model families
+    (Vertex: Gemini and Claude)."""
+
+    provider: str
+    """The catalog provider's name (`vertex@us-east5`); its label on the fake server is the part before `@`."""
+    path: str
+    """The provider's `baseUrl` below the fake server's URL, label included (`chatwire/v1`)."""
+    offering: str
+    """The offering's id, a model the fake serves."""
+    key: str | None
+    """The saved key of the provider (None: the matrix saves its credentials itself, as Vertex's
+    service account)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """The catalog provider's `options`."""
+    reasoning: tuple[str, ...] | None = None
+    """The model's reasoning efforts (None: it does not reason)."""
+    name: str = ""
+    """The matrix case id; empty: the wire's name (a fake with several entries names each)."""
+
+
 class WireFakeModule(Protocol):
     SETUPS: tuple[Setup, ...]
+    MATRIX: tuple[MatrixEntry, ...]
+    """The wire matrix's cases over this wire (catalog wires only; test_wire_registry.py checks it)."""
 
     def tool_result(self, body: dict[str, Any]) -> tuple[str | None, str]:
         """(call id, result text) of the tool result that ends `body`, a request this fake got; the

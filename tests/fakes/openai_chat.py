@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 from .behaviour import Answer, Ask, count_input_tokens, sign, split_json, split_text, token_logprobs
 from .dialects import OPENAI, Dialect, azure_filter_results, dialect_for
 from .errors import Invalid
-from .interface import Address, Setup
+from .interface import Address, MatrixEntry, Setup
 from .transport import dumps
 
 name = "openai_chat"
@@ -719,6 +719,8 @@ class ChatFake:
 
 
 SETUPS = (Setup("chatwire", "chatwire/v1", "gpt-4.1-mini", "sk-chatwire-0101", reasoning=("low", "medium", "high")),)
+
+MATRIX = (MatrixEntry("chatwire", "chatwire/v1", "gpt-4.1-mini", "sk-chatwire-0101"),)
 
 
 def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:

@@ -34,7 +34,7 @@ from typing import Any
 
 from .behaviour import Answer, Ask, count_input_tokens, sign, signature_ok, split_json, split_text, token_logprobs
 from .errors import Invalid
-from .interface import Setup
+from .interface import MatrixEntry, Setup
 from .openai_chat import check_auth as openai_check_auth
 from .openai_chat import check_numbers, missing, type_error
 from .openai_chat import error_body as error_body  # re-exported: the server asks each wire module
@@ -624,6 +624,9 @@ ROUTES = ("v1/responses",)
 """Where this fake answers, below the provider label (server.py routes there)."""
 SETUPS = (Setup("respwire", "respwire/v1", "gpt-5-mini-2025-08-07", "sk-respwire-0102", options={"store": False},
                 reasoning=("minimal", "low", "medium", "high")),)
+
+MATRIX = (MatrixEntry("respwire", "respwire/v1", "gpt-5-mini-2025-08-07", "sk-respwire-0102", options={"store": False},
+                      reasoning=("minimal", "low", "medium", "high")),)
 
 
 def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:

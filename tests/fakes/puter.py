@@ -27,7 +27,7 @@ from typing import Any
 from . import openai_chat
 from .behaviour import Answer, Ask, split_text
 from .errors import Invalid
-from .interface import Setup
+from .interface import MatrixEntry, Setup
 from .transport import dumps
 
 name = "puter"
@@ -150,6 +150,8 @@ ROUTES = ("drivers/call",)
 """Where this fake answers, below the provider label (server.py routes there)."""
 SETUPS = (Setup("puterwire", "puterwire", "gpt-5-nano", "puter-token-0104", options={"driver": "ai-chat"},
                 reasoning=("low", "medium", "high")),)
+
+MATRIX = (MatrixEntry("puterwire", "puterwire", "gpt-5-nano", "puter-token-0104", options={"driver": "ai-chat"}),)
 
 
 def tool_result(body: dict[str, Any]) -> tuple[str | None, str]:

@@ -24,7 +24,7 @@ from urllib.parse import parse_qs
 from . import anthropic, gemini
 from .behaviour import Answer, Ask
 from .errors import Invalid
-from .interface import Address, Setup
+from .interface import Address, MatrixEntry, Setup
 
 VERSION = "vertex-2023-10-16"
 VERSIONS = (VERSION, "2026-10-21")
@@ -171,6 +171,14 @@ SETUPS = (
           key_extra=_WHERE, reasoning=("none", "low", "medium", "high"), tokens=(_VERTEX_TOKEN,)),
     Setup("vertex", "vertex", "claude-sonnet-4-5@20250929", _VERTEX_TOKEN, provider="vertex@us-east5",
           publisher="anthropic", key_extra=_WHERE, reasoning=("low", "medium", "high"), tokens=(_VERTEX_TOKEN,)),
+)
+
+# Both on the one Vertex provider; its service account is saved by the matrix itself (key None).
+MATRIX = (
+    MatrixEntry("vertex@us-east5", "vertex", "gemini-2.5-flash", None, reasoning=("none", "low", "medium", "high"),
+                name="vertex_gemini"),
+    MatrixEntry("vertex@us-east5", "vertex", "claude-sonnet-4-5@20250929", None, reasoning=("low", "medium", "high"),
+                name="vertex_claude"),
 )
 
 

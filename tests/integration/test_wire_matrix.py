@@ -24,38 +24,39 @@ import openai
 import pytest
 
 from momor.providers import google_auth, speaks
+from momor.providers.registry import REGISTRY
 from momor.store import keys
 from tests.fakes.interface import fake_module
 from tests.fakes.script import reply
 from tests.fakes.vertex import make_service_account
 
 from .conftest import SAVED_KEYS
-from .test_gemini_vertex import ANTHROPIC_TOOL, CAPS, GEMINI_KEY, TOOL, WEATHER
+from .test_gemini_vertex import ANTHROPIC_TOOL, CAPS, TOOL, WEATHER
 
 pytestmark = pytest.mark.emulators
 
-# wire key -> (provider, wire, path under the fake, options, offering id, reasoning variants)
-WIRES: dict[str, tuple[str, str, str, dict[str, Any], str, list[str] | None]] = {
-    "openai_chat": ("chatwire", "openai_chat", "chatwire/v1", {}, "gpt-4.1-mini", None),
-    "openai_responses": ("respwire", "openai_responses", "respwire/v1", {"store": False}, "gpt-5-mini-2025-08-07",
-                         ["minimal", "low", "medium", "high"]),
-    "anthropic": ("anthwire", "anthropic", "anthwire", {}, "claude-sonnet-4-5-20250929", ["low", "medium", "high"]),
-    "gemini": ("gemwire", "gemini", "gemwire/v1beta", {}, "gemini-3-pro-preview", ["low", "high"]),
-    "vertex_gemini": ("vertex@us-east5", "vertex", "vertex", {}, "gemini-2.5-flash", ["none", "low", "medium", "high"]),
-    "vertex_claude": ("vertex@us-east5", "vertex", "vertex", {}, "claude-sonnet-4-5@20250929",
-                      ["low", "medium", "high"]),
-    "puter": ("puterwire", "puter", "puterwire", {"driver": "ai-chat"}, "gpt-5-nano", None),
-    "cohere": ("coherewire", "cohere", "coherewire", {}, "command-a-03-2025", None),
-    "bedrock_converse": ("bedrockwire", "bedrock_converse", "bedrockwire", {}, "anthropic.claude-3-haiku-20240307-v1:0",
-                         None),
-}
+
+def _matrix() -> dict[str, tuple[str, str, str, dict[str, Any], str, list[str] | None]]:
+    """case id -> (provider, wire, path under the fake, options, offering id, reasoning variants): every
+    catalog wire in the registry, as its fake declares it (`MATRIX`, tests/fakes/interface.py)."""
+    cases = {}
+    for facts in REGISTRY:
+        if facts.in_catalog:
+            for entry in fake_module(facts.name).MATRIX:
+                reasoning = list(entry.reasoning) if entry.reasoning is not None else None
+                cases[entry.name or facts.name] = (entry.provider, facts.name, entry.path, entry.options,
+                                                   entry.offering, reasoning)
+    return cases
+
+
+WIRES = _matrix()
 REASONING = ["openai_responses", "anthropic", "gemini"]
 """The wires whose providers hand back state a later turn must replay (openai_chat's
 reasoning_content is accepted back by its fake but never checked, so it proves nothing here)."""
 
-KEYS = {"chatwire": "sk-chatwire-0101", "respwire": "sk-respwire-0102", "anthwire": "sk-ant-anthwire-0103",
-        "gemwire": GEMINI_KEY, "puterwire": "puter-token-0104",
-        "coherewire": "co-coherewire-0106", "bedrockwire": "ABSKbedrock-key-0001"}
+KEYS = {entry.provider.split("@")[0]: entry.key for facts in REGISTRY if facts.in_catalog
+        for entry in fake_module(facts.name).MATRIX if entry.key is not None}
+"""A saved key per provider (Vertex's service account is saved by the `wires` fixture)."""
 
 
 def model(wire: str) -> str:

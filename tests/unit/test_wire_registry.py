@@ -17,6 +17,7 @@ from momor.providers import wire_for
 from momor.providers.registry import CATALOG_WIRES, REGISTRY
 from momor.routing.conversion import URL_MEDIA
 from momor.routing.transcribe import TRANSCRIPTION_WIRES
+from tests.fakes.interface import MatrixEntry, fake_module
 from tests.unit.test_wire_conformance import CASES, TRANSCRIPTION_CASES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,3 +98,22 @@ def test_routing_tables_are_derived_from_the_registry():
     assert {f.name: f.transcribes_over for f in REGISTRY if f.transcribes_over} == TRANSCRIPTION_WIRES
     for target in TRANSCRIPTION_WIRES.values():
         assert hasattr(wire_for(target), "build_request")
+
+
+@pytest.mark.parametrize("facts", [f for f in REGISTRY if f.in_catalog], ids=list(CATALOG_WIRES))
+def test_every_catalog_wire_declares_its_wire_matrix_cases_in_its_fake(facts):
+    """The wire matrix (tests/integration/test_wire_matrix.py) reads its cases from the fakes, so a
+    catalog wire whose fake declares none would silently be left out of it."""
+    fake = fake_module(facts.name)
+    entries = getattr(fake, "MATRIX", ())
+    assert entries, (f"tests/fakes/{facts.name}.py declares no wire matrix case: add "
+                     f"MATRIX = (MatrixEntry(provider, path, offering, key, ...),) (tests/fakes/interface.py)")
+    assert all(isinstance(entry, MatrixEntry) for entry in entries)
+    if len(entries) > 1:
+        assert all(entry.name for entry in entries), "several MatrixEntry of one fake need each its own `name`"
+
+
+def test_the_wire_matrix_case_ids_are_unique():
+    ids = [entry.name or facts.name for facts in REGISTRY if facts.in_catalog
+           for entry in getattr(fake_module(facts.name), "MATRIX", ())]
+    assert len(ids) == len(set(ids)), ids
