@@ -69,7 +69,7 @@ limiter waits for its store: a process's first DynamoDB call resolves credential
 which on a busy machine passed half a second)."""
 DOWN_S = 10.0
 """After a store failure, how long a process routes on its own breakers before it asks again."""
-FLUSH_EVERY = 8
+FLUSH_EVERY = 16
 """First-token samples an offering gathers in a process before they are written."""
 FLUSH_S = 30.0
 """...or how old its oldest unwritten sample may get (checked when the next one comes)."""
@@ -132,6 +132,8 @@ class SharedBreakers(Breakers):
         self._down_until = 0.0
         self._writing: dict[str, int] = {}
         """Writes under way per offering: a read that may predate them keeps what this process set."""
+        self._reading: dict[str, asyncio.Future[None]] = {}
+        """The read under way per offering, which other calls wait for rather than read again."""
         self.calls: dict[str, int] = {}
         """Store calls made, by operation (for the tests and the README's figures)."""
 
@@ -154,7 +156,24 @@ class SharedBreakers(Breakers):
         stale = [k for k in dict.fromkeys(keys) if now - self._entries.get(k, _Entry()).read_at >= self.cache_s]
         if not stale:
             return
-        stale = stale[:_BATCH]
+        # One read in flight per offering: the calls that find it stale meanwhile wait for that read
+        # instead of each sending its own (at 32 concurrent calls, a read per call each second).
+        waiting = {self._reading[k] for k in stale if k in self._reading}
+        mine = [k for k in stale if k not in self._reading][:_BATCH]
+        if mine:
+            read = asyncio.ensure_future(self._read(mine, now))
+            for k in mine:
+                self._reading[k] = read
+            read.add_done_callback(lambda done: self._read_done(mine, done))
+            waiting.add(read)
+        await asyncio.gather(*(asyncio.shield(w) for w in waiting))
+
+    def _read_done(self, keys: list[str], read: asyncio.Future[None]) -> None:
+        for k in keys:
+            if self._reading.get(k) is read:
+                del self._reading[k]
+
+    async def _read(self, stale: list[str], now: float) -> None:
         try:
             async with asyncio.timeout(TIMEOUT_S):
                 answer = await self._store("BatchGetItem", {"RequestItems": {self.table: {
