@@ -17,6 +17,7 @@ The environment (AWS endpoints, MOMOR_*) comes from the caller.
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Iterable
 from typing import Any
 
@@ -60,8 +61,23 @@ def main(argv: list[str] | None = None) -> None:
     apikeys.accept_local_key(args.api_key, name="bench")
     app = build(args.records)
     loop, http = SERVERS[args.server]
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False, lifespan="off",
-                loop=loop, http=http)
+    profile = os.environ.get("MOMOR_BENCH_CPROFILE")
+    if profile:  # deterministic profile of the whole server (infra/bench/README.md: finding a regression)
+        import cProfile
+        import signal
+        import sys
+
+        # uvicorn re-raises the SIGTERM it caught once it has shut down: let it exit through Python.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+        profiler = cProfile.Profile()
+        profiler.enable()
+    try:
+        uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning", access_log=False, lifespan="off",
+                    loop=loop, http=http)
+    finally:
+        if profile:
+            profiler.disable()
+            profiler.dump_stats(f"{profile}.{os.getpid()}")
 
 
 if __name__ == "__main__":

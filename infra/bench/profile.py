@@ -67,11 +67,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--scenario", default="native-buffered", choices=sorted(SCENARIOS))
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--proto", help="profile a scratch copy's shared/ directory instead (as ab.py)")
     args = parser.parse_args(argv)
     pyspy = shutil.which("py-spy") or str(__import__("pathlib").Path(sys.executable).with_name("py-spy"))
     sc = SCENARIOS[args.scenario]
-    raw = RESULTS / f"profile-{args.scenario}-{args.records}.txt"
-    with running({"momor": {"records": args.records}}, with_litellm=False) as stack:
+    raw = RESULTS / f"profile-{args.scenario}-{args.records}{'-proto' if args.proto else ''}.txt"
+    variant = {"records": args.records} | ({"pythonpath": [args.proto]} if args.proto else {})
+    with running({"momor": variant}, with_litellm=False) as stack:
         target = targets(stack, sc)["momor"]
         asyncio.run(load.sequential(target, 50))  # warm: catalog, keys, connections
         pid = stack.servers["momor"][1].pid

@@ -147,11 +147,12 @@ def test_an_unreachable_store_falls_back_to_the_processs_own_breaker(momor, fake
     assert breakers.local.state("flaky/duo-flaky") == "open"
 
 
-def test_store_calls_per_provider_call_are_bounded(momor, momor_aws, fake, tune):
+def test_store_calls_per_provider_call_are_bounded(momor, momor_aws, fake, tune, monkeypatch):
     """The README's figures: with nothing changing, N calls read the store at most once per cache
     period (and never more than once a call), and write only first-token samples, one write per
-    FLUSH_EVERY of them."""
+    FLUSH_EVERY of them (here with no least gap between writes: the next test checks the gap)."""
     tune(MOMOR_HEALTH_CACHE_S=1)
+    monkeypatch.setattr(health, "FLUSH_GAP_S", 0.0)
     breakers = shared()
     calls = 2 * health.FLUSH_EVERY
     started = time.monotonic()
@@ -167,6 +168,27 @@ def test_store_calls_per_provider_call_are_bounded(momor, momor_aws, fake, tune)
     item = momor_aws.client("dynamodb").get_item(
         TableName=momor_aws.api_keys_table, Key={"keyHash": {"S": "health#flaky/duo-flaky"}})["Item"]
     assert len(json.loads(item["fts"]["S"])) == calls
+
+
+def test_a_busy_process_writes_an_offerings_samples_at_most_once_a_gap(momor, momor_aws, fake, tune):
+    """Calls in quick succession gather samples faster than FLUSH_EVERY a FLUSH_GAP_S: the first
+    batch is written, the rest wait for the gap, and still count in this process's p95."""
+    tune(MOMOR_HEALTH_CACHE_S=1)
+    assert health.FLUSH_GAP_S >= 5.0
+    breakers = shared()
+    calls = 3 * health.FLUSH_EVERY
+    started = time.monotonic()
+    for _ in range(calls):
+        assert NativeOutcome(momor, ask(True)).provider() == "flaky"
+    assert time.monotonic() - started < health.FLUSH_GAP_S  # else the gap allowed a second write
+    momor.settle()
+    assert breakers.calls.get("UpdateItem", 0) == 1, breakers.calls
+    key = "flaky/duo-flaky"
+    item = momor_aws.client("dynamodb").get_item(
+        TableName=momor_aws.api_keys_table, Key={"keyHash": {"S": f"health#{key}"}})["Item"]
+    assert len(json.loads(item["fts"]["S"])) == health.FLUSH_EVERY
+    assert len(breakers._unwritten[(key, True)]) == calls - health.FLUSH_EVERY
+    assert breakers.first_token_p95(key, True) is not None
 
 
 def wait_for(check, seconds: float = 5.0) -> bool:
@@ -219,7 +241,8 @@ async def test_a_probe_lease_is_taken_by_one_instance_only(momor_aws):
     assert b.state(key) == "closed" and b.allows(key)
 
 
-async def test_first_token_samples_from_two_instances_all_reach_the_store(momor_aws):
+async def test_first_token_samples_from_two_instances_all_reach_the_store(momor_aws, monkeypatch):
+    monkeypatch.setattr(health, "FLUSH_GAP_S", 0.0)  # each batch written as it fills
     now = [time.time()]
     a, b = two_instances(momor_aws, now)
     key = "p/o"
@@ -241,3 +264,36 @@ async def test_first_token_samples_from_two_instances_all_reach_the_store(momor_
     assert len(waiting) < every
     assert sorted(stored + waiting) == [1.0] * every + [2.0] * every + [3.0] * (2 * every)  # none lost
     assert a.first_token_p95(key, True) == 3.0
+
+
+async def test_a_read_that_predates_this_processs_sample_write_keeps_its_samples(momor_aws, monkeypatch):
+    """A read answered while this process's sample write is still on its way must not take the
+    store's older version: the next write would then conflict and send its batch round again."""
+    import asyncio
+
+    monkeypatch.setattr(health, "FLUSH_GAP_S", 0.0)
+    a, _ = two_instances(momor_aws, [time.time()])
+    key = "p/o"
+    await a.refresh([key])
+    gate = asyncio.Event()
+    store = a._store
+
+    async def held(operation, payload):
+        if operation == "UpdateItem":
+            await gate.wait()
+        return await store(operation, payload)
+
+    monkeypatch.setattr(a, "_store", held)
+    for _ in range(health.FLUSH_EVERY):
+        a.first_token(key, 1.0, True)
+    await a.refresh([key])  # cache 0: read again while the write waits at the gate
+    assert a._entries[key].ver == 1 and a._entries[key].samples[True] == [1.0] * health.FLUSH_EVERY
+    gate.set()
+    await settled()
+    for _ in range(health.FLUSH_EVERY):
+        a.first_token(key, 2.0, True)
+    await settled()
+    assert a.calls.get("UpdateItem") == 2 and not a._unwritten.get((key, True))  # no conflict
+    item = momor_aws.client("dynamodb").get_item(
+        TableName=momor_aws.api_keys_table, Key={"keyHash": {"S": f"health#{key}"}})["Item"]
+    assert json.loads(item["fts"]["S"]) == [1.0] * health.FLUSH_EVERY + [2.0] * health.FLUSH_EVERY

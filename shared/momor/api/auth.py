@@ -88,10 +88,11 @@ async def authenticate(request: Request) -> Caller:
         raise Unauthorized()
     if cognito.looks_like_jwt(presented):
         return await _session(presented)
-    key = await apikeys.authenticate(presented)
+    digest = apikeys.key_hash(presented)
+    key = await apikeys.authenticate(presented, digest=digest)
     if key is None:
         raise Unauthorized("A valid Momor API key is required.")
-    return await key_caller(key, apikeys.key_hash(presented))
+    return await key_caller(key, digest)
 
 
 async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:

@@ -122,10 +122,13 @@ def _offering_matches(selector: Selector, candidate: Candidate, catalog: Catalog
     return selector.provider is None or _provider_matches(selector.provider, candidate.provider, catalog)
 
 
+NOT_NAMED = "the selectors do not name it"
+
+
 def _selector(c: Candidate, s: Scope) -> str | None:
     if _model_matches(s.selector, c.model) and _offering_matches(s.selector, c, s.offers):
         return None
-    return "the selectors do not name it"
+    return NOT_NAMED
 
 
 def _unclassified(c: Candidate, s: Scope) -> str | None:
@@ -287,7 +290,9 @@ class PlanLog:
     def counts(self) -> dict[str, int]:
         planned = {c.id for c in self.candidates}
         counted = Counter(o.rule for k, o in self.others.items() if k not in planned)
-        rest = sum(1 for c in self.everything if c.id not in planned and c.id not in self.others)
+        # Planned and noted offerings are all in `everything`: the rest is a count, not a scan
+        # (this runs for every call's record, over a catalog of any size).
+        rest = len(self.everything) - len(planned | self.others.keys())
         if rest and self.unnamed is not None:
             counted[self.unnamed[0]] += rest
         return dict(counted)
@@ -332,13 +337,14 @@ def _check_selector(selector: Selector, catalog: Catalog, kind: str) -> None:
         raise RoutingError(f"provider {selector.provider!r} is not a provider this deployment serves")
     if not selector.exact:
         return
-    matching = [m for m in catalog.models if m.tier is not None and _model_matches(selector, m)]
+    models, _ = _named(catalog).get((selector.name or "").lower(), ((), ()))
+    matching = [m for m in models if m.tier is not None and _model_matches(selector, m)]
     if any(m.kind == kind for m in matching):
         return
     if matching:
         raise RoutingError(f"model {selector.name!r} is a {matching[0].kind} model; this route serves "
                            f"{kind} models only")
-    known = any(m.name.lower() == (selector.name or "").lower() for m in catalog.models)
+    known = bool(models)
     why = "is not classified yet and cannot be served" if known else "is not in the catalog"
     raise RoutingError(f"model {selector.name!r} {why}")
 
@@ -361,11 +367,32 @@ def _offerings(catalog: Catalog) -> list[Candidate]:
     return cached
 
 
+def _named(catalog: Catalog) -> dict[str, tuple[list[Model], list[Candidate]]]:
+    """The catalog's models and their offerings by lower-cased model name, built once per catalog
+    (as `_offerings`): a selector naming one model looks at that model, not at the whole catalog."""
+    cached = catalog.__dict__.get("_momor_named")
+    if cached is None:
+        cached = {}
+        for m in catalog.models:
+            cached.setdefault(m.name.lower(), ([], []))[0].append(m)
+        for c in _offerings(catalog):
+            cached[c.model.name.lower()][1].append(c)
+        object.__setattr__(catalog, "_momor_named", cached)
+    return cached
+
+
 def _selector_candidates(selector: Selector, scope: Scope, log: PlanLog | None) -> list[Candidate]:
     _check_selector(selector, scope.offers, scope.kind)
     out = []
     first, *rest = [rule.test for rule in SELECT_RULES]  # bound once: this loop sees every offering
-    for candidate in _offerings(scope.offers):
+    pool = _offerings(scope.offers)
+    if selector.name is not None and SELECT_RULES[0].test is _selector:
+        # Every other offering fails the first rule (the selector's name): said once, not tested.
+        _, named = _named(scope.offers).get(selector.name.lower(), ((), []))
+        if log is not None and log.unnamed is None and len(named) < len(pool):
+            log.unnamed = (SELECT_RULES[0].name, NOT_NAMED)
+        pool = named
+    for candidate in pool:
         why = first(candidate, scope)
         if why is not None:
             if log is not None and log.unnamed is None:

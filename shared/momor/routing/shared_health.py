@@ -28,11 +28,13 @@ opening (this process saw MOMOR_BREAKER_FAILURES failures in a row, or its probe
 (an answer from an offering known open), a half-open probe's lease (a conditional UpdateItem: one
 instance wins it; the others keep the offering behind their other candidates, as for an open
 circuit) and its release; first-token samples in batches, one UpdateItem per offering per
-FLUSH_EVERY samples or FLUSH_S seconds. So, per provider call:
+FLUSH_EVERY samples or FLUSH_S seconds, and never more often than every FLUSH_GAP_S. So, per
+provider call:
 
     reads    at most 1 BatchGetItem, and none while every candidate was read within the cache bound
     writes   0 while nothing changes; 1 when a breaker opens or closes, 1 for a probe's lease;
-             1/FLUSH_EVERY of a sample write per attempt that served
+             at most 1/FLUSH_EVERY of a sample write per attempt that served (a busy process:
+             one per offering every FLUSH_GAP_S, however many calls it serves)
 
 (measured in tests/faults/test_shared_health.py). Writes run after the call where the process
 outlives it (background.soon: the streaming runtime drains them before it may be frozen); a buffered
@@ -73,6 +75,12 @@ FLUSH_EVERY = 16
 """First-token samples an offering gathers in a process before they are written."""
 FLUSH_S = 30.0
 """...or how old its oldest unwritten sample may get (checked when the next one comes)."""
+FLUSH_GAP_S = 5.0
+"""The least time between two sample writes of one offering from one process. A process serving
+hundreds of calls a second (the local server, a benchmark) would otherwise write an offering's item
+dozens of times a second: each write costs the router a signed request and DynamoDB a write unit,
+and measured on the benchmark's server it cost a quarter of its throughput. Unwritten samples keep
+counting in this process's own p95, and the newest breaker.SAMPLES go with the next write."""
 TTL_S = 86_400
 _BATCH = 100
 """BatchGetItem's most keys per call."""
@@ -129,6 +137,8 @@ class SharedBreakers(Breakers):
         """Offerings whose half-open probe this process holds."""
         self._unwritten: dict[tuple[str, bool], deque[float]] = {}
         self._unwritten_since: dict[str, float] = {}
+        self._flushed_at: dict[str, float] = {}
+        """time.monotonic() of each offering's last sample write from this process."""
         self._down_until = 0.0
         self._writing: dict[str, int] = {}
         """Writes under way per offering: a read that may predate them keeps what this process set."""
@@ -153,7 +163,8 @@ class SharedBreakers(Breakers):
         if not self._usable():
             return
         now = time.monotonic()
-        stale = [k for k in dict.fromkeys(keys) if now - self._entries.get(k, _Entry()).read_at >= self.cache_s]
+        entries = self._entries
+        stale = [k for k in dict.fromkeys(keys) if k not in entries or now - entries[k].read_at >= self.cache_s]
         if not stale:
             return
         # One read in flight per offering: the calls that find it stale meanwhile wait for that read
@@ -193,6 +204,8 @@ class SharedBreakers(Breakers):
                 # This process's own change (an opened circuit, a lease) is still on its way to the
                 # store: the read may predate it, and must not undo it here.
                 fresh.opened_at, fresh.probe_until, fresh.probe_by = old.opened_at, old.probe_until, old.probe_by
+                if old.ver > fresh.ver:  # this process's samples are on their way too: keep them,
+                    fresh.samples, fresh.ver = old.samples, old.ver  # or the next write would conflict
             elif old is not None and k in self._probing and fresh.probe_by != self.me:
                 self._probing.discard(k)  # the lease lapsed and was taken again, or the circuit closed
             self._entries[k] = fresh
@@ -298,6 +311,7 @@ class SharedBreakers(Breakers):
         self._probing.clear()
         self._unwritten.clear()
         self._unwritten_since.clear()
+        self._flushed_at.clear()
         self._down_until = 0.0
         self._writing.clear()
 
@@ -308,9 +322,13 @@ class SharedBreakers(Breakers):
         if not self._usable():
             return
         self._unwritten.setdefault((key, stream), deque(maxlen=SAMPLES)).append(round(seconds, 3))
-        since = self._unwritten_since.setdefault(key, time.monotonic())
+        now = time.monotonic()
+        since = self._unwritten_since.setdefault(key, now)
+        if now - self._flushed_at.get(key, -math.inf) < FLUSH_GAP_S:
+            return
         waiting = sum(len(self._unwritten.get((key, s), ())) for s in (True, False))
-        if waiting >= FLUSH_EVERY or time.monotonic() - since >= FLUSH_S:
+        if waiting >= FLUSH_EVERY or now - since >= FLUSH_S:
+            self._flushed_at[key] = now
             self._flush(key)
 
     def first_token_p95(self, key: str, stream: bool) -> float | None:

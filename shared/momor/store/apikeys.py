@@ -80,13 +80,14 @@ def accept_local_key(key: str, *, name: str = "local", zdr: bool = False, admin:
     return caller
 
 
-async def authenticate(presented_key: str | None) -> Caller | None:
+async def authenticate(presented_key: str | None, *, digest: str | None = None) -> Caller | None:
     """The caller a presented key belongs to, or None for a missing, unknown or disabled key.
     From memory when it can (local keys, a recent lookup), else one GetItem through the lean
-    signed-HTTP DynamoDB caller on the event loop (dynamo.py: no boto3 client, no thread)."""
+    signed-HTTP DynamoDB caller on the event loop (dynamo.py: no boto3 client, no thread).
+    `digest`: the key's key_hash when the caller has it already (one SHA-256 a call, not two)."""
     if not presented_key:
         return None
-    digest = key_hash(presented_key)
+    digest = digest or key_hash(presented_key)
     caller = _local_caller(digest) or _cached(digest)
     if caller is not None:
         return caller
