@@ -76,11 +76,30 @@ async def first_to_answer(
     """Try candidates (from `next_candidate`, None when there are no more) with `attempt`, hedging
     a late one with the next; the first answer under way, or None when none served. `close` ends a
     losing answer that was already under way (both showed output in the same instant)."""
+    if not session.hedge or len(session.candidates) < 2:
+        return await _in_turn(session, next_candidate, attempt)  # nothing to race: no task, no race
     race = _Race(session, next_candidate, attempt, close)
     try:
         return await race.run()
     finally:
         await race.stop()
+
+
+async def _in_turn(session: _Session, next_candidate: Callable[[], Candidate | None],
+                   attempt: Callable[[Candidate], Awaitable[Any]]) -> Any | None:
+    """Each candidate in turn, waited for (hedging off, or no fallback to hedge with)."""
+    while (candidate := next_candidate()) is not None:
+        result = await attempt(candidate)
+        if _serves(result):
+            _first_output(session, candidate, result)
+            return result
+    return None
+
+
+def _first_output(session: _Session, candidate: Candidate, serving: Any) -> None:
+    """The winner's time to its first output: the sample its offering's p95 is made of."""
+    seconds = time.perf_counter() - serving.attempt.started
+    session.breakers.first_token(circuit(candidate), seconds, session.call.stream)
 
 
 class _Race:
@@ -117,8 +136,6 @@ class _Race:
         return None if late is None else max(0.0, self.started[task] + late - time.monotonic())
 
     async def run(self) -> Any | None:
-        if not self.session.hedge or len(self.session.candidates) < 2:
-            return await self._in_turn()  # nothing to race: no task per attempt
         if not self._start():
             return None
         while self.racing:
@@ -165,17 +182,8 @@ class _Race:
                 task.remove_done_callback(ring)
         return [t for t in self.racing if t.done()]
 
-    async def _in_turn(self) -> Any | None:
-        """Each candidate in turn, waited for (hedging off, or no fallback to hedge with)."""
-        while (candidate := self.next_candidate()) is not None:
-            result = await self.attempt(candidate)
-            if _serves(result):
-                return await self._won(None, candidate, result)
-        return None
-
     async def _won(self, task: asyncio.Task[Any] | None, candidate: Candidate, serving: Any) -> Any:
-        seconds = time.perf_counter() - serving.attempt.started
-        self.session.breakers.first_token(circuit(candidate), seconds, self.session.call.stream)
+        _first_output(self.session, candidate, serving)
         winner = candidate.provider.name
         losers = list(self.racing.items())
         self.racing.clear()
