@@ -170,17 +170,16 @@ def test_store_calls_per_provider_call_are_bounded(momor, momor_aws, fake, tune,
     assert len(json.loads(item["fts"]["S"])) == calls
 
 
-def test_a_busy_process_writes_an_offerings_samples_at_most_once_a_gap(momor, momor_aws, fake, tune):
+def test_a_busy_process_writes_an_offerings_samples_at_most_once_a_gap(momor, momor_aws, fake, tune, monkeypatch):
     """Calls in quick succession gather samples faster than FLUSH_EVERY a FLUSH_GAP_S: the first
     batch is written, the rest wait for the gap, and still count in this process's p95."""
     tune(MOMOR_HEALTH_CACHE_S=1)
     assert health.FLUSH_GAP_S >= 5.0
+    monkeypatch.setattr(health, "FLUSH_GAP_S", 600.0)  # however slow the machine, the calls fit in one gap
     breakers = shared()
     calls = 3 * health.FLUSH_EVERY
-    started = time.monotonic()
     for _ in range(calls):
         assert NativeOutcome(momor, ask(True)).provider() == "flaky"
-    assert time.monotonic() - started < health.FLUSH_GAP_S  # else the gap allowed a second write
     momor.settle()
     assert breakers.calls.get("UpdateItem", 0) == 1, breakers.calls
     key = "flaky/duo-flaky"
