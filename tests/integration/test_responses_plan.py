@@ -166,3 +166,40 @@ def test_another_keys_response_id_is_refused_as_a_missing_one_even_when_explaine
             answers.append(body["message"].replace(response_id, "<id>"))
     assert answers[0] == answers[1] == answers[2]  # another key's id cannot be told from an unknown one
     assert len(fake.requests()) == asked
+
+
+def test_a_store_that_cannot_be_read_refuses_before_planning_with_a_503(momor, fake, monkeypatch):
+    """The stored turns are read before the plan: a store that fails them is a 503 in OpenAI's shape,
+    explained or not, and no provider is asked."""
+    from momor.store import dynamo
+    from momor.store import responses as stored_responses
+
+    with sdk(momor) as client:
+        made = client.responses.create(model=CLAUDE, input="Hello there")
+
+        async def unreadable(*args, **kwargs):
+            raise dynamo.DynamoError("ProvisionedThroughputExceededException", "slow down", 400)
+
+        monkeypatch.setattr(stored_responses, "get", unreadable)
+        asked = len(fake.requests())
+        for headers in ({}, EXPLAIN):
+            with pytest.raises(openai.InternalServerError) as caught:
+                client.responses.create(model=CLAUDE, input="Go on", previous_response_id=made.id,
+                                        extra_headers=headers)
+            assert caught.value.status_code == 503 and "Stored responses are unavailable" in caught.value.message
+        assert len(fake.requests()) == asked
+        # A turn with no stored state reads nothing, and is served.
+        assert client.responses.create(model=CLAUDE, input="Hi").output_text == "Echo: Hi"
+
+
+def test_only_a_door_that_needs_it_has_the_hook():
+    """Doors whose requests are whole as written have no `complete`: the flow skips it (no cost)."""
+    from momor.api.flow import Completes
+    from momor.dialects.anthropic.route import AnthropicDoor
+    from momor.dialects.native.route import NativeDoor
+    from momor.dialects.openai.route import OpenAIDoor
+    from momor.dialects.responses.route import ResponsesDoor
+
+    assert callable(getattr(ResponsesDoor(), "complete", None)) and "complete" in vars(Completes)
+    for door in (NativeDoor(), OpenAIDoor(), AnthropicDoor()):
+        assert getattr(door, "complete", None) is None, door
