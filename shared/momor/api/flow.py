@@ -1,6 +1,7 @@
 """The life of one routed call, the same for every dialect.
 
-    request id -> auth -> headers -> body -> dialect parse -> plan -> attempt loop
+    request id -> auth -> headers -> body -> dialect parse (-> the door's `complete`, if it has one:
+      stored state) -> plan -> attempt loop
       -> buffered answer, or a stream whose first bytes leave once a model has begun
       -> the record, written once whatever happened (refusals and failures included; call_record.py
          makes it: cost, log line, store, budget, metrics)
@@ -83,6 +84,19 @@ class Door(Protocol):
 
     def finish_word(self, finish: Finish) -> str:
         """How the dialect told the caller the answer ended (its own finish or stop reason)."""
+        ...
+
+
+class Completes(Protocol):
+    """A door whose request is not whole as written (optional: a door without `complete` is planned
+    from what its `parse` read, and pays nothing for this). The Responses door loads the conversation
+    a `previous_response_id` names from the caller's stored responses."""
+
+    async def complete(self, routed: Routed, caller: Caller, backend: Backend, request_id: str) -> None:
+        """Make `routed` the call as it will be served, in place (its call, needs, caller body),
+        before it is planned: the plan, its explanation, the record's compact plan and the budget's
+        hold then all see the call the attempt loop sends. Raises a MomorError to refuse it (the
+        caller is known: state is read as the caller's own)."""
         ...
 
 
@@ -263,6 +277,9 @@ async def _prepare(
     # The organization's defaults fill what the call left out, where its own provider fields apply.
     routed.prio = with_org_defaults(routed.prio, caller.defaults, routed.prio_where)
     check_provider_names(catalog, routed.prio, routed.prio_where)
+    complete = getattr(door, "complete", None)
+    if complete is not None:  # before the plan: it plans (once) what will be sent (Completes)
+        await complete(routed, caller, backend, recorder.request_id)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
     await admission.check(recorder, lambda: cost_ceiling(routed.call, candidates, billed_prices=routed.billed_prices,

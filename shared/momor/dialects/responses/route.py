@@ -3,11 +3,13 @@ OpenAI's Responses API as a dialect (issue 24).
 
 A call routes exactly as one sent to POST /models does (api/flow.py); this door reads the request
 (`parse.py`), writes the response object and its event stream (`write.py`), and adds one step before
-the answer (`responses_operation`): the conversation a `previous_response_id` or an `item_reference`
-names is read from the caller's stored responses (store/responses.py) and put before the new input,
-in canonical form, so the next turn runs on any wire with its reasoning state. Once an answer is
-complete, and before its last byte leaves, the response is stored (unless `store` is false), so the
-caller's next turn finds it.
+the plan (`ResponsesDoor.complete`, the flow's `Completes` hook): the conversation a
+`previous_response_id` or an `item_reference` names is read from the caller's stored responses
+(store/responses.py) and put before the new input, in canonical form, so the next turn runs on any
+wire with its reasoning state. The call is planned once, with that whole conversation: the
+explanation, the record's plan and the budget's hold see what is sent. Once an answer is complete,
+and before its last byte leaves (`responses_operation`), the response is stored (unless `store` is
+false), so the caller's next turn finds it.
 
 An offering on the `openai_responses` wire gets the caller's body as written (parse.passthrough) and
 answers in its own words, with Momor's response id and model written over, when the input is in
@@ -26,7 +28,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ...api.auth import Unauthorized
-from ...api.backend import Backend
+from ...api.backend import Backend, Caller
 from ...api.flow import Prepared, generate, routed_call
 from ...catalog import Catalog
 from ...door_http import id_headers, json_response, new_request_id
@@ -34,7 +36,7 @@ from ...errors import MomorError, ProviderError, RequestError
 from ...events import Assembler, Event, Finish, Raw
 from ...logs import logger
 from ...messages import Message, ThinkingMessage, ToolCallMessage, dump_messages
-from ...routing.plan import Candidate, plan
+from ...routing.plan import Candidate
 from ...routing.request import Routed, needs_of
 from ...store import responses as stored_responses
 from ...store.dynamo import DynamoError
@@ -51,6 +53,19 @@ class ResponsesDoor:
 
     def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         return parse.parse(body)
+
+    async def complete(self, routed: Routed, caller: Caller, backend: Backend, request_id: str) -> None:
+        """The stored conversation put before the new input, before the call is planned (api/flow.py
+        `Completes`): the plan, its explanation, the record's plan and the budget's hold then see the
+        whole conversation, whose earlier turns may need what the new input does not (an image)."""
+        try:
+            expanded = await _expand(routed, caller.id, request_id)
+        except DynamoError:
+            logger.exception("stored responses not read", extra={"request_id": request_id})
+            raise MomorError("Stored responses are unavailable; retry shortly.", status=503) from None
+        if expanded:
+            parse.drop_passthrough(routed)
+            routed.needs = needs_of(routed.call)
 
     def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler,
                passthrough: bool) -> Response:
@@ -121,9 +136,10 @@ def _raw_frame(event: Raw, request_id: str, candidate: Candidate, reply: Any, wr
 # State: expanded before the call, stored after it
 
 
-async def _expand(p: Prepared) -> bool:
-    """The stored conversation before the new input; True when anything came from the store."""
-    routed, reply, caller = p.routed, p.routed.reply, p.recorder.caller_id
+async def _expand(routed: Routed, caller: str, request_id: str) -> bool:
+    """The stored conversation before the new input; True when anything came from the store. Only
+    the caller's own responses are read: another key's id is not found, as a missing one."""
+    reply = routed.reply
     conversation: list[Any] = []
     if reply.previous_response_id is not None:
         # An id Momor never wrote is not looked up (nor is caller text sent to the table as a key).
@@ -133,7 +149,7 @@ async def _expand(p: Prepared) -> bool:
             raise RequestError(f"Previous response with id '{_shown(reply.previous_response_id)}' not found.",
                                param="previous_response_id")
         conversation = _MESSAGES.validate_python(found.conversation)
-    items = named(reply.read, p.recorder.request_id)
+    items = named(reply.read, request_id)
     refs = [e for e in reply.read.entries if isinstance(e, Ref)]
     targets = await _referenced(caller, refs)
     new: list[Any] = []
@@ -210,22 +226,12 @@ def _only_responses_wire(p: Prepared) -> None:
                       f"so it cannot be combined with previous_response_id or item_reference.", "tools")
 
 
-def operation(backend: Backend) -> Any:
+def operation() -> Any:
     async def responses_operation(p: Prepared) -> Response:
-        routed, recorder = p.routed, p.recorder
-        reply = routed.reply
+        # The stored state is already expanded and planned with (ResponsesDoor.complete, run by the flow).
+        reply = p.routed.reply
         reply.final = None
         reply.writer = None
-        try:
-            expanded = await _expand(p)
-        except DynamoError:
-            logger.exception("stored responses not read", extra={"request_id": recorder.request_id})
-            raise MomorError("Stored responses are unavailable; retry shortly.", status=503) from None
-        if expanded:
-            parse.drop_passthrough(routed)
-            catalog = await backend.catalog()
-            routed.needs = needs_of(routed.call)
-            p.candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
         _only_responses_wire(p)
 
         async def keep(assembler: Assembler) -> None:
@@ -306,7 +312,7 @@ def _page(items: list[dict[str, Any]], query: Any) -> dict[str, Any] | Response:
 
 def routes(backend: Backend) -> list[Route]:
     door = ResponsesDoor()
-    run = operation(backend)
+    run = operation()
 
     async def create(request: Request) -> Response:
         return await routed_call(request, door, backend, route=request.scope["path"], operation=run)
