@@ -257,6 +257,30 @@ def test_a_built_in_tool_is_refused_where_no_offering_runs_it(momor, fake, clien
     assert fake.requests("anthropic") == []
 
 
+def test_a_built_in_tool_is_planned_and_explained_on_the_responses_wire_only(responses_wire, fake, client):
+    """The planner leaves every offering that cannot run a built-in tool out (rule `capability`), so
+    the explanation is the route the call then takes, and the record says the same."""
+    asked = {"model": GPT, "input": "Search the news", "tools": [{"type": "web_search"}],
+             "extra_body": {"models": [GPT, CLAUDE]}}
+    explained = client.responses.with_raw_response.create(
+        **asked, extra_headers={"X-Momor-Explain": "1"}).http_response.json()
+    assert [(c["model"], c["provider"]) for c in explained["candidates"]] == [(GPT, "openai")]
+    left = {(o["model"], o["provider"]): o for o in explained["leftOut"]}
+    assert left[(CLAUDE, "anthropic")]["rule"] == "capability"
+    assert "web_search" in left[(CLAUDE, "anthropic")]["why"]
+    assert fake.requests() == []
+    # The real call takes that route: the Responses offering is sent the tool in the caller's words
+    # and Claude is never asked. (The fake runs no built-in tool and refuses it with a 400, which
+    # OpenAI would not: what is checked here is where the call went, not web search itself.)
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.responses.with_raw_response.create(**asked)
+    assert sent_to(fake, "openai", "/v1/responses")[-1]["tools"] == [{"type": "web_search"}]
+    assert fake.requests("anthropic") == []
+    request_id = refused.value.response.headers["x-momor-request-id"]
+    record = record_of(responses_wire, request_id)
+    assert record["plan"]["candidates"] == [f"{GPT}@openai"] and record["plan"]["leftOut"]["capability"] >= 1
+
+
 # --- streams that fail, fail over, and items replayed by hand -------------------------------------------
 
 

@@ -22,12 +22,13 @@ class WireFacts:
     """One wire's facts. A plain class, not a dataclass: building a dataclass costs a millisecond of
     every cold start, and this module is imported by all of them."""
 
-    __slots__ = ("answers_choices", "counts_tokens", "in_catalog", "module", "name", "options", "reasoning",
-                 "transcribes_over", "url_media")
+    __slots__ = ("answers_choices", "built_in_tools", "counts_tokens", "in_catalog", "module", "name", "options",
+                 "reasoning", "transcribes_over", "url_media")
 
     def __init__(self, name: str, module: str, *, url_media: frozenset[str] = frozenset(),
                  answers_choices: bool = False, transcribes_over: str | None = None, counts_tokens: bool = False,
-                 reasoning: bool = False, options: tuple[str, ...] = (), in_catalog: bool = True) -> None:
+                 reasoning: bool = False, options: tuple[str, ...] = (), in_catalog: bool = True,
+                 built_in_tools: bool = False) -> None:
         self.name = name
         """The catalog's `wire` value."""
         self.module = module
@@ -49,6 +50,9 @@ class WireFacts:
         # would make every function that imports catalog.py reach the catalog's S3 source.
         self.in_catalog = in_catalog
         """A catalog wire (a provider may name it); False for one reached only through another wire."""
+        self.built_in_tools = built_in_tools
+        """Runs the provider's own built-in tools (OpenAI Responses' web_search, file_search, ...): a
+        call that has one is planned on such offerings only (routing/plan.py, rule `capability`)."""
 
     def __repr__(self) -> str:
         return f"WireFacts({self.name!r})"
@@ -64,7 +68,7 @@ REGISTRY: tuple[WireFacts, ...] = (
     WireFacts("puter", "momor.providers.puter", url_media=frozenset({"image"}), reasoning=True,
               options=("driver", "authHeader")),
     WireFacts("openai_responses", "momor.providers.openai_responses", url_media=frozenset({"image", "pdf"}),
-              transcribes_over="openai_transcribe", reasoning=True, options=("store",)),
+              transcribes_over="openai_transcribe", reasoning=True, options=("store",), built_in_tools=True),
     WireFacts("gemini", "momor.providers.gemini", answers_choices=True, reasoning=True,
               options=("schemas", "thinking")),
     WireFacts("vertex", "momor.providers.vertex", reasoning=True,
@@ -90,6 +94,12 @@ def answers_choices(name: str) -> bool:
     attempt loop serves n by n calls on any other."""
     found = _BY_NAME.get(name)
     return found is not None and found.answers_choices
+
+
+def runs_built_in_tools(name: str) -> bool:
+    """Whether wire `name` runs the provider's built-in tools (a wire this build does not know: no)."""
+    found = _BY_NAME.get(name)
+    return found is not None and found.built_in_tools
 
 
 def module_of(name: str) -> str:

@@ -36,7 +36,7 @@ from typing import Literal
 
 from ..catalog import Catalog, Model, Offering, Provider
 from ..errors import RoutingError
-from ..providers.registry import answers_choices
+from ..providers.registry import answers_choices, runs_built_in_tools
 from .selectors import Prioritization, Selector
 
 
@@ -66,6 +66,9 @@ class Needs:
     schema_required: bool = False
     """The schema is a requirement, not a preference (seed 000: responseSchema needs a model whose
     structuredOutput is jsonSchema): other models are left out, not kept as backup."""
+    built_in: frozenset[str] = frozenset()
+    """Provider built-in tools the call has (Responses' web_search, ...): only offerings on a wire
+    that runs them can serve it (`runs_built_in_tools`); the others are left out."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -96,8 +99,9 @@ class Rule:
     """The rule's name, as explanations and records show it (camelCase, one word)."""
     test: Callable[[Candidate, Scope], str | None]
     """None: the offering passes; otherwise why the rule leaves it out (or defers it), for people."""
-    empty: str | None = None
-    """NEED_RULES: the refusal when this rule leaves nothing to plan (and the param it names, after a |)."""
+    empty: str | Callable[[Scope], str] | None = None
+    """NEED_RULES: the refusal when this rule leaves nothing to plan (and the param it names, after a
+    |), or what makes it from the planning question."""
 
 
 def _provider_matches(entry: str, provider: Provider, catalog: Catalog) -> bool:
@@ -177,6 +181,18 @@ def _schema_required(c: Candidate, s: Scope) -> str | None:
     return "responseSchema needs structuredOutput jsonSchema"
 
 
+def _built_in_tools(c: Candidate, s: Scope) -> str | None:
+    if not s.needs.built_in or runs_built_in_tools(c.provider.wire):
+        return None
+    return f"the call has a built-in tool ({', '.join(sorted(s.needs.built_in))}); the {c.provider.wire} wire runs none"
+
+
+def _no_built_in_wire(s: Scope) -> str:
+    kinds = ", ".join(sorted(s.needs.built_in))
+    return (f"{kinds}: a built-in tool only OpenAI's Responses API runs; no offering for this call is on it "
+            f"(an OpenAI provider listed with wire openai_responses).|tools")
+
+
 def _missing_capability(c: Candidate, s: Scope) -> str | None:
     caps, needs = c.model.capabilities, s.needs
     if needs.tools and not caps.tools:
@@ -206,6 +222,7 @@ NEED_RULES: list[Rule] = [
     Rule("capability", _schema_required,
          empty="responseSchema needs a model whose structuredOutput is jsonSchema, and no model the selectors "
                "name has one.|responseSchema"),
+    Rule("capability", _built_in_tools, empty=_no_built_in_wire),
 ]
 """Applied to what the selectors planned: requirements of the call, each with its own refusal."""
 DEFER_RULES: list[Rule] = [Rule("capability", _missing_capability)]
@@ -445,7 +462,8 @@ def _plan(catalog: Catalog, selectors: list[Selector], prio: Prioritization, nee
     for rule in NEED_RULES:
         planned = _apply(rule, planned, scope, log.others if log is not None else None)
         if not planned:
-            message, _, param = (rule.empty or "No offering meets what the call needs.").partition("|")
+            empty = rule.empty(scope) if callable(rule.empty) else rule.empty
+            message, _, param = (empty or "No offering meets what the call needs.").partition("|")
             raise RoutingError(message, param=param or None)
     # A stable partition: what fits the call first, the rest behind as backup.
     deferred: dict[str, LeftOut] = {}

@@ -19,7 +19,7 @@ SDK's `types/responses/response_create_params.py`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -27,6 +27,7 @@ from pydantic import ValidationError
 from ...call import Call, Parameters, ToolUse
 from ...caller_body import CallerBody
 from ...messages import Message, Tool
+from ...routing.plan import Needs
 from ...routing.request import Routed, needs_of
 from ...routing.selectors import parse_prioritization, parse_selectors
 from ..openai.parse import _lenient_parameters, _written_selectors
@@ -96,11 +97,17 @@ def parse(body: dict[str, Any]) -> Routed:
     _map_format(call, body.get("text"))
     reply = Reply(echo={k: body[k] for k in _ECHOED if k in body}, store=store, previous_response_id=previous,
                   read=read, include=include, built_in=built_in + read.built_in)
-    routed = Routed(call, selectors, prio, {}, needs_of(call), _written_selectors(body), prio_where="provider")
+    routed = Routed(call, selectors, prio, {}, needs_for(call, reply), _written_selectors(body), prio_where="provider")
     routed.reply = reply
     if reply.built_in or not _needs_state(read, previous):
         passthrough(routed, body)
     return routed
+
+
+def needs_for(call: Call, reply: Reply) -> Needs:
+    """What the call asks of a model: what its content needs, and the built-in tools it has, which
+    only some wires run (the planner leaves the others out, so an explanation says so too)."""
+    return replace(needs_of(call), built_in=frozenset(reply.built_in))
 
 
 _UNSERVED = {

@@ -37,14 +37,13 @@ from ...events import Assembler, Event, Finish, Raw
 from ...logs import logger
 from ...messages import Message, ThinkingMessage, ToolCallMessage, dump_messages
 from ...routing.plan import Candidate
-from ...routing.request import Routed, needs_of
+from ...routing.request import Routed
 from ...store import responses as stored_responses
 from ...store.dynamo import DynamoError
 from . import ids, parse, write
 from .input import Ref, invalid, named, read_items
 
 PATHS = ("/v1/responses", "/responses")
-RESPONSES_WIRE = "openai_responses"
 _MESSAGES = TypeAdapter(list[Message])
 
 
@@ -65,7 +64,11 @@ class ResponsesDoor:
             raise MomorError("Stored responses are unavailable; retry shortly.", status=503) from None
         if expanded:
             parse.drop_passthrough(routed)
-            routed.needs = needs_of(routed.call)
+            routed.needs = parse.needs_for(routed.call, routed.reply)
+        reply = routed.reply
+        if reply.built_in and routed.caller_body is None:
+            raise invalid(f"{', '.join(sorted(set(reply.built_in)))}: a built-in tool goes to OpenAI in your own "
+                          f"words, so it cannot be combined with previous_response_id or item_reference.", "tools")
 
     def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler,
                passthrough: bool) -> Response:
@@ -210,29 +213,12 @@ def _completed(found: Any, ref: Ref) -> Any:
     return ref.written
 
 
-def _only_responses_wire(p: Prepared) -> None:
-    """A built-in tool runs only on OpenAI's Responses API: every other offering is left out, and a
-    call none can serve is refused as written."""
-    reply = p.routed.reply
-    if not reply.built_in:
-        return
-    p.candidates = [c for c in p.candidates if c.provider.wire == RESPONSES_WIRE]
-    if not p.candidates:
-        kinds = ", ".join(sorted(set(reply.built_in)))
-        raise invalid(f"{kinds}: a built-in tool only OpenAI's Responses API runs; no offering for this call is "
-                      f"on it (an OpenAI provider listed with wire openai_responses).", "tools")
-    if p.routed.caller_body is None:
-        raise invalid(f"{', '.join(sorted(set(reply.built_in)))}: a built-in tool goes to OpenAI in your own words, "
-                      f"so it cannot be combined with previous_response_id or item_reference.", "tools")
-
-
 def operation() -> Any:
     async def responses_operation(p: Prepared) -> Response:
         # The stored state is already expanded and planned with (ResponsesDoor.complete, run by the flow).
         reply = p.routed.reply
         reply.final = None
         reply.writer = None
-        _only_responses_wire(p)
 
         async def keep(assembler: Assembler) -> None:
             await _keep(p, assembler)
