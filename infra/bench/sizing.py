@@ -86,12 +86,17 @@ def cpu_share(memory_mb: int, period_us: int = PERIOD_US) -> Iterator[Path]:
             (group / "cpu.max").write_text(f"{quota_us(memory_mb, period_us)} {period_us}")
         yield group / "cgroup.procs"
     finally:
-        for _ in range(50):  # the runtime's processes leave the group as they exit
-            try:
-                group.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+        remove_group(group)
+
+
+def remove_group(group: Path) -> None:
+    """rmdir a cgroup once its processes have left it (they leave as they exit)."""
+    for _ in range(50):
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
 
 
 def in_group(command: list[str], procs: Path) -> list[str]:
