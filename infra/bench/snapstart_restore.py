@@ -21,6 +21,8 @@ from a cpuacct cgroup of its own, else in 10 ms clock ticks):
   (b) first call: lambda_cold's first call (a small buffered call through the fake provider) from
       the moment it is queued until its streamed response has ended; its CPU runs until the bridge
       asks /next again, so it includes the call record written after the answer (billed too);
+(c) throttled: the CFS periods in which the quota stopped the runtime during (a) + (b), and how long
+it waited (the size's cgroup's cpu.stat);
 then `--warm` warm calls, `--pause` s apart. Medians of `--runs` fresh runtimes per function and size.
 
 NOT measured: Lambda loading the snapshot (here the process simply carries on; on Lambda its memory
@@ -141,6 +143,8 @@ class Runtime:
             self.process = subprocess.Popen(command, cwd=fn.code_dir, env=env, stdout=out,
                                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         self.pid = self.process.pid
+        self.share: Path | None = None
+        """The size's cgroup, once the runtime is in it."""
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")[-6000:]
@@ -149,6 +153,15 @@ class Runtime:
         if self.meter is not None:
             return int((self.meter / "cpuacct.usage").read_text()) / 1e6
         return lambda_cold._cpu_ms(self.pid)
+
+    def throttled(self) -> tuple[int, float]:
+        """CFS periods in which the size's quota stopped the runtime so far, and the ms it waited
+        (the group's cpu.stat: v1 throttled_time in ns, v2 throttled_usec)."""
+        if self.share is None:
+            return 0, 0.0
+        stat = dict(line.split() for line in (self.share / "cpu.stat").read_text().splitlines())
+        waited = int(stat["throttled_time"]) / 1e6 if "throttled_time" in stat else int(stat["throttled_usec"]) / 1e3
+        return int(stat["nr_throttled"]), waited
 
     def wait_snapshot_point(self) -> None:
         """Until the bridge calls /restore/next, having run INIT and the before-snapshot hooks."""
@@ -195,6 +208,7 @@ def one_run(fn: Any, event: dict[str, Any], memory_mb: int, procs: Path | None, 
             snapshot = {"init_ms": (time.monotonic() - started) * 1e3, "init_cpu_ms": runtime.cpu_ms()}
             if procs is not None:
                 move_into(runtime.pid, procs)
+                runtime.share = procs.parent
             figures = _restore_and_calls(runtime, event, warm, pause)
             if on_served is not None:
                 on_served(runtime.pid)
@@ -204,7 +218,7 @@ def one_run(fn: Any, event: dict[str, Any], memory_mb: int, procs: Path | None, 
 
 
 def _restore_and_calls(runtime: Runtime, event: dict[str, Any], warm: int, pause: float) -> dict[str, Any]:
-    cpu0, t0 = runtime.cpu_ms(), time.monotonic()
+    throttled0, cpu0, t0 = runtime.throttled(), runtime.cpu_ms(), time.monotonic()
     runtime.api.restore()
     try:
         runtime.api.wait_next_calls(1, timeout=60)
@@ -213,18 +227,19 @@ def _restore_and_calls(runtime: Runtime, event: dict[str, Any], warm: int, pause
                            f"{[e.payload for e in runtime.api.restore_errors]}):\n{runtime.log()}") from None
     restored_ms, cpu1 = (time.monotonic() - t0) * 1e3, runtime.cpu_ms()
     first_ms, status = runtime.call(event, 1)
-    cpu2 = runtime.cpu_ms()
+    cpu2, throttled = runtime.cpu_ms(), runtime.throttled()
     warm_each = []
     for n in range(warm):
         time.sleep(pause)
         warm_each.append(runtime.call(event, 2 + n)[0])
     return {"restore_hooks_ms": restored_ms, "restore_hooks_cpu_ms": cpu1 - cpu0, "first_ms": first_ms,
             "first_cpu_ms": cpu2 - cpu1, "warm_each": warm_each, "status": status,
+            "throttled_periods": throttled[0] - throttled0[0], "throttled_ms": throttled[1] - throttled0[1],
             "warm_cpu_ms": (runtime.cpu_ms() - cpu2) / warm if warm else float("nan")}
 
 
 MEDIANS = ("init_ms", "init_cpu_ms", "restore_hooks_ms", "restore_hooks_cpu_ms", "first_ms", "first_cpu_ms",
-           "warm_cpu_ms")
+           "warm_cpu_ms", "throttled_periods", "throttled_ms")
 
 
 def measure_size(build: Any, logical_id: str, env: dict[str, str], event: dict[str, Any], memory_mb: int,
@@ -267,19 +282,21 @@ def measure(functions: tuple[str, ...], sizes: tuple[int, ...], runs: int, warm:
 def _progress(logical_id: str, row: dict[str, Any]) -> str:
     return (f"  {logical_id} {sizing._label(row['memory_mb']):>8}: after-restore {row['restore_hooks_ms']:.0f} ms "
             f"(CPU {row['restore_hooks_cpu_ms']:.0f}), first call {row['first_ms']:.0f} ms "
-            f"(CPU {row['first_cpu_ms']:.0f}), total {row['total_ms']:.0f}, warm {row['warm_ms']:.1f}; "
+            f"(CPU {row['first_cpu_ms']:.0f}), total {row['total_ms']:.0f}, throttled {row['throttled_periods']:.0f} "
+            f"periods {row['throttled_ms']:.0f} ms, warm {row['warm_ms']:.1f}; "
             f"HTTP {row['status']}")
 
 
 def table(out: dict[str, Any]) -> str:
     """Markdown, one row per function and size, under its caption."""
     lines = [CAPTION, "", "| function | size | after-restore wall / CPU | first call wall / CPU | total wall / CPU "
-             "| warm call | HTTP |", "|---|--:|--:|--:|--:|--:|---|"]
+             "| throttled periods / ms | warm call | HTTP |", "|---|--:|--:|--:|--:|--:|--:|---|"]
     for logical_id, rows in out["functions"].items():
         for r in rows:
             lines.append(f"| {logical_id} | {sizing._label(r['memory_mb'])} | {r['restore_hooks_ms']:.0f} / "
                          f"{r['restore_hooks_cpu_ms']:.0f} | {r['first_ms']:.0f} / {r['first_cpu_ms']:.0f} | "
-                         f"{r['total_ms']:.0f} / {r['total_cpu_ms']:.0f} | {r['warm_ms']:.1f} | "
+                         f"{r['total_ms']:.0f} / {r['total_cpu_ms']:.0f} | {r['throttled_periods']:.0f} / "
+                         f"{r['throttled_ms']:.0f} | {r['warm_ms']:.1f} | "
                          f"{','.join(map(str, sorted(set(r['status']))))} |")
     return "\n".join(lines)
 
