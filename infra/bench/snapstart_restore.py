@@ -21,8 +21,8 @@ from a cpuacct cgroup of its own, else in 10 ms clock ticks):
   (b) first call: lambda_cold's first call (a small buffered call through the fake provider) from
       the moment it is queued until its streamed response has ended; its CPU runs until the bridge
       asks /next again, so it includes the call record written after the answer (billed too);
-(c) throttled: the CFS periods in which the quota stopped the runtime during (a) + (b), and how long
-it waited (the size's cgroup's cpu.stat);
+  (c) throttled: the CFS periods in which the quota stopped the runtime during (a) + (b), and how
+      long it waited (the size's cgroup's cpu.stat);
 then `--warm` warm calls, `--pause` s apart. Medians of `--runs` fresh runtimes per function and size.
 
 NOT measured: Lambda loading the snapshot (here the process simply carries on; on Lambda its memory
@@ -37,7 +37,12 @@ the cold start is Restore Duration + Duration; https://docs.aws.amazon.com/lambd
 "Lambda SnapStart can provide as low as sub-second startup performance". So a real cold start is
 this table's total plus a restore only a deployed function's REPORT line shows.
 
-On a shared machine the wall figures are upper bounds (the quota caps the CPU, it does not
+Most of (a) and (b)'s wall time is not the runtime's CPU but round trips to the local stand-ins,
+one after another: in (a) the credentials endpoint, moto's S3 (a conditional GET) and Secrets
+Manager; in (b), as seen with strace, four requests to DynamoDB Local's keys table and a
+BatchGetItem before the provider is called, each 3 to 30 ms here. On AWS those are the services'
+own latencies, so the wall figures say how the share stretches the work, not what AWS's round
+trips cost. On a shared machine the wall figures are upper bounds (the quota caps the CPU, it does not
 guarantee it); the CPU figures move little with load. Writes infra/bench/results/snapstart.json,
 prints a markdown table; asserts nothing about time. Needs root (the cgroup) and an x86_64 build.
 """
