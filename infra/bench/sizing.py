@@ -61,6 +61,15 @@ def _cgroup_root() -> tuple[Path, str]:
     raise SystemExit("no cgroup cpu controller found (mount | grep cgroup): sizing needs one, and root")
 
 
+def cgroups_writable() -> bool:
+    """Whether this process can make the cgroups cpu_share makes (root, a writable cpu controller)."""
+    try:
+        root, _ = _cgroup_root()
+    except SystemExit:
+        return False
+    return os.geteuid() == 0 and os.access(root, os.W_OK)
+
+
 @contextlib.contextmanager
 def cpu_share(memory_mb: int, period_us: int = PERIOD_US) -> Iterator[Path]:
     """A child cgroup limited to a memory size's CPU share; its cgroup.procs (removed afterwards)."""
@@ -77,12 +86,17 @@ def cpu_share(memory_mb: int, period_us: int = PERIOD_US) -> Iterator[Path]:
             (group / "cpu.max").write_text(f"{quota_us(memory_mb, period_us)} {period_us}")
         yield group / "cgroup.procs"
     finally:
-        for _ in range(50):  # the runtime's processes leave the group as they exit
-            try:
-                group.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+        remove_group(group)
+
+
+def remove_group(group: Path) -> None:
+    """rmdir a cgroup once its processes have left it (they leave as they exit)."""
+    for _ in range(50):
+        try:
+            group.rmdir()
+            return
+        except OSError:
+            time.sleep(0.1)
 
 
 def in_group(command: list[str], procs: Path) -> list[str]:
@@ -98,6 +112,19 @@ def _peak_rss_mb(pid: int | None) -> float:
         if line.startswith("VmHWM:"):
             return int(line.split()[1]) / 1024
     return float("nan")
+
+
+@contextlib.contextmanager
+def build_copy(build_dir: Path | None) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """lambda_cold's read-only copy of `build_dir` (or of a `sam build` made now for this machine),
+    removed afterwards: (the copy as a rie.Build, what bytecode it holds)."""
+    source = build_dir or lambda_cold.rie.sam_build().dir
+    copy, info = lambda_cold.prepare(Path(source), "compile")
+    try:
+        yield lambda_cold.rie.Build(copy, 0.0, ""), info
+    finally:
+        lambda_cold._unprotect(copy.parent)
+        shutil.rmtree(copy.parent, ignore_errors=True)
 
 
 def one_run(fn: Any, event: dict[str, Any], warm: int, pause: float) -> dict[str, Any]:
@@ -149,31 +176,25 @@ def measure_size(build: Any, logical_id: str, env: dict[str, str], event: dict[s
 def measure(functions: tuple[str, ...], sizes: tuple[int, ...], runs: int, warm: int, pause: float,
             build_dir: Path | None) -> dict[str, Any]:
     started = time.monotonic()
-    source = build_dir or lambda_cold.rie.sam_build().dir
-    copy, info = lambda_cold.prepare(Path(source), "compile")
-    build = lambda_cold.rie.Build(copy, 0.0, "")
-    out: dict[str, Any] = {"build": info, "runs": runs, "warm_calls": warm, "pause_s": pause, "period_us": PERIOD_US,
-                           "loadavg_start": [round(x, 2) for x in os.getloadavg()], "functions": {}}
-    try:
-        with lambda_cold.local_aws() as (env, key):
-            for logical_id in functions:
-                event = lambda_cold.first_call(logical_id, key)
-                # INIT alone, at the whole CPU: its CPU time. With SnapStart INIT runs at deploy time,
-                # so a restored runtime's first call costs about (first call CPU - INIT CPU) / share
-                # plus the restore itself (not measurable here).
-                init = lambda_cold.init_only(lambda_cold.function(build, logical_id, env))
-                out.setdefault("init_cpu_ms", {})[logical_id] = init["cpu_ms"]
-                rows = out["functions"][logical_id] = []
-                for memory_mb in sizes:
-                    row = measure_size(build, logical_id, env, event, memory_mb, runs, warm, pause)
-                    rows.append(row)
-                    print(f"  {logical_id} {_label(memory_mb):>7}: INIT + first call {row['first_ms']:.0f} ms "
-                          f"(CPU {row['cpu_first_ms']:.0f}), warm {row['warm_ms']:.1f} ms (p90 "
-                          f"{row['warm_p90_ms']:.1f}, CPU {row['cpu_warm_ms']:.1f}), peak RSS {row['rss_mb']:.0f} MB, "
-                          f"HTTP {row['status']}", flush=True)
-    finally:
-        lambda_cold._unprotect(copy.parent)
-        shutil.rmtree(copy.parent, ignore_errors=True)
+    with build_copy(build_dir) as (build, info), lambda_cold.local_aws() as (env, key):
+        out: dict[str, Any] = {"build": info, "runs": runs, "warm_calls": warm, "pause_s": pause,
+                               "period_us": PERIOD_US, "loadavg_start": [round(x, 2) for x in os.getloadavg()],
+                               "functions": {}}
+        for logical_id in functions:
+            event = lambda_cold.first_call(logical_id, key)
+            # INIT alone, at the whole CPU: its CPU time. With SnapStart INIT runs at deploy time,
+            # so a restored runtime's first call costs about (first call CPU - INIT CPU) / share
+            # plus the restore itself (not measurable here).
+            init = lambda_cold.init_only(lambda_cold.function(build, logical_id, env))
+            out.setdefault("init_cpu_ms", {})[logical_id] = init["cpu_ms"]
+            rows = out["functions"][logical_id] = []
+            for memory_mb in sizes:
+                row = measure_size(build, logical_id, env, event, memory_mb, runs, warm, pause)
+                rows.append(row)
+                print(f"  {logical_id} {_label(memory_mb):>7}: INIT + first call {row['first_ms']:.0f} ms "
+                      f"(CPU {row['cpu_first_ms']:.0f}), warm {row['warm_ms']:.1f} ms (p90 "
+                      f"{row['warm_p90_ms']:.1f}, CPU {row['cpu_warm_ms']:.1f}), peak RSS {row['rss_mb']:.0f} MB, "
+                      f"HTTP {row['status']}", flush=True)
     out["loadavg_end"] = [round(x, 2) for x in os.getloadavg()]
     out["seconds"] = time.monotonic() - started
     return out
@@ -196,25 +217,34 @@ def table(out: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_options(parser: argparse.ArgumentParser, runs: int, warm: int, sizes: tuple[int, ...], functions: str) -> None:
+    """The options of a run under the CPU share (here and in snapstart_restore.py), with their defaults."""
     parser.add_argument("--build", type=Path, help="an existing x86_64 `sam build` output (default: build now)")
-    parser.add_argument("--runs", type=int, default=2, help="fresh runtimes per function and size")
-    parser.add_argument("--warm", type=int, default=10, help="warm calls after each first call")
+    parser.add_argument("--runs", type=int, default=runs, help="fresh runtimes per function and size")
+    parser.add_argument("--warm", type=int, default=warm, help="warm calls after each first call")
     parser.add_argument("--pause", type=float, default=0.2,
                         help="seconds idle before each warm call (0: back to back)")
-    parser.add_argument("--sizes", default=",".join(map(str, SIZES)),
+    parser.add_argument("--sizes", default=",".join(map(str, sizes)),
                         help="MB, comma separated; 0 is the whole CPU (no quota), the baseline of the share's cost")
-    parser.add_argument("--functions", default="all", help="logical ids, comma separated, or `all`")
+    parser.add_argument("--functions", default=functions, help="logical ids, comma separated, or `all`")
+
+
+def report(out: dict[str, Any], name: str, text: str) -> None:
+    """results/<name> written, the table and the load average printed."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / name).write_text(json.dumps(out, indent=1))
+    print(text)
+    print(f"load average {out['loadavg_start']} -> {out['loadavg_end']}, {out['seconds']:.0f} s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    run_options(parser, runs=2, warm=10, sizes=SIZES, functions="all")
     args = parser.parse_args(argv)
     functions = (lambda_cold.ROUTED + lambda_cold.OTHERS if args.functions == "all"
                  else tuple(args.functions.split(",")))
     out = measure(functions, tuple(int(s) for s in args.sizes.split(",")), args.runs, args.warm, args.pause, args.build)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "sizing.json").write_text(json.dumps(out, indent=1))
-    print(table(out))
-    print(f"load average {out['loadavg_start']} -> {out['loadavg_end']}, {out['seconds']:.0f} s")
-
+    report(out, "sizing.json", table(out))
 
 if __name__ == "__main__":
     main()

@@ -24,6 +24,7 @@ from momor.store import aws as boto
 
 from . import rie
 from .conftest import Runtime
+from .credentials_standin import ContainerCredentials
 
 APP = "tests.lambda.snap_app:app"
 
@@ -173,43 +174,22 @@ def test_snapstart_credentials_come_from_the_container_endpoint_and_are_fetched_
     """With SnapStart, Lambda gives no AWS_ACCESS_KEY_ID: the role's credentials come from the container
     credentials endpoint (AWS_CONTAINER_CREDENTIALS_FULL_URI, with a token). The signed requests then
     use botocore's chain, and a restored copy must ask the endpoint again, not reuse the snapshot's."""
-    import http.server
-    import threading
+    with ContainerCredentials() as endpoint:
+        try:
+            for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
+                monkeypatch.delenv(name, raising=False)
+            for name, value in endpoint.env().items():
+                monkeypatch.setenv(name, value)
+            served = endpoint.served
+            boto.reset_clients()
 
-    served: list[str] = []
+            snapstart.warm()
+            assert served == ["AKIDCONTAINER0"] and boto.credentials().access_key == "AKIDCONTAINER0"
+            assert "Credential=AKIDCONTAINER0/" in dynamo._current().headers("GetItem", b"{}")["Authorization"]
 
-    class Endpoint(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            assert self.headers["Authorization"] == "container-token"
-            served.append(f"AKIDCONTAINER{len(served)}")
-            body = json.dumps({"AccessKeyId": served[-1], "SecretAccessKey": "secret", "Token": "token",
-                               "Expiration": "2099-01-01T00:00:00Z"}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Endpoint)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):
-            monkeypatch.delenv(name, raising=False)
-        monkeypatch.setenv("AWS_CONTAINER_CREDENTIALS_FULL_URI", f"http://127.0.0.1:{server.server_port}/creds")
-        monkeypatch.setenv("AWS_CONTAINER_AUTHORIZATION_TOKEN", "container-token")
-        boto.reset_clients()
-
-        snapstart.warm()
-        assert served == ["AKIDCONTAINER0"] and boto.credentials().access_key == "AKIDCONTAINER0"
-        assert "Credential=AKIDCONTAINER0/" in dynamo._current().headers("GetItem", b"{}")["Authorization"]
-
-        snapstart.refresh()
-        assert served == ["AKIDCONTAINER0", "AKIDCONTAINER1"], "a restored copy asks for its own credentials"
-        assert "Credential=AKIDCONTAINER1/" in dynamo._current().headers("GetItem", b"{}")["Authorization"]
-    finally:
-        server.shutdown()
-        boto.reset_clients()
-
+            snapstart.refresh()
+            assert served == ["AKIDCONTAINER0", "AKIDCONTAINER1"], "a restored copy asks for its own credentials"
+            assert "Credential=AKIDCONTAINER1/" in dynamo._current().headers("GetItem", b"{}")["Authorization"]
+            assert endpoint.refused == 0, "every fetch sends the container token"
+        finally:
+            boto.reset_clients()

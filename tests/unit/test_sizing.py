@@ -3,7 +3,6 @@ under test really runs inside that cgroup (needs root and a cgroup cpu controlle
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -19,15 +18,7 @@ def test_the_quota_is_the_share_of_one_vcpu_at_1769_mb():
     assert sizing.quota_us(1, period_us=10_000) == 1000  # the kernel refuses less than 1 ms
 
 
-def _can_make_cgroups() -> bool:
-    try:
-        root, _ = sizing._cgroup_root()
-    except SystemExit:
-        return False
-    return os.geteuid() == 0 and os.access(root, os.W_OK)
-
-
-@pytest.mark.skipif(not _can_make_cgroups(), reason="needs root and a writable cgroup cpu controller")
+@pytest.mark.skipif(not sizing.cgroups_writable(), reason="needs root and a writable cgroup cpu controller")
 def test_the_command_runs_inside_a_cgroup_limited_to_the_sizes_share():
     with sizing.cpu_share(256) as procs:
         group = procs.parent
