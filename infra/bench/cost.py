@@ -217,6 +217,13 @@ class _Tables:
         return op_units(op, self.names.get(op["payload"]["TableName"], ""), self.indexes)
 
 
+def _consumed(capacity: dict[str, Any] | list[dict[str, Any]] | None) -> float:
+    """DynamoDB Local's ConsumedCapacity: one entry (PutItem, GetItem, ...), or a list of one per
+    table (BatchGetItem: shared provider health's reads)."""
+    entries = capacity if isinstance(capacity, list) else [capacity or {}]
+    return sum(e.get("CapacityUnits", 0.0) for e in entries)
+
+
 def _group(route: str, shape: str, budget: bool, group: list[dict[str, Any]], tables: _Tables) -> Measured:
     """One route × shape × budget's calls, averaged; the amortised kinds (lease, key) left out."""
     n = len(group)
@@ -229,7 +236,7 @@ def _group(route: str, shape: str, budget: bool, group: list[dict[str, Any]], ta
             writes[kind] += requests / n
         turn = 0.0
         for op in call["ops"]:
-            consumed = op["answer"].get("ConsumedCapacity", {}).get("CapacityUnits", 0.0)
+            consumed = _consumed(op["answer"].get("ConsumedCapacity"))
             local[op["operation"] in ("GetItem", "Query", "BatchGetItem")] += consumed / n
             kind = tables.kind(op)
             if kind in ("lease", "key", "health"):  # health: at most one read a second per instance

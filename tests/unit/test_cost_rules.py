@@ -250,3 +250,13 @@ def test_writes_are_counted_by_kind_in_requests_and_units_with_each_index_copy()
         op("PutItem", "mem", Item={"threadKey": _s(10), "messages": _s(100)}),
     ]
     assert cost.writes_of(ops, env, template) == {"budget": (2, 2.0), "record": (1, 3.0), "memory": (1, 1.0)}
+
+
+def test_consumed_capacity_of_a_batch_read_is_summed_over_its_tables():
+    """BatchGetItem (shared provider health's reads) answers a list of per-table capacities; the
+    benchmark's run crashed on it once a call made one."""
+    from infra.bench.cost import _consumed
+
+    assert _consumed({"TableName": "t", "CapacityUnits": 1.0}) == 1.0
+    assert _consumed([{"TableName": "a", "CapacityUnits": 0.5}, {"TableName": "b", "CapacityUnits": 1.5}]) == 2.0
+    assert _consumed(None) == 0.0
