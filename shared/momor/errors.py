@@ -30,10 +30,17 @@ class MomorError(Exception):
     error.param). Momor's own refusals leave it None (seed 001: param is null unless the
     provider's error object names one)."""
 
-    def __init__(self, detail: str, *, status: int | None = None, param: str | None = None) -> None:
+    code: str | None = None
+    """A machine-readable code where a dialect's own API has one for this refusal (OpenAI's
+    `previous_response_not_found`); None: the dialect's code for the status."""
+
+    def __init__(self, detail: str, *, status: int | None = None, param: str | None = None,
+                 code: str | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
         self.param = param
+        if code is not None:
+            self.code = code
         if status is not None:
             self.status = status
 

@@ -163,6 +163,7 @@ def test_another_keys_response_id_is_refused_as_a_missing_one_even_when_explaine
                                        extra_headers=headers)
             body = caught.value.body
             assert body["param"] == "previous_response_id" and body["type"] == "invalid_request_error"
+            assert body["code"] == "previous_response_not_found"  # OpenAI's code, which clients test for
             answers.append(body["message"].replace(response_id, "<id>"))
     assert answers[0] == answers[1] == answers[2]  # another key's id cannot be told from an unknown one
     assert len(fake.requests()) == asked

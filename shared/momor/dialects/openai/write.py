@@ -343,7 +343,8 @@ _ERROR_KINDS: dict[int, tuple[str, str | None]] = {
 }
 
 
-def error_object(status: int, message: str, param: str | None = None) -> dict[str, Any]:
-    """OpenAI's error object; the SDK raises the exception type of the HTTP status."""
-    kind, code = _ERROR_KINDS.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
-    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
+def error_object(status: int, message: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    """OpenAI's error object; the SDK raises the exception type of the HTTP status. `code`: the
+    refusal's own code where OpenAI has one, else the status's."""
+    kind, default = _ERROR_KINDS.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
+    return {"error": {"message": message, "type": kind, "param": param, "code": code or default}}

@@ -107,7 +107,7 @@ class ResponsesDoor:
             yield writer.failed(exc.status, exc.detail)
 
     def error(self, request_id: str, exc: MomorError) -> Response:
-        return json_response(write.error_object(exc.status, exc.detail, exc.param or exc.provider_param),
+        return json_response(write.error_object(exc.status, exc.detail, exc.param or exc.provider_param, exc.code),
                              exc.status)
 
     def finish_word(self, finish: Finish) -> str:
@@ -150,7 +150,7 @@ async def _expand(routed: Routed, caller: str, request_id: str) -> bool:
             if ids.request_of(reply.previous_response_id) else None
         if found is None:
             raise RequestError(f"Previous response with id '{_shown(reply.previous_response_id)}' not found.",
-                               param="previous_response_id")
+                               param="previous_response_id", code="previous_response_not_found")
         conversation = _MESSAGES.validate_python(found.conversation)
     items = named(reply.read, request_id)
     refs = [e for e in reply.read.entries if isinstance(e, Ref)]
