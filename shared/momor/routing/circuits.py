@@ -21,7 +21,7 @@ def process_breakers() -> Breakers:
 
 def circuit_of(candidate: Candidate) -> str:
     """The circuit an offering's attempts count against."""
-    return f"{candidate.provider.name}/{candidate.offering.id}"
+    return candidate.circuit
 
 
 def breaker_order(candidates: list[Candidate], breakers: Breakers) -> tuple[list[Candidate], list[Candidate]]:

@@ -49,7 +49,7 @@ class _Session(Protocol):
 
 def circuit(candidate: Candidate) -> str:
     """The offering's key in the breakers (as the attempt loop names it)."""
-    return f"{candidate.provider.name}/{candidate.offering.id}"
+    return candidate.circuit
 
 
 def late_after(session: _Session, candidate: Candidate) -> float | None:

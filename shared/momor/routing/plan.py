@@ -47,9 +47,13 @@ class Candidate:
     provider: Provider
     id: str = field(init=False, repr=False, compare=False)
     """`model@provider`: how the record and an explanation name an offering."""
+    circuit: str = field(init=False, repr=False, compare=False)
+    """`provider/offering id`: the breaker circuit its attempts count against (routing/circuits.py);
+    made once here, since a call's attempt loop and shared health name it several times."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "id", f"{self.model.name}@{self.provider.name}")
+        object.__setattr__(self, "circuit", f"{self.provider.name}/{self.offering.id}")
 
 
 @dataclass(slots=True, frozen=True)

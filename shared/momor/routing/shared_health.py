@@ -150,7 +150,13 @@ class SharedBreakers(Breakers):
     # --- reading -------------------------------------------------------------------------------
 
     def _usable(self) -> bool:
-        return time.monotonic() >= self._down_until
+        # Asked several times a call: the clock is read only while the store is known down.
+        if not self._down_until:
+            return True
+        if time.monotonic() < self._down_until:
+            return False
+        self._down_until = 0.0
+        return True
 
     def _shared(self, key: str) -> _Entry | None:
         """The offering's shared entry, or None to route on this process's own breaker."""
