@@ -23,6 +23,7 @@ reaches warm processes within that bound.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
 import threading
@@ -108,6 +109,7 @@ def reset_cache() -> None:
     with _lock:
         _orgs.clear()
         _people.clear()
+        _reading.clear()
 
 
 def _bool(item: dict[str, Any], name: str) -> bool | None:
@@ -138,6 +140,11 @@ def from_item(item: dict[str, Any]) -> Organization:
     )
 
 
+_reading: dict[str, asyncio.Future[Organization | None]] = {}
+"""The read under way per organization: calls that find the cache lapsed meanwhile wait for it
+rather than each sending its own GetItem (every call of a busy process names the same few)."""
+
+
 async def get(org_id: str) -> Organization | None:
     """The organization, from the cache or one GetItem. The default organization exists even when
     setup has not written it yet (no defaults, no budget)."""
@@ -147,6 +154,14 @@ async def get(org_id: str) -> Organization | None:
     table = get_config().api_keys_table
     if table is None:  # local development without tables: only the default organization
         return Organization(DEFAULT_ORG, "Default") if org_id == DEFAULT_ORG else None
+    pending = _reading.get(org_id)
+    if pending is None or pending.get_loop() is not asyncio.get_running_loop():
+        pending = _reading[org_id] = asyncio.ensure_future(_read(table, org_id))
+        pending.add_done_callback(lambda done: _reading.pop(org_id) if _reading.get(org_id) is done else None)
+    return await asyncio.shield(pending)  # a caller that leaves does not cancel the others' read
+
+
+async def _read(table: str, org_id: str) -> Organization | None:
     answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"keyHash": {"S": org_key(org_id)}}})
     item = answer.get("Item")
     org = from_item(item) if item is not None else None
