@@ -450,7 +450,6 @@ async def test_a_protocol_error_is_a_provider_failure_the_attempt_loop_fails_ove
     from momor.messages import UserMessage
     from momor.routing.attempts import Session
     from momor.routing.breaker import Breakers
-    from momor.routing.circuits import circuit_of
     from momor.routing.keys import ResolvedKey
     from momor.routing.plan import plan
     from momor.routing.policy import Policy
@@ -491,4 +490,4 @@ async def test_a_protocol_error_is_a_provider_failure_the_attempt_loop_fails_ove
     assert failed == "failed" and (status, error) == ("ok", None)
     assert recorder.attempts[0].error.startswith("protocol: The provider's response is malformed")
     assert bad.connections == 1  # a protocol failure is not retried on the same offering
-    assert [breakers.state(circuit_of(c)) for c in candidates] == ["open", "closed"]
+    assert [breakers.state(c.circuit) for c in candidates] == ["open", "closed"]

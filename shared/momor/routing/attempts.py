@@ -36,7 +36,7 @@ from ..providers.transport import Timeouts, exchange
 from . import hedge
 from .breaker import DEFERRED, PROBING, Breakers
 from .choices import several_answers
-from .circuits import breaker_order, circuit_of, process_breakers
+from .circuits import breaker_order, process_breakers
 from .commit import aclose, finished, hold_until_output
 from .keys import KeyResolver, ResolvedKey
 from .params import params_for
@@ -152,7 +152,7 @@ class Session:
         provider's own error when it is final (a content-policy refusal)."""
         summaries: list[AttemptSummary] = []
         larger_than: int | None = None  # after "context length exceeded": a bigger window only
-        await self.breakers.refresh([circuit_of(c) for c in self.candidates])  # issue 25: shared health
+        await self.breakers.refresh([c.circuit for c in self.candidates])  # issue 25: shared health
         order = iter(self._breaker_order())
 
         def next_candidate() -> Candidate | None:
@@ -198,7 +198,7 @@ class Session:
             self.recorder.skip(candidate, resolved)
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, resolved))
             return "skipped"
-        circuit = circuit_of(candidate)
+        circuit = candidate.circuit
         if not await self.breakers.claim(circuit):  # issue 25: another instance took the probe
             self.recorder.skip(candidate, PROBING)
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, PROBING))
@@ -328,7 +328,7 @@ class Session:
     async def _served_events(self, serving: _Serving) -> AsyncIterator[Event]:
         """One offering's events to the end of its answer; its attempt ends ok, failed or
         cancelled, with what it produced."""
-        attempt, produced, circuit = serving.attempt, serving.produced, circuit_of(serving.candidate)
+        attempt, produced, circuit = serving.attempt, serving.produced, serving.candidate.circuit
         attempt.attempt.delivered = True  # what it produced from here on reaches the caller
         try:
             held, serving.held = serving.held, []

@@ -19,14 +19,9 @@ def process_breakers() -> Breakers:
     return shared_health(Breakers(policy.breaker_failures, policy.breaker_cooldown))
 
 
-def circuit_of(candidate: Candidate) -> str:
-    """The circuit an offering's attempts count against."""
-    return candidate.circuit
-
-
 def breaker_order(candidates: list[Candidate], breakers: Breakers) -> tuple[list[Candidate], list[Candidate]]:
     """(closed, opened): the candidates tried first, and those whose circuit is open, tried last.
     One function, read by the attempt loop and by an explanation (api/explain.py) alike."""
-    allowed = [breakers.allows(circuit_of(c)) for c in candidates]
+    allowed = [breakers.allows(c.circuit) for c in candidates]
     return ([c for c, ok in zip(candidates, allowed, strict=True) if ok],
             [c for c, ok in zip(candidates, allowed, strict=True) if not ok])

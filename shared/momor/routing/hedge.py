@@ -47,16 +47,11 @@ class _Session(Protocol):
     hedge: bool
 
 
-def circuit(candidate: Candidate) -> str:
-    """The offering's key in the breakers (as the attempt loop names it)."""
-    return candidate.circuit
-
-
 def late_after(session: _Session, candidate: Candidate) -> float | None:
     """Seconds after which an attempt at `candidate` with no output is late; None: never hedged."""
     if not session.hedge or not candidate.model.hedge:
         return None
-    observed = session.breakers.first_token_p95(circuit(candidate), session.call.stream)
+    observed = session.breakers.first_token_p95(candidate.circuit, session.call.stream)
     if observed is None:
         return session.policy.hedge_after
     return observed * session.policy.hedge_margin
@@ -99,7 +94,7 @@ async def _in_turn(session: _Session, next_candidate: Callable[[], Candidate | N
 def _first_output(session: _Session, candidate: Candidate, serving: Any) -> None:
     """The winner's time to its first output: the sample its offering's p95 is made of."""
     seconds = time.perf_counter() - serving.attempt.started
-    session.breakers.first_token(circuit(candidate), seconds, session.call.stream)
+    session.breakers.first_token(candidate.circuit, seconds, session.call.stream)
 
 
 class _Race:

@@ -33,7 +33,7 @@ from ..providers.openai_transcribe import Transcript
 from ..providers.registry import REGISTRY
 from ..providers.transport import Timeouts
 from ..store.records import cost_usd
-from .circuits import circuit_of, process_breakers
+from .circuits import process_breakers
 from .keys import KeyResolver, ResolvedKey
 from .plan import Candidate
 from .policy import classify, counts_against_breaker, current_policy
@@ -70,7 +70,7 @@ async def transcribe(
     """`deadline`: the invocation's (momor.invocation); the call's budget ends there at the latest."""
     breakers = process_breakers()
     end = invocation.call_end(current_policy().call_budget, deadline)
-    ordered = [c for c in candidates if breakers.allows(circuit_of(c))]
+    ordered = [c for c in candidates if breakers.allows(c.circuit)]
     ordered += [c for c in candidates if c not in ordered]
     summaries: list[AttemptSummary] = []
     for candidate in ordered:
@@ -94,7 +94,7 @@ async def _offering(
     end: float,
 ) -> Transcribed | None:
     """Attempts at one offering, retries included: the transcription, or None to fail over."""
-    policy, breakers, circuit = current_policy(), process_breakers(), circuit_of(candidate)
+    policy, breakers, circuit = current_policy(), process_breakers(), candidate.circuit
     wire = wire_for(wire_name)
     target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source)
     timeouts = Timeouts(policy.connect_timeout, policy.first_token_timeout, policy.idle_timeout).shortened(
