@@ -12,7 +12,6 @@ import anthropic
 
 from momor.routing.affinity import read_cache_token
 
-from ..support import sse, stopwatch
 from .base import TEXT, Door, Outcome
 
 PATH = "/v1/messages"
@@ -26,32 +25,26 @@ def routing(lead: str, models: list[str] | None) -> dict[str, Any]:
     return extra
 
 
+def _whole(body: dict[str, Any]) -> dict[str, Any]:
+    """Anthropic's error answer is the error object's envelope itself ({"type": "error", "error": ...})."""
+    return body
+
+
 class AnthropicOutcome(Outcome):
     def __init__(self, client: anthropic.Anthropic, momor: Any, streamed: bool, lead: str,
                  models: list[str] | None) -> None:
         self.streamed = streamed
         self.message: Any = None
-        self.error: dict[str, Any] | None = None
         model, fallbacks = (models[0], models[1:]) if models else ("duo", None)
         if streamed:
             body = {"model": model, "max_tokens": 100, "messages": USER, "stream": True,
                     **routing(lead, fallbacks)}
-            self._read_stream(sse(momor, PATH, body))
-            assert self.stream is not None
-            if self.status >= 400:
-                self.error = self.stream.json()
+            self._stream_raw(momor, PATH, body, _whole)
         else:
-            with stopwatch() as watch:
-                try:
-                    raw = client.messages.with_raw_response.create(
-                        model=model, max_tokens=100, messages=USER, extra_body=routing(lead, fallbacks))
-                except anthropic.APIStatusError as exc:
-                    self.status, self.headers, self.raised = exc.status_code, exc.response.headers, exc
-                    self.error = exc.response.json()
-                else:
-                    self.status, self.headers = raw.status_code, raw.headers
-                    self.message = raw.parse()
-            self.seconds = watch.seconds
+            self.message = self._call_sdk(
+                lambda: client.messages.with_raw_response.create(
+                    model=model, max_tokens=100, messages=USER, extra_body=routing(lead, fallbacks)),
+                anthropic.APIStatusError, _whole)
         self.request_id = self.headers["x-momor-request-id"]
 
     def _served(self) -> tuple[str, str]:

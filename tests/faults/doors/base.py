@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import httpx2
 
-from ..support import OTHER, Streamed
+from ..support import OTHER, Streamed, sse, stopwatch
 
 TEXT = "one two three four five six"
 ANSWER = f"Echo: {TEXT}"
@@ -26,9 +27,38 @@ class Outcome:
     raised: Exception | None = None
     """The exception the dialect's SDK raised for a refused buffered call (the native door has no SDK)."""
 
+    error: dict[str, Any] | None = None
+    """The error object a refused call answered (the SDK doors: as their dialect's SDK reads it)."""
+
     def _read_stream(self, stream: Streamed) -> None:
         self.stream = stream
         self.status, self.headers, self.seconds = stream.status, stream.headers, stream.seconds
+
+    def _stream_raw(self, momor: Any, path: str, body: dict[str, Any],
+                    error_of: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """A streamed call read raw (every frame as sent); a refusal's error object kept."""
+        self._read_stream(sse(momor, path, body))
+        assert self.stream is not None
+        if self.status >= 400:
+            self.error = error_of(self.stream.json())
+
+    def _call_sdk(self, create: Callable[[], Any], refused: type[Exception],
+                  error_of: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+        """A buffered call through the dialect's SDK (`create`: a `with_raw_response` call, for the
+        headers): its status, headers and time; the parsed answer, or None when the SDK raised
+        `refused` (kept in `raised`, its error object in `error`)."""
+        parsed = None
+        with stopwatch() as watch:
+            try:
+                raw = create()
+            except refused as exc:
+                self.status, self.headers, self.raised = exc.status_code, exc.response.headers, exc
+                self.error = error_of(exc.response.json())
+            else:
+                self.status, self.headers = raw.status_code, raw.headers
+                parsed = raw.parse()
+        self.seconds = watch.seconds
+        return parsed
 
     @property
     def frames(self) -> list[tuple[str, Any]]:

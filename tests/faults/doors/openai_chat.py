@@ -11,7 +11,7 @@ from typing import Any
 import openai
 from openai.types.chat import ChatCompletionChunk
 
-from ..support import record_of, sse, stopwatch
+from ..support import record_of
 from .base import TEXT, Door, Outcome
 
 PATH = "/v1/chat/completions"
@@ -28,33 +28,26 @@ def routing(lead: str | None, models: list[str] | None) -> dict[str, Any]:
     return extra
 
 
+def openai_error(body: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's error object, inside its envelope."""
+    return body["error"]
+
+
 class OpenAIOutcome(Outcome):
     def __init__(self, momor: Any, client: openai.OpenAI, streamed: bool, lead: str | None,
                  models: list[str] | None) -> None:
         self.momor = momor
         self.streamed = streamed
         self.completion: Any = None
-        self.error: dict[str, Any] | None = None
         model, fallbacks = (models[0], models[1:]) if models else ("duo", None)
         if streamed:
             body = {"model": model, "messages": USER, "stream": True, "max_tokens": 100, **routing(lead, fallbacks)}
-            self._read_stream(sse(momor, PATH, body))
-            assert self.stream is not None
-            if self.status >= 400:
-                self.error = self.stream.json()["error"]
+            self._stream_raw(momor, PATH, body, openai_error)
         else:
-            with stopwatch() as watch:
-                try:
-                    raw = client.chat.completions.with_raw_response.create(
-                        model=model, messages=USER, max_tokens=100, extra_body=routing(lead, fallbacks))
-                except openai.APIStatusError as exc:
-                    self.status, self.headers = exc.status_code, exc.response.headers
-                    self.error = exc.response.json()["error"]
-                    self.raised = exc
-                else:
-                    self.status, self.headers = raw.status_code, raw.headers
-                    self.completion = raw.parse()
-            self.seconds = watch.seconds
+            self.completion = self._call_sdk(
+                lambda: client.chat.completions.with_raw_response.create(
+                    model=model, messages=USER, max_tokens=100, extra_body=routing(lead, fallbacks)),
+                openai.APIStatusError, openai_error)
         self.request_id = self.headers["x-momor-request-id"]
 
     @property

@@ -9,9 +9,8 @@ import openai
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
-from ..support import sse, stopwatch
 from .base import TEXT, Door, Outcome
-from .openai_chat import routing
+from .openai_chat import openai_error, routing
 
 PATH = "/v1/responses"
 _EVENT = TypeAdapter(ResponseStreamEvent)
@@ -23,28 +22,16 @@ class ResponsesOutcome(Outcome):
         self.momor = momor
         self.streamed = streamed
         self.response: Any = None
-        self.error: dict[str, Any] | None = None
         model, fallbacks = (models[0], models[1:]) if models else ("duo", None)
         if streamed:
             body = {"model": model, "input": TEXT, "stream": True, "max_output_tokens": 100,
                     **routing(lead, fallbacks)}
-            self._read_stream(sse(momor, PATH, body))
-            assert self.stream is not None
-            if self.status >= 400:
-                self.error = self.stream.json()["error"]
+            self._stream_raw(momor, PATH, body, openai_error)
         else:
-            with stopwatch() as watch:
-                try:
-                    raw = client.responses.with_raw_response.create(
-                        model=model, input=TEXT, max_output_tokens=100, extra_body=routing(lead, fallbacks))
-                except openai.APIStatusError as exc:
-                    self.status, self.headers = exc.status_code, exc.response.headers
-                    self.error = exc.response.json()["error"]
-                    self.raised = exc
-                else:
-                    self.status, self.headers = raw.status_code, raw.headers
-                    self.response = raw.parse()
-            self.seconds = watch.seconds
+            self.response = self._call_sdk(
+                lambda: client.responses.with_raw_response.create(
+                    model=model, input=TEXT, max_output_tokens=100, extra_body=routing(lead, fallbacks)),
+                openai.APIStatusError, openai_error)
         self.request_id = self.headers["x-momor-request-id"]
 
     @property
