@@ -39,8 +39,23 @@ def new_request_id() -> str:
     return os.urandom(16).hex()
 
 
+def headers_of(request: Request) -> dict[str, str]:
+    """The request's headers by (lower-case) name, the first of a repeated one as Starlette's
+    `request.headers.get` answers: one dict a request, made at the first ask and kept in its scope.
+    A routed call asks for six headers; Starlette scans the whole list for each (4 µs against 1)."""
+    found = request.scope.get("momor.headers")
+    if found is None:
+        found = {}
+        for name, value in request.scope["headers"]:
+            key = name.decode("latin-1")  # ASGI header names are lower-case (Starlette relies on it too)
+            if key not in found:
+                found[key] = value.decode("latin-1")
+        request.scope["momor.headers"] = found
+    return found
+
+
 def check_content_type(request: Request) -> None:
-    media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    media = headers_of(request).get("content-type", "").split(";", 1)[0].strip().lower()
     if media != "application/json":
         raise RequestError("Content-Type must be application/json.", status=415)
 
@@ -48,7 +63,7 @@ def check_content_type(request: Request) -> None:
 def check_accept(request: Request, *, streaming_allowed: bool = True) -> None:
     """406 unless Accept allows application/json or text/event-stream. It never changes which
     one the caller gets (seed 000)."""
-    accept = request.headers.get("accept")
+    accept = headers_of(request).get("accept")
     if not accept:
         return
     allowed = {"*/*", "application/*", "application/json"}
@@ -65,7 +80,7 @@ async def read_body(request: Request, limit: int | None = None) -> bytes:
     """The body, refused with 413 as soon as it passes the limit (never read whole first): seed
     000's 30 MiB, or what the deployment lowered it to (MOMOR_MAX_BODY_BYTES)."""
     limit = get_config().max_body_bytes if limit is None else limit
-    declared = request.headers.get("content-length")
+    declared = headers_of(request).get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise body_too_large(limit)
     chunks: list[bytes] = []

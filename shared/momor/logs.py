@@ -21,6 +21,11 @@ import sys
 
 import orjson
 from aws_lambda_powertools import Logger
+from aws_lambda_powertools.logging.formatter import (
+    RESERVED_LOG_ATTRS,
+    THREAD_LOCAL_KEYS,
+    LambdaPowertoolsFormatter,
+)
 
 SERVICE = os.environ.get("POWERTOOLS_SERVICE_NAME", "momor")
 
@@ -31,12 +36,51 @@ def level() -> str:
     return name if isinstance(logging.getLevelName(name), int) else "INFO"
 
 
+_RESERVED = frozenset(RESERVED_LOG_ATTRS)
+_PLAIN_KEYS: dict[str, object] = {
+    "%(levelname)s": lambda f, r: r.levelname,
+    "%(funcName)s:%(lineno)d": lambda f, r: f"{r.funcName}:{r.lineno}",
+    "%(asctime)s": lambda f, r: f.formatTime(r),
+}
+"""Powertools' default keys (level, location, timestamp), each without formatting a copy of the record."""
+
+
+class QuickFormatter(LambdaPowertoolsFormatter):
+    """Powertools' JSON line, the same keys in the same order, made in a quarter of its time for the
+    plain line every call writes (a str message without arguments or exception): Powertools copies the
+    record's dict, %-formats three keys against the copy and tests every attribute against a tuple of
+    reserved names, 20 µs of the call line's 33 (infra/bench: 5% of a small call's CPU). Any other line
+    (an exception, %-arguments, a JSON message, a custom key format, thread-safe keys) is Powertools'
+    own; tests/unit/test_log_lines.py holds the two to the same output."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        msg = record.msg
+        if (record.exc_info or record.args or not isinstance(msg, str) or msg[:1] in ("{", "[")
+                or THREAD_LOCAL_KEYS.get()):
+            return super().format(record)
+        if self.json_deserializer is not _json_message:  # Powertools' json.loads: "123" is written as 123
+            msg = self._extract_log_message(record)
+        line: dict[str, object] = {}
+        for key, value in self.log_format.items():
+            if value and key in _RESERVED:
+                plain = _PLAIN_KEYS.get(value) if isinstance(value, str) else None
+                if plain is None:
+                    return super().format(record)
+                line[key] = plain(self, record)  # type: ignore[operator]
+            else:
+                line[key] = value
+        for key, value in record.__dict__.items():
+            if key not in _RESERVED:  # the call's `extra` keys (and taskName), as Powertools adds them
+                line[key] = value
+        line["message"] = msg
+        line["xray_trace_id"] = self._get_latest_trace_id()
+        return self.serialize({k: v for k, v in line.items() if v is not None})
+
+
 def json_handler() -> logging.Handler:
     """A stdout handler writing Powertools' JSON lines (`level`, `message`, `timestamp`, `service`)."""
-    from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
-
     handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(LambdaPowertoolsFormatter(service=SERVICE))
+    handler.setFormatter(QuickFormatter(service=SERVICE))
     return handler
 
 
@@ -58,7 +102,8 @@ def _json_message(text: str) -> object:
     return text
 
 
-logger = Logger(service=SERVICE, json_serializer=_json_line, json_deserializer=_json_message)
+logger = Logger(service=SERVICE, logger_formatter=QuickFormatter(json_serializer=_json_line,
+                                                                  json_deserializer=_json_message))
 
 
 def write_line(text: str) -> None:

@@ -26,6 +26,7 @@ from typing import Literal
 from starlette.requests import Request
 
 from ..config import get_config
+from ..door_http import headers_of
 from ..errors import RequestError
 from ..store import apikeys, organizations
 from ..store.organizations import Defaults, Organization
@@ -72,10 +73,11 @@ class Caller:
 
 def credential(request: Request) -> str | None:
     """The credential as sent: `X-API-Key`, else `Authorization: Bearer`."""
-    key = request.headers.get("x-api-key", "").strip()
+    headers = headers_of(request)
+    key = headers.get("x-api-key", "").strip()
     if key:
         return key
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    scheme, _, token = headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
         return token.strip()
     return None
@@ -97,8 +99,22 @@ async def authenticate(request: Request) -> Caller:
 
 async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:
     org = await _organization(key.org)
-    return Caller(id=key.id, name=key.name, kind="key", org=org, role=key.role, person=key.owner,
-                  zdr=key.zdr, budget_daily=key.budget_daily, budget_monthly=key.budget_monthly, key_hash=key_hash)
+    # The same key object (apikeys' cache) with the same organization object (organizations' cache)
+    # is the same Caller: made once, not on every call (a frozen dataclass of 11 fields). The entry
+    # holds both objects, so an id in it is never reused by another while it is there.
+    kept = _callers.get(id(key))
+    if kept is not None and kept[0] is key and kept[1] is org and kept[2] == key_hash:
+        return kept[3]
+    caller = Caller(id=key.id, name=key.name, kind="key", org=org, role=key.role, person=key.owner,
+                    zdr=key.zdr, budget_daily=key.budget_daily, budget_monthly=key.budget_monthly, key_hash=key_hash)
+    if len(_callers) >= _CALLERS_KEPT:
+        _callers.clear()
+    _callers[id(key)] = (key, org, key_hash, caller)
+    return caller
+
+
+_callers: dict[int, tuple[apikeys.Caller, Organization, str | None, Caller]] = {}
+_CALLERS_KEPT = 4096
 
 
 async def _session(token: str) -> Caller:

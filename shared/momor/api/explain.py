@@ -38,7 +38,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..catalog import Catalog
-from ..door_http import json_response
+from ..door_http import headers_of, json_response
 from ..errors import MomorError, RequestError
 from ..routing import families
 from ..routing.circuits import breaker_order, process_breakers
@@ -58,7 +58,7 @@ COMPACT_CANDIDATES = 8
 
 def asked(request: Request) -> bool:
     """Whether the call asks for an explanation. Anything but a yes or a no is refused (400)."""
-    value = request.headers.get(HEADER)
+    value = headers_of(request).get(HEADER)
     if value is None:
         return False
     word = value.strip().lower()

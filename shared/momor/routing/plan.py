@@ -79,9 +79,11 @@ class Needs:
 # Rules
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Scope:
-    """What a rule may read besides the offering: the whole planning question."""
+    """What a rule may read besides the offering: the whole planning question. (Not frozen, though
+    no rule changes it: every call makes two, and a frozen dataclass's __init__ takes four times as
+    long, one object.__setattr__ per field.)"""
 
     offers: Catalog
     """The catalog. Not named `catalog`: the IAM scan (tests/lambda/aws_usage.py) follows `.catalog` on
