@@ -161,3 +161,52 @@ async def test_the_caller_leaving_mid_race_cancels_both():
         await task
     assert sorted(script.closed) == ["a", "b"]
     assert [x.status for x in s.recorder.attempts] == ["cancelled", "cancelled"]
+
+
+class TaskScript(Script):
+    """Notes the task each offering's exchange ran in."""
+
+    def __init__(self, **scripts):
+        super().__init__(**scripts)
+        self.tasks = {}
+
+    async def exchange(self, wire, call, target, *, stream, timeouts, words=None):
+        self.tasks[target.offering.provider] = asyncio.current_task()
+        async for event in super().exchange(wire, call, target, stream=stream, timeouts=timeouts, words=words):
+            yield event
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["streamed", "buffered"])
+async def test_a_first_attempt_in_time_runs_in_the_calls_own_task_though_it_has_a_fallback(stream):
+    script = TaskScript(a=[[0.02, *answer("from a")]])
+    s = session(script, stream=stream, policy=HEDGING)
+    assert len(s.candidates) > 1 and s.hedge  # the race is on: b is there to hedge with
+    served = await s.open()
+    assert served.served.provider.name == "a" and script.calls == ["a"]
+    assert script.tasks["a"] is asyncio.current_task()  # no task was made for it
+
+
+async def test_a_late_first_attempt_is_ended_in_the_calls_own_task_and_the_hedge_serves():
+    script = TaskScript(a=[[3.0, *answer("from a")]], b=[answer("from b")])
+    s = session(script, stream=True, policy=HEDGING)
+    served = await s.open()
+    assert served.served.provider.name == "b"
+    assert text_of(await drain(served)) == "from b"
+    assert script.tasks["a"] is asyncio.current_task() and script.tasks["b"] is not asyncio.current_task()
+    assert script.closed == ["a"]
+    assert [(x.provider, x.status, x.hedged) for x in s.recorder.attempts] == [
+        ("a", "cancelled", True), ("b", "ok", False)]
+    assert asyncio.current_task().cancelling() == 0  # ending a left no cancellation behind in this task
+    await asyncio.sleep(0.01)  # and none arrives later
+
+
+async def test_a_hedge_refused_for_good_ends_the_call_and_the_first_attempt():
+    refused = ProviderError("refused by the content policy", kind="refused", upstream_status=400)
+    script = TaskScript(a=[[3.0, *answer("from a")]], b=[refused])
+    s = session(script, stream=True, policy=HEDGING)
+    with pytest.raises(ProviderError) as info:
+        await s.open()
+    assert info.value.kind == "refused"
+    assert script.closed == ["a"]
+    assert [(x.provider, x.status) for x in s.recorder.attempts] == [("a", "cancelled"), ("b", "failed")]
+    assert asyncio.current_task().cancelling() == 0

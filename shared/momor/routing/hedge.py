@@ -17,6 +17,13 @@ short timeout throws away an answer that was coming. So the attempt loop races i
 - an attempt that fails while the other runs leaves the other racing (and if that one is already
   late, the next candidate starts beside it at once); when both fail, the loop goes on as before.
 
+The first attempt runs in the call's own task: most calls are answered in time, and a task per call
+cost 3% of a small call's instructions. Only once it is late does the next candidate start, as a
+task beside it; if that one shows output first, the first is ended by an expiring `asyncio.timeout`
+around it (a cancellation the standard library withdraws cleanly if the attempt finished meanwhile,
+and tells apart from the caller leaving). After the first attempt fails or is ended, the race goes on
+between tasks.
+
 At most two attempts are in flight for a call. Hedging applies only where there is a candidate to
 hedge with, is on by default, and is turned off per call (`hedge: false` in the routing preferences:
 native `prioritization`, OpenAI and Anthropic `provider`) or per model (the catalog's
@@ -109,6 +116,8 @@ class _Race:
         self.hedged: set[asyncio.Task[Any]] = set()
         """Attempts already hedged (the next candidate was started beside them)."""
         self.more = True
+        self._interrupt: asyncio.Timeout | None = None
+        """Around the attempt running in the call's own task: expired to end it when a task beside it won."""
 
     def _start(self) -> bool:
         candidate = self.next_candidate() if self.more else None
@@ -119,6 +128,40 @@ class _Race:
         self.racing[task] = candidate
         self.started[task] = time.monotonic()
         return True
+
+    async def _inline(self, candidate: Candidate) -> Any | None:
+        """The attempt at `candidate` in the call's own task, with the next candidate started beside
+        it once it is late: its result, or None when a task beside it showed output (or raised) first
+        and it was ended for that (its attempt then recorded itself cancelled, as a cancelled task's)."""
+        late = late_after(self.session, candidate)
+        timer = asyncio.get_running_loop().call_later(late, self._beside) if late is not None else None
+        try:
+            async with asyncio.timeout(None) as self._interrupt:
+                return await self.attempt(candidate)
+        except TimeoutError:
+            if not any(t.done() for t in self.racing):
+                raise  # not ours: the attempt's own
+            return None
+        finally:
+            self._interrupt = None
+            if timer is not None:
+                timer.cancel()
+
+    def _beside(self) -> None:
+        """The attempt in the call's own task is late: the next candidate starts beside it."""
+        before = set(self.racing)
+        if self._interrupt is not None and self._start():
+            for task in self.racing.keys() - before:
+                task.add_done_callback(self._beside_done)
+
+    def _beside_done(self, task: asyncio.Task[Any]) -> None:
+        if self._interrupt is None or task.cancelled():
+            return  # the call's own attempt is over: the race loop reads this one
+        if task.exception() is None and not _serves(task.result()):
+            self.racing.pop(task, None)
+            self._beside()  # it failed beside a late one: the next starts at once
+            return
+        self._interrupt.reschedule(asyncio.get_running_loop().time())  # it won (or raised): end ours
 
     def _wait(self) -> float | None:
         """How long until the one attempt racing is late (None: wait for it however long)."""
@@ -131,8 +174,16 @@ class _Race:
         return None if late is None else max(0.0, self.started[task] + late - time.monotonic())
 
     async def run(self) -> Any | None:
-        if not self._start():
-            return None
+        while not self.racing:  # attempts in the call's own task, each until it is late
+            candidate = self.next_candidate() if self.more else None
+            if candidate is None:
+                self.more = False
+                return None
+            result = await self._inline(candidate)
+            if result is not None and _serves(result):
+                return await self._won(None, candidate, result)
+            if result is None:  # a task beside it won or raised: it was ended, and lost the race
+                return await self._after_interrupt(candidate)
         while self.racing:
             done = await self._first_done(self._wait())
             if not done:  # late: the next candidate starts beside it
@@ -154,7 +205,7 @@ class _Race:
 
     async def _first_done(self, timeout: float | None) -> list[asyncio.Task[Any]]:
         """The racing attempts that are done, once one is or `timeout` passes (asyncio.wait's
-        FIRST_COMPLETED without its per-call bookkeeping: this runs on every routed call)."""
+        FIRST_COMPLETED without its per-call bookkeeping)."""
         done = [t for t in self.racing if t.done()]
         if done:
             return done
@@ -177,6 +228,15 @@ class _Race:
                 task.remove_done_callback(ring)
         return [t for t in self.racing if t.done()]
 
+    async def _after_interrupt(self, ended: Candidate) -> Any | None:
+        """The task that ended the call's own attempt: its answer wins (the ended attempt is on the
+        record as a hedged loser), or what it raised is raised."""
+        done = next(t for t in sorted(self.racing, key=self.started.__getitem__) if t.done())
+        candidate = self.racing.pop(done)
+        serving = done.result()  # a final refusal or a bug raises here (stop() ends the rest)
+        _hedged(self.session, ended, candidate.provider.name, None)
+        return await self._won(done, candidate, serving)
+
     async def _won(self, task: asyncio.Task[Any] | None, candidate: Candidate, serving: Any) -> Any:
         _first_output(self.session, candidate, serving)
         winner = candidate.provider.name
@@ -192,13 +252,7 @@ class _Race:
             if result is not None and _serves(result):  # it showed output in the same instant
                 produced = result.produced
                 await self.close(result)
-            # Its attempt under way when it was cancelled (the attempt loop marked it cancelled),
-            # or the one that showed output too late: not a retry's earlier failure.
-            timer = (produced is not None and result.attempt) or next(
-                (t for t in reversed(self.session.recorder.timers)
-                 if t.candidate is lost and t.attempt.status == "cancelled"), None)
-            if timer:
-                timer.hedged(winner, produced)
+            _hedged(self.session, lost, winner, result.attempt if produced is not None else None, produced)
         return serving
 
     async def stop(self) -> None:
@@ -211,3 +265,12 @@ class _Race:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+def _hedged(session: _Session, lost: Candidate, winner: str, timer: Any = None, produced: Any = None) -> None:
+    """A loser's attempt on the record as hedged: the one under way when it was ended (the attempt loop
+    marked it cancelled), or the one that showed output too late (`timer`); not a retry's earlier failure."""
+    timer = timer or next((t for t in reversed(session.recorder.timers)
+                           if t.candidate is lost and t.attempt.status == "cancelled"), None)
+    if timer:
+        timer.hedged(winner, produced)
