@@ -17,12 +17,13 @@ short timeout throws away an answer that was coming. So the attempt loop races i
 - an attempt that fails while the other runs leaves the other racing (and if that one is already
   late, the next candidate starts beside it at once); when both fail, the loop goes on as before.
 
-The first attempt runs in the call's own task: most calls are answered in time, and a task per call
-cost 3% of a small call's instructions. Only once it is late does the next candidate start, as a
-task beside it; if that one shows output first, the first is ended by an expiring `asyncio.timeout`
-around it (a cancellation the standard library withdraws cleanly if the attempt finished meanwhile,
-and tells apart from the caller leaving). After the first attempt fails or is ended, the race goes on
-between tasks.
+An attempt runs in the call's own task (most calls are answered in time, and a task per attempt cost
+3% of a small call's instructions) until it is late: then the next candidate starts as a task beside
+it. If that one shows output first, the one in the call's task is ended by an expiring
+`asyncio.timeout` around it (a cancellation the standard library withdraws cleanly if the attempt
+finished meanwhile, and tells apart from the caller leaving). An attempt that fails with nothing
+beside it is followed by the next in the call's task again; one that fails with a task beside it
+leaves the race to tasks.
 
 At most two attempts are in flight for a call. Hedging applies only where there is a candidate to
 hedge with, is on by default, and is turned off per call (`hedge: false` in the routing preferences:
