@@ -169,6 +169,33 @@ def test_another_keys_response_id_is_refused_as_a_missing_one_even_when_explaine
     assert len(fake.requests()) == asked
 
 
+def test_a_caller_past_its_rate_limit_hears_429_whatever_its_previous_response_id_names(momor, fake, monkeypatch):
+    """The stored-turn read overlaps the rate limit's round trip: a caller past its limit is answered
+    429 (RateLimitError in the SDK), as on any other call, not the 400 an unknown id would get."""
+    from momor.config import reset_config
+    from momor.store import ratelimit
+
+    monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
+    monkeypatch.setenv(ratelimit.WINDOW_ENV, "3600")
+    reset_config()
+    ratelimit.reset_local()
+    try:
+        with sdk(momor) as client:
+            made = client.responses.create(model=CLAUDE, input="Hello there")
+            asked = len(fake.requests())
+            for response_id in ("resp_" + "0" * 32, made.id):
+                with pytest.raises(openai.RateLimitError) as caught:
+                    client.responses.create(model=CLAUDE, input="Go on", previous_response_id=response_id)
+                assert caught.value.status_code == 429 and "Rate limit exceeded" in caught.value.message
+                record = record_of(momor, caught.value.response.headers["x-momor-request-id"])
+                assert record["status"] == 429 and record["attempts"] == []
+            assert len(fake.requests()) == asked
+    finally:
+        monkeypatch.undo()
+        reset_config()
+        ratelimit.reset_local()
+
+
 def test_a_store_that_cannot_be_read_refuses_before_planning_with_a_503(momor, fake, monkeypatch):
     """The stored turns are read before the plan: a store that fails them is a 503 in OpenAI's shape,
     explained or not, and no provider is asked."""

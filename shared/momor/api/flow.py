@@ -114,11 +114,15 @@ class _Admission:
         self.task = asyncio.ensure_future(backend.admit(caller))
         self._caller = backend, caller
 
-    async def check(self, recorder: Recorder, estimate: Callable[[], Decimal]) -> None:
+    async def limited(self) -> None:
+        """Raise the 429 when the caller is past its rate limit."""
         state = await self.task if self.task else None
         if state is not None and not state.allowed:
             raise RequestError(f"Rate limit exceeded: {state.limit} requests a window; retry in "
                                f"{state.retry_after} s.", status=429)
+
+    async def check(self, recorder: Recorder, estimate: Callable[[], Decimal]) -> None:
+        await self.limited()
         subjects = _budget_subjects(self._caller[1]) if self._caller is not None else []
         if self._caller is None or not subjects:
             return
@@ -279,7 +283,13 @@ async def _prepare(
     check_provider_names(catalog, routed.prio, routed.prio_where)
     complete = getattr(door, "complete", None)
     if complete is not None:  # before the plan: it plans (once) what will be sent (Completes)
-        await complete(routed, caller, backend, recorder.request_id)
+        try:
+            await complete(routed, caller, backend, recorder.request_id)
+        except MomorError:
+            # Its store read overlaps the rate limit's round trip: a caller past its limit is told
+            # that (429), as on every other call, not what the read found (an unknown id's 400).
+            await admission.limited()
+            raise
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
     await admission.check(recorder, lambda: cost_ceiling(routed.call, candidates, billed_prices=routed.billed_prices,
