@@ -345,6 +345,30 @@ def test_web_search_answers_with_its_call_and_citations_and_the_next_turn_replay
     assert replayed[2] == search.model_dump(exclude_none=True)
     assert replayed[3]["content"][0]["annotations"] == [note.model_dump()]
     assert replayed[3]["content"][0]["text"] == answer.output_text
+    # A third turn searches again, the tool as the caller wrote it, the stored turns as OpenAI wrote them.
+    third = client.responses.create(model=GPT, input="And next week", previous_response_id=second.id,
+                                    tools=[{"type": "web_search", "search_context_size": "low"}],
+                                    instructions="Cite.", reasoning={"effort": "low"})
+    assert [i.type for i in third.output] == ["reasoning", "web_search_call", "message"]
+    assert third.output[1].action.query == "And next week" and third.previous_response_id == second.id
+    assert third.output[2].content[0].annotations[0].type == "url_citation"
+    sent = sent_to(fake, "openai", "/v1/responses")[-1]
+    assert sent["tools"] == [{"type": "web_search", "search_context_size": "low"}]
+    assert sent["instructions"] == "Cite." and "previous_response_id" not in sent
+    assert [i.get("type", "message") for i in sent["input"]] == [
+        "message", "reasoning", "web_search_call", "message", "message", "reasoning", "message", "message"]
+    assert sent["input"][2] == search.model_dump(exclude_none=True) and sent["input"][-1]["content"] == "And next week"
+    assert client.responses.retrieve(third.id).output[1].id == third.output[1].id
+
+
+def test_a_built_in_tools_item_written_in_the_input_is_refused_with_previous_response_id(responses_wire, fake,
+                                                                                         client):
+    first = client.responses.create(model=GPT, input=ASKED, tools=[{"type": "web_search"}])
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model=GPT, previous_response_id=first.id, tools=[{"type": "web_search"}], input=[
+            first.output[0].model_dump(exclude_none=True), {"role": "user", "content": "And tomorrow"}])
+    assert "web_search_call" in caught.value.body["message"] and caught.value.body["param"] == "input"
+    assert len(sent_to(fake, "openai", "/v1/responses")) == 1
 
 
 # --- streams that fail, fail over, and items replayed by hand -------------------------------------------

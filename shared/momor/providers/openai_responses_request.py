@@ -64,7 +64,7 @@ def stores_nothing(target: Target) -> bool:
 
 def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
     if target.passthrough_body is not None:  # the attempt loop's decision (routing/passthrough.py)
-        return build_passthrough_request(target.passthrough_body, target, stream)
+        return build_passthrough_request(target.passthrough_body, target, stream, call)
     store_false = stores_nothing(target)
     body: dict[str, Any] = {"model": target.model_id}
     if call.system:
@@ -96,12 +96,22 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
     return WireRequest(path=PATH, body=body, headers=headers)
 
 
-def build_passthrough_request(raw: dict[str, Any], target: Target, stream: bool) -> WireRequest:
+def build_passthrough_request(raw: dict[str, Any], target: Target, stream: bool,
+                              call: Call | None = None) -> WireRequest:
     """The caller's own Responses body (`raw`: the Responses dialect took Momor's routing and
     state fields off), but for: the offering's model id; `store: false` on the deployment's keys, as on
     every call (then `include` asks for the encrypted reasoning, so reasoning can come back); and
-    `stream` as the exchange asks. `raw` is never changed."""
+    `stream` as the exchange asks. `raw` is never changed.
+
+    A body without `input` is one whose conversation the Responses dialect expanded from its store
+    (previous_response_id with built-in tools, which only this API runs): its input is the canonical
+    conversation in this API's words, its instructions the canonical system prompt."""
     body = {**raw, "model": target.model_id}
+    if "input" not in raw and call is not None:
+        body["input"] = _map_messages(call.messages, target, stores_nothing(target))
+        body.pop("instructions", None)
+        if call.system:
+            body["instructions"] = call.system
     body.pop("stream", None)
     if stream:
         body["stream"] = True
