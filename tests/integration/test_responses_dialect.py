@@ -359,6 +359,11 @@ def test_web_search_answers_with_its_call_and_citations_and_the_next_turn_replay
         "message", "reasoning", "web_search_call", "message", "message", "reasoning", "message", "message"]
     assert sent["input"][2] == search.model_dump(exclude_none=True) and sent["input"][-1]["content"] == "And next week"
     assert client.responses.retrieve(third.id).output[1].id == third.output[1].id
+    # And on to Claude: the searches stay OpenAI's (no tool runs there), the cited text goes as said.
+    fourth = client.responses.create(model=CLAUDE, input="Thanks", previous_response_id=third.id)
+    assert fourth.output_text == "Echo: Thanks"
+    said = [m for m in sent_to(fake, "anthropic", "/v1/messages")[-1]["messages"] if m["role"] == "assistant"]
+    assert third.output_text in json.dumps([m["content"] for m in said])
 
 
 def test_a_built_in_tools_item_written_in_the_input_is_refused_with_previous_response_id(responses_wire, fake,
