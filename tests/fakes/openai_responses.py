@@ -19,6 +19,19 @@ gpt-oss serving write it) give their raw reasoning instead: a reasoning item wit
 without encrypted content. Such a server takes its reasoning back as written: a replayed item it wrote
 must carry the same `content`, text for text, or it is refused.
 
+Web search (`tools: [{"type": "web_search"}]` or `web_search_preview`, the fields of openai-python's
+`web_search_tool_param.py` / `web_search_preview_tool_param.py`): the answer is a `web_search_call` item
+(`ws_...`, completed, `action: {"type": "search", "query"}` with the last user text as the query, and
+`action.sources` only when `include` asks for `web_search_call.action.sources`) before the message,
+whose text ends with an inline citation `([domain](url))` that one `url_citation` annotation spans,
+as OpenAI writes them (developers.openai.com, guides/tools-web-search). A reasoning item comes before
+the call, so its encrypted content names the call as the item that must follow it. Streamed, the call
+is `response.output_item.added` (in_progress), `response.web_search_call.in_progress`, `.searching`,
+`.completed`, `response.output_item.done`; the message's annotation comes as
+`response.output_text.annotation.added` after its last text delta, before `response.output_text.done`.
+A `web_search_call` item and an assistant message with annotations are taken back in `input`, checked
+field by field like every other item.
+
 Scripted finishes in this wire's words: `max_output_tokens` and `content_filter` end the response
 `incomplete`; `refusal` answers with a refusal part; `failed` ends it `failed` (a stream's
 `response.failed`) and `error` sends a stream `error` event.
@@ -65,8 +78,9 @@ _INCLUDABLE = ("file_search_call.results", "web_search_call.results", "web_searc
                "message.input_image.image_url", "computer_call_output.output.image_url",
                "code_interpreter_call.outputs", "reasoning.encrypted_content", "message.output_text.logprobs")
 _ROLES = ("assistant", "system", "developer", "user")
-_ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output")
+_ITEM_TYPES = ("message", "reasoning", "function_call", "function_call_output", "web_search_call")
 _ITEM_FIELDS = {
+    "web_search_call": {"type", "id", "action", "status"},
     "message": {"type", "role", "content", "id", "status", "phase"},
     "reasoning": {"type", "id", "summary", "content", "encrypted_content", "status"},
     "function_call": {"type", "id", "call_id", "name", "arguments", "status", "namespace", "caller"},
@@ -80,6 +94,27 @@ _PART_FIELDS = {
     "output_text": {"type", "text", "annotations", "logprobs"},
     "refusal": {"type", "refusal"},
 }
+_WEB_SEARCH_TOOLS = {
+    "web_search": {"type", "external_web_access", "filters", "search_context_size", "user_location"},
+    "web_search_2025_08_26": {"type", "external_web_access", "filters", "search_context_size", "user_location"},
+    "web_search_preview": {"type", "search_content_types", "search_context_size", "user_location"},
+    "web_search_preview_2025_03_11": {"type", "search_content_types", "search_context_size", "user_location"},
+}
+"""The built-in web search tools this fake runs, and each one's fields."""
+_TOOL_TYPES = ("function", *_WEB_SEARCH_TOOLS)
+_CONTEXT_SIZES = ("low", "medium", "high")
+_SEARCH_STATUSES = ("in_progress", "searching", "completed", "failed", "incomplete")
+_SEARCH_ACTIONS = {"search": ({"type", "query", "queries", "sources"}, ()),
+                   "open_page": ({"type", "url"}, ()),
+                   "find_in_page": ({"type", "pattern", "url"}, ("pattern", "url"))}
+_ANNOTATIONS = {"url_citation": ({"type", "start_index", "end_index", "title", "url"},
+                                 ("start_index", "end_index"), ("title", "url")),
+                "file_citation": ({"type", "file_id", "filename", "index"}, ("index",), ("file_id", "filename")),
+                "container_file_citation": ({"type", "container_id", "end_index", "file_id", "filename",
+                                             "start_index"}, ("start_index", "end_index"),
+                                            ("container_id", "file_id", "filename")),
+                "file_path": ({"type", "file_id", "index"}, ("index",), ("file_id",))}
+_SOURCES = "web_search_call.action.sources"
 _EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 _SUMMARIES = ("auto", "concise", "detailed")
 _TIERS = ("auto", "default", "flex", "scale", "priority")
@@ -188,8 +223,11 @@ def _validate_tools(body: dict[str, Any]) -> list[str]:
         where = f"tools[{i}]"
         if not isinstance(tool, dict):
             raise type_error(where, "an object", tool)
-        if tool.get("type") != "function":
-            raise _invalid_value(f"{where}.type", tool.get("type"), ("function",))
+        if tool.get("type") not in _TOOL_TYPES:
+            raise _invalid_value(f"{where}.type", tool.get("type"), _TOOL_TYPES)
+        if tool["type"] in _WEB_SEARCH_TOOLS:
+            _validate_web_search_tool(tool, where)
+            continue
         _unknown(tool, {"type", "name", "description", "parameters", "strict", "defer_loading",
                         "allowed_callers", "output_schema"}, where)
         tool_name = _string(tool, "name", where)
@@ -197,6 +235,33 @@ def _validate_tools(body: dict[str, Any]) -> list[str]:
             _check_strict_schema(tool.get("parameters"), f"{where}.parameters", f"function '{tool_name}'")
         names.append(tool_name)
     return names
+
+
+def _validate_web_search_tool(tool: dict[str, Any], where: str) -> None:
+    _unknown(tool, _WEB_SEARCH_TOOLS[tool["type"]], where)
+    size = tool.get("search_context_size")
+    if size is not None and size not in _CONTEXT_SIZES:
+        raise _invalid_value(f"{where}.search_context_size", size, _CONTEXT_SIZES)
+    if tool.get("external_web_access") is not None and not isinstance(tool["external_web_access"], bool):
+        raise type_error(f"{where}.external_web_access", "a boolean", tool["external_web_access"])
+    location = tool.get("user_location")
+    if location is not None:
+        if not isinstance(location, dict):
+            raise type_error(f"{where}.user_location", "an object", location)
+        _unknown(location, {"type", "city", "country", "region", "timezone"}, f"{where}.user_location")
+        if location.get("type", "approximate") != "approximate":
+            raise _invalid_value(f"{where}.user_location.type", location["type"], ("approximate",))
+    filters = tool.get("filters")
+    if filters is not None:
+        if not isinstance(filters, dict):
+            raise type_error(f"{where}.filters", "an object", filters)
+        _unknown(filters, {"allowed_domains"}, f"{where}.filters")
+        domains = filters.get("allowed_domains")
+        if domains is not None and not (isinstance(domains, list) and all(isinstance(d, str) for d in domains)):
+            raise type_error(f"{where}.filters.allowed_domains", "an array of strings", domains)
+    kinds = tool.get("search_content_types")
+    if kinds is not None and not (isinstance(kinds, list) and all(k in ("text", "image") for k in kinds)):
+        raise _invalid_value(f"{where}.search_content_types", kinds, ("text", "image"))
 
 
 def _validate_tool_choice(choice: Any, names: list[str]) -> None:
@@ -256,6 +321,8 @@ def _validate_input(body: dict[str, Any]) -> None:
         elif kind == "reasoning":
             following = items[i + 1] if i + 1 < len(items) and isinstance(items[i + 1], dict) else None
             _validate_reasoning(item, where, body.get("store") is False, following)
+        elif kind == "web_search_call":
+            _validate_web_search_call(item, where)
         elif kind == "function_call":
             for key in ("call_id", "name", "arguments"):
                 _string(item, key, where)
@@ -265,6 +332,59 @@ def _validate_input(body: dict[str, Any]) -> None:
             if call_id not in calls:
                 raise Invalid(f"No tool call found for function call output with call_id {call_id}.", "input")
             _validate_output(item.get("output"), f"{where}.output")
+
+
+def _validate_web_search_call(item: dict[str, Any], where: str) -> None:
+    """A web_search_call item given back (openai-python's `response_function_web_search_param.py`)."""
+    _string(item, "id", where)
+    if item.get("status") not in _SEARCH_STATUSES:
+        if "status" not in item:
+            raise missing(f"{where}.status")
+        raise _invalid_value(f"{where}.status", item["status"], _SEARCH_STATUSES)
+    action = item.get("action")
+    if action is None:
+        raise missing(f"{where}.action")
+    if not isinstance(action, dict):
+        raise type_error(f"{where}.action", "an object", action)
+    if action.get("type") not in _SEARCH_ACTIONS:
+        raise _invalid_value(f"{where}.action.type", action.get("type"), tuple(_SEARCH_ACTIONS))
+    fields, required = _SEARCH_ACTIONS[action["type"]]
+    _unknown(action, fields, f"{where}.action")
+    for key in required:
+        _string(action, key, f"{where}.action")
+    for key in ("query", "url"):
+        if action.get(key) is not None and not isinstance(action[key], str):
+            raise type_error(f"{where}.action.{key}", "a string", action[key])
+    for j, source in enumerate(action.get("sources") or []):
+        at = f"{where}.action.sources[{j}]"
+        if not isinstance(source, dict) or source.get("type") != "url":
+            raise _invalid_value(f"{at}.type", (source or {}).get("type") if isinstance(source, dict) else source,
+                                 ("url",))
+        _unknown(source, {"type", "url"}, at)
+        _string(source, "url", at)
+
+
+def _validate_annotations(part: dict[str, Any], where: str) -> None:
+    annotations = part.get("annotations")
+    if annotations is None:
+        return
+    if not isinstance(annotations, list):
+        raise type_error(f"{where}.annotations", "an array", annotations)
+    for k, note in enumerate(annotations):
+        at = f"{where}.annotations[{k}]"
+        if not isinstance(note, dict):
+            raise type_error(at, "an object", note)
+        if note.get("type") not in _ANNOTATIONS:
+            raise _invalid_value(f"{at}.type", note.get("type"), tuple(_ANNOTATIONS))
+        fields, numbers, strings = _ANNOTATIONS[note["type"]]
+        _unknown(note, fields, at)
+        for key in numbers:
+            if key not in note:
+                raise missing(f"{at}.{key}")
+            if not isinstance(note[key], int) or isinstance(note[key], bool):
+                raise type_error(f"{at}.{key}", "an integer", note[key])
+        for key in strings:
+            _string(note, key, at)
 
 
 def _validate_message(item: dict[str, Any], where: str) -> None:
@@ -296,6 +416,8 @@ def _validate_part(part: Any, allowed: tuple[str, ...], where: str) -> None:
     _unknown(part, _PART_FIELDS[kind], where)
     if kind in ("input_text", "output_text"):
         _string(part, "text", where)
+        if kind == "output_text":
+            _validate_annotations(part, where)
     elif kind == "refusal":
         _string(part, "refusal", where)
     elif kind == "input_image":
@@ -406,7 +528,7 @@ def ask(body: dict[str, Any]) -> Ask:
         if item.get("type") != "function_call_output":
             break
         results.insert(0, (names[item["call_id"]], _text_of(item["output"])))
-    tools = [t["name"] for t in body.get("tools") or []]
+    tools = [t["name"] for t in body.get("tools") or [] if t.get("type") == "function"]
     choice = body.get("tool_choice")
     forced = tools[0] if choice == "required" and tools else choice.get("name") if isinstance(choice, dict) else None
     fmt = (body.get("text") or {}).get("format") or {}
@@ -427,7 +549,7 @@ def ask(body: dict[str, Any]) -> Ask:
 def _ids(answer: Answer) -> dict[str, str]:
     """Item ids, fixed per answer so a stream's items and its final response agree."""
     return {"resp": "resp_" + secrets.token_hex(24), "rs": "rs_" + secrets.token_hex(24),
-            "msg": "msg_" + secrets.token_hex(24),
+            "msg": "msg_" + secrets.token_hex(24), "ws": "ws_" + secrets.token_hex(24),
             **{c.id: "fc_" + secrets.token_hex(24) for c in answer.tool_calls}}
 
 
@@ -449,8 +571,49 @@ def _text_logprobs(text: str, body: dict[str, Any]) -> list[dict[str, Any]]:
             for token, logprob, alternatives in token_logprobs(text, top)]
 
 
+# --- web search ----------------------------------------------------------------------------------
+
+def _searches(body: dict[str, Any]) -> bool:
+    """Whether the model searches the web: it has a web search tool and may use tools."""
+    return body.get("tool_choice") != "none" and any(
+        isinstance(t, dict) and t.get("type") in _WEB_SEARCH_TOOLS for t in body.get("tools") or [])
+
+
+def _query(body: dict[str, Any]) -> str:
+    raw = body.get("input")
+    items = [{"role": "user", "content": raw}] if isinstance(raw, str) else raw or []
+    users = [i for i in items if i.get("role") == "user"]
+    return _text_of(users[-1]["content"]).strip()[:200] if users else ""
+
+
+def _source(query: str) -> tuple[str, str]:
+    """(url, title) of the page found for a query: a stable address on a reserved domain."""
+    slug = "-".join(w for w in "".join(c if c.isalnum() else " " for c in query.lower()).split()[:6]) or "news"
+    return f"https://news.example.com/{slug}?utm_source=openai", f"{query or 'News'} - Example News"
+
+
+def _search_item(body: dict[str, Any], ids: dict[str, str]) -> dict[str, Any]:
+    query = _query(body)
+    action: dict[str, Any] = {"type": "search", "query": query}
+    if _SOURCES in (body.get("include") or []):
+        url, _ = _source(query)
+        action["sources"] = [{"type": "url", "url": url}, {"type": "url", "url": "https://www.example.org/"}]
+    return {"id": ids["ws"], "type": "web_search_call", "status": "completed", "action": action}
+
+
+def _cited(text: str, body: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """The message text with its inline citation, and the url_citation annotation spanning it."""
+    url, title = _source(_query(body))
+    citation = f"([news.example.com]({url}))"
+    start = len(text) + 1 if text else 0
+    cited = f"{text} {citation}" if text else citation
+    return cited, [{"type": "url_citation", "start_index": start, "end_index": start + len(citation),
+                    "title": title, "url": url}]
+
+
 def _items(answer: Answer, body: dict[str, Any], ids: dict[str, str]) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
+    searched = _searches(body)
     if answer.thinking and _raw_reasoning(body):
         _WRITTEN_REASONING[ids["rs"]] = answer.thinking
         items.append({"id": ids["rs"], "type": "reasoning", "summary": [],
@@ -460,12 +623,17 @@ def _items(answer: Answer, body: dict[str, Any], ids: dict[str, str]) -> list[di
             "id": ids["rs"], "type": "reasoning",
             "summary": [{"type": "summary_text", "text": t} for t in _summaries(answer, body)]}
         if "reasoning.encrypted_content" in (body.get("include") or []):
-            following = ids["msg"] if answer.text or not answer.tool_calls else ids[answer.tool_calls[0].id]
+            following = ids["ws"] if searched else \
+                ids["msg"] if answer.text or not answer.tool_calls else ids[answer.tool_calls[0].id]
             reasoning["encrypted_content"] = encrypted_content(ids["rs"], answer.thinking, following)
         items.append(reasoning)
+    if searched:
+        items.append(_search_item(body, ids))
     if answer.text or not answer.tool_calls:
-        part: dict[str, Any] = {"type": "output_text", "annotations": [],
-                                "logprobs": _text_logprobs(answer.text, body), "text": answer.text}
+        text, annotations = _cited(answer.text, body) if searched and answer.finish != "refusal" \
+            else (answer.text, [])
+        part: dict[str, Any] = {"type": "output_text", "annotations": annotations,
+                                "logprobs": _text_logprobs(text, body), "text": text}
         if answer.finish == "refusal":
             part = {"type": "refusal", "refusal": answer.text}
         items.append({"id": ids["msg"], "type": "message", "status": "completed", "content": [part],
@@ -576,10 +744,15 @@ def _message_events(ev: _Events, index: int, item: dict[str, Any], answer: Answe
             ev.add("response.refusal.delta", **at, delta=piece)
         ev.add("response.refusal.done", **at, refusal=part["refusal"])
     else:
-        ev.add("response.content_part.added", **at, part={**part, "text": ""})
-        for piece in split_text(part["text"], answer.chunks):
+        ev.add("response.content_part.added", **at, part={**part, "text": "", "annotations": []})
+        pieces = split_text(answer.text, answer.chunks)
+        if part["text"] != answer.text:  # a web search's citation, after the model's own words
+            pieces.append(part["text"][len(answer.text):])
+        for piece in pieces:
             ev.add("response.output_text.delta", **at, delta=piece, logprobs=_text_logprobs(piece, body),
                    obfuscation=_obfuscation())
+        for k, annotation in enumerate(part["annotations"]):
+            ev.add("response.output_text.annotation.added", **at, annotation_index=k, annotation=annotation)
         ev.add("response.output_text.done", **at, text=part["text"], logprobs=part["logprobs"])
     ev.add("response.content_part.done", **at, part=part)
 
@@ -592,6 +765,13 @@ def _call_events(ev: _Events, index: int, item: dict[str, Any]) -> None:
                obfuscation=_obfuscation())
     ev.add("response.function_call_arguments.done", item_id=item["id"], output_index=index,
            arguments=item["arguments"])
+
+
+def _search_events(ev: _Events, index: int, item: dict[str, Any]) -> None:
+    ev.add("response.output_item.added", output_index=index,
+           item={"id": item["id"], "type": "web_search_call", "status": "in_progress", "action": {"type": "search"}})
+    for stage in ("in_progress", "searching", "completed"):
+        ev.add(f"response.web_search_call.{stage}", output_index=index, item_id=item["id"])
 
 
 def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
@@ -609,6 +789,8 @@ def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
             _reasoning_events(ev, index, item)
         elif item["type"] == "message":
             _message_events(ev, index, item, answer, body)
+        elif item["type"] == "web_search_call":
+            _search_events(ev, index, item)
         else:
             _call_events(ev, index, item)
         ev.add("response.output_item.done", output_index=index, item=item)

@@ -1,6 +1,8 @@
 """The fake Responses API, proven with openai-python: `client.responses.create`, `.stream` (whose
 accumulator checks the event sequence item by item) and `.parse` read its answers, its errors are
-the SDK's exception types, a reasoning turn replays through it, and each refusal rule bites.
+the SDK's exception types, a reasoning turn replays through it, and each refusal rule bites. Web
+search (the built-in tool) is read strictly as the SDK types it, whole and streamed, and its items go
+back on the next turn.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import httpx2
 import openai
 import pydantic
 import pytest
+from openai.types.responses import Response, ResponseStreamEvent
 
 from tests.fakes import FakeProviders, cut, fail, malformed, reply
 
@@ -266,3 +269,142 @@ def test_accepts_a_full_valid_request(fake: FakeProviders) -> None:
     }
     response = post(fake, body)
     assert response.status_code == 200, response.text
+
+
+# --- web search (the built-in tool, answered as OpenAI answers it) ---------------------------------
+
+MODEL = "gpt-5-mini-2025-08-07"
+ASKED = "What happened in Oslo today"
+EVENTS = pydantic.TypeAdapter(ResponseStreamEvent)
+
+
+def _strict(raw: Any) -> Response:
+    """The answer as the SDK types it, every field checked (not the SDK's lenient construct)."""
+    return Response.model_validate(raw.http_response.json())
+
+
+def test_web_search_then_a_cited_answer(client: openai.OpenAI) -> None:
+    raw = client.responses.with_raw_response.create(model=MODEL, input=ASKED, tools=[{"type": "web_search"}])
+    answer = _strict(raw)
+    search, message = answer.output
+    assert search.type == "web_search_call" and search.id.startswith("ws_") and search.status == "completed"
+    assert search.action.type == "search" and search.action.query == ASKED
+    assert search.action.sources is None  # only when include asks for them
+    assert message.type == "message" and message.content[0].type == "output_text"
+    text = message.content[0].text
+    assert text.startswith(f"Echo: {ASKED} ") and answer.output_text == text
+    [note] = message.content[0].annotations
+    assert note.type == "url_citation" and note.title == f"{ASKED} - Example News"
+    assert 0 <= note.start_index < note.end_index <= len(text)
+    assert note.url in text[note.start_index:note.end_index] and note.url.startswith("https://news.example.com/")
+
+
+def test_web_search_sources_only_when_include_asks(client: openai.OpenAI) -> None:
+    answer = _strict(client.responses.with_raw_response.create(
+        model=MODEL, input=ASKED, include=["web_search_call.action.sources"],
+        tools=[{"type": "web_search_preview", "search_context_size": "low", "search_content_types": ["text"],
+                "user_location": {"type": "approximate", "city": "Oslo", "country": "NO"}}]))
+    sources = answer.output[0].action.sources
+    assert [s.type for s in sources] == ["url", "url"]
+    assert sources[0].url == answer.output[1].content[0].annotations[0].url
+
+
+def test_web_search_stream_is_openais_event_sequence(client: openai.OpenAI) -> None:
+    with client.responses.with_streaming_response.create(model=MODEL, input=ASKED, stream=True,
+                                                      tools=[{"type": "web_search"}]) as response:
+        raw = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
+    events = [EVENTS.validate_python(e) for e in raw]  # strictly, each event as the SDK types it
+    kinds = [e.type for e in events]
+    text_deltas = kinds.count("response.output_text.delta")
+    assert kinds == ["response.created", "response.in_progress",
+                     "response.output_item.added", "response.web_search_call.in_progress",
+                     "response.web_search_call.searching", "response.web_search_call.completed",
+                     "response.output_item.done",
+                     "response.output_item.added", "response.content_part.added",
+                     *["response.output_text.delta"] * text_deltas, "response.output_text.annotation.added",
+                     "response.output_text.done", "response.content_part.done", "response.output_item.done",
+                     "response.completed"]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    search_id = events[2].item.id
+    assert events[2].item.status == "in_progress" and events[2].output_index == 0
+    assert all(e.item_id == search_id and e.output_index == 0 for e in events[3:6])
+    message_id = events[7].item.id
+    note = events[-5]
+    assert note.item_id == message_id and note.output_index == 1 and note.content_index == 0
+    assert note.annotation_index == 0
+    final = events[-1].response
+    assert [i.type for i in final.output] == ["web_search_call", "message"] and final.output[0].id == search_id
+    text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert final.output_text == text and final.output[1].content[0].annotations[0].url == note.annotation.url
+
+
+def test_web_search_stream_helper_assembles_it(client: openai.OpenAI) -> None:
+    with client.responses.stream(model=MODEL, input=ASKED, tools=[{"type": "web_search"}]) as stream:
+        seen = [e.type for e in stream]
+        final = stream.get_final_response()
+    assert "response.output_text.annotation.added" in seen
+    assert final.output[0].type == "web_search_call"
+    assert final.output[1].content[0].annotations[0].type == "url_citation"
+
+
+def test_web_search_and_cited_answer_go_back_next_turn(client: openai.OpenAI) -> None:
+    """The Agents SDK's way with store false: every output item sent back. A reasoning item's
+    following item is the search call, which must come right after it, id and all."""
+    asked = {"model": MODEL, "tools": [{"type": "web_search"}], "store": False,
+             "reasoning": {"effort": "low"}, "include": ["reasoning.encrypted_content"]}
+    first = client.responses.create(**asked, input=ASKED)
+    assert [i.type for i in first.output] == ["reasoning", "web_search_call", "message"]
+    output = [i.model_dump(exclude_none=True) for i in first.output]
+    second = client.responses.create(**asked, input=[{"role": "user", "content": ASKED}, *output,
+                                                  {"role": "user", "content": "And tomorrow"}])
+    assert second.output[1].action.query == "And tomorrow"
+    with pytest.raises(openai.BadRequestError) as caught:  # the reasoning without the call after it
+        client.responses.create(**asked, input=[{"role": "user", "content": ASKED}, output[0], output[2],
+                                             {"role": "user", "content": "And tomorrow"}])
+    assert "without its required following item" in caught.value.body["message"]
+
+
+_CALL = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}}
+_NOTE = {"type": "url_citation", "start_index": 0, "end_index": 2, "title": "T", "url": "https://example.com/"}
+
+
+def _cited_message(**note: Any) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+            "content": [{"type": "output_text", "text": "Hi", "annotations": [{**_NOTE, **note}]}]}
+
+
+@pytest.mark.parametrize(("change", "param"), [
+    ({"tools": [{"type": "web_search", "colour": "red"}]}, "tools[0].colour"),
+    ({"tools": [{"type": "web_search", "search_context_size": "huge"}]}, "tools[0].search_context_size"),
+    ({"tools": [{"type": "web_search_preview", "filters": {}}]}, "tools[0].filters"),
+    ({"tools": [{"type": "web_search", "user_location": {"type": "exact"}}]}, "tools[0].user_location.type"),
+    ({"tools": [{"type": "code_interpreter_v9"}]}, "tools[0].type"),
+    ({"input": [{k: v for k, v in _CALL.items() if k != "action"}]}, "input[0].action"),
+    ({"input": [{**_CALL, "status": "done"}]}, "input[0].status"),
+    ({"input": [{**_CALL, "results": []}]}, "input[0].results"),
+    ({"input": [{**_CALL, "action": {"type": "search", "query": "q", "page": 2}}]}, "input[0].action.page"),
+    ({"input": [{**_CALL, "action": {"type": "find_in_page", "url": "https://example.com/"}}]},
+     "input[0].action.pattern"),
+    ({"input": [_cited_message(colour="red")]}, "input[0].content[0].annotations[0].colour"),
+    ({"input": [_cited_message(start_index="0")]}, "input[0].content[0].annotations[0].start_index"),
+    ({"input": [_cited_message(type="citation")]}, "input[0].content[0].annotations[0].type"),
+], ids=["tool-field", "context-size", "preview-filters", "location-type", "tool-type", "call-no-action",
+        "call-status", "call-field", "action-field", "find-no-pattern", "note-field", "note-index", "note-type"])
+def test_web_search_refusals(fake: FakeProviders, change: dict[str, Any], param: str) -> None:
+    response = post(fake, {"model": MODEL, "input": "hi", **change})
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["param"] == param
+
+
+def test_web_search_accepts_every_documented_field(fake: FakeProviders) -> None:
+    tools = [{"type": "web_search", "external_web_access": False, "search_context_size": "high",
+              "filters": {"allowed_domains": ["example.com"]},
+              "user_location": {"type": "approximate", "city": "Oslo", "country": "NO", "region": "Oslo",
+                                "timezone": "Europe/Oslo"}}]
+    given = [{"role": "user", "content": "hi"}, {**_CALL, "action": {**_CALL["action"], "queries": ["q"],
+                                                                     "sources": [{"type": "url", "url": "u"}]}},
+             {**_CALL, "id": "ws_2", "action": {"type": "open_page", "url": "https://example.com/"}},
+             _cited_message(), {"role": "user", "content": "more"}]
+    response = post(fake, {"model": MODEL, "input": given, "tools": tools})
+    assert response.status_code == 200, response.text
+    assert response.json()["output"][0]["action"]["query"] == "more"

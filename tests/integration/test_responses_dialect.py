@@ -269,16 +269,111 @@ def test_a_built_in_tool_is_planned_and_explained_on_the_responses_wire_only(res
     assert left[(CLAUDE, "anthropic")]["rule"] == "capability"
     assert "web_search" in left[(CLAUDE, "anthropic")]["why"]
     assert fake.requests() == []
-    # The real call takes that route: the Responses offering is sent the tool in the caller's words
-    # and Claude is never asked. (The fake runs no built-in tool and refuses it with a 400, which
-    # OpenAI would not: what is checked here is where the call went, not web search itself.)
-    with pytest.raises(openai.BadRequestError) as refused:
-        client.responses.with_raw_response.create(**asked)
+    # The real call takes that route: the Responses offering is sent the tool in the caller's words,
+    # runs it, and Claude is never asked.
+    raw = client.responses.with_raw_response.create(**asked)
+    assert [i.type for i in raw.parse().output] == ["web_search_call", "message"]
     assert sent_to(fake, "openai", "/v1/responses")[-1]["tools"] == [{"type": "web_search"}]
     assert fake.requests("anthropic") == []
-    request_id = refused.value.response.headers["x-momor-request-id"]
-    record = record_of(responses_wire, request_id)
+    record = record_of(responses_wire, raw.headers["x-momor-request-id"])
     assert record["plan"]["candidates"] == [f"{GPT}@openai"] and record["plan"]["leftOut"]["capability"] >= 1
+    assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("openai", "ok")]
+
+
+# --- web search on OpenAI's Responses wire: the call, the citations, the next turn -------------------
+
+ASKED = "What happened in Oslo today"
+SEARCH = {"model": GPT, "input": ASKED, "tools": [{"type": "web_search"}], "reasoning": {"effort": "low"},
+          "include": ["web_search_call.action.sources"]}
+
+
+def _searched_and_cited(answer):
+    """The answer's search call and its cited text, as the SDK reads them."""
+    assert [i.type for i in answer.output] == ["reasoning", "web_search_call", "message"]
+    search, message = answer.output[1], answer.output[2]
+    assert search.id.startswith("ws_") and search.status == "completed"
+    assert search.action.type == "search" and search.action.query == ASKED
+    assert [s.type for s in search.action.sources] == ["url", "url"]
+    text = answer.output_text
+    assert text.startswith(f"Echo: {ASKED} ") and message.content[0].text == text
+    [note] = message.content[0].annotations
+    assert note.type == "url_citation" and note.title == f"{ASKED} - Example News"
+    assert 0 <= note.start_index < note.end_index <= len(text) and note.url in text[note.start_index:note.end_index]
+    return search, note
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_web_search_answers_with_its_call_and_citations_and_the_next_turn_replays_them(
+        responses_wire, fake, client, stream):
+    if stream:
+        with client.responses.with_streaming_response.create(**SEARCH, stream=True) as response:
+            request_id = response.headers["x-momor-request-id"]
+            events = list(response.parse())
+        kinds = [e.type for e in events]
+        assert [e.sequence_number for e in events] == list(range(len(events)))
+        searched = kinds.index("response.web_search_call.in_progress")
+        assert kinds[searched - 1:searched + 4] == [
+            "response.output_item.added", "response.web_search_call.in_progress",
+            "response.web_search_call.searching", "response.web_search_call.completed", "response.output_item.done"]
+        noted = kinds.index("response.output_text.annotation.added")
+        assert kinds[noted - 1] == "response.output_text.delta" and kinds[noted + 1] == "response.output_text.done"
+        assert kinds[-1] == "response.completed"
+        answer = events[-1].response
+        search, note = _searched_and_cited(answer)
+        assert events[searched].item_id == search.id and events[noted].annotation.url == note.url
+        assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == answer.output_text
+    else:
+        raw = client.responses.with_raw_response.create(**SEARCH)
+        Response.model_validate(raw.http_response.json())  # strictly as the SDK types it
+        request_id, answer = raw.headers["x-momor-request-id"], raw.parse()
+        search, note = _searched_and_cited(answer)
+    assert answer.id == f"resp_{request_id}" and answer.model == "openai/gpt-5-mini"
+    record = record_of(responses_wire, request_id)
+    assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("openai", "ok")]
+    assert record["served"]["provider"] == "openai"
+    stored = client.responses.retrieve(answer.id)
+    assert stored.output[1].id == search.id and stored.output[2].content[0].annotations[0].url == note.url
+    # The next turn by previous_response_id: the stored search call goes back to OpenAI right after the
+    # reasoning whose encrypted content names it (the fake refuses the reasoning without it), and the
+    # answer's citation with its text.
+    second = client.responses.create(model=GPT, input="And tomorrow", previous_response_id=answer.id,
+                                     reasoning={"effort": "low"})
+    assert second.output_text == "Echo: And tomorrow" and second.previous_response_id == answer.id
+    replayed = sent_to(fake, "openai", "/v1/responses")[-1]["input"]
+    assert [i.get("type", "message") for i in replayed] == ["message", "reasoning", "web_search_call", "message",
+                                                           "message"]
+    assert replayed[2] == search.model_dump(exclude_none=True)
+    assert replayed[3]["content"][0]["annotations"] == [note.model_dump()]
+    assert replayed[3]["content"][0]["text"] == answer.output_text
+    # A third turn searches again, the tool as the caller wrote it, the stored turns as OpenAI wrote them.
+    third = client.responses.create(model=GPT, input="And next week", previous_response_id=second.id,
+                                    tools=[{"type": "web_search", "search_context_size": "low"}],
+                                    instructions="Cite.", reasoning={"effort": "low"})
+    assert [i.type for i in third.output] == ["reasoning", "web_search_call", "message"]
+    assert third.output[1].action.query == "And next week" and third.previous_response_id == second.id
+    assert third.output[2].content[0].annotations[0].type == "url_citation"
+    sent = sent_to(fake, "openai", "/v1/responses")[-1]
+    assert sent["tools"] == [{"type": "web_search", "search_context_size": "low"}]
+    assert sent["instructions"] == "Cite." and "previous_response_id" not in sent
+    assert [i.get("type", "message") for i in sent["input"]] == [
+        "message", "reasoning", "web_search_call", "message", "message", "reasoning", "message", "message"]
+    assert sent["input"][2] == search.model_dump(exclude_none=True) and sent["input"][-1]["content"] == "And next week"
+    assert client.responses.retrieve(third.id).output[1].id == third.output[1].id
+    # And on to Claude: the searches stay OpenAI's (no tool runs there), the cited text goes as said.
+    fourth = client.responses.create(model=CLAUDE, input="Thanks", previous_response_id=third.id)
+    assert fourth.output_text == "Echo: Thanks"
+    said = [m for m in sent_to(fake, "anthropic", "/v1/messages")[-1]["messages"] if m["role"] == "assistant"]
+    assert third.output_text in json.dumps([m["content"] for m in said])
+
+
+def test_a_built_in_tools_item_written_in_the_input_is_refused_with_previous_response_id(responses_wire, fake,
+                                                                                         client):
+    first = client.responses.create(model=GPT, input=ASKED, tools=[{"type": "web_search"}])
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model=GPT, previous_response_id=first.id, tools=[{"type": "web_search"}], input=[
+            first.output[0].model_dump(exclude_none=True), {"role": "user", "content": "And tomorrow"}])
+    assert "web_search_call" in caught.value.body["message"] and caught.value.body["param"] == "input"
+    assert len(sent_to(fake, "openai", "/v1/responses")) == 1
 
 
 # --- streams that fail, fail over, and items replayed by hand -------------------------------------------

@@ -408,6 +408,39 @@ def test_stream_part_state_comes_from_the_finished_item() -> None:
     assert call.call.data == _state(id=done[1]["id"])
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_web_search_rides_on_the_next_part_and_goes_back_before_it(stream: bool) -> None:
+    """A built-in tool's item is no part: it rides, as written, on the next part's state, with the
+    message's annotated content, and the rebuilt request puts it back in its place (the strict fake
+    refuses the reasoning that names it as its following item without it right after)."""
+    body = _fake_body(tools=[{"type": "web_search"}], input="News please", store=False)
+    answer = Answer(thinking="Looking.", text="Echo: News please", output_tokens=5)
+    if stream:
+        rendered = fake.stream_events(answer, body)
+        output = next(json.loads(e.data)["response"]["output"] for e in sse_events(rendered)
+                      if e.event == "response.completed")
+        messages = assemble(decode_stream(rendered)).messages()
+    else:
+        whole = fake.whole(answer, body)
+        output = whole["output"]
+        messages = assemble(WIRE.parse_response(json.dumps(whole).encode(), make_target())).messages()
+    _, search, message = output
+    thinking, said = messages
+    assert search["type"] == "web_search_call" and "before" not in thinking.data
+    assert said.data == _state(id=message["id"], before=[search],
+                               content=[{k: v for k, v in message["content"][0].items() if k != "logprobs"}])
+    assert said.value == message["content"][0]["text"]
+    sent = build(call_of(UserMessage(value="News please"), thinking, said, UserMessage(value="More")))
+    assert [i.get("type", "message") for i in sent["input"]] == ["message", "reasoning", "web_search_call",
+                                                                "message", "message"]
+    assert sent["input"][2] == search and sent["input"][3]["content"][0]["annotations"] == \
+        message["content"][0]["annotations"]
+    fake.validate(sent)
+    edited = said.model_copy(update={"value": "Something else"})  # annotations index into the text they came with
+    sent = build(call_of(UserMessage(value="News please"), thinking, edited))
+    assert sent["input"][3]["content"] == [{"type": "output_text", "text": "Something else", "annotations": []}]
+
+
 def _event(kind: str, **fields: Any) -> SSEEvent:
     return SSEEvent(kind, json.dumps({"type": kind, "sequence_number": 0, **fields}))
 

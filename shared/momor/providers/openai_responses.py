@@ -28,8 +28,15 @@ Answer: each output item is one canonical part, at its `output_index`:
   `data {"wire": "openai_responses", "id", "summary", "content", "encrypted_content", "next"}`: exactly the
   item to replay, and `next` ({type, id}) the item that followed it, which the API wants right after it,
   id and all;
-- `message` -> content (refusal text included), with `data {"wire", "id"}`;
+- `message` -> content (refusal text included), with `data {"wire", "id"}`, and its `content` parts
+  (text and annotations, the url_citation of a web search) when any part has annotations, so the
+  citations go back with the text;
 - `function_call` -> toolCall (`call_id`, name, arguments), with `data {"wire", "id"}`.
+- any other item (a built-in tool's: `web_search_call`, `file_search_call`...) is no part of its own:
+  it rides, as written, on the state of the next part (`data["before"]`), so a conversation stored
+  canonically gives it back to this API in its place, right after the reasoning item whose encrypted
+  content names it as the item that must follow. One with no part after it (the last item of an
+  answer) is not kept.
 A stream ends properly only with `response.completed` or `response.incomplete`; `response.failed`,
 an `error` event, or a stream cut before either is an error, never a finish.
 
@@ -103,8 +110,10 @@ def _item_text(item: dict[str, Any]) -> str:
     return arguments if isinstance(arguments, str) else ""
 
 
-def _item_state(item: dict[str, Any], following: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """What replays the item: its id, and for reasoning its summary, encrypted content and the item
+def _item_state(item: dict[str, Any], following: dict[str, Any] | None = None,
+                before: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    """What replays the item: its id, the built-in tools' items that came before it (`before`), a
+    message's annotated content, and for reasoning its summary, encrypted content and the item
     that followed it (`next`). The API refuses a reasoning item replayed without that item, id and all,
     right after it; a dialect that cannot carry state on text or tool calls (Anthropic's) loses their
     ids, so the reasoning keeps the id for them."""
@@ -112,6 +121,10 @@ def _item_state(item: dict[str, Any], following: dict[str, Any] | None = None) -
     if not isinstance(item_id, str):
         return None
     state: dict[str, Any] = {"wire": WIRE_NAME, "id": item_id}
+    if before:
+        state["before"] = before
+    if item.get("type") == "message" and (content := _annotated_content(item)):
+        state["content"] = content
     if item.get("type") == "reasoning":
         state["summary"] = [s for s in item.get("summary") or [] if isinstance(s, dict)]
         if content := _reasoning_content(item):
@@ -121,6 +134,24 @@ def _item_state(item: dict[str, Any], following: dict[str, Any] | None = None) -
         if following is not None and isinstance(following.get("id"), str) and following.get("type") in _KINDS:
             state["next"] = {"type": following["type"], "id": following["id"]}
     return state
+
+
+def _annotated_content(item: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A message's content parts as the API takes them back, when any text carries annotations (a
+    web search's citations, whose indexes are into their own part's text); None otherwise, the text
+    alone then saying it all. Log probabilities are not kept: they are no part of the conversation."""
+    parts = [p for p in item.get("content") or [] if isinstance(p, dict)]
+    if not any(p.get("annotations") for p in parts if p.get("type") == "output_text"):
+        return None
+    return [{"type": "output_text", "text": p.get("text", ""), "annotations": p.get("annotations") or []}
+            if p.get("type") == "output_text" else {k: v for k, v in p.items() if k in ("type", "refusal")}
+            for p in parts if p.get("type") in ("output_text", "refusal")]
+
+
+def _built_in(item: Any) -> bool:
+    """An output item that is no canonical part (a built-in tool's), which goes back as written."""
+    return isinstance(item, dict) and item.get("type") not in _KINDS and isinstance(item.get("id"), str) \
+        and isinstance(item.get("type"), str)
 
 
 def _refused(item: dict[str, Any]) -> bool:
@@ -188,13 +219,18 @@ def parse_response(body: bytes, target: Target) -> list[Event]:
         raise _protocol_error("the response has no output")
     events: list[Event] = []
     called = refused = False
+    before: list[dict[str, Any]] = []
     for index, item in enumerate(output):
+        if _built_in(item):
+            before.append(item)  # a built-in tool's item: on the next part's state
+            continue
         if not isinstance(item, dict) or item.get("type") not in _KINDS:
-            continue  # built-in tool calls and the like: Momor never asks for them
+            continue
         called = called or item["type"] == "function_call"
         refused = refused or _refused(item)
         following = output[index + 1] if index + 1 < len(output) and isinstance(output[index + 1], dict) else None
-        state = _item_state(item, following)
+        state = _item_state(item, following, before)
+        before = []
         events += [_start(index, item), Delta(index, _item_text(item)), PartEnd(index, data=state)]
         events += _item_logprobs(item)
     return events + _ending(data, called, refused)
@@ -238,6 +274,10 @@ class ResponsesStreamDecoder:
         self._refused = False
         self._reasoning_done: tuple[int, dict[str, Any]] | None = None
         """A finished reasoning item whose PartEnd waits for the item after it."""
+        self._built_ins: list[dict[str, Any]] = []
+        """Built-in tools' items finished since the last part was added: the next part's `before`."""
+        self._before: dict[int, list[dict[str, Any]]] = {}
+        """Per open part, the built-in tools' items that came before it."""
         self._thinking_source: dict[int, str] = {}
         """Per reasoning item, which text it streams: `content` (reasoning_text) or `summary`. The first
         to arrive is the part's text; the other, should a server send both, is passed over."""
@@ -293,6 +333,8 @@ class ResponsesStreamDecoder:
         if item.get("type") not in _KINDS:
             return events
         self._open[index] = _Open(_KINDS[item["type"]], item.get("id"))
+        if self._built_ins:
+            self._before[index], self._built_ins = self._built_ins, []
         self._called = self._called or item["type"] == "function_call"
         return [*events, _start(index, item)]
 
@@ -300,7 +342,7 @@ class ResponsesStreamDecoder:
         if self._reasoning_done is None:
             return []
         (index, item), self._reasoning_done = self._reasoning_done, None
-        return [PartEnd(index, data=_item_state(item, following))]
+        return [PartEnd(index, data=_item_state(item, following, self._before.pop(index, None)))]
 
     def _item_done(self, event: dict[str, Any]) -> list[Event]:
         index, item = self._index(event), event.get("item")
@@ -309,13 +351,15 @@ class ResponsesStreamDecoder:
         part = self._open.pop(index, None)
         if part is None:
             if index in self._seen and item.get("type") not in _KINDS:
+                if _built_in(item):
+                    self._built_ins.append(item)  # as finished: the next part's `before`
                 return []
             raise _protocol_error(f"output item {index} finished without being added")
         self._refused = self._refused or _refused(item)
         if item.get("type") == "reasoning":
             self._reasoning_done = (index, item)
             return []
-        return [PartEnd(index, data=_item_state(item))]
+        return [PartEnd(index, data=_item_state(item, before=self._before.pop(index, None)))]
 
     def _text_delta(self, event: dict[str, Any], kind: PartKind) -> list[Event]:
         index = self._part(event, kind)

@@ -64,7 +64,7 @@ def stores_nothing(target: Target) -> bool:
 
 def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
     if target.passthrough_body is not None:  # the attempt loop's decision (routing/passthrough.py)
-        return build_passthrough_request(target.passthrough_body, target, stream)
+        return build_passthrough_request(target.passthrough_body, target, stream, call)
     store_false = stores_nothing(target)
     body: dict[str, Any] = {"model": target.model_id}
     if call.system:
@@ -96,12 +96,22 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
     return WireRequest(path=PATH, body=body, headers=headers)
 
 
-def build_passthrough_request(raw: dict[str, Any], target: Target, stream: bool) -> WireRequest:
+def build_passthrough_request(raw: dict[str, Any], target: Target, stream: bool,
+                              call: Call | None = None) -> WireRequest:
     """The caller's own Responses body (`raw`: the Responses dialect took Momor's routing and
     state fields off), but for: the offering's model id; `store: false` on the deployment's keys, as on
     every call (then `include` asks for the encrypted reasoning, so reasoning can come back); and
-    `stream` as the exchange asks. `raw` is never changed."""
+    `stream` as the exchange asks. `raw` is never changed.
+
+    A body without `input` is one whose conversation the Responses dialect expanded from its store
+    (previous_response_id with built-in tools, which only this API runs): its input is the canonical
+    conversation in this API's words, its instructions the canonical system prompt."""
     body = {**raw, "model": target.model_id}
+    if "input" not in raw and call is not None:
+        body["input"] = _map_messages(call.messages, target, stores_nothing(target))
+        body.pop("instructions", None)
+        if call.system:
+            body["instructions"] = call.system
     body.pop("stream", None)
     if stream:
         body["stream"] = True
@@ -129,6 +139,12 @@ class _Input:
     - a reasoning item that cannot be replayed (one OpenAI did not store and whose encrypted content
       is missing) is left out, and so are the ids of the items after it until the next user message.
     Another wire's reasoning is left out too; the items around it never had OpenAI ids.
+
+    The items of built-in tools that came before a part (a `web_search_call`: `before` in the part's
+    state, openai_responses.py) go back as written, right before it, and so right after the reasoning
+    that names the first of them as its following item. They cannot go without their ids, so they are
+    left out where the ids are; a message's annotated content (a web search's citations) goes back
+    as written when its text is the message's own.
     """
 
     def __init__(self, target: Target, store_false: bool) -> None:
@@ -151,9 +167,11 @@ class _Input:
             case ToolCallMessage(call=call):
                 item: dict[str, Any] = {"type": "function_call", "call_id": call.id, "name": call.name,
                                         "arguments": call.arguments}
-                item_id = self._item_id("function_call", state_for(call.data, WIRE_NAME))
+                state = state_for(call.data, WIRE_NAME)
+                item_id = self._item_id("function_call", state)
                 if item_id is not None:
                     item["id"] = item_id
+                self._add_before(state)
                 self.items.append(item)
             case ToolResultMessage(result=result):
                 self._next = None
@@ -173,12 +191,19 @@ class _Input:
             return wanted["id"]
         return None
 
+    def _add_before(self, state: dict[str, Any] | None) -> None:
+        """The built-in tools' items that came before a part, as the API wrote them."""
+        before = state.get("before") if state else None
+        if self._ids_ok and isinstance(before, list):
+            self.items.extend(i for i in before if isinstance(i, dict) and isinstance(i.get("id"), str))
+
     def _add_content(self, message: ContentMessage) -> None:
-        item_id = self._item_id("message", state_for(message.data, WIRE_NAME))
+        state = state_for(message.data, WIRE_NAME)
+        item_id = self._item_id("message", state)
+        self._add_before(state)
         if item_id is not None:
-            part = {"type": "output_text", "text": message.value, "annotations": []}
             self.items.append({"type": "message", "role": "assistant", "id": item_id, "status": "completed",
-                               "content": [part]})
+                               "content": _output_content(message.value, state)})
         elif message.value:  # an empty turn says nothing
             self.items.append({"role": "assistant", "content": message.value})
 
@@ -199,6 +224,7 @@ class _Input:
         summary = state.get("summary")
         if not isinstance(summary, list):
             summary = [{"type": "summary_text", "text": message.value}] if message.value else []
+        self._add_before(state)
         item: dict[str, Any] = {"type": "reasoning", "id": reasoning_id, "summary": summary}
         if content is not None:
             item["content"] = content
@@ -207,6 +233,16 @@ class _Input:
         self.items.append(item)
         wanted = state.get("next")
         self._next = wanted if isinstance(wanted, dict) else None
+
+
+def _output_content(text: str, state: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """An assistant message's content: the parts the API wrote (with their annotations, whose
+    indexes are into them) while they still say the message's text, else the text as one part."""
+    written = state.get("content") if state else None
+    if isinstance(written, list) and all(isinstance(p, dict) for p in written) and "".join(
+            str(p.get("text") if p.get("type") == "output_text" else p.get("refusal") or "") for p in written) == text:
+        return written
+    return [{"type": "output_text", "text": text, "annotations": []}]
 
 
 def _map_messages(messages: list[Message], target: Target, store_false: bool) -> list[dict[str, Any]]:

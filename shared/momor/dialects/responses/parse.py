@@ -150,6 +150,16 @@ def passthrough(routed: Routed, body: dict[str, Any]) -> None:
                                     RAW_WIRE)
 
 
+def expanded_passthrough(routed: Routed) -> None:
+    """The conversation was expanded from the store and the call has built-in tools, which only the
+    openai_responses wire runs, in the caller's words: that wire is sent the body without its
+    `input`, and puts the whole canonical conversation there in its own words (with `instructions`
+    the canonical system prompt: the instructions and the new input's system messages); see
+    openai_responses_request.build_passthrough_request."""
+    assert routed.caller_body is not None
+    routed.caller_body = CallerBody({k: v for k, v in routed.caller_body.body.items() if k != "input"}, RAW_WIRE)
+
+
 def drop_passthrough(routed: Routed) -> None:
     """The conversation was expanded from the store: every wire gets the canonical translation."""
     routed.caller_body = None

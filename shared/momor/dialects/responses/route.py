@@ -13,7 +13,10 @@ false), so the caller's next turn finds it.
 
 An offering on the `openai_responses` wire gets the caller's body as written (parse.passthrough) and
 answers in its own words, with Momor's response id and model written over, when the input is in
-OpenAI's own words; a conversation expanded from the store goes to it translated, like to any wire.
+OpenAI's own words; a conversation expanded from the store goes to it translated, like to any wire,
+but for a call with built-in tools (web search...), which only that wire runs: it is sent the
+caller's body with the expanded conversation, in OpenAI's words, as its input (the stored turns' own
+web_search_call items and citations included, openai_responses.py keeps them on the parts' state).
 """
 
 from __future__ import annotations
@@ -62,13 +65,21 @@ class ResponsesDoor:
         except DynamoError:
             logger.exception("stored responses not read", extra={"request_id": request_id})
             raise MomorError("Stored responses are unavailable; retry shortly.", status=503) from None
-        if expanded:
-            parse.drop_passthrough(routed)
-            routed.needs = parse.needs_for(routed.call, routed.reply)
         reply = routed.reply
-        if reply.built_in and routed.caller_body is None:
-            raise invalid(f"{', '.join(sorted(set(reply.built_in)))}: a built-in tool goes to OpenAI in your own "
-                          f"words, so it cannot be combined with previous_response_id or item_reference.", "tools")
+        if expanded and reply.read.built_in:
+            # A built-in tool's item written in the input exists only as written: it cannot join a
+            # conversation that goes to OpenAI translated.
+            raise invalid(f"{', '.join(sorted(set(reply.read.built_in)))}: a built-in tool's item goes to OpenAI "
+                          f"in your own words, so it cannot be combined with previous_response_id or "
+                          f"item_reference.", "input")
+        if expanded:
+            # Built-in tools (web search...) still go as written, with the conversation in OpenAI's
+            # words in place of the input (parse.expanded_passthrough); anything else is translated.
+            if reply.built_in:
+                parse.expanded_passthrough(routed)
+            else:
+                parse.drop_passthrough(routed)
+            routed.needs = parse.needs_for(routed.call, routed.reply)
 
     def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler,
                passthrough: bool) -> Response:
