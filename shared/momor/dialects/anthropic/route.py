@@ -58,7 +58,7 @@ from ...api.backend import Backend
 from ...api.flow import Prepared, Routed, routed_call, unbilled
 from ...call import Parameters
 from ...catalog import Catalog
-from ...door_http import json_response
+from ...door_http import headers_of, json_response
 from ...errors import MomorError, ProviderError, RequestError
 from ...events import Assembler, Event, Finish, Raw
 from ...routing.affinity import cache_token, with_affinity
@@ -91,7 +91,7 @@ def clamp_max_tokens(params: Parameters, asked: list[Candidate]) -> Parameters:
 
 
 def _header_choice(request: Request, name: str, allowed: tuple[str, ...]) -> str | None:
-    value = request.headers.get(name)
+    value = headers_of(request).get(name)
     if value is None:
         return None
     value = value.strip().lower()
@@ -125,7 +125,7 @@ class AnthropicDoor:
             req.caller_body = dataclasses.replace(req.caller_body, betas=betas)
         if tier is not None:
             req.call.params = req.call.params.model_copy(update={"service_tier": tier})
-        req.prio = with_affinity(req.prio, request.headers.get(CACHE_HEADER), catalog)
+        req.prio = with_affinity(req.prio, headers_of(request).get(CACHE_HEADER), catalog)
         asked = asked_candidates(req, catalog)
         req.call.params = clamp_max_tokens(req.call.params, asked)
         overflow = overflow_for(mode, asked, tier)
