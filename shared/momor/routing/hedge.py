@@ -120,15 +120,16 @@ class _Race:
         self._interrupt: asyncio.Timeout | None = None
         """Around the attempt running in the call's own task: expired to end it when a task beside it won."""
 
-    def _start(self) -> bool:
+    def _start(self) -> asyncio.Task[Any] | None:
+        """The next candidate's attempt, started as a task; None when there is none."""
         candidate = self.next_candidate() if self.more else None
         if candidate is None:
             self.more = False
-            return False
+            return None
         task = asyncio.ensure_future(self.attempt(candidate))
         self.racing[task] = candidate
         self.started[task] = time.monotonic()
-        return True
+        return task
 
     async def _inline(self, candidate: Candidate) -> Any | None:
         """The attempt at `candidate` in the call's own task, with the next candidate started beside
@@ -150,10 +151,9 @@ class _Race:
 
     def _beside(self) -> None:
         """The attempt in the call's own task is late: the next candidate starts beside it."""
-        before = set(self.racing)
-        if self._interrupt is not None and self._start():
-            for task in self.racing.keys() - before:
-                task.add_done_callback(self._beside_done)
+        task = self._start() if self._interrupt is not None else None
+        if task is not None:
+            task.add_done_callback(self._beside_done)
 
     def _beside_done(self, task: asyncio.Task[Any]) -> None:
         if self._interrupt is None or task.cancelled():
@@ -182,7 +182,7 @@ class _Race:
                 return None
             result = await self._inline(candidate)
             if result is not None and _serves(result):
-                return await self._won(None, candidate, result)
+                return await self._won(candidate, result)
             if result is None:  # a task beside it won or raised: it was ended, and lost the race
                 return await self._after_interrupt(candidate)
         while self.racing:
@@ -196,11 +196,11 @@ class _Race:
                 result = task.result()  # a final refusal or a bug raises here (stop() ends the rest)
                 candidate = self.racing.pop(task)
                 if _serves(result):
-                    return await self._won(task, candidate, result)
+                    return await self._won(candidate, result)
             if self.racing:
                 # One failed beside a late one: that one may be hedged again, at once.
                 self.hedged.difference_update(self.racing)
-            elif not self._start():
+            elif self._start() is None:
                 return None
         return None
 
@@ -236,9 +236,9 @@ class _Race:
         candidate = self.racing.pop(done)
         serving = done.result()  # a final refusal or a bug raises here (stop() ends the rest)
         _hedged(self.session, ended, candidate.provider.name, None)
-        return await self._won(done, candidate, serving)
+        return await self._won(candidate, serving)
 
-    async def _won(self, task: asyncio.Task[Any] | None, candidate: Candidate, serving: Any) -> Any:
+    async def _won(self, candidate: Candidate, serving: Any) -> Any:
         _first_output(self.session, candidate, serving)
         winner = candidate.provider.name
         losers = list(self.racing.items())
