@@ -31,9 +31,7 @@ async def later(key: str, work: Coroutine[Any, Any, None]) -> None:
     if _inline:
         await work
         return
-    task = asyncio.ensure_future(work)
-    _pending[key] = task
-    task.add_done_callback(lambda done: _pending.pop(key) if _pending.get(key) is done else None)
+    keep_until_done(_pending, key, asyncio.ensure_future(work))
 
 
 def soon(key: str, work: Coroutine[Any, Any, None]) -> None:
@@ -41,9 +39,15 @@ def soon(key: str, work: Coroutine[Any, Any, None]) -> None:
     event loop: routing/shared_health.py's breaker writes); `drain` waits for it like `later`'s work. A plain
     buffered Lambda invocation freezes it with the environment until the next one. `work` must not
     raise."""
-    task = asyncio.ensure_future(work)
-    _pending[key] = task
-    task.add_done_callback(lambda done: _pending.pop(key) if _pending.get(key) is done else None)
+    keep_until_done(_pending, key, asyncio.ensure_future(work))
+
+
+def keep_until_done(registry: dict[Any, Any], key: Any, future: asyncio.Future[Any]) -> None:
+    """`registry[key]` is `future` until it ends (then the entry goes, unless another replaced it
+    meanwhile): work under way by key, which later callers find and wait for instead of starting it
+    again."""
+    registry[key] = future
+    future.add_done_callback(lambda done: registry.pop(key) if registry.get(key) is done else None)
 
 
 async def settle(key: str) -> None:

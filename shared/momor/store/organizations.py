@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from .. import background
 from ..config import get_config
 from . import aws, dynamo
 
@@ -156,8 +157,8 @@ async def get(org_id: str) -> Organization | None:
         return Organization(DEFAULT_ORG, "Default") if org_id == DEFAULT_ORG else None
     pending = _reading.get(org_id)
     if pending is None or pending.get_loop() is not asyncio.get_running_loop():
-        pending = _reading[org_id] = asyncio.ensure_future(_read(table, org_id))
-        pending.add_done_callback(lambda done: _reading.pop(org_id) if _reading.get(org_id) is done else None)
+        pending = asyncio.ensure_future(_read(table, org_id))
+        background.keep_until_done(_reading, org_id, pending)
     return await asyncio.shield(pending)  # a caller that leaves does not cancel the others' read
 
 
