@@ -224,3 +224,19 @@ def test_the_native_route_refuses_in_problem_documents(momor, fake):
     response = momor.post("/models/embed", {"input": "x", "model": "tier/low"})
     assert response.status_code == 400 and "does not name one model" in response.json()["detail"]
     assert not fake.requests()
+
+
+def test_gemini_embeds_one_input_and_a_batch(momor, fake):
+    one = momor.post("/v1/embeddings", {"model": "gemini-embedding-001", "input": "hello", "dimensions": 768,
+                                        "input_type": "query", "encoding_format": "float"})
+    assert one.status_code == 200, one.text[:300]
+    assert one.json()["data"][0]["embedding"] == vector("gemini-embedding-001", "hello", 768, 3072)
+    sent = fake.requests("gemini")[-1]
+    assert sent.path == "/gemini/v1beta/models/gemini-embedding-001:embedContent"
+    assert sent.json == {"content": {"parts": [{"text": "hello"}]}, "taskType": "RETRIEVAL_QUERY",
+                         "outputDimensionality": 768}
+    assert sent.headers["x-goog-api-key"] == "AIza-saved-gemini-0014"
+    many = momor.post("/models/embed", {"model": "gemini-embedding-001", "input": ["a", "b"]})
+    assert many.json()["embeddings"] == [vector("gemini-embedding-001", t, 3072, 3072) for t in "ab"]
+    assert many.json()["usage"]["estimated"] is True  # the Gemini API reports no tokens for embeddings
+    assert fake.requests("gemini")[-1].path.endswith(":batchEmbedContents")

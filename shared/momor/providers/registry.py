@@ -84,7 +84,7 @@ REGISTRY: tuple[WireFacts, ...] = (
               transcribes_over="openai_transcribe", reasoning=True, options=("store",), built_in_tools=True,
               embeds_over="openai_embed"),
     WireFacts("gemini", "momor.providers.gemini", answers_choices=True, reasoning=True,
-              options=("schemas", "thinking")),
+              options=("schemas", "thinking"), embeds_over="gemini_embed"),
     WireFacts("vertex", "momor.providers.vertex", reasoning=True,
               options=("project", "location", "schemas", "thinking", "beta", "structuredOutputs")),
     WireFacts("cohere", "momor.providers.cohere", options=("authHeader",), embeds_over="cohere_embed",
@@ -100,6 +100,8 @@ REGISTRY: tuple[WireFacts, ...] = (
     # Cohere's embed v2 takes 96 texts a request (its API reference).
     WireFacts("cohere_embed", "momor.providers.cohere_embed", in_catalog=False, batch=96),
     WireFacts("cohere_rerank", "momor.providers.cohere_rerank", in_catalog=False),
+    # Gemini's batchEmbedContents takes 100 requests (its API reference).
+    WireFacts("gemini_embed", "momor.providers.gemini_embed", in_catalog=False, batch=100),
 )
 
 _BY_NAME = {facts.name: facts for facts in REGISTRY}
