@@ -70,11 +70,15 @@ def all_routes(backend: Backend | None = None) -> FastAPI:
     from .dialects import model_list
     from .dialects.anthropic import route as anthropic
     from .dialects.native import decision_route, transcribe
+    from .dialects.native import embed as native_embed
+    from .dialects.native import rerank as native_rerank
     from .dialects.native import route as native
+    from .dialects.openai import embeddings, router_route
     from .dialects.openai import route as openai
-    from .dialects.openai import router_route
+    from .dialects.rerank import route as rerank
     from .dialects.responses import route as responses
 
     return build_app(native.routes, decision_route.routes, transcribe.routes, openai.routes, router_route.routes,
                      generations.routes, anthropic.routes, model_list.routes, usage.routes, key_routes.routes,
-                     responses.routes, console.routes, backend=backend)
+                     responses.routes, console.routes, embeddings.routes, native_embed.routes, rerank.routes,
+                     native_rerank.routes, backend=backend)

@@ -23,10 +23,11 @@ from .providers.registry import CATALOG_WIRES
 
 Tier = Literal["free", "low", "medium", "high", "xhigh", "tierless"]
 TIERS: tuple[str, ...] = ("free", "low", "medium", "high", "xhigh", "tierless")
-Kind = Literal["chat", "decision", "transcription"]
+Kind = Literal["chat", "decision", "transcription", "embedding", "rerank"]
 """What a model is for, and so which route serves it (seed 000): /models, /models/chat and
 /models/two reach chat models only, /models/decision decision models, /models/transcribe
-transcription models."""
+transcription models; /v1/embeddings and /models/embed embedding models, /v1/rerank, /v2/rerank and
+/models/rerank rerank models."""
 WIRES: tuple[str, ...] = CATALOG_WIRES
 """The wires a provider may name: providers/registry.py lists them."""
 
@@ -45,6 +46,10 @@ class Prices(_Strict):
     per_minute: float | None = Field(None, alias="perMinute", ge=0)
     """US dollars per minute of audio (transcription models priced by the minute); when given, a
     transcription is billed by its duration and the token prices apply only to reported tokens."""
+    per_search: float | None = Field(None, alias="perSearch", ge=0)
+    """US dollars per search (rerank models billed by the search, as Cohere and Bedrock bill them): one
+    query with up to 100 documents, a search more for each further 100 started (the provider's own count
+    of search units where it reports one). The token prices apply to tokens it reports beside."""
 
 
 class Offering(_Strict):
@@ -69,6 +74,49 @@ class Capabilities(_Strict):
     """Accepts a final assistant message to continue from (used by stream rollover)."""
 
 
+class EmbeddingSpec(_Strict):
+    """What an embedding model's vectors are (catalog `models[].embedding`, required for kind embedding)."""
+
+    dimensions: int = Field(ge=1)
+    """The vector's native length."""
+    shorten_to: list[int] = Field(default_factory=list, alias="shortenTo")
+    """Shorter lengths the model can answer with (a caller's `dimensions`), e.g. [256, 512, 1024]."""
+    shorten_to_any: bool = Field(False, alias="shortenToAny")
+    """Any length from 1 up to `dimensions` (OpenAI's text-embedding-3 models, Gemini's)."""
+    max_inputs: int | None = Field(None, alias="maxInputs", ge=1)
+    """Inputs one request may carry, where the model takes fewer than its wire does (Vertex's
+    gemini-embedding-001 takes 1); a call with more is sent in parts (routing/embed.py)."""
+    max_input_tokens: int | None = Field(None, alias="maxInputTokens", ge=1)
+    """The tokens of one input the model reads (more are cut or refused, as the provider does); the
+    budget's hold counts no more than this per input."""
+
+    @model_validator(mode="after")
+    def _shorter(self) -> EmbeddingSpec:
+        longer = [d for d in self.shorten_to if not 1 <= d < self.dimensions]
+        if longer:
+            raise ValueError(f"shortenTo: {longer[0]} is not shorter than dimensions ({self.dimensions})")
+        return self
+
+    def offers(self, dimensions: int | None) -> bool:
+        """Whether the model answers vectors of this length (None: its native one)."""
+        if dimensions is None or dimensions == self.dimensions:
+            return True
+        return dimensions in self.shorten_to or (self.shorten_to_any and 1 <= dimensions < self.dimensions)
+
+    def described(self) -> str:
+        """The lengths it offers, for a refusal."""
+        if self.shorten_to_any:
+            return f"1 to {self.dimensions}"
+        return ", ".join(str(d) for d in sorted({*self.shorten_to, self.dimensions}))
+
+
+class RerankSpec(_Strict):
+    """What a rerank model takes (catalog `models[].rerank`)."""
+
+    max_documents: int | None = Field(None, alias="maxDocuments", ge=1)
+    """Documents one request may carry; a call with more is refused (400) before any provider is asked."""
+
+
 class Model(_Strict):
     name: str
     """The canonical name."""
@@ -81,7 +129,7 @@ class Model(_Strict):
     publisher: str
     """Who made it (the seeds' ownedBy)."""
     kind: Kind = "chat"
-    """chat (the default), decision or transcription: each route serves only its own kind."""
+    """chat (the default), decision, transcription, embedding or rerank: each route serves only its own kind."""
     tier: Tier | None = None
     """A model with no tier is not yet classified and is never served."""
     released: dt.date | None = None
@@ -91,6 +139,20 @@ class Model(_Strict):
     hedge: bool = True
     """Whether a late first token from this model starts the next candidate beside it
     (routing/hedge.py); false for a model whose first token is slow by nature (long reasoning)."""
+    embedding: EmbeddingSpec | None = None
+    """kind embedding: its vectors' dimensions and its per-request limits (required for that kind)."""
+    rerank: RerankSpec | None = None
+    """kind rerank: its per-request limits (optional)."""
+
+    @model_validator(mode="after")
+    def _kind_facts(self) -> Model:
+        if self.kind == "embedding" and self.embedding is None:
+            raise ValueError("embedding: an embedding model says what its vectors are (dimensions, ...)")
+        if self.embedding is not None and self.kind != "embedding":
+            raise ValueError(f"embedding: only an embedding model has one, not a {self.kind} model")
+        if self.rerank is not None and self.kind != "rerank":
+            raise ValueError(f"rerank: only a rerank model has one, not a {self.kind} model")
+        return self
 
 
 class Provider(_Strict):

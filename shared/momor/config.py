@@ -20,7 +20,9 @@
     limits      MOMOR_RATE_LIMIT (600 requests a window; 0: none), MOMOR_RATE_WINDOW_S (60),
                 MOMOR_MAX_BODY_BYTES (30 MiB), MOMOR_MAX_FILE_BYTES (10 MiB),
                 MOMOR_MAX_FILES_BYTES (20 MiB), MOMOR_MAX_SCHEMA_BYTES (256 KiB): seed 000's
-                defaults, which a deployment may lower but not raise. On AWS Lambda
+                defaults, which a deployment may lower but not raise; MOMOR_EMBED_MAX_INPUTS (2048:
+                inputs one embedding call may have), MOMOR_EMBED_CONCURRENCY (4: requests one call's
+                parts have under way at once), MOMOR_RERANK_MAX_DOCUMENTS (1000). On AWS Lambda
                 (AWS_LAMBDA_FUNCTION_NAME set) MOMOR_MAX_BODY_BYTES is 5.87 MB at most (and by
                 default), what an invocation can carry (LAMBDA_MAX_BODY_BYTES), so an inline file
                 is 4.4 MB at most (its base64 is 4/3 of it); a file by URL keeps MOMOR_MAX_FILE_BYTES
@@ -145,6 +147,13 @@ class Config:
     max_file_bytes: int = _knob("MOMOR_MAX_FILE_BYTES", 10 * MIB, kind=int, minimum=1, maximum=10 * MIB)
     max_files_bytes: int = _knob("MOMOR_MAX_FILES_BYTES", 20 * MIB, kind=int, minimum=1, maximum=20 * MIB)
     max_schema_bytes: int = _knob("MOMOR_MAX_SCHEMA_BYTES", 256 * 1024, kind=int, minimum=1, maximum=256 * 1024)
+    embed_max_inputs: int = _knob("MOMOR_EMBED_MAX_INPUTS", 2048, kind=int, minimum=1, maximum=100_000)
+    """Inputs one embedding call may have (more: a 400 before any provider is asked). Past what an
+    offering takes in one request, the call is sent in parts (routing/embed.py)."""
+    embed_concurrency: int = _knob("MOMOR_EMBED_CONCURRENCY", 4, kind=int, minimum=1, maximum=64)
+    """Requests of one embedding call's parts under way at once."""
+    rerank_max_documents: int = _knob("MOMOR_RERANK_MAX_DOCUMENTS", 1000, kind=int, minimum=1, maximum=100_000)
+    """Documents one rerank call may have (more: a 400 before any provider is asked)."""
     # fetching (egress.py)
     fetch_allow: str | None = _knob("MOMOR_FETCH_ALLOW", kind=_checked_allow_list)
     """Comma-separated host names and IP networks that file URLs (and a Vertex token endpoint) may

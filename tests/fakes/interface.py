@@ -27,6 +27,9 @@ Two optional kinds of `WireFake`, told apart by an attribute, not by which wire 
   `parse_form(content_type, raw)` -> (fields, upload), `recorded(fields, upload)` (what the request log
   shows), `validate(fields, upload)`, `answer(fields, upload, scripted text)` -> (content type, body).
   Such a fake has no tools, so it declares only `SETUPS` at module level.
+- `vectors = True`: the route embeds or reranks rather than generating: `validate(body)`, then (past a
+  scripted failure) `vector_answer(body, scripted text)` is the whole JSON answer (openai_embed.py,
+  cohere_embed.py, cohere_rerank.py, openai_rerank.py). It too declares only `SETUPS`.
 """
 
 from __future__ import annotations
@@ -101,6 +104,10 @@ class Setup:
     """Reasoning depths the model takes (empty: it does not reason)."""
     tokens: tuple[str, ...] = ()
     """Access tokens the fake must count as issued before a call (Vertex)."""
+    dimensions: int = 0
+    """An embedding wire's: the model's native vector length."""
+    shorter: int | None = None
+    """An embedding wire's: a shorter length the model offers (None: it has one)."""
 
     @property
     def name(self) -> str:

@@ -16,6 +16,9 @@ so a new fake is served with no edit here. Today's:
          (and :streamGenerateContent?alt=sse; publishers/anthropic/models/{m}:rawPredict, :streamRawPredict)
     POST /{label}/token                        Vertex: the OAuth token endpoint of a test service account
     POST /{label}/v1/audio/transcriptions      OpenAI audio transcription (multipart, openai_transcribe.py)
+    POST /{label}/v1/embeddings                OpenAI embeddings (and Azure's deployment and v1 routes: openai_embed.py)
+    POST /{label}/v2/embed, /{label}/v2/rerank Cohere embed and rerank v2 (cohere_embed.py, cohere_rerank.py)
+    POST /{label}/v1/rerank, /{label}/v1/ranking   Jina/Voyage-shaped and NVIDIA rerank (openai_rerank.py)
     GET  /healthz
     POST /_fake/script  {"label", "model"?, "steps": [{"kind": ..., ...}]}
     POST /_fake/service_account  {"email", "publicKey": PEM}   (Vertex: whose assertions /{label}/token accepts)
@@ -154,9 +157,14 @@ class FakeApp:
             return
         if isinstance(step, Hang) and await pause(receive, step.seconds):
             return  # the client gave up, as Momor's timeout should make it
+        misbehaviour = step if isinstance(step, (Cut, Stall, Malformed)) else None
+        if getattr(wire, "vectors", False):  # an embedding or rerank answer (interface.py): no generation
+            record.status = 200
+            text = step.text if isinstance(step, Reply) else None
+            await send_json_misbehaving(send, receive, wire.vector_answer(body, text), headers, misbehaviour)
+            return
         answer = decide(wire.ask(body), step if isinstance(step, Reply) else None, wire.tool_id_prefix)
         record.status = 200
-        misbehaviour = step if isinstance(step, (Cut, Stall, Malformed)) else None
         if getattr(wire, "streaming", lambda b: b.get("stream"))(body):
             await send_sse(send, receive, wire.stream_events(answer, body), headers, misbehaviour,
                            content_type=getattr(wire, "stream_content_type", "text/event-stream; charset=utf-8"),

@@ -53,6 +53,8 @@ SAVED_KEYS = {
     "zen": "sk-saved-zen-0010",
     "puter": "puter-saved-token-0011",
     "openrouter": "sk-or-saved-0012",
+    "cohere": "co-saved-cohere-0013",
+    "gemini": "AIza-saved-gemini-0014",
 }
 """Every provider of the test catalog has a saved key; tests scan outputs for these strings."""
 

@@ -91,8 +91,8 @@ def test_an_unknown_model_is_a_404_in_each_sdks_shape(momor, fake):
 def test_unknown_paths_answer_in_each_routes_error_shape(momor, fake):
     gpt = openai.OpenAI(base_url=momor.url + "/v1", api_key=momor.api_key, max_retries=0)
     with pytest.raises(openai.NotFoundError) as raised:
-        gpt.embeddings.create(model="openai/gpt-5-mini", input="hi")
-    assert raised.value.type == "invalid_request_error" and "/v1/embeddings" in raised.value.message
+        gpt.completions.create(model="openai/gpt-5-mini", prompt="hi")  # the legacy completions API: not served
+    assert raised.value.type == "invalid_request_error" and "/v1/completions" in raised.value.message
     claude = anthropic.Anthropic(base_url=momor.url, api_key=momor.api_key, max_retries=0)
     with pytest.raises(anthropic.NotFoundError) as caught:
         claude.messages.batches.list()

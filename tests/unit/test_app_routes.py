@@ -37,7 +37,7 @@ def test_every_route_is_a_plain_starlette_route_in_a_fastapi_app(app):
     ("GET", "/v1/messages", 405, "anthropic"),
     ("POST", "/usage", 405, "native"),
     ("POST", "/nowhere", 404, "native"),
-    ("POST", "/v1/embeddings", 404, "openai"),
+    ("POST", "/v1/completions", 404, "openai"),
     ("GET", "/v1/messages/batches", 404, "anthropic"),
 ])
 async def test_refusals_keep_each_dialects_error_shape(app, method, path, status, shape):

@@ -49,7 +49,7 @@ def test_a_models_kind_defaults_to_chat_and_is_validated():
     assert CATALOG.models[0].kind == "chat"
     with pytest.raises(Exception, match="kind"):
         parse_catalog({"providers": CATALOG.model_dump(by_alias=True)["providers"],
-                       "models": [_model("x", "embedding")]})
+                       "models": [_model("x", "summarization")]})
 
 
 def test_strategy_follows_what_the_model_offers():

@@ -135,3 +135,15 @@ def test_budget_refusal_names_the_spent_limit_and_remaining_is_the_nearer():
     assert "monthly limit of $100" in monthly.refusal().detail
     near = budgets.BudgetState(Decimal("5"), Decimal("100"), Decimal("1.5"), Decimal("97"), period, True)
     assert near.remaining() == Decimal("3")
+
+
+def test_embedding_and_rerank_spend_are_grouped_beside_chat():
+    """Issue 35: group=kind, read from each record's route (the indexes project it)."""
+    span = usage.parse_range("2026-11-30", "2026-11-30", NOW)
+    rows = [record(id="c", cost=0.5), record(id="e1", route="/v1/embeddings", cost=0.25),
+            record(id="e2", route="/models/embed", cost=0.25), record(id="r", route="/v2/rerank", cost=0.125),
+            record(id="f", route="/v1/embeddings", cost=0, status=502, finish=None)]
+    got = usage.summarize(rows, span, "kind")
+    kinds = {g["name"]: (g["calls"], g["costUsd"], g["failed"]) for g in got["groups"]["kind"]}
+    assert kinds == {"chat": (1, 0.5, 0), "embedding": (3, 0.5, 1), "rerank": (1, 0.125, 0)}
+    assert {s["kind"] for s in got["series"]} == {"chat", "embedding", "rerank"}

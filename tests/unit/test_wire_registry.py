@@ -13,11 +13,12 @@ import jsonschema
 import pytest
 
 from momor import catalog
-from momor.providers import wire_for
+from momor.providers import registry, wire_for
 from momor.providers.registry import CATALOG_WIRES, REGISTRY
 from momor.routing.conversion import URL_MEDIA
 from momor.routing.transcribe import TRANSCRIPTION_WIRES
 from tests.fakes.interface import MatrixEntry, fake_module
+from tests.unit.test_vector_conformance import EMBED_CASES, RERANK_CASES
 from tests.unit.test_wire_conformance import CASES, TRANSCRIPTION_CASES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,8 +85,9 @@ def test_every_catalog_wire_is_in_the_readmes_catalog_documentation():
 
 def test_every_registered_wire_is_in_the_conformance_suites_parameters():
     """Each with every setup its fake declares (tests/fakes/<wire>.py `SETUPS`), none left out: a
-    catalog wire under the chat cases, a wire transcription goes over under the transcription ones."""
-    under_test = [case.values[0] for case in [*CASES, *TRANSCRIPTION_CASES]]
+    catalog wire under the chat cases, a wire transcription goes over under the transcription ones, an
+    embedding or rerank wire under the vector suite's (tests/unit/test_vector_conformance.py)."""
+    under_test = [case.values[0] for case in [*CASES, *TRANSCRIPTION_CASES, *EMBED_CASES, *RERANK_CASES]]
     assert {facts.name for facts, _ in under_test} == set(NAMES)
     assert {facts.name for facts, _ in (case.values[0] for case in CASES)} == set(CATALOG_WIRES)
     for facts in REGISTRY:
@@ -98,6 +100,12 @@ def test_routing_tables_are_derived_from_the_registry():
     assert {f.name: f.transcribes_over for f in REGISTRY if f.transcribes_over} == TRANSCRIPTION_WIRES
     for target in TRANSCRIPTION_WIRES.values():
         assert hasattr(wire_for(target), "build_request")
+    for facts in REGISTRY:  # what a catalog wire embeds and reranks over is a registered wire of that kind
+        if facts.embeds_over:
+            assert hasattr(wire_for(facts.embeds_over), "build_embed") and facts.in_catalog
+            assert registry.facts(facts.embeds_over).batch
+        if facts.reranks_over:
+            assert hasattr(wire_for(facts.reranks_over), "build_rerank") and facts.in_catalog
 
 
 @pytest.mark.parametrize("facts", [f for f in REGISTRY if f.in_catalog], ids=list(CATALOG_WIRES))

@@ -292,11 +292,18 @@ async def _prepare(
             raise
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
-    await admission.check(recorder, lambda: cost_ceiling(routed.call, candidates, billed_prices=routed.billed_prices,
-                                                         adjust=routed.adjust) if billed else Decimal(0))
+    await admission.check(recorder, lambda: _hold(routed, candidates) if billed else Decimal(0))
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
     return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr,
                     deadline=invocation.deadline(request.scope))
+
+
+def _hold(routed: Routed, candidates: list[Candidate]) -> Decimal:
+    """What a budget holds for the call before it is served: its route's own estimate (embeddings,
+    rerank), else the generation's ceiling."""
+    if routed.hold is not None:
+        return routed.hold(candidates)
+    return cost_ceiling(routed.call, candidates, billed_prices=routed.billed_prices, adjust=routed.adjust)
 
 
 async def generate(p: Prepared) -> Response:

@@ -1,7 +1,8 @@
 """GET /usage (a caller's usage over a time range, as JSON); the console that charts it is api/console.py.
 
-/usage?from=&to=&group=model|provider|route|key|person: whose calls depend on the caller's role
-(api/auth.py): a member's own (an API key's, or a signed-in person's and their keys'); an
+/usage?from=&to=&group=model|provider|route|key|person|kind (kind: chat, embedding, rerank, ...):
+whose calls depend on the caller's role (api/auth.py): a member's own (an API key's, or a signed-in
+person's and their keys'); an
 organization admin's, every call of the organization (its keys' and its people's, `group=key` and
 `group=person` break them down); an operator's, every call of the deployment. Nobody else's: an
 organization's calls are read by its callers' ids, so another organization's never come into it.

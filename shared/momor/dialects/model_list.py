@@ -4,7 +4,8 @@ Every servable model (one with a tier), deprecated ones included and marked. One
 both SDKs' `models.list()`: each entry carries OpenAI's fields (`id`, `object`, `created`,
 `owned_by`) and Anthropic's (`type`, `id`, `display_name`, `created_at`, `lifecycle`,
 `max_tokens`, `max_input_tokens`), beside Momor's own (`name`, `publisher`, `tier`, `kind`, `released`,
-`deprecated`, `capabilities`, `offerings` with each provider and its prices in US dollars per
+`deprecated`, `capabilities`, an embedding model's `embedding` (dimensions, shortenTo, ...) and a
+rerank model's `rerank`, `offerings` with each provider and its prices in US dollars per
 million tokens). The page is always whole: `has_more` is false, `first_id`/`last_id` name its ends.
 
 GET /models/{id} (and /v1/models/{id}) is one entry, as both SDKs' `models.retrieve(id)` read
@@ -55,6 +56,8 @@ def model_entry(model: Model) -> dict[str, Any]:
         "released": model.released.isoformat() if model.released else None,
         "deprecated": model.deprecated,
         "capabilities": caps.model_dump(by_alias=True),
+        **({"embedding": model.embedding.model_dump(by_alias=True, exclude_none=True)} if model.embedding else {}),
+        **({"rerank": model.rerank.model_dump(by_alias=True, exclude_none=True)} if model.rerank else {}),
         "offerings": [
             {"provider": o.provider, "prices": o.prices.model_dump(by_alias=True, exclude_none=True)}
             for o in model.offerings

@@ -46,10 +46,13 @@ class Endpoint:
     headers: dict[str, str]
 
 
-def endpoint(target: Target, default_path: str) -> Endpoint:
+def endpoint(target: Target, default_path: str, *, path_template: str | None = None) -> Endpoint:
+    """`path_template`: the path to use instead of the `path` option's (an operation other than chat
+    names its own: `embeddingsPath`, `rerankPath`), the wire's default when it gives none."""
     options = target.provider.options
     values = _values(target)
-    path_template = options.get("path") if isinstance(options.get("path"), str) else default_path
+    if path_template is None:
+        path_template = options.get("path") if isinstance(options.get("path"), str) else default_path
     path = _fill(path_template, values, target)
     query = options.get("query")
     if isinstance(query, dict) and query:

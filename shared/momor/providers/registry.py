@@ -5,8 +5,10 @@ imports the wire: `catalog.py` (imported by every function at cold start) reads 
 routing reads the facts, without paying for a wire module a Lambda may never call. Everything
 else is derived from this table: `catalog.WIRES` and the catalog schema's `wire` enum, the media
 each wire takes by URL (routing/conversion.py), which wire a provider's transcription goes over
-(routing/transcribe.py), which wires answer several choices (routing/plan.py), which count tokens
-(routing/count.py), and the wires the conformance suite runs (tests/unit/test_wire_conformance.py).
+(routing/transcribe.py), which wire it embeds and reranks over and how many inputs one request of
+that wire carries (routing/embed.py, routing/rerank.py), which wires answer several choices
+(routing/plan.py), which count tokens (routing/count.py), and the wires the conformance suite runs
+(tests/unit/test_wire_conformance.py).
 
 Adding a wire is its module (exposing `WIRE`) plus one `WireFacts` line below; a test checks that
 each module agrees with its line (its `WIRE.name`, its token counting, the options it reads).
@@ -22,13 +24,15 @@ class WireFacts:
     """One wire's facts. A plain class, not a dataclass: building a dataclass costs a millisecond of
     every cold start, and this module is imported by all of them."""
 
-    __slots__ = ("answers_choices", "built_in_tools", "counts_tokens", "in_catalog", "module", "name", "options",
-                 "reasoning", "transcribes_over", "url_media")
+    __slots__ = ("answers_choices", "batch", "batch_tokens", "built_in_tools", "counts_tokens", "embeds_over",
+                 "in_catalog", "module", "name", "options", "reasoning", "reranks_over", "transcribes_over",
+                 "url_media")
 
     def __init__(self, name: str, module: str, *, url_media: frozenset[str] = frozenset(),
                  answers_choices: bool = False, transcribes_over: str | None = None, counts_tokens: bool = False,
                  reasoning: bool = False, options: tuple[str, ...] = (), in_catalog: bool = True,
-                 built_in_tools: bool = False) -> None:
+                 built_in_tools: bool = False, embeds_over: str | None = None, reranks_over: str | None = None,
+                 batch: int | None = None, batch_tokens: int | None = None) -> None:
         self.name = name
         """The catalog's `wire` value."""
         self.module = module
@@ -53,6 +57,14 @@ class WireFacts:
         self.built_in_tools = built_in_tools
         """Runs the provider's own built-in tools (OpenAI Responses' web_search, file_search, ...): a
         call that has one is planned on such offerings only (routing/plan.py, rule `capability`)."""
+        self.embeds_over = embeds_over
+        """The wire a provider listed under this one embeds over (None: it has no embeddings)."""
+        self.reranks_over = reranks_over
+        """The wire a provider listed under this one reranks over (None: it has no rerank)."""
+        self.batch = batch
+        """An embedding wire: the most inputs one request carries (more are sent in parts)."""
+        self.batch_tokens = batch_tokens
+        """An embedding wire: the most tokens (estimated) one request's inputs may hold together."""
 
     def __repr__(self) -> str:
         return f"WireFacts({self.name!r})"
@@ -61,6 +73,7 @@ class WireFacts:
 REGISTRY: tuple[WireFacts, ...] = (
     WireFacts("openai_chat", "momor.providers.openai_chat", url_media=frozenset({"image"}),
               answers_choices=True, transcribes_over="openai_transcribe", reasoning=True,
+              embeds_over="openai_embed", reranks_over="openai_rerank",
               options=("systemRole", "reasoningField", "reasoningDetails", "maxTokensField", "seedField",
                        "streamOptions", "store", "minTemperature", *_ENDPOINT_OPTIONS)),
     WireFacts("anthropic", "momor.providers.anthropic", url_media=frozenset({"image", "pdf"}),
@@ -68,15 +81,27 @@ REGISTRY: tuple[WireFacts, ...] = (
     WireFacts("puter", "momor.providers.puter", url_media=frozenset({"image"}), reasoning=True,
               options=("driver", "authHeader")),
     WireFacts("openai_responses", "momor.providers.openai_responses", url_media=frozenset({"image", "pdf"}),
-              transcribes_over="openai_transcribe", reasoning=True, options=("store",), built_in_tools=True),
+              transcribes_over="openai_transcribe", reasoning=True, options=("store",), built_in_tools=True,
+              embeds_over="openai_embed"),
     WireFacts("gemini", "momor.providers.gemini", answers_choices=True, reasoning=True,
-              options=("schemas", "thinking")),
+              options=("schemas", "thinking"), embeds_over="gemini_embed"),
     WireFacts("vertex", "momor.providers.vertex", reasoning=True,
               options=("project", "location", "schemas", "thinking", "beta", "structuredOutputs")),
-    WireFacts("cohere", "momor.providers.cohere", options=("authHeader",)),
+    WireFacts("cohere", "momor.providers.cohere", options=("authHeader",), embeds_over="cohere_embed",
+              reranks_over="cohere_rerank"),
     WireFacts("bedrock_converse", "momor.providers.bedrock_converse"),
     WireFacts("openai_transcribe", "momor.providers.openai_transcribe", in_catalog=False,
               options=_ENDPOINT_OPTIONS),
+    # OpenAI's /embeddings: 2048 inputs and 300,000 tokens a request (OpenAI's API reference).
+    WireFacts("openai_embed", "momor.providers.openai_embed", in_catalog=False, batch=2048, batch_tokens=300_000,
+              options=("embeddingsPath", "dimensionsField", "inputTypes", "authHeader", "query", "values")),
+    WireFacts("openai_rerank", "momor.providers.openai_rerank", in_catalog=False,
+              options=("rerankPath", "rerankShape", "authHeader", "query", "values")),
+    # Cohere's embed v2 takes 96 texts a request (its API reference).
+    WireFacts("cohere_embed", "momor.providers.cohere_embed", in_catalog=False, batch=96),
+    WireFacts("cohere_rerank", "momor.providers.cohere_rerank", in_catalog=False),
+    # Gemini's batchEmbedContents takes 100 requests (its API reference).
+    WireFacts("gemini_embed", "momor.providers.gemini_embed", in_catalog=False, batch=100),
 )
 
 _BY_NAME = {facts.name: facts for facts in REGISTRY}
@@ -100,6 +125,18 @@ def runs_built_in_tools(name: str) -> bool:
     """Whether wire `name` runs the provider's built-in tools (a wire this build does not know: no)."""
     found = _BY_NAME.get(name)
     return found is not None and found.built_in_tools
+
+
+def embedding_wire(name: str) -> str | None:
+    """The wire a provider listed under catalog wire `name` embeds over (None: it cannot embed)."""
+    found = _BY_NAME.get(name)
+    return found.embeds_over if found is not None else None
+
+
+def rerank_wire(name: str) -> str | None:
+    """The wire a provider listed under catalog wire `name` reranks over (None: it cannot rerank)."""
+    found = _BY_NAME.get(name)
+    return found.reranks_over if found is not None else None
 
 
 def module_of(name: str) -> str:

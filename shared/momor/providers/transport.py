@@ -243,3 +243,20 @@ async def _read_body(response: _Answer, idle: float) -> bytes:
         if exc.kind != "timeout":
             raise
         raise ProviderError(f"The provider's answer stalled for {idle:g} s.", kind="timeout") from None
+
+
+async def post_whole(wire: Any, request: Any, target: Target, *, timeouts: Timeouts = DEFAULT_TIMEOUTS,
+                     client: httpx2.AsyncClient | None = None) -> tuple[bytes, dict[str, str]]:
+    """One buffered JSON exchange that is not a generation (an embedding, a rerank: providers/vectors.py):
+    the answer's body and headers, over the same lean client, timeouts and error mapping as `exchange`.
+    `request` is a WireRequest the wire built; its `map_error` reads a failure."""
+    headers = {**target.provider.headers, **request.headers}
+    url = request.url or target_url(target, request.path)
+    with provider_errors(target):
+        headers.update(await credential_headers(wire, target))
+        async with contextlib.AsyncExitStack() as stack:
+            response = await _open(stack, client, url, request.body, headers, timeouts)
+            if response.status_code >= 400:
+                body = await response.aread(timeouts.first_token)
+                raise wire.map_error(response.status_code, body, dict(response.headers))
+            return await _read_body(response, timeouts.idle), dict(response.headers)

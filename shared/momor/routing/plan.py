@@ -14,6 +14,10 @@ The rules (seed 000):
 - Several selectors are tried in the order given; an offering already planned is not repeated.
 - Each route serves one kind of model (catalog `kind`): chat routes never reach a decision or
   transcription model, and the other way round.
+- An embedding call stays in one vector space (rule `space`): only the first selector's model serves
+  it, unless the caller accepts another model's vectors (`Needs.mixed_spaces`); and only models that
+  offer the length asked for (rule `dimension`). Vectors of two models cannot be compared, so failing
+  over to another model would corrupt the caller's index without a word.
 - Offerings that fit the call (tools, a response schema, a JSON object answer, attached media, n
   choices) come first; the others stay behind them as backup (seed 001). A native responseSchema
   is a requirement (seed 000): models without structuredOutput jsonSchema are left out.
@@ -73,6 +77,10 @@ class Needs:
     built_in: frozenset[str] = frozenset()
     """Provider built-in tools the call has (Responses' web_search, ...): only offerings on a wire
     that runs them can serve it (`runs_built_in_tools`); the others are left out."""
+    dimensions: int | None = None
+    """An embedding call's vector length, where the caller shortened it (rule `dimension`)."""
+    mixed_spaces: bool = False
+    """An embedding call whose caller accepts vectors of any model it lists (rule `space` off)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -199,6 +207,36 @@ def _no_built_in_wire(s: Scope) -> str:
             f"(an OpenAI provider listed with wire openai_responses).|tools")
 
 
+def _space(c: Candidate, s: Scope) -> str | None:
+    if s.kind != "embedding" or s.needs.mixed_spaces or s.selector.name is None:
+        return None
+    if c.model.name.lower() == s.selector.name.lower():
+        return None
+    return (f"another model's vectors: they cannot be compared with {s.selector.name}'s, so an embedding "
+            "call never fails over to it (unless the caller accepts mixed spaces)")
+
+
+def _no_space(s: Scope) -> str:
+    return (f"No offering of {s.selector.name} can serve this embedding call, and another model's vectors "
+            "cannot be compared with its own: list the others and accept mixed spaces (X-Momor-Mixed-Spaces: 1 "
+            "on /v1/embeddings, mixedSpaces on /models/embed) to let them serve.|model")
+
+
+def _dimension(c: Candidate, s: Scope) -> str | None:
+    spec = c.model.embedding
+    if s.kind != "embedding" or spec is None or spec.offers(s.needs.dimensions):
+        return None
+    return f"dimensions {s.needs.dimensions}: {c.model.name} offers {spec.described()}"
+
+
+def _no_dimension(s: Scope) -> str:
+    models, _ = _named(s.offers).get((s.selector.name or "").lower(), ((), ()))
+    spec = next((m.embedding for m in models if m.embedding is not None), None)
+    offers = f"; {s.selector.name} offers {spec.described()}" if spec is not None and not s.needs.mixed_spaces else ""
+    return (f"dimensions: {s.needs.dimensions} is not a length the model named offers{offers} (each model's "
+            "lengths: GET /models, embedding).|dimensions")
+
+
 def _missing_capability(c: Candidate, s: Scope) -> str | None:
     caps, needs = c.model.capabilities, s.needs
     if needs.tools and not caps.tools:
@@ -229,6 +267,8 @@ NEED_RULES: list[Rule] = [
          empty="responseSchema needs a model whose structuredOutput is jsonSchema, and no model the selectors "
                "name has one.|responseSchema"),
     Rule("capability", _built_in_tools, empty=_no_built_in_wire),
+    Rule("space", _space, empty=_no_space),
+    Rule("dimension", _dimension, empty=_no_dimension),
 ]
 """Applied to what the selectors planned: requirements of the call, each with its own refusal."""
 DEFER_RULES: list[Rule] = [Rule("capability", _missing_capability)]

@@ -190,6 +190,8 @@ class Recorder:
     """Set when the call ends (`mark_end`), before its record is written after the answer."""
     plan: dict[str, Any] | None = None
     """The plan in compact form (api/explain.compact): candidate ids, offerings left out by rule."""
+    operation: Any = None
+    """An embedding's or a rerank's facts (vectors.EmbedFacts), for the record."""
 
     def mark_first_byte(self) -> None:
         self.first_byte_ms = round((time.perf_counter() - self.started) * 1000, 2)
@@ -248,6 +250,7 @@ class Recorder:
             latency_ms=self.latency_ms,
             first_byte_ms=self.first_byte_ms,
             plan=self.plan,
+            operation=self.operation.to_dict() if self.operation is not None else None,
         )
         if served is not None:
             m = served.candidate.model

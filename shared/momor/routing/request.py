@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from ..call import Call
@@ -55,6 +56,9 @@ class Routed:
     adjust_body: Callable[[dict[str, Any], Candidate], dict[str, Any]] | None = None
     """`caller_body.body` as one candidate is sent it, when that differs by candidate (the router's
     default max_tokens, as `adjust` does for the call). Returns a new dict, never changes its own."""
+    hold: Callable[[list[Candidate]], Decimal] | None = None
+    """The budget's hold for an operation that is not a generation (an embedding, a rerank: what its
+    inputs may cost on the dearest candidate); None: estimate.cost_ceiling of `call`."""
 
 
 def _media_kind(content_type: str) -> str:

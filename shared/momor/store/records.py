@@ -24,6 +24,9 @@ The item (attribute names as the GET route answers them):
     stop          the finish's canonical class (stop, length, tool_calls, content_filter, refusal, other)
     callerFinishReason   the finish as the caller's dialect said it (OpenAI's `stop` for Anthropic's
                   `end_turn`); finishReason is the provider's own word
+    kind, embedding | rerank   an embedding or rerank call only (a chat's record has neither): its kind,
+                  and `{inputs, dimensions, parts}` (the inputs' count, the vectors' length, the requests
+                  they were sent in) or `{inputs, searches}` (documents, search units billed)
     plan          why this route: {candidates: [model@provider, the first 8], more, leftOut: {rule: count},
                   deferred: {rule: count}, explain: true for an explained call, refused: the rule
                   that would refuse it} (api/explain.py)
@@ -186,6 +189,8 @@ class CallRecord:
     """The caller's organization (api/auth.py)."""
     person: str | None = None
     """The person: a signed-in session's Cognito sub, or the owner of a key made in the console."""
+    operation: dict[str, Any] | None = None
+    """An embedding's or a rerank's facts (vectors.EmbedFacts.to_dict: kind, inputs, ...); None for the rest."""
 
     def to_dict(self, ttl_days: int) -> dict[str, Any]:
         cost = total_cost(self)
@@ -224,6 +229,10 @@ class CallRecord:
             **({"plan": self.plan} if self.plan is not None else {}),
             "expiresAt": int(self.created.timestamp()) + ttl_days * 86_400,
         }
+        if self.operation is not None:  # only then: a record's size is paid for on every call
+            facts = dict(self.operation)
+            kind = facts.pop("kind")
+            document["kind"], document[kind] = kind, facts
         if self.router is not None:
             document["router"] = {**self.router, "classifier": [a.to_dict() for a in self.classifier_attempts]}
         return document

@@ -56,7 +56,13 @@ BY_DAY_SHARD = "byDayShard"
 PROJECTED = ["id", "created", "route", "dialect", "status", "streaming", "served", "usage", "cost", "attempts",
              "finishReason", "latencyMs", "firstByteMs", "callerName"]
 """Non-key attributes both indexes carry (template.yaml and infra/emulators.py create them so)."""
-GROUPS = ("model", "provider", "route", "key", "person")
+GROUPS = ("model", "provider", "route", "key", "person", "kind")
+ROUTE_KINDS = {"/v1/embeddings": "embedding", "/models/embed": "embedding", "/v1/rerank": "rerank",
+               "/v2/rerank": "rerank", "/models/rerank": "rerank", "/models/decision": "decision",
+               "/models/transcribe": "transcription"}
+"""What kind of model each route serves (catalog `kind`): `group=kind` charts embedding and rerank spend
+beside chat. Read from the route, which the indexes project (a record's own `kind` is in its deflated
+detail, record_item.py); every other route serves chat models."""
 DEFAULT_DAYS = 7
 MAX_RANGE_DAYS = 90
 MAX_RECORDS = 20_000
@@ -286,6 +292,8 @@ def group_of(record: dict[str, Any], group: str) -> str:
         return str(record.get("callerId") or "?")
     if group == "person":  # a signed-in person's calls and their console-made keys' (api/auth.py)
         return str(record.get("person") or "(no person)")
+    if group == "kind":
+        return ROUTE_KINDS.get(str(record.get("route") or ""), "chat")
     served = record.get("served") or {}
     if served.get(group):
         return str(served[group])
