@@ -54,9 +54,19 @@ class NoManagedPolicies:
         return {}
 
 
+def _resources(section: dict):
+    """(logical id, resource) of a Resources section, those an Fn::ForEach writes out included (named
+    as written, `${Name}Function`)."""
+    for logical_id, resource in section.items():
+        if logical_id.startswith("Fn::ForEach::") and isinstance(resource, list) and len(resource) == 3:
+            yield from _resources(resource[2])
+        elif isinstance(resource, dict):
+            yield logical_id, resource
+
+
 def package(template: dict, folders: dict[str, str]) -> None:
     """What `sam package` writes in place of local code locations."""
-    for logical_id, resource in template.get("Resources", {}).items():
+    for logical_id, resource in _resources(template.get("Resources", {})):
         properties = resource.get("Properties") or {}
         for key in ("CodeUri", "ContentUri"):
             if isinstance(properties.get(key), str):

@@ -276,10 +276,11 @@ def translated(*overrides: str, code: dict[str, Path] | None = None, template: P
     return json.loads(done.stdout)
 
 
-def translated_many(overrides: list[dict[str, str]], *, only_its_own: bool = False) -> list[dict[str, Any]]:
+def translated_many(overrides: list[dict[str, str]], *, only_its_own: bool = False,
+                    template: Path = rie.TEMPLATE) -> list[dict[str, Any]]:
     """translated() for each set of overrides, in one interpreter (sam_translate.py --batch)."""
     flags = ("--batch", *(("--only-its-own-functions",) if only_its_own else ()))
-    done = subprocess.run(_translate_args(None, rie.TEMPLATE, flags), input="".join(json.dumps(o) + "\n"
+    done = subprocess.run(_translate_args(None, template, flags), input="".join(json.dumps(o) + "\n"
                                                                                      for o in overrides),
                           capture_output=True, text=True, timeout=600, env=rie.sam_env())
     assert done.returncode == 0, done.stderr[-3000:]
@@ -434,6 +435,48 @@ def test_every_parameter_a_function_runs_with_publishes_new_versions_and_no_othe
         assert not kept, f"{name} changed, yet {kept} would keep their published version"
         needless = [f for f in ALIASED if name not in reached[f] and after[f] != before[f]]
         assert not needless, f"{name} reaches none of {needless}, yet they would publish a version"
+
+
+FOREACH_TEMPLATE = """\
+Transform: [AWS::LanguageExtensions, AWS::Serverless-2016-10-31]
+Parameters:
+  LogLevel: {Type: String, Default: INFO}
+Resources:
+  Fn::ForEach::Streaming:
+    - Name
+    - [Models, Messages]
+    - ${Name}Function:
+        Type: AWS::Serverless::Function
+        Properties:
+          Runtime: python3.13
+          Handler: app.handler
+          InlineCode: "handler = None"
+          AutoPublishAlias: live
+          AutoPublishAliasAllProperties: true
+          Environment:
+            Variables:
+              POWERTOOLS_SERVICE_NAME: !Sub momor-${Name}
+              POWERTOOLS_LOG_LEVEL: !Ref LogLevel
+              STACK_PARAMETERS:
+                Fn::ToJsonString:
+                  LogLevel: !Ref LogLevel
+"""
+
+
+@pytest.mark.sam
+@pytest.mark.parametrize("reading", sorted(READINGS))
+def test_the_version_key_works_for_functions_written_by_fn_foreach(tmp_path, reading):
+    """The streaming functions are to become one Fn::ForEach definition (a later issue): the same
+    STACK_PARAMETERS in its body publishes a new version of each function it writes out."""
+    template = tmp_path / "template.yaml"
+    template.write_text(FOREACH_TEMPLATE)
+    before, after = translated_many([{}, {"LogLevel": "DEBUG"}], only_its_own=READINGS[reading], template=template)
+    for function in ("ModelsFunction", "MessagesFunction"):
+        old, new = (r["Resources"][f"{function}Aliaslive"]["Properties"]["FunctionVersion"]["Fn::GetAtt"][0]
+                    for r in (before, after))
+        assert old != new, function
+        assert after["Resources"][function]["Properties"]["Environment"]["Variables"][VERSION_KEY] == (
+            '{"LogLevel":"DEBUG"}')
 
 
 @pytest.fixture(scope="module")
