@@ -646,6 +646,38 @@ def test_the_readme_deploy_steps_name_what_the_stack_and_the_repository_have():
     assert "--region" in usage and "--table" in usage
 
 
+def _readme_section(title: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index(f"{title}\n")
+    return text[start:text.index("\n#", start + len(title))]
+
+
+@pytest.mark.sam
+def test_the_readme_teardown_lists_what_the_stack_keeps_and_deletes_it():
+    """`sam delete` leaves every resource whose DeletionPolicy is Retain (read from the translated
+    template, SAM's own resources included): the README's list names exactly those, says the others it
+    names go, and its commands read each kept table's name before the stack goes and delete it after."""
+    resources = translated()["Resources"]
+    retained = {k for k, v in resources.items() if v.get("DeletionPolicy") == "Retain"}
+    assert retained == {k for k, v in resources.items() if v.get("UpdateReplacePolicy") == "Retain"}, (
+        "a resource kept when the stack goes must be kept when an update replaces it, and the other way")
+    section = _readme_section("### Tearing down")
+    intro, _, rest = section.partition("What holds data is kept")
+    listed = rest[:rest.index("```")]
+    named = {name for name in re.findall(r"`(\w+)`", listed) if name in resources}
+    assert named == retained, f"the README lists {sorted(named)}; the template keeps {sorted(retained)}"
+    gone = {name for name in re.findall(r"`(\w+)`", intro) if name in resources}
+    assert gone and not gone & retained, gone
+    script = rest[rest.index("```sh"):]
+    tables = {k for k in retained if resources[k]["Type"] == "AWS::DynamoDB::Table"}
+    [loop] = re.findall(r"for t in ([\w ]+); do kept \$t; done", script)
+    assert set(loop.split()) == tables
+    assert "delete-table" in script and script.index("sam delete") > script.index("kept $t")
+    for kind, command in (("AWS::S3::Bucket", "delete-bucket"), ("AWS::SecretsManager::Secret", "delete-secret")):
+        for name in (k for k in retained if resources[k]["Type"] == kind):
+            assert f"kept {name})" in script and command in script, name
+
+
 # --- the template, read -------------------------------------------------------------------------------
 
 
