@@ -859,9 +859,11 @@ def test_tables():
 @pytest.mark.sam
 def test_tables_use_the_free_aws_owned_key_unless_told_otherwise():
     """SSEEnabled true is the account's AWS-managed KMS key (billed per request); false is the free
-    AWS-owned key, the default here."""
+    AWS-owned key, the default here. Every table of the template (the router's memory turns had been
+    left on the KMS key whatever TableKey said)."""
     assert T["Parameters"]["TableKey"]["Default"] == "AwsOwned"
-    tables = ("RecordsTable", "ApiKeysTable", "MemoryTable", "ResponsesTable")
+    tables = sorted(of_type("AWS::DynamoDB::Table"))
+    assert {"RecordsTable", "ApiKeysTable", "MemoryTurnsTable", "ResponsesTable"} <= set(tables)
     for overrides, enabled in (((), False), (("TableKey=AwsManaged",), True)):
         resources = translated(*overrides)["Resources"]
         for table in tables:
