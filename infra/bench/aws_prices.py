@@ -49,3 +49,25 @@ SECRETS_MANAGER_CALL = 0.05 / 10_000
 S3_GET = 0.0004 / 1_000
 """https://aws.amazon.com/s3/pricing/: S3 Standard GET, $0.0004 per 1,000 requests (a conditional GET
 that answers 304 Not Modified is a GET too)."""
+
+XRAY_TRACE_RECORDED = 5.00 / 1_000_000
+XRAY_TRACE_READ = 0.50 / 1_000_000
+"""https://aws.amazon.com/xray/pricing/: traces recorded, $5.00 per million ($0.000005 a trace); traces
+retrieved or scanned, $0.50 per million ($0.0000005 a trace); the first 100,000 recorded and 1,000,000
+retrieved or scanned a month free. A trace is one request, every segment of it (API Gateway's and the
+function's) included."""
+XRAY_DEFAULT_RESERVOIR_PER_S = 1
+XRAY_DEFAULT_FIXED_RATE = 0.05
+"""X-Ray's default sampling rule, which API Gateway's active tracing (template.yaml's TracingEnabled) and
+Lambda's (Tracing: Active) follow while the account has no rule of its own: "1 request per second, with
+5 percent of requests sampled past that limit"
+(https://docs.aws.amazon.com/apigateway/latest/developerguide/apigateway-enabling-xray.html); the
+reservoir is shared by every service the rule matches."""
+
+CLOUDWATCH_CUSTOM_METRIC_MONTH = 0.30
+"""https://aws.amazon.com/cloudwatch/pricing/ (its Metrics tab renders from a script; as quoted by
+https://github.com/nishinoshake/aws-rough/issues/37 and https://c3x.dev/blog/aws-cloudwatch-metrics-cost/):
+$0.30 per custom metric a month for the first 10,000 ($0.10, $0.05, $0.02 past 10,000, 250,000 and
+1,000,000). "All custom metrics charges are prorated by the hour and metered only when you send metrics
+to CloudWatch." A metric is one name with one set of dimension values; EMF metrics (momor/metrics.py)
+are custom metrics, their log lines billed as log ingestion (in "Logs")."""

@@ -16,8 +16,14 @@ Components, per call:
   and the API-key reads (cached per warm instance) amortised at the stated load;
 - CloudWatch Logs: the bytes the call's log lines (EMF metrics included) take, plus Lambda's own
   platform lines and CloudWatch's per-event overhead (PLATFORM_LOG_BYTES, EVENT_OVERHEAD_BYTES);
+- X-Ray, when the template traces (Tracing: Active, the API's TracingEnabled): the share of calls its
+  default sampling rule records (1 a second, then 5%) at the deployment's --calls-per-month, spread
+  evenly over the month (peaks would lower it), each trace recorded and read (retrieved or scanned) once;
 - Secrets Manager and S3: one GetSecretValue per MOMOR_KEYS_TTL and one catalog GET per
   MOMOR_CATALOG_TTL per warm instance, spread over the calls it serves at the stated load (--busy).
+
+Fixed a month, beside the table: CloudWatch's custom metrics (momor/metrics.py's EMF documents), one per
+metric name and provider x model pair called in the month (the catalog's offerings, --catalog).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from infra.bench import cost_rules as rules
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
+CATALOG = ROOT / "infra" / "example-catalog.real.json"
 RESULTS = ROOT / "infra" / "bench" / "results"
 
 PLATFORM_LOG_BYTES = 300
@@ -293,6 +300,13 @@ class Settings:
     provider_s: float = 1.0
     """The run's shapes (labels only): how long the provider took before a buffered answer, and a stream."""
     stream_s: float = 10.0
+    traced: bool = False
+    """X-Ray traces the calls (tracing_on(template)): priced per call."""
+    calls_per_month: float = 1_000_000
+    """The deployment's calls a month, every route together: X-Ray's default rule records a larger share
+    of fewer calls, and the fixed monthly costs are shared by more."""
+    trace_reads: float = 1.0
+    """Times each recorded trace is retrieved or scanned (someone lists each period's traces once)."""
 
 
 def settings_from_config(**given: Any) -> Settings:
@@ -323,11 +337,84 @@ def dollars(m: Measured, size: Size, per_op: dict, s: Settings) -> dict[str, flo
     logs = log_bytes / GB * price.LOGS_INGESTION_PER_GB
     cached = (rules.per_call(s.keys_ttl_s, cph) * price.SECRETS_MANAGER_CALL
               + rules.per_call(s.catalog_ttl_s, cph) * price.S3_GET)
-    parts = {"Lambda": lam, "API Gateway": apigw, "DynamoDB": ddb, "Logs": logs, "Secrets+S3": cached}
+    xray = traced_share(s) * (price.XRAY_TRACE_RECORDED + s.trace_reads * price.XRAY_TRACE_READ)
+    parts = {"Lambda": lam, "API Gateway": apigw, "DynamoDB": ddb, "Logs": logs, "X-Ray": xray, "Secrets+S3": cached}
     out = {k: v * million for k, v in parts.items()}
     out["total"] = sum(out.values())
     out["wu"], out["ru"], out["log_bytes"] = wu, ru, log_bytes
     return out
+
+
+def traced_share(s: Settings) -> float:
+    """The share of calls X-Ray records (0 when the template does not trace)."""
+    if not s.traced:
+        return 0.0
+    return rules.xray_sampled_share(s.calls_per_month / rules.SECONDS_PER_MONTH, price.XRAY_DEFAULT_RESERVOIR_PER_S,
+                                    price.XRAY_DEFAULT_FIXED_RATE)
+
+
+def tracing_on(template: dict[str, Any]) -> bool:
+    """Whether a call is traced: the functions' Tracing (Globals) is Active, or an API stage's
+    TracingEnabled is on (API Gateway then samples every request it receives)."""
+    functions = template.get("Globals", {}).get("Function", {}).get("Tracing") == "Active"
+    apis = any(r.get("Type") == "AWS::Serverless::Api" and r.get("Properties", {}).get("TracingEnabled") is True
+               for r in template.get("Resources", {}).values())
+    return functions or apis
+
+
+# --- fixed a month: CloudWatch's custom metrics ------------------------------------------------------------
+
+PAIR_DIMENSIONS = {"provider", "model"}
+"""The dimensions whose values momor/metrics.py takes from an attempt (one combination per provider x
+model pair); any other must have one value per deployment ("service")."""
+CONSTANT_DIMENSIONS = {"service"}
+
+
+def emitted_metrics() -> tuple[list[str], list[list[str]]]:
+    """The metric names and dimension sets momor/metrics.py writes for a provider x model pair: what it
+    writes for a call with a served and a failed attempt there (every metric it has), read back."""
+    from decimal import Decimal
+    from unittest import mock
+
+    from momor import metrics
+    from momor.events import Usage
+    from momor.store.records import Attempt, CallRecord
+
+    attempts = [Attempt("p", "m", "o", "saved", "ok", 200, 12.0, usage=Usage(1, 1), cost=Decimal("0.001")),
+                Attempt("p", "m", "o", "saved", "failed", 500, 3.0, error="server error")]
+    record = CallRecord("id", "caller", "native", "/models", None, False, 200, attempts=attempts)
+    lines: list[str] = []
+    with (mock.patch.object(metrics, "enabled", return_value=True),
+          mock.patch.object(metrics, "write_line", lines.append)):
+        metrics.emit(record)
+    names: set[str] = set()
+    sets: list[list[str]] = []
+    for line in lines:
+        for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]:
+            names |= {m["Name"] for m in directive["Metrics"]}
+            sets += [d for d in directive["Dimensions"] if d not in sets]
+    if not names:
+        raise SystemExit("momor/metrics.py wrote no metric (POWERTOOLS_METRICS_DISABLED set?)")
+    other = {d for dims in sets for d in dims} - PAIR_DIMENSIONS - CONSTANT_DIMENSIONS
+    if other:  # its values multiply the count: say how many there are before pricing them
+        raise SystemExit(f"momor/metrics.py writes dimensions {sorted(other)} this count does not know")
+    return sorted(names), sets
+
+
+def catalog_pairs(catalog: dict[str, Any]) -> int:
+    """Provider x model pairs a catalog can call (each offering's provider with its model's name)."""
+    return len({(o["provider"], m["name"]) for m in catalog.get("models", []) for o in m.get("offerings", [])})
+
+
+def custom_metrics_line(pairs: int, s: Settings) -> str:
+    """The monthly cost of Momor's custom metrics, with its count and assumptions."""
+    names, sets = emitted_metrics()
+    count = rules.custom_metrics(len(names), len(sets), pairs)
+    monthly = count * price.CLOUDWATCH_CUSTOM_METRIC_MONTH
+    return (f"Custom metrics (CloudWatch EMF, momor/metrics.py): {len(names)} names ({', '.join(names)}) x "
+            f"{len(sets)} dimension set x {pairs} provider/model pairs = {count} metrics, "
+            f"${monthly:.2f} a month if every pair is called in every hour of it (fewer hours, less: prorated); "
+            f"at {s.calls_per_month:,.0f} calls a month, ${monthly / s.calls_per_month * 1e6:.2f} per million.")
 
 
 BEFORE_ISSUE_27 = Size(1024, "x86_64")
@@ -356,15 +443,19 @@ def report(measured: list[Measured], per_op: dict, template: dict[str, Any], can
     lines = [f"AWS list prices, {price.REGION}, as of {price.DATE}. $ per million calls.",
              f"Stated load: each warm instance busy {s.busy:.0%} of the time; rate limit {s.rate_limit} a "
              f"{s.rate_window_s} s window (leases of {rules.lease_size(s.rate_limit)}).", ""]
-    lines += ["| route | shape | budget | size | Lambda | API Gateway | DynamoDB | Logs | Secrets+S3 | **total** |",
-              "|---|---|---|---|--:|--:|--:|--:|--:|--:|"]
+    if s.traced:
+        lines.insert(2, f"X-Ray: {traced_share(s):.1%} of calls traced at {s.calls_per_month:,.0f} calls a month "
+                        f"(the default sampling rule), each trace read {s.trace_reads:g} time(s).")
+    lines += ["| route | shape | budget | size | Lambda | API Gateway | DynamoDB | Logs | X-Ray | Secrets+S3 | "
+              "**total** |", "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|"]
     for m in measured:
         for label, size in sizes_for(template, m.route, candidates):
             d = dollars(m, size, per_op, s)
             name = f"{label}: " if label else ""
             lines.append(f"| {m.route} | {_shape(m.shape, s)} | {'yes' if m.budget else 'no'} | "
                          f"{name}{size.memory_mb} MB {size.arch} | {d['Lambda']:.2f} | {d['API Gateway']:.2f} | "
-                         f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['Secrets+S3']:.3f} | **{d['total']:.2f}** |")
+                         f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['X-Ray']:.2f} | {d['Secrets+S3']:.3f} | "
+                         f"**{d['total']:.2f}** |")
     lines += ["", "Measured per call (averages; the duration a median):", "",
               "| route | shape | budget | calls | billed ms (median) | response bytes | write units | read units | "
               "log bytes (app) | log lines (app) | units by kind (write/read) | write requests by kind | "
@@ -396,8 +487,9 @@ def brief(measured: list[Measured], per_op: dict, template: dict[str, Any], cand
     from infra.bench.cost_run import ROUTES
 
     by = {(m.route, m.shape, m.budget): m for m in measured}
-    head = "| route | shape | size | Lambda | API Gateway | DynamoDB | Logs | Secrets+S3 | **total** | with a budget |"
-    lines = [head, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+    head = ("| route | shape | size | Lambda | API Gateway | DynamoDB | Logs | X-Ray | Secrets+S3 | **total** | "
+            "with a budget |")
+    lines = [head, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for route in ROUTES:
         for shape in ("buffered", "stream"):
             plain, budget = by.get((route, shape, False)), by.get((route, shape, True))
@@ -407,8 +499,8 @@ def brief(measured: list[Measured], per_op: dict, template: dict[str, Any], cand
                 d, b = dollars(plain, size, per_op, s), dollars(budget, size, per_op, s)
                 label = f"{size.memory_mb} MB {size.arch}" + (f" ({name})" if name else "")
                 lines.append(f"| {route} | {_shape(shape, s)} | {label} | {d['Lambda']:.2f} | {d['API Gateway']:.2f} | "
-                             f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['Secrets+S3']:.2f} | **{d['total']:.2f}** | "
-                             f"{b['total']:.2f} |")
+                             f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['X-Ray']:.2f} | {d['Secrets+S3']:.2f} | "
+                             f"**{d['total']:.2f}** | {b['total']:.2f} |")
     return "\n".join(lines)
 
 
@@ -461,6 +553,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--thread-turns", type=int, default=0,
                         help="untimed router turns to grow each thread by before the router is measured")
     parser.add_argument("--busy", type=float, default=0.5, help="share of the time a warm instance is busy")
+    parser.add_argument("--calls-per-month", type=float, default=1_000_000,
+                        help="the deployment's calls a month, every route (X-Ray's sampled share; fixed costs a call)")
+    parser.add_argument("--catalog", type=Path, default=CATALOG,
+                        help="the catalog whose provider x model pairs the custom metrics count")
     parser.add_argument("--brief", action="store_true", help="one row per route and shape (the README's table)")
     args = parser.parse_args(argv)
     candidates = candidates_from(args.memory, args.arch)
@@ -469,9 +565,11 @@ def main(argv: list[str] | None = None) -> None:
     measured, per_op = summarise(saved["calls"], saved["env"], template)
     run = saved.get("settings", {})
     settings = settings_from_config(busy=args.busy, provider_s=run.get("provider_s", 1.0),
-                                    stream_s=run.get("stream_s", 10.0))
+                                    stream_s=run.get("stream_s", 10.0), traced=tracing_on(template),
+                                    calls_per_month=args.calls_per_month)
     show = brief if args.brief else report
     print(show(measured, per_op, template, candidates, settings), file=sys.stdout)
+    print("\n" + custom_metrics_line(catalog_pairs(json.loads(args.catalog.read_text())), settings), file=sys.stdout)
 
 
 if __name__ == "__main__":

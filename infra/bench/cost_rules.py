@@ -162,3 +162,31 @@ def calls_per_hour(duration_s: float, busy: float) -> float:
     """Calls one warm instance serves an hour when it is busy `busy` of the time (Lambda gives an
     instance one invocation at a time)."""
     return busy * 3600 / max(duration_s, 0.001)
+
+
+# --- X-Ray's sampling, CloudWatch's metrics
+
+SECONDS_PER_MONTH = 730 * 3600
+"""AWS's billing month: 730 hours (the pricing pages' monthly figures)."""
+
+
+def xray_sampled_share(calls_per_s: float, reservoir_per_s: int, fixed_rate: float) -> float:
+    """The share of calls X-Ray records under a sampling rule: the first `reservoir_per_s` calls each
+    second, then `fixed_rate` of the rest, for calls arriving at random (Poisson) at `calls_per_s`:
+    E[min(N, r)] + fixed_rate x E[max(N - r, 0)] over E[N], N the calls in one second. Every call when
+    there are none to speak of."""
+    lam = calls_per_s
+    if lam <= 0:
+        return 1.0
+    p, below = math.exp(-lam), 0.0  # P(N = k), and E[min(N, r)] built as r - sum over k < r of (r - k) P(k)
+    for k in range(reservoir_per_s):
+        below += (reservoir_per_s - k) * p
+        p *= lam / (k + 1)
+    reserved = reservoir_per_s - below
+    return min(1.0, (reserved + fixed_rate * (lam - reserved)) / lam)
+
+
+def custom_metrics(names: int, dimension_sets: int, pairs: int) -> int:
+    """CloudWatch custom metrics a month: each metric name, in each dimension set, for each combination
+    of dimension values sent (here: one provider x model pair each)."""
+    return names * dimension_sets * pairs

@@ -260,16 +260,40 @@ def test_a_cold_start_from_the_built_layers_compiles_nothing(tmp_path):
     assert not from_source, f"compiled at import: {from_source[:5]}"
 
 
-def translated(*overrides: str, code: dict[str, Path] | None = None, template: Path = rie.TEMPLATE) -> dict[str, Any]:
+SAM_TRANSLATE = ROOT / "tests" / "lambda" / "sam_translate.py"
+
+
+def _translate_args(code: dict[str, Path] | None, template: Path, flags: tuple[str, ...]) -> list[str]:
+    folders = [arg for logical_id, folder in (code or {}).items() for arg in ("--code", f"{logical_id}={folder}")]
+    return [str(rie.SAM_VENV / "bin" / "python"), str(SAM_TRANSLATE), str(template), *folders, *flags]
+
+
+def translated(*overrides: str, code: dict[str, Path] | None = None, template: Path = rie.TEMPLATE,
+               only_its_own: bool = False, before_sam: bool = False) -> dict[str, Any]:
     """What CloudFormation makes of the template (tests/lambda/sam_translate.py: `sam package`, then
     AWS::LanguageExtensions, then SAM's translator), with parameter overrides (`Name=Value`) and
-    `code`: resources whose code is packaged from a folder (the others get a fixed placeholder)."""
-    python = rie.SAM_VENV / "bin" / "python"
-    folders = [arg for logical_id, folder in (code or {}).items() for arg in ("--code", f"{logical_id}={folder}")]
-    done = subprocess.run([str(python), str(ROOT / "tests" / "lambda" / "sam_translate.py"), str(template),
-                           *folders, *overrides], capture_output=True, text=True, timeout=300, env=rie.sam_env())
+    `code`: resources whose code is packaged from a folder (the others get a fixed placeholder).
+    `only_its_own`: the LanguageExtensions step resolves only the functions its documentation says it
+    does (Fn::ToJsonString...), every other Ref left to CloudFormation; `before_sam`: what SAM is given."""
+    flags = (("--only-its-own-functions",) if only_its_own else ()) + (("--language-extensions-only",)
+                                                                       if before_sam else ())
+    done = subprocess.run([*_translate_args(code, template, flags), *overrides], capture_output=True, text=True,
+                          timeout=300, env=rie.sam_env())
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
+
+
+def translated_many(overrides: list[dict[str, str]], *, only_its_own: bool = False,
+                    template: Path = rie.TEMPLATE) -> list[dict[str, Any]]:
+    """translated() for each set of overrides, in one interpreter (sam_translate.py --batch)."""
+    flags = ("--batch", *(("--only-its-own-functions",) if only_its_own else ()))
+    done = subprocess.run(_translate_args(None, template, flags), input="".join(json.dumps(o) + "\n"
+                                                                                     for o in overrides),
+                          capture_output=True, text=True, timeout=600, env=rie.sam_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    assert len(found) == len(overrides)
+    return found
 
 
 @pytest.mark.sam
@@ -307,6 +331,11 @@ def test_snapstart_is_a_parameter_and_the_api_invokes_the_snapshotted_versions()
 # version never reach a caller. SAM publishes one only when the version's logical id changes.
 
 ALIASED = sorted(f for f in FUNCTIONS if "AutoPublishAlias" in props(f))
+VERSION_KEY = "STACK_PARAMETERS"
+"""The environment variable whose Fn::ToJsonString names every parameter an aliased function runs with."""
+READINGS = {"the port": False, "its own functions only": True}
+"""How AWS::LanguageExtensions may resolve (sam_translate.py): as SAM CLI's port does, every intrinsic it
+can; or only its own functions, as its documentation promises (the rest reaching SAM as `Ref`s)."""
 
 
 def version_ids(resources: dict[str, Any]) -> dict[str, str]:
@@ -319,28 +348,36 @@ def version_ids(resources: dict[str, Any]) -> dict[str, str]:
     return found
 
 
-def parameters_in(value: Any) -> set[str]:
+def parameters_in(value: Any, names: Any = None) -> set[str]:
     """Template parameters a value refers to (Ref, or ${Name} in a Sub)."""
-    names = set(T["Parameters"])
+    names = set(T["Parameters"]) if names is None else set(names)
     if isinstance(value, dict):
         if set(value) == {"Ref"}:
             return {value["Ref"]} & names
         if set(value) == {"Fn::Sub"}:
             text = value["Fn::Sub"] if isinstance(value["Fn::Sub"], str) else value["Fn::Sub"][0]
             return set(re.findall(r"\$\{([A-Za-z0-9]+)\}", text)) & names
-        return set().union(*(parameters_in(v) for v in value.values()))
+        return set().union(*(parameters_in(v, names) for v in value.values()))
     if isinstance(value, list):
-        return set().union(*(parameters_in(v) for v in value))
+        return set().union(*(parameters_in(v, names) for v in value))
     return set()
 
 
-def function_parameters() -> list[str]:
-    """Parameters that become something an aliased function runs with: referenced from Globals'
-    function settings or the function's own properties (its IAM policies apart: they are the role's)."""
-    found = parameters_in(T["Globals"]["Function"])
-    for function in ALIASED:
-        found |= parameters_in({k: v for k, v in props(function).items() if k != "Policies"})
-    return sorted(found)
+def reaching(template: dict[str, Any], function: str) -> set[str]:
+    """Parameters that become something a function runs with: referenced from Globals' function
+    settings, from the function's own properties (its role's policies included: a CatalogKey the role
+    no longer allows would be read by the old version), or from the properties of a layer it uses.
+    Its version key aside, which repeats them."""
+    own = {k: v for k, v in template["Resources"][function]["Properties"].items()}
+    own["Environment"] = {"Variables": {k: v for k, v in own.get("Environment", {}).get("Variables", {}).items()
+                                        if k != VERSION_KEY}}
+    globals_ = template.get("Globals", {}).get("Function", {})
+    layers = [layer["Ref"] for layer in [*globals_.get("Layers", []), *own.get("Layers", [])] if "Ref" in layer]
+    names = template["Parameters"]
+    found = parameters_in(globals_, names) | parameters_in(own, names)
+    for layer in layers:
+        found |= parameters_in(template["Resources"][layer].get("Properties", {}), names)
+    return found
 
 
 def another_value(name: str) -> str:
@@ -353,39 +390,105 @@ def another_value(name: str) -> str:
     return f"{default}-changed"
 
 
-@pytest.mark.parametrize("function", ALIASED)
-def test_an_aliased_function_says_everything_it_runs_counts(function):
-    """What SAM cannot take from Globals (cfn-lint refuses AutoPublishAliasAllProperties there, and the
-    LanguageExtensions transform resolves parameters in Resources only), each aliased function states
-    itself; a function given AutoPublishAlias later fails here until it does too."""
-    p = props(function)
-    assert p.get("AutoPublishAliasAllProperties") is True, f"{function}: add AutoPublishAliasAllProperties: true"
-    assert p.get("VersionDeletionPolicy") == "Delete", f"{function}: add VersionDeletionPolicy: Delete"
-    own = p.get("Environment", {}).get("Variables", {})
-    from_parameters = {k: v for k, v in T["Globals"]["Function"]["Environment"]["Variables"].items()
-                       if parameters_in(v)}
-    missing = {k: v for k, v in from_parameters.items() if own.get(k) != v}
-    assert not missing, f"{function}: repeat these Globals variables in its own Environment: {missing}"
-    assert not parameters_in({k: v for k, v in T["Globals"]["Function"].items() if k != "Environment"}), (
-        "a parameter referenced in Globals outside Environment does not count in the version ids")
+@pytest.fixture(scope="module")
+def given_to_sam() -> dict[str, Any]:
+    """The template as SAM is given it when AWS::LanguageExtensions resolves only its own functions:
+    Fn::ForEach expanded (a later issue writes the streaming functions as one), Refs kept."""
+    return translated(only_its_own=True, before_sam=True)
+
+
+@pytest.mark.sam
+def test_an_aliased_function_names_every_parameter_it_runs_with_in_its_version_key(given_to_sam):
+    """What SAM hashes must carry each parameter's value: the function's STACK_PARAMETERS, an
+    Fn::ToJsonString the transform resolves to text, names exactly the parameters that reach it (a
+    parameter added to Globals, to a streaming function or to a layer fails here until it is listed).
+    Read from the expanded template, so it holds however the functions are written out."""
+    resources = given_to_sam["Resources"]
+    aliased = sorted(k for k, v in resources.items()
+                     if v["Type"] == "AWS::Serverless::Function" and "AutoPublishAlias" in v["Properties"])
+    assert set(STREAMING) <= set(aliased)
+    defaults = {name: spec.get("Default") for name, spec in T["Parameters"].items()}
+    for function in aliased:
+        p = resources[function]["Properties"]
+        assert p.get("AutoPublishAliasAllProperties") is True, f"{function}: add AutoPublishAliasAllProperties: true"
+        assert p.get("VersionDeletionPolicy") == "Delete", f"{function}: add VersionDeletionPolicy: Delete"
+        key = p.get("Environment", {}).get("Variables", {}).get(VERSION_KEY)
+        assert isinstance(key, str), f"{function}: {VERSION_KEY} must be an Fn::ToJsonString of its parameters: {key}"
+        names = reaching(given_to_sam, function)
+        assert {"LogLevel", "CatalogKey", "RecordTtlDays", "SnapStart", "Architecture"} <= names, names
+        assert json.loads(key) == {name: defaults[name] for name in sorted(names)}, (
+            f"{function}: {VERSION_KEY} must name exactly {sorted(names)}, each a !Ref")
+        assert not [n for n in names if T["Parameters"][n].get("NoEcho")], "a NoEcho value would sit in the env"
+
+
+@pytest.mark.sam
+@pytest.mark.parametrize("reading", sorted(READINGS))
+def test_every_parameter_a_function_runs_with_publishes_new_versions_and_no_other_does(reading):
+    """Each parameter that reaches an aliased function (log level, catalog key, TTLs, SnapStart,
+    architecture...) changes its version id, translated as CloudFormation resolves the transforms
+    (either reading of AWS::LanguageExtensions, sam_translate.py); SAM alone hashes `{"Ref": ...}`
+    (serverless-application-model issue 3820). A parameter that reaches none (the stage, log retention)
+    publishes nothing: each new version costs a SnapStart snapshot."""
+    assert set(STREAMING) <= set(ALIASED)
+    names = sorted(T["Parameters"])
+    baseline, *changed = translated_many([{}] + [{name: another_value(name)} for name in names],
+                                         only_its_own=READINGS[reading])
+    before = version_ids(baseline["Resources"])
+    reached = {function: reaching(T, function) for function in ALIASED}
+    assert any(reached.values())
+    for name, translation in zip(names, changed, strict=True):
+        after = version_ids(translation["Resources"])
+        kept = [f for f in ALIASED if name in reached[f] and after[f] == before[f]]
+        assert not kept, f"{name} changed, yet {kept} would keep their published version"
+        needless = [f for f in ALIASED if name not in reached[f] and after[f] != before[f]]
+        assert not needless, f"{name} reaches none of {needless}, yet they would publish a version"
+
+
+FOREACH_TEMPLATE = """\
+Transform: [AWS::LanguageExtensions, AWS::Serverless-2016-10-31]
+Parameters:
+  LogLevel: {Type: String, Default: INFO}
+Resources:
+  Fn::ForEach::Streaming:
+    - Name
+    - [Models, Messages]
+    - ${Name}Function:
+        Type: AWS::Serverless::Function
+        Properties:
+          Runtime: python3.13
+          Handler: app.handler
+          InlineCode: "handler = None"
+          AutoPublishAlias: live
+          AutoPublishAliasAllProperties: true
+          Environment:
+            Variables:
+              POWERTOOLS_SERVICE_NAME: !Sub momor-${Name}
+              POWERTOOLS_LOG_LEVEL: !Ref LogLevel
+              STACK_PARAMETERS:
+                Fn::ToJsonString:
+                  LogLevel: !Ref LogLevel
+"""
+
+
+@pytest.mark.sam
+@pytest.mark.parametrize("reading", sorted(READINGS))
+def test_the_version_key_works_for_functions_written_by_fn_foreach(tmp_path, reading):
+    """The streaming functions are to become one Fn::ForEach definition (a later issue): the same
+    STACK_PARAMETERS in its body publishes a new version of each function it writes out."""
+    template = tmp_path / "template.yaml"
+    template.write_text(FOREACH_TEMPLATE)
+    before, after = translated_many([{}, {"LogLevel": "DEBUG"}], only_its_own=READINGS[reading], template=template)
+    for function in ("ModelsFunction", "MessagesFunction"):
+        old, new = (r["Resources"][f"{function}Aliaslive"]["Properties"]["FunctionVersion"]["Fn::GetAtt"][0]
+                    for r in (before, after))
+        assert old != new, function
+        assert after["Resources"][function]["Properties"]["Environment"]["Variables"][VERSION_KEY] == (
+            '{"LogLevel":"DEBUG"}')
 
 
 @pytest.fixture(scope="module")
 def baseline_versions() -> dict[str, str]:
     return version_ids(translated()["Resources"])
-
-
-@pytest.mark.sam
-def test_every_parameter_a_function_runs_with_publishes_new_versions(baseline_versions):
-    """The parameters that become environment or settings (log level, catalog key, TTLs, SnapStart)
-    each change every aliased function's version id; SAM alone would not see them (they are `Ref`s)."""
-    assert set(STREAMING) <= set(ALIASED)
-    names = function_parameters()
-    assert {"LogLevel", "CatalogKey", "RecordTtlDays", "SnapStart", "Architecture"} <= set(names), names
-    for name in names:
-        changed = version_ids(translated(f"{name}={another_value(name)}")["Resources"])
-        same = [f for f in ALIASED if changed[f] == baseline_versions[f]]
-        assert not same, f"{name} changed, yet {same} would keep their published version"
 
 
 @pytest.mark.sam
@@ -548,6 +651,38 @@ def test_the_readme_deploy_steps_name_what_the_stack_and_the_repository_have():
     usage = subprocess.run([sys.executable, "-m", "infra.create_api_key", "--help"], cwd=ROOT,
                            capture_output=True, text=True, timeout=60).stdout
     assert "--region" in usage and "--table" in usage
+
+
+def _readme_section(title: str) -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index(f"{title}\n")
+    return text[start:text.index("\n#", start + len(title))]
+
+
+@pytest.mark.sam
+def test_the_readme_teardown_lists_what_the_stack_keeps_and_deletes_it():
+    """`sam delete` leaves every resource whose DeletionPolicy is Retain (read from the translated
+    template, SAM's own resources included): the README's list names exactly those, says the others it
+    names go, and its commands read each kept table's name before the stack goes and delete it after."""
+    resources = translated()["Resources"]
+    retained = {k for k, v in resources.items() if v.get("DeletionPolicy") == "Retain"}
+    assert retained == {k for k, v in resources.items() if v.get("UpdateReplacePolicy") == "Retain"}, (
+        "a resource kept when the stack goes must be kept when an update replaces it, and the other way")
+    section = _readme_section("### Tearing down")
+    intro, _, rest = section.partition("What holds data is kept")
+    listed = rest[:rest.index("```")]
+    named = {name for name in re.findall(r"`(\w+)`", listed) if name in resources}
+    assert named == retained, f"the README lists {sorted(named)}; the template keeps {sorted(retained)}"
+    gone = {name for name in re.findall(r"`(\w+)`", intro) if name in resources}
+    assert gone and not gone & retained, gone
+    script = rest[rest.index("```sh"):]
+    tables = {k for k in retained if resources[k]["Type"] == "AWS::DynamoDB::Table"}
+    [loop] = re.findall(r"for t in ([\w ]+); do kept \$t; done", script)
+    assert set(loop.split()) == tables
+    assert "delete-table" in script and script.index("sam delete") > script.index("kept $t")
+    for kind, command in (("AWS::S3::Bucket", "delete-bucket"), ("AWS::SecretsManager::Secret", "delete-secret")):
+        for name in (k for k in retained if resources[k]["Type"] == kind):
+            assert f"kept {name})" in script and command in script, name
 
 
 # --- the template, read -------------------------------------------------------------------------------
@@ -731,9 +866,11 @@ def test_tables():
 @pytest.mark.sam
 def test_tables_use_the_free_aws_owned_key_unless_told_otherwise():
     """SSEEnabled true is the account's AWS-managed KMS key (billed per request); false is the free
-    AWS-owned key, the default here."""
+    AWS-owned key, the default here. Every table of the template (the router's memory turns had been
+    left on the KMS key whatever TableKey said)."""
     assert T["Parameters"]["TableKey"]["Default"] == "AwsOwned"
-    tables = ("RecordsTable", "ApiKeysTable", "MemoryTable", "ResponsesTable")
+    tables = sorted(of_type("AWS::DynamoDB::Table"))
+    assert {"RecordsTable", "ApiKeysTable", "MemoryTurnsTable", "ResponsesTable"} <= set(tables)
     for overrides, enabled in (((), False), (("TableKey=AwsManaged",), True)):
         resources = translated(*overrides)["Resources"]
         for table in tables:

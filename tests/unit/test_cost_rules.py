@@ -4,6 +4,7 @@ API Gateway's 10 MB streamed requests, and what a warm instance's cached reads c
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -260,3 +261,77 @@ def test_consumed_capacity_of_a_batch_read_is_summed_over_its_tables():
     assert _consumed({"TableName": "t", "CapacityUnits": 1.0}) == 1.0
     assert _consumed([{"TableName": "a", "CapacityUnits": 0.5}, {"TableName": "b", "CapacityUnits": 1.5}]) == 2.0
     assert _consumed(None) == 0.0
+
+
+# --- X-Ray and CloudWatch's custom metrics -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("calls_per_s", "reservoir", "rate", "share"), [
+    (0.0, 1, 0.05, 1.0),                                           # none to speak of: each one traced
+    (1.0, 1, 0.05, (1 - math.exp(-1)) + 0.05 * math.exp(-1)),      # 0.6505: a second with none leaves its slot unused
+    (2.0, 2, 0.05, ((2 - 4 * math.exp(-2)) + 0.05 * (4 * math.exp(-2))) / 2),  # E[min(N,2)] = 2 - 2P(0) - P(1)
+    (1000.0, 1, 0.05, (1 + 0.05 * 999) / 1000),                    # busy: the reservoir's one, then 5%
+    (5.0, 0, 0.05, 0.05),                                          # no reservoir: the fixed rate
+])
+def test_xrays_default_rule_traces_one_call_a_second_then_five_percent(calls_per_s, reservoir, rate, share):
+    assert rules.xray_sampled_share(calls_per_s, reservoir, rate) == pytest.approx(share, rel=1e-9)
+
+
+def test_a_traced_call_pays_for_its_share_of_recorded_and_read_traces():
+    per_op = {"lease_wu": 1.0, "key_ru": 0.5}
+    untraced = cost.dollars(_measured(), cost.Size(256, "arm64"), per_op, cost.Settings())
+    assert untraced["X-Ray"] == 0.0
+    s = cost.Settings(traced=True, calls_per_month=1_000_000, trace_reads=1.0)
+    d = cost.dollars(_measured(), cost.Size(256, "arm64"), per_op, s)
+    lam = 1_000_000 / (730 * 3600)                                        # 0.38 calls a second
+    share = ((1 - math.exp(-lam)) + 0.05 * (lam - (1 - math.exp(-lam)))) / lam
+    assert share == pytest.approx(0.8402, abs=1e-4)
+    assert d["X-Ray"] == pytest.approx(share * (5.00 + 0.50))             # $ per million: recorded, read once
+    assert d["total"] == pytest.approx(untraced["total"] + d["X-Ray"])
+    busier = cost.dollars(_measured(), cost.Size(256, "arm64"), per_op,
+                          cost.Settings(traced=True, calls_per_month=100_000_000))
+    assert busier["X-Ray"] == pytest.approx(0.0750 * 5.50, abs=0.001)    # 38 a second: 7.5% traced
+
+
+def test_calls_are_traced_when_the_functions_or_the_api_stage_trace():
+    assert not cost.tracing_on({"Resources": {}})
+    assert cost.tracing_on({"Globals": {"Function": {"Tracing": "Active"}}, "Resources": {}})
+    assert cost.tracing_on({"Resources": {"Api": {"Type": "AWS::Serverless::Api",
+                                                  "Properties": {"TracingEnabled": True}}}})
+    assert not cost.tracing_on({"Globals": {"Function": {"Tracing": "PassThrough"}}, "Resources": {}})
+    assert cost.tracing_on(cost.load_template())  # what the shipped template prices
+
+
+def test_custom_metrics_are_each_name_for_each_provider_and_model_pair_called():
+    """What momor/metrics.py writes (read back from it): six names in one dimension set whose values are
+    the attempt's provider and model, plus the constant service. 19 pairs (the example catalog's
+    offerings) make 114 metrics, $34.20 a month."""
+    names, sets = cost.emitted_metrics()
+    assert names == ["Attempts", "CostUSD", "Failures", "InputTokens", "LatencyMs", "OutputTokens"]
+    assert sets == [["provider", "model", "service"]]
+    assert rules.custom_metrics(len(names), len(sets), 19) == 114
+    line = cost.custom_metrics_line(19, cost.Settings(calls_per_month=10_000_000))
+    assert "= 114 metrics, $34.20 a month" in line and "$3.42 per million" in line
+
+
+def test_catalog_pairs_count_each_provider_with_each_model_once():
+    catalog = {"models": [
+        {"name": "a", "offerings": [{"provider": "openai"}, {"provider": "azure@eu"}, {"provider": "azure@us"}]},
+        {"name": "b", "offerings": [{"provider": "openai"}, {"provider": "openai"}]},  # a second id, one pair
+    ]}
+    assert cost.catalog_pairs(catalog) == 4
+
+
+def test_a_dimension_the_count_does_not_know_stops_the_pricing(monkeypatch):
+    """A dimension whose values vary per call (a route, a caller) would multiply the count: the tool
+    refuses to price it rather than undercount."""
+    from momor import metrics
+
+    def emit(record):
+        directive = {"Namespace": "Momor", "Dimensions": [["provider", "model", "route"]],
+                     "Metrics": [{"Name": "Attempts"}]}
+        metrics.write_line(json.dumps({"_aws": {"CloudWatchMetrics": [directive]}}))
+
+    monkeypatch.setattr(metrics, "emit", emit)
+    with pytest.raises(SystemExit, match="route"):
+        cost.emitted_metrics()
