@@ -114,8 +114,57 @@ def _validation_detail(exc: ValidationError) -> tuple[str, str]:
     return f"{where}: {msg}", where
 
 
+def _present(obj: Any) -> Any:
+    """`obj` less its null fields, when it is an object."""
+    return {k: v for k, v in obj.items() if v is not None} if isinstance(obj, dict) else obj
+
+
+def _selectors_present(value: Any) -> Any:
+    """A selector (or a list of them) less its null fields, its `except` entries included."""
+    if isinstance(value, list):
+        return [_selectors_present(v) for v in value]
+    value = _present(value)
+    if isinstance(value, dict) and isinstance(value.get("except"), list):
+        value["except"] = [_present(e) for e in value["except"]]
+    return value
+
+
+def _message_present(message: Any) -> Any:
+    message = _present(message)
+    if not isinstance(message, dict):
+        return message
+    for name in ("call", "result"):
+        if name in message:
+            message[name] = _present(message[name])
+    holder = message.get("result") if isinstance(message.get("result"), dict) else message
+    for name in ("files", "documents"):
+        if isinstance(holder.get(name), list):
+            holder[name] = [_present(f) for f in holder[name]]
+    return message
+
+
+def given(raw: dict[str, Any]) -> dict[str, Any]:
+    """The body as the caller gave it: `null` means "not given" in every optional field of the
+    native body, as it does in JSON APIs generally, so an SDK that writes every field (null where
+    unset) reads as one that leaves them out. Only Momor's own objects are walked: the inside of a
+    schema, a key object, metadata or a message's provider `data` stays exactly as written."""
+    body = _present(raw)
+    for name in ("prioritization", "fileProcessing", "file"):
+        if name in body:
+            body[name] = _present(body[name])
+    for name in ("model", "models"):
+        if name in body:
+            body[name] = _selectors_present(body[name])
+    if isinstance(body.get("messages"), list):
+        body["messages"] = [_message_present(m) for m in body["messages"]]
+    if isinstance(body.get("tools"), list):
+        body["tools"] = [_present(t) for t in body["tools"]]
+    return body
+
+
 def validated(model: type[BodyT], raw: dict[str, Any]) -> BodyT:
-    """A native body (the chat, decision or transcription route's) read, or a 400 naming the field."""
+    """A native body (the chat, decision or transcription route's) read, or a 400 naming the field.
+    `raw` is the body as `given` reads it (nulls left out)."""
     if "model" in raw and "models" in raw:
         raise RequestError("Send model or models, not both.", param="model")
     try:
@@ -126,6 +175,7 @@ def validated(model: type[BodyT], raw: dict[str, Any]) -> BodyT:
 
 
 def parse(raw: dict[str, Any]) -> Routed:
+    raw = given(raw)
     body = validated(NativeBody, raw)
     _check_sizes(body)
     timeout = body.parameters.network_timeout

@@ -31,7 +31,7 @@ from ...routing.plan import Needs
 from ...routing.request import Routed
 from ...routing.selectors import parse_prioritization, parse_selectors
 from ...routing.transcribe import transcribe
-from .parse import validated
+from .parse import given, validated
 from .route import NativeDoor
 from .write import model_block
 
@@ -60,6 +60,7 @@ class Job:
 
 
 def parse(raw: dict[str, Any]) -> Routed:
+    raw = given(raw)  # null means "not given", as on POST /models
     body = validated(TranscribeBody, raw)
     if not body.file.content_type.lower().startswith(AUDIO_TYPES):
         raise RequestError(f"file.contentType: {body.file.content_type!r} is not audio; a transcription takes an "
