@@ -414,6 +414,26 @@ def test_network_timeout_elsewhere_bounds_each_read_of_a_stream(momor, fake):
     assert response.status_code == 200 and frames[-1][0] == "error", frames[-1]
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "stream"])
+def test_cache_writes_are_priced_by_the_lifetime_anthropic_reported(momor, fake, streaming):
+    """Seed 000's Prompt caching: a five-minute write is billed at 1.25 times the input price and an
+    hour's at twice it. Anthropic reports the two apart (`usage.cache_creation`); the record keeps
+    the hour-long part (`cacheWrite1hTokens`) and prices each at the catalog's price for it."""
+    usage = {"input_tokens": 5_000, "output_tokens": 100, "cache_write_tokens": 4_000, "cache_write_1h_tokens": 3_000}
+    fake.script("anthropic", reply(text="Cached.", usage=usage))
+    request = body(model="claude-sonnet-4-5", streaming=streaming)
+    if streaming:
+        response, frames = momor.stream("/models", request)
+        assert frames[-1][0] == "end", frames
+    else:
+        response = momor.post("/models", request)
+        assert response.status_code == 200, response.text
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert record["usage"]["cacheWriteTokens"] == 4_000 and record["usage"]["cacheWrite1hTokens"] == 3_000
+    # 1,000 fresh input at 3, 1,000 five-minute writes at 3.75, 3,000 hour-long ones at 6, 100 output at 15
+    assert record["cost"] == pytest.approx((1_000 * 3 + 1_000 * 3.75 + 3_000 * 6 + 100 * 15) / 1e6)
+
+
 def test_aliases_answer_the_same(momor):
     for path in ("/models/chat", "/models/two"):
         assert momor.post(path, body()).json()["messages"][0]["value"] == "Echo: Hello there"
