@@ -207,7 +207,7 @@ def test_message_from_canonical_events():
     m = answer.message("req1", candidate(model(publisher="Acme", name="Big-Model")), a)
     assert m["id"] == "req1" and m["model"] == "acme/big-model" and m["type"] == "message"
     assert m["content"] == [
-        {"type": "thinking", "thinking": "think", "signature": ""},
+        {"type": "thinking", "thinking": "think", "signature": "momor1.e30"},  # no state: still signed
         {"type": "text", "text": "Hi"},
         {"type": "tool_use", "id": "call_1", "name": "f", "input": {"a": 1}},
     ]

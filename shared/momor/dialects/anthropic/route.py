@@ -106,10 +106,14 @@ def _header_choice(request: Request, name: str, allowed: tuple[str, ...]) -> str
 
 @dataclasses.dataclass(slots=True, frozen=True)
 class Reply:
-    """What the writer needs from the request: the tier asked and the overflow in force."""
+    """What the writer needs from the request: the tier asked, the overflow in force, and whether
+    reasoning is shown (not after `thinking: {"type": "disabled"}`: a model that cannot stop
+    reasoning, one whose catalog `reasoning` has no `none`, is sent its lowest depth, and its
+    reasoning is not returned as thinking blocks)."""
 
     tier: str | None = None
     overflow: Overflow = dataclasses.field(default_factory=Overflow)
+    thinking: bool = True
 
 
 class AnthropicDoor:
@@ -132,7 +136,7 @@ class AnthropicDoor:
         req.selectors = req.selectors + overflow.selectors()
         req.gate = overflow.gate if overflow.mode != "off" else None
         req.billed_prices = overflow.billed_prices if overflow.mode != "off" else None
-        req.reply = Reply(tier, overflow)
+        req.reply = Reply(tier, overflow, thinking=req.call.params.reasoning_effort != anthropic.DISABLED)
         return req
 
     def _headers(self, reply: Reply, candidate: Candidate, billed: str | None = None, *, streaming: bool = False
@@ -157,7 +161,8 @@ class AnthropicDoor:
             body = anthropic_answer.passthrough_body(raw, request_id, candidate)
             billed = anthropic_answer.billed_tier(raw)
         else:
-            body = orjson.dumps(anthropic_answer.message(request_id, candidate, assembler))
+            body = orjson.dumps(anthropic_answer.message(request_id, candidate, assembler,
+                                                         thinking=routed.reply.thinking))
             billed = None
         return Response(body, media_type="application/json",
                         headers=self._headers(routed.reply, candidate, billed))
@@ -168,7 +173,7 @@ class AnthropicDoor:
     async def stream(
         self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event], passthrough: bool
     ) -> AsyncIterator[bytes]:
-        writer = anthropic_answer.StreamWriter(request_id, candidate)
+        writer = anthropic_answer.StreamWriter(request_id, candidate, thinking=routed.reply.thinking)
         try:
             # Both loops inline, not generators of their own: every event of a long stream crosses
             # each generator layer.
@@ -194,7 +199,7 @@ class AnthropicDoor:
             yield writer.error(anthropic_answer.stream_error_status(exc), exc.detail)
 
     def error(self, request_id: str, exc: MomorError) -> Response:
-        return anthropic_error(request_id, exc.status, exc.detail)
+        return anthropic_error(request_id, exc.status, exc.detail, code=exc.code)
 
     def finish_word(self, finish: Finish) -> str:
         return anthropic_answer.stop_reason(finish)
@@ -206,8 +211,8 @@ class CountDoor(AnthropicDoor):
     require_max_tokens = False
 
 
-def anthropic_error(request_id: str, status: int, message: str) -> Response:
-    body = {**anthropic_answer.error_body(status, message), "request_id": request_id}
+def anthropic_error(request_id: str, status: int, message: str, *, code: str | None = None) -> Response:
+    body = {**anthropic_answer.error_body(status, message, code=code), "request_id": request_id}
     return Response(orjson.dumps(body), status_code=status, media_type="application/json",
                     headers={"request-id": request_id})
 
