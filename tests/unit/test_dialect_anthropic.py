@@ -412,6 +412,15 @@ def test_no_overflow(mode, tier, model_tier):
     assert overflow == Overflow() and overflow.selectors() == []
 
 
+def test_no_overflow_for_background_or_a_model_free_to_the_caller():
+    asked = candidate(model("a", tier="high"), provider())
+    assert overflow_for("any", [asked], None, background=True) == Overflow()
+    free = Model(name="z", publisher="p", tier="medium",
+                 offerings=[Offering(provider="anthropic", id="z", prices=Prices(input=0, output=0))])
+    assert overflow_for("any", [candidate(free, provider()), asked], None) == Overflow()
+    assert overflow_for("any", [asked, candidate(free, provider())], None).mode == "any"  # billed at a's price
+
+
 def test_max_tokens_clamped_to_the_largest_asked_model():
     asked = [candidate(model("a", cap=100)), candidate(model("b", cap=300))]
     assert clamp_max_tokens(Parameters(max_tokens=1000), asked).max_tokens == 300

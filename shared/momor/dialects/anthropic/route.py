@@ -19,10 +19,13 @@ Headers (seed 004; the names are Momor's):
                                      asked model's own capacity refuses (every attempt at its
                                      offerings failed with 429, 503 or 529). model: the same model
                                      on offerings the selector left out; class: models of the
-                                     same tier; any: any model. Flex and free-tier calls do not
-                                     overflow. Overflow candidates are tried only after the asked
+                                     same tier; any: any model. Flex, background and free-tier
+                                     calls do not overflow (routing/overflow.py says which those
+                                     are). Overflow candidates are tried only after the asked
                                      ones, and skipped (on the record) when the asked ones failed
                                      for any other reason.
+              x-momor-background     true | false (default): no one waits on this call (a
+                                     summary, a batch job): it never overflows.
     response  x-momor-service-tier   the tier billed: the provider's own word where its answer
                                      names one (an Anthropic offering's usage.service_tier, whole
                                      answers), otherwise the tier asked for where the provider
@@ -71,6 +74,7 @@ from . import write as anthropic_answer
 TIER_HEADER = "x-momor-service-tier"
 CACHE_HEADER = "x-momor-cache-token"
 OVERFLOW_HEADER = "x-momor-overflow"
+BACKGROUND_HEADER = "x-momor-background"
 STEP_HEADER = "x-momor-overflow-step"
 OVER_LIMIT_HEADER = "x-ratelimit-over-limit"
 COUNT_HEADER = "x-momor-token-count"
@@ -123,6 +127,7 @@ class AnthropicDoor:
     def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         tier = _header_choice(request, TIER_HEADER, TIERS)
         mode = _header_choice(request, OVERFLOW_HEADER, OVERFLOW) or "off"
+        background = _header_choice(request, BACKGROUND_HEADER, ("true", "false")) == "true"
         req = anthropic.parse(body, require_max_tokens=self.require_max_tokens)
         if req.caller_body is not None:
             betas = tuple(request.headers.getlist("anthropic-beta"))
@@ -132,7 +137,7 @@ class AnthropicDoor:
         req.prio = with_affinity(req.prio, headers_of(request).get(CACHE_HEADER), catalog)
         asked = asked_candidates(req, catalog)
         req.call.params = clamp_max_tokens(req.call.params, asked)
-        overflow = overflow_for(mode, asked, tier)
+        overflow = overflow_for(mode, asked, tier, background=background)
         req.selectors = req.selectors + overflow.selectors()
         req.gate = overflow.gate if overflow.mode != "off" else None
         req.billed_prices = overflow.billed_prices if overflow.mode != "off" else None
