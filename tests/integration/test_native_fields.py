@@ -135,3 +135,27 @@ def test_a_selector_naming_an_unknown_provider_is_a_400_even_among_several(momor
     doc = problem(momor.post("/models", {**body(model=None), "models": [{"provider": "nowhere"}, "gpt-5-mini"]}),
                   400)
     assert "nowhere" in doc["detail"]
+
+
+# --- where the seeds read two ways (README "Where the seeds read two ways") --------------------------
+
+
+def test_the_cutoff_applies_when_max_age_is_left_out_and_a_max_age_replaces_it(momor):
+    """gpt-4.1-mini was released on 2024-12-01, before the example catalog's cutoff (2025-01-01)."""
+    def planned(**prioritization):
+        explained = momor.post("/models", body(model="tier/low", prioritization=prioritization or None),
+                               headers=momor.headers(**{"X-Momor-Explain": "1"}))
+        return {c["model"] for c in explained.json()["candidates"]}
+
+    assert "gpt-4.1-mini" not in planned()
+    assert "gpt-4.1-mini" in planned(maxAge="P100Y")
+
+
+def test_accept_is_a_gate_never_a_choice_of_answer(momor, fake):
+    """`streaming` alone decides the kind: a stream asked with `Accept: application/json` (the
+    OpenAI SDK's header) is a stream, a whole answer asked with `text/event-stream` a whole answer."""
+    streamed = momor.post("/models", body(streaming=True), headers=momor.headers(Accept="application/json"))
+    assert streamed.headers["content-type"].startswith("text/event-stream")
+    assert "event: end" in streamed.text
+    whole = momor.post("/models", body(), headers=momor.headers(Accept="text/event-stream"))
+    assert whole.headers["content-type"].startswith("application/json") and whole.json()["type"] == "monolith"
