@@ -43,6 +43,11 @@ class Prices(_Strict):
     output: float = Field(ge=0)
     cache_read: float | None = Field(None, alias="cacheRead", ge=0)
     cache_write: float | None = Field(None, alias="cacheWrite", ge=0)
+    """A cache write kept five minutes (Anthropic: 1.25 times the input price), and any write a
+    provider reports without a lifetime; left out, the input price."""
+    cache_write_1h: float | None = Field(None, alias="cacheWrite1h", ge=0)
+    """A cache write kept one hour (Anthropic: twice the input price, seed 000's Prompt caching);
+    left out, twice the input price."""
     per_minute: float | None = Field(None, alias="perMinute", ge=0)
     """US dollars per minute of audio (transcription models priced by the minute); when given, a
     transcription is billed by its duration and the token prices apply only to reported tokens."""

@@ -58,6 +58,9 @@ class Usage:
     output_tokens: int | None = None
     cache_read_tokens: int | None = None
     cache_write_tokens: int | None = None
+    cache_write_1h_tokens: int | None = None
+    """The part of cache_write_tokens written to be kept one hour (Anthropic's
+    `cache_creation.ephemeral_1h_input_tokens`), priced apart; the rest is a five-minute write."""
     thought_tokens: int | None = None
     """Reasoning tokens counted apart from output (Gemini's thoughts)."""
     reasoning_tokens: int | None = None
@@ -95,6 +98,8 @@ class Usage:
             "cacheReadTokens": self.cache_read_tokens or 0,
             "cacheWriteTokens": self.cache_write_tokens or 0,
         }
+        if self.cache_write_1h_tokens:  # only when there are some: most calls write no hour-long cache
+            out["cacheWrite1hTokens"] = self.cache_write_1h_tokens
         if self.thought_tokens is not None:
             out["thoughtTokens"] = self.thought_tokens
         if self.reasoning_tokens is not None:
@@ -104,8 +109,8 @@ class Usage:
         return out
 
 
-COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "thought_tokens",
-           "reasoning_tokens")
+COUNTS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens",
+          "thought_tokens", "reasoning_tokens")
 
 
 @dataclass(slots=True, frozen=True)

@@ -12,8 +12,9 @@ the wire that wrote it (see `state_for`).
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 
 class _Model(BaseModel):
@@ -33,12 +34,15 @@ class File(_Model):
     content_type: str = Field(alias="contentType")
     """A media type such as application/pdf or image/png."""
 
-    @field_validator("value")
-    @classmethod
-    def _absolute_url(cls, value: str, info: Any) -> str:
-        if info.data.get("type") == "url" and not value.startswith(("http://", "https://")):
-            raise ValueError("a url file needs an absolute http or https address; handles are refused")
-        return value
+    @model_validator(mode="after")
+    def _absolute_url(self) -> File:
+        """A `url` file is an absolute http or https address with a host. The scheme is matched
+        case-insensitively (RFC 3986: `HTTP://EXAMPLE.COM/a.png` is a URL, not a handle)."""
+        if self.type == "url":
+            problem = url_problem(self.value)
+            if problem is not None:
+                raise ValueError(f"the file {self.name!r}: {problem}")
+        return self
 
     @field_validator("content_type")
     @classmethod
@@ -47,6 +51,20 @@ class File(_Model):
         if not top or not sub or " " in value:
             raise ValueError(f"{value!r} is not a media type such as application/pdf")
         return value
+
+
+def url_problem(value: str) -> str | None:
+    """Why `value` cannot be a file's address (None when it can): not http(s), or no host."""
+    try:
+        parts = urlsplit(value.strip())
+        host = parts.hostname
+    except ValueError:  # an unclosed IPv6 bracket, a port that is not a number
+        return "its address is not a valid URL"
+    if parts.scheme.lower() not in ("http", "https"):
+        return "a url file needs an absolute http or https address; handles are refused"
+    if not host:
+        return "its address has no host"
+    return None
 
 
 class _Cached(_Model):

@@ -498,8 +498,8 @@ def _usage(answer: Answer) -> dict[str, Any]:
     uncached = max(answer.input_tokens - answer.cache_read_tokens - answer.cache_write_tokens, 0)
     return {"input_tokens": uncached, "cache_creation_input_tokens": answer.cache_write_tokens,
             "cache_read_input_tokens": answer.cache_read_tokens,
-            "cache_creation": {"ephemeral_5m_input_tokens": answer.cache_write_tokens,
-                               "ephemeral_1h_input_tokens": 0},
+            "cache_creation": {"ephemeral_5m_input_tokens": answer.cache_write_tokens - answer.cache_write_1h_tokens,
+                               "ephemeral_1h_input_tokens": answer.cache_write_1h_tokens},
             "output_tokens": answer.output_tokens, "service_tier": "standard"}
 
 

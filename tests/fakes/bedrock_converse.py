@@ -11,6 +11,9 @@ binary event stream (`application/vnd.amazon.eventstream`): each message a prelu
 headers lengths, their CRC-32), string headers `:event-type`, `:content-type`, `:message-type`, the
 JSON payload and the CRC-32 of the whole; events messageStart, contentBlockStart (tool calls),
 contentBlockDelta, contentBlockStop, messageStop and metadata (ConverseStreamOutput).
+`additionalModelRequestFields` is checked per model family (bedrock_reasoning.py); a request that
+has the model reason is answered a `reasoningContent` block first (`reasoningText` {text, and for
+Claude a signature}; streamed as reasoningContent text deltas, then its signature).
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import struct
 import zlib
 from typing import Any
 
-from .behaviour import Answer, Ask, count_input_tokens, split_json, split_text
+from . import bedrock_reasoning
+from .behaviour import Answer, Ask, count_input_tokens, sign, split_json, split_text
 from .errors import Invalid
 from .interface import Address, MatrixEntry, Setup
 
@@ -130,6 +134,7 @@ class BedrockFake:
         _validate_inference(body.get("inferenceConfig"))
         _validate_tools(body.get("toolConfig"))
         _validate_messages(body.get("messages"), "toolConfig" in body)
+        bedrock_reasoning.validate(self.model, body)
 
     def ask(self, body: dict[str, Any]) -> Ask:
         messages = body["messages"]
@@ -147,10 +152,18 @@ class BedrockFake:
             forced_tool=(choice.get("tool") or {}).get("name"),
             max_tokens=config.get("maxTokens"), stop=list(config.get("stopSequences") or []),
             input_tokens=count_input_tokens(messages, body.get("system") or [], tools),
+            reasoning=bedrock_reasoning.reasons(self.model, body),
         )
 
+    def _reasoning(self, answer: Answer) -> dict[str, Any]:
+        text: dict[str, Any] = {"text": answer.thinking}
+        if bedrock_reasoning.signed(self.model):
+            text["signature"] = sign(answer.thinking)
+        return {"reasoningContent": {"reasoningText": text}}
+
     def whole(self, answer: Answer, body: dict[str, Any]) -> dict[str, Any]:
-        content: list[dict[str, Any]] = [{"text": answer.text}] if answer.text else []
+        content: list[dict[str, Any]] = [self._reasoning(answer)] if answer.thinking else []
+        content += [{"text": answer.text}] if answer.text else []
         content += [{"toolUse": {"toolUseId": c.id, "name": c.name, "input": json.loads(c.arguments)}}
                     for c in answer.tool_calls]
         return {"output": {"message": {"role": "assistant", "content": content}},
@@ -160,11 +173,19 @@ class BedrockFake:
         """Event-stream messages (bytes: the fake server sends them as they are)."""
         events = [event_message("messageStart", {"role": "assistant"})]
         block = 0
-        if answer.text:
-            events += [event_message("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": piece}})
-                       for piece in split_text(answer.text, answer.chunks)]
+        if answer.thinking:
+            reasoning = self._reasoning(answer)["reasoningContent"]["reasoningText"]
+            deltas = [{"text": piece} for piece in split_text(answer.thinking, None)]
+            deltas += [{"signature": reasoning["signature"]}] if "signature" in reasoning else []
+            events += [event_message("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"reasoningContent": d}})
+                       for d in deltas]
             events.append(event_message("contentBlockStop", {"contentBlockIndex": 0}))
             block = 1
+        if answer.text:
+            events += [event_message("contentBlockDelta", {"contentBlockIndex": block, "delta": {"text": piece}})
+                       for piece in split_text(answer.text, answer.chunks)]
+            events.append(event_message("contentBlockStop", {"contentBlockIndex": block}))
+            block += 1
         for i, call in enumerate(answer.tool_calls, start=block):
             events.append(event_message("contentBlockStart", {"contentBlockIndex": i, "start": {
                 "toolUse": {"toolUseId": call.id, "name": call.name}}}))

@@ -116,6 +116,8 @@ class Answer:
     reasoning_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+    """The part of cache_write_tokens written for an hour (Anthropic reports the two lifetimes apart)."""
 
 
 def decide(ask: Ask, scripted: Reply | None, tool_id_prefix: str) -> Answer:
@@ -194,6 +196,7 @@ def _apply_usage(answer: Answer, ask: Ask, usage: dict[str, int]) -> None:
     answer.input_tokens = usage.get("input_tokens", ask.input_tokens)
     answer.cache_read_tokens = usage.get("cache_read_tokens", 0)
     answer.cache_write_tokens = usage.get("cache_write_tokens", 0)
+    answer.cache_write_1h_tokens = min(usage.get("cache_write_1h_tokens", 0), answer.cache_write_tokens)
 
 
 def split_text(text: str, chunks: int | list[str] | None) -> list[str]:

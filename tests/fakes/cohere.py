@@ -6,6 +6,12 @@ of `model`, `messages` (system, user, assistant with `tool_calls`/`tool_plan`, t
 `message` {role, content [{type: text, text}], tool_calls} and `usage` {billed_units, tokens}; a
 stream of SSE events named and typed message-start, content-start/-delta/-end,
 tool-plan-delta, tool-call-start/-delta/-end and message-end. Errors are `{"id", "message"}`.
+
+Reasoning (Cohere's "Reasoning" guide, cohere-python's `Thinking`): `thinking` is `{"type":
+"enabled" | "disabled", "token_budget"?: a positive integer}`; a reasoning model (here: one whose id
+names `reasoning`, as command-a-reasoning-08-2025) thinks unless `type` is `disabled`, and answers
+its reasoning as a `thinking` content item (`{"type": "thinking", "thinking"}`, streamed as a
+content-start/-delta/-end of that type) before its text.
 """
 
 from __future__ import annotations
@@ -74,8 +80,29 @@ def validate(body: dict[str, Any]) -> None:
             raise _invalid(f"{field} must be between {low} and {high if high is not None else 'any'}")
     if body.get("tool_choice") is not None and body["tool_choice"] not in ("REQUIRED", "NONE"):
         raise _invalid("tool_choice must be one of REQUIRED, NONE")
+    _validate_thinking(body.get("thinking"))
     _validate_tools(body.get("tools"))
     _validate_messages(body.get("messages"))
+
+
+def _validate_thinking(thinking: Any) -> None:
+    if thinking is None:
+        return
+    if not isinstance(thinking, dict):
+        raise _invalid("thinking must be an object")
+    extra = sorted(set(thinking) - {"type", "token_budget"})
+    if extra:
+        raise _invalid(f"unknown field: parameter thinking.{extra[0]} is not a valid field")
+    if thinking.get("type") not in ("enabled", "disabled"):
+        raise _invalid("thinking.type must be one of enabled, disabled")
+    budget = thinking.get("token_budget")
+    if budget is not None and (not isinstance(budget, int) or isinstance(budget, bool) or budget < 1):
+        raise _invalid("thinking.token_budget must be a positive integer")
+
+
+def _reasons(body: dict[str, Any]) -> bool:
+    """A reasoning model thinks unless told not to."""
+    return "reasoning" in body["model"] and (body.get("thinking") or {}).get("type") != "disabled"
 
 
 def _validate_tools(tools: Any) -> None:
@@ -133,7 +160,7 @@ def ask(body: dict[str, Any]) -> Ask:
         tool_results=results, tools=[t["function"]["name"] for t in body.get("tools") or []],
         max_tokens=body.get("max_tokens"), stop=list(body.get("stop_sequences") or []),
         json_schema=fmt.get("json_schema"), json_object=fmt.get("type") == "json_object",
-        input_tokens=count_input_tokens(messages, body.get("tools") or []),
+        input_tokens=count_input_tokens(messages, body.get("tools") or []), reasoning=_reasons(body),
     )
 
 
@@ -148,8 +175,10 @@ def _finish(answer: Answer) -> str:
 
 def whole(answer: Answer, body: dict[str, Any]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant"}
-    if answer.text:
-        message["content"] = [{"type": "text", "text": answer.text}]
+    content = [{"type": "thinking", "thinking": answer.thinking}] if answer.thinking else []
+    content += [{"type": "text", "text": answer.text}] if answer.text else []
+    if content:
+        message["content"] = content
     if answer.tool_calls:
         message["tool_plan"] = "I will call the tool."
         message["tool_calls"] = [
@@ -164,11 +193,13 @@ def _event(kind: str, **fields: Any) -> str:
 
 def stream_events(answer: Answer, body: dict[str, Any]) -> list[str]:
     events = [_event("message-start", id=new_request_id(), delta={"message": {"role": "assistant"}})]
-    if answer.text:
-        events.append(_event("content-start", index=0, delta={"message": {"content": {"type": "text", "text": ""}}}))
-        events += [_event("content-delta", index=0, delta={"message": {"content": {"text": piece}}})
-                   for piece in split_text(answer.text, answer.chunks)]
-        events.append(_event("content-end", index=0))
+    pieces = [("thinking", split_text(answer.thinking, None))] if answer.thinking else []
+    pieces += [("text", split_text(answer.text, answer.chunks))] if answer.text else []
+    for index, (kind, parts) in enumerate(pieces):
+        events.append(_event("content-start", index=index, delta={"message": {"content": {"type": kind, kind: ""}}}))
+        events += [_event("content-delta", index=index, delta={"message": {"content": {kind: piece}}})
+                   for piece in parts]
+        events.append(_event("content-end", index=index))
     if answer.tool_calls:
         events.append(_event("tool-plan-delta", delta={"message": {"tool_plan": "I will call the tool."}}))
     for i, call in enumerate(answer.tool_calls):

@@ -25,7 +25,8 @@ class Reply:
     """Each {"name", "arguments": dict | JSON str, "id"?}."""
     usage: dict[str, int] | None = None
     """Neutral keys: input_tokens (all input, cache included), output_tokens, cache_read_tokens,
-    cache_write_tokens, reasoning_tokens. Each wire writes them in its own fields."""
+    cache_write_tokens (and cache_write_1h_tokens, the part of them kept an hour), reasoning_tokens.
+    Each wire writes them in its own fields."""
     finish: str | None = None
     """A finish/stop reason in the wire's own words (e.g. "content_filter", "refusal")."""
     chunks: int | list[str] | None = None

@@ -59,6 +59,14 @@ SAVED_KEYS = {
 """Every provider of the test catalog has a saved key; tests scan outputs for these strings."""
 
 
+def with_providers(catalog: dict[str, Any], added: list[dict[str, Any]]) -> None:
+    """Add provider entries to a test catalog, in place; one named as a provider the catalog lists already
+    takes its place (the example catalog has `gemini` and `cohere` for its embedding models, which a chat
+    test's own entry, with every parameter it sends, replaces)."""
+    names = {provider["name"] for provider in added}
+    catalog["providers"] = [p for p in catalog["providers"] if p["name"] not in names] + list(added)
+
+
 def catalog_for_tests(fake_url: str) -> dict[str, Any]:
     """The example catalog pointed at this session's fake, plus two providers for failover tests:
     `flaky` (OpenAI wire) and `backup` (Anthropic wire), both serving the model `duo`."""

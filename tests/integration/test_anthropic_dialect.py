@@ -570,6 +570,49 @@ def test_overflow_only_on_capacity_refusals(momor, fake, client):
     assert fake.requests("openai") == []
 
 
+def test_a_background_request_does_not_overflow(momor, fake, client):
+    """Seed 004: "Flex, background and free-tier requests do not overflow". Background: the request
+    says no one waits on it (`x-momor-background: true`)."""
+    fake.script("anthropic", *[fail(529)] * 6)
+    with pytest.raises(anthropic.APIStatusError):
+        client.messages.create(model="claude-sonnet-4-5", max_tokens=16, messages=USER,
+                               extra_headers={"x-momor-overflow": "any", "x-momor-background": "true"})
+    assert fake.requests("openai") == [] and fake.requests("flaky") == [] and fake.requests("zen") == []
+    fake.script("anthropic", *[fail(529)] * 6)
+    _, headers = _raw_create(client, model="claude-sonnet-4-5", max_tokens=16, messages=USER,
+                             extra_headers={"x-momor-overflow": "any", "x-momor-background": "false"})
+    assert headers["x-momor-overflow-step"] == "any"
+
+
+def test_a_free_tier_request_does_not_overflow(momor, fake, client):
+    """Free-tier: the asked model is free to the caller, by the catalog: its offering is priced zero
+    (Zen's deepseek-v4-flash), or its tier is `free`. An overflow answer is billed at the asked
+    model's price, so it would serve a paid model for nothing."""
+    fake.script("zen", *[fail(429)] * 6)
+    with pytest.raises(anthropic.RateLimitError):
+        client.messages.create(model="deepseek-v4-flash", max_tokens=16, messages=USER,
+                               extra_headers={"x-momor-overflow": "any"})
+    catalog = momor.catalog
+    catalog["models"].append({"name": "free-mini", "publisher": "openai", "tier": "free", "released": "2025-10-01",
+                              "capabilities": {"maxOutputTokens": 4096},
+                              "offerings": [{"provider": "openai", "id": "free-mini",
+                                             "prices": {"input": 0.1, "output": 0.2}}]})
+    momor.write_catalog(catalog)
+    fake.script("openai", *[fail(429)] * 6)
+    with pytest.raises(anthropic.RateLimitError):
+        client.messages.create(model="free-mini", max_tokens=16, messages=USER,
+                               extra_headers={"x-momor-overflow": "any"})
+    served = {r.label for r in fake.requests()}
+    assert served == {"zen", "openai"}, served  # nothing overflowed to another provider
+
+
+def test_a_background_header_that_is_not_true_or_false_is_refused(momor, fake, client):
+    with pytest.raises(anthropic.BadRequestError) as caught:
+        client.messages.create(model="gpt-5-mini", max_tokens=16, messages=USER,
+                               extra_headers={"x-momor-background": "later"})
+    assert "x-momor-background" in caught.value.body["error"]["message"]
+
+
 def test_overflow_step_off_when_the_asked_model_serves(momor, fake, client):
     _, headers = _raw_create(client, model="gpt-5-mini", max_tokens=16, messages=USER,
                              extra_headers={"x-momor-overflow": "any"})

@@ -21,7 +21,7 @@ from tests.fakes.gemini import STAND_INS
 from tests.fakes.script import cut, fail, malformed, reply
 from tests.fakes.vertex import make_service_account
 
-from .conftest import SAVED_KEYS
+from .conftest import SAVED_KEYS, with_providers
 
 pytestmark = pytest.mark.emulators
 
@@ -48,10 +48,11 @@ def google(momor: Any, fake: Any, momor_aws: Any) -> Iterator[dict[str, Any]]:
     fake.state.add_service_account(account["client_email"], public)
     catalog = json.loads(json.dumps(momor.catalog))
     params = sorted({p for provider in catalog["providers"] for p in provider["parameters"]} | {"topK", "caching"})
-    catalog["providers"] += [
+    added = [
         {"name": "gemini", "wire": "gemini", "baseUrl": f"{fake.url}/gemini/v1beta", "parameters": params},
         {"name": "vertex@us-east5", "wire": "vertex", "baseUrl": f"{fake.url}/vertex", "parameters": params},
     ]
+    with_providers(catalog, added)
     catalog["models"] += [
         {"name": GEMINI, "publisher": "google", "tier": "high", "released": "2025-11-18", "capabilities": CAPS,
          "offerings": [_offering("gemini", GEMINI_ID, 2.0)]},

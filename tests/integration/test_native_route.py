@@ -7,7 +7,7 @@ import json
 import pytest
 
 from momor.config import reset_config
-from tests.fakes.script import cut, fail, hang, reply
+from tests.fakes.script import cut, fail, hang, reply, stall
 
 from .conftest import SAVED_KEYS
 
@@ -384,6 +384,54 @@ def test_network_timeout_only_shortens_the_wait(momor, fake):
     fake.script("flaky", hang(0.3))
     response = momor.post("/models", body(model="duo", parameters={"networkTimeout": "00:00:05"}))
     assert response.status_code == 200 and response.json()["model"]["provider"] == "flaky"
+
+
+def test_network_timeout_on_anthropic_bounds_the_wait_for_the_reply_to_begin(momor, fake):
+    """Seed 000: "on Anthropic it bounds the wait for the reply to begin". An Anthropic offering
+    silent past it before its reply begins fails over; a silence mid-stream, once the reply has
+    begun, is the idle timeout's to judge (60 s here), not networkTimeout's."""
+    timeout = {"networkTimeout": "PT1S"}
+    fake.script("anthropic", stall(after=3, seconds=2))
+    response, frames = momor.stream("/models", body(model="claude-sonnet-4-5", streaming=True, parameters=timeout))
+    assert response.status_code == 200
+    assert frames[-1][0] == "end", frames[-1]
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("anthropic", "ok")]
+    # Before the reply begins: the wait is bounded (backup is duo's Anthropic offering, asked first).
+    fake.script("backup", hang(3))
+    first = {"order": ["backup"], "hedge": False}
+    response = momor.post("/models", body(model="duo", parameters=timeout, prioritization=first))
+    assert response.status_code == 200 and response.json()["model"]["provider"] == "flaky"
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [(a["provider"], a["status"]) for a in record["attempts"]] == [("backup", "failed"), ("flaky", "ok")]
+    assert record["attempts"][0]["error"] == "timeout: The provider did not begin its answer within 1 s."
+
+
+def test_network_timeout_elsewhere_bounds_each_read_of_a_stream(momor, fake):
+    """Any other wire: "the longest one network operation of the call may take", a read included."""
+    fake.script("openai", stall(after=3, seconds=2))
+    response, frames = momor.stream("/models", body(streaming=True, parameters={"networkTimeout": "PT0.5S"}))
+    assert response.status_code == 200 and frames[-1][0] == "error", frames[-1]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "stream"])
+def test_cache_writes_are_priced_by_the_lifetime_anthropic_reported(momor, fake, streaming):
+    """Seed 000's Prompt caching: a five-minute write is billed at 1.25 times the input price and an
+    hour's at twice it. Anthropic reports the two apart (`usage.cache_creation`); the record keeps
+    the hour-long part (`cacheWrite1hTokens`) and prices each at the catalog's price for it."""
+    usage = {"input_tokens": 5_000, "output_tokens": 100, "cache_write_tokens": 4_000, "cache_write_1h_tokens": 3_000}
+    fake.script("anthropic", reply(text="Cached.", usage=usage))
+    request = body(model="claude-sonnet-4-5", streaming=streaming)
+    if streaming:
+        response, frames = momor.stream("/models", request)
+        assert frames[-1][0] == "end", frames
+    else:
+        response = momor.post("/models", request)
+        assert response.status_code == 200, response.text
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert record["usage"]["cacheWriteTokens"] == 4_000 and record["usage"]["cacheWrite1hTokens"] == 3_000
+    # 1,000 fresh input at 3, 1,000 five-minute writes at 3.75, 3,000 hour-long ones at 6, 100 output at 15
+    assert record["cost"] == pytest.approx((1_000 * 3 + 1_000 * 3.75 + 3_000 * 6 + 100 * 15) / 1e6)
 
 
 def test_aliases_answer_the_same(momor):

@@ -192,6 +192,16 @@ def test_cost_splits_input_by_cache_and_prices_output() -> None:
     assert cost_usd(usage, prices) == Decimal("0.006") + Decimal("0.0018") + Decimal("0.0075") + Decimal("0.015")
 
 
+def test_cache_writes_are_priced_by_the_lifetime_the_provider_reported() -> None:
+    """Seed 000: a five-minute write at 1.25 times the input price, an hour's at twice it."""
+    prices = Prices(input=3.0, output=15.0, cacheWrite=3.75, cacheWrite1h=6.0)
+    usage = Usage(input_tokens=3_000, output_tokens=0, cache_write_tokens=3_000, cache_write_1h_tokens=1_000)
+    # 2,000 five-minute writes at 3.75 and 1,000 hour-long ones at 6, per million
+    assert cost_usd(usage, prices) == Decimal("0.0075") + Decimal("0.006")
+    # No hour price in the catalog: twice the input price, not the five-minute one.
+    assert cost_usd(usage, Prices(input=3.0, output=15.0, cacheWrite=3.75)) == Decimal("0.0075") + Decimal("0.006")
+
+
 def test_cost_falls_back_to_the_input_price_for_cache() -> None:
     prices = Prices(input=0.1, output=0.4)
     usage = Usage(input_tokens=1_000_000, output_tokens=0, cache_read_tokens=500_000)

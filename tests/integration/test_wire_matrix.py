@@ -30,7 +30,7 @@ from tests.fakes.interface import fake_module
 from tests.fakes.script import reply
 from tests.fakes.vertex import make_service_account
 
-from .conftest import SAVED_KEYS
+from .conftest import SAVED_KEYS, with_providers
 from .test_gemini_vertex import ANTHROPIC_TOOL, CAPS, TOOL, WEATHER
 
 pytestmark = pytest.mark.emulators
@@ -86,7 +86,7 @@ def wires(momor: Any, fake: Any, momor_aws: Any) -> Iterator[Any]:
             "capabilities": capabilities,
             "offerings": [{"provider": provider, "id": offering, "prices": {"input": 1.0, "output": 4.0}}],
         })
-    catalog["providers"] += providers.values()
+    with_providers(catalog, list(providers.values()))
     momor.write_catalog(catalog)
     saved = {**SAVED_KEYS, **KEYS, "vertex": {"key": json.dumps(account), "project": "fake-project"}}
     momor_aws.client("secretsmanager").put_secret_value(SecretId=momor_aws.keys_secret, SecretString=json.dumps(saved))

@@ -19,7 +19,7 @@ import pytest
 from botocore import UNSIGNED
 from botocore.config import Config
 
-from momor.call import Call
+from momor.call import Call, Parameters, ToolUse
 from momor.catalog import Capabilities, Model, Offering, Prices, Provider
 from momor.errors import ProviderError
 from momor.events import Delta, UsageEvent
@@ -202,3 +202,88 @@ def test_an_exception_mid_stream_is_an_http_failure_of_its_status() -> None:
     assert (info.value.kind, info.value.upstream_status) == ("http", 429)
     assert "throttlingException: Too many tokens" in info.value.detail
     assert classify(info.value) == "retry"
+
+
+# --- reasoning: the model family's own fields (issue 34) ------------------------------------------
+
+CLAUDE_4 = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+HELLO = [{"role": "user", "content": [{"text": "Hello"}]}]
+
+
+def test_boto3_reads_claudes_reasoning_from_the_fake(client: Any) -> None:
+    answer = client.converse(modelId=CLAUDE_4, messages=HELLO, inferenceConfig={"maxTokens": 4096},
+                             additionalModelRequestFields={"thinking": {"type": "enabled", "budget_tokens": 1024}})
+    first, text = answer["output"]["message"]["content"]
+    assert first["reasoningContent"]["reasoningText"]["text"] == "Thinking about: Hello"
+    assert first["reasoningContent"]["reasoningText"]["signature"] and text == {"text": "Echo: Hello"}
+
+
+REASONING_REFUSED = {
+    "claude: a budget below 1024": (CLAUDE_4, {"thinking": {"type": "enabled", "budget_tokens": 512}},
+                                    {"maxTokens": 4096}, "greater than or equal to 1024"),
+    "claude: a budget not below maxTokens": (CLAUDE_4, {"thinking": {"type": "enabled", "budget_tokens": 2048}},
+                                             {"maxTokens": 2048}, "must be greater than `thinking.budget_tokens`"),
+    "claude: temperature with thinking": (CLAUDE_4, {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+                                          {"maxTokens": 4096, "temperature": 0.5},
+                                          "`temperature` may only be set to 1"),
+    "claude 3 haiku does not think": (SETUP.model, {"thinking": {"type": "enabled", "budget_tokens": 1024}},
+                                      {"maxTokens": 4096}, "does not support extended thinking"),
+    "nova 2: high with maxTokens": ("us.amazon.nova-2-lite-v1:0",
+                                    {"reasoningConfig": {"type": "enabled", "maxReasoningEffort": "high"}},
+                                    {"maxTokens": 4096}, "maxTokens is not supported"),
+    "nova 2: an effort it has no word for": ("us.amazon.nova-2-lite-v1:0",
+                                             {"reasoningConfig": {"type": "enabled", "maxReasoningEffort": "max"}},
+                                             None, "low|medium|high"),
+    "gpt-oss: an unknown effort": ("openai.gpt-oss-120b-1:0", {"reasoning_effort": "none"}, None, "one of low"),
+    "a field the model does not know": ("meta.llama3-70b-instruct-v1:0", {"reasoning_effort": "low"}, None,
+                                        "extraneous key [reasoning_effort]"),
+}
+
+
+@pytest.mark.parametrize(("model", "fields", "inference", "words"), REASONING_REFUSED.values(),
+                         ids=list(REASONING_REFUSED))
+def test_the_fake_refuses_reasoning_fields_as_the_model_does(client: Any, model: str, fields: dict[str, Any],
+                                                             inference: dict[str, Any] | None, words: str) -> None:
+    more = {"inferenceConfig": inference} if inference else {}
+    with pytest.raises(client.exceptions.ValidationException) as info:
+        client.converse(modelId=model, messages=HELLO, additionalModelRequestFields=fields, **more)
+    assert words in info.value.response["Error"]["Message"]
+
+
+def _target(model_id: str, publisher: str, depths: list[str]) -> Target:
+    provider = Provider(name=SETUP.label, wire="bedrock_converse", baseUrl=f"http://fake.test/{SETUP.base}",
+                        parameters=["reasoningEffort", "maxTokens", "temperature", "toolUse"])
+    model = Model(name="m", publisher=publisher, tier="low",
+                  capabilities=Capabilities(tools=True, reasoning=depths, maxOutputTokens=32000),
+                  offerings=[Offering(provider=SETUP.label, id=model_id, prices=Prices(input=1, output=1))])
+    return Target(provider, model.offerings[0], model, SETUP.key)
+
+
+def _sent(call: Call, target: Target) -> dict[str, Any]:
+    return wire_for("bedrock_converse").build_request(call, target, False).body
+
+
+def test_claude_is_sent_no_thinking_where_anthropic_would_refuse_it() -> None:
+    """A forced tool, and a last assistant turn that called tools (Converse is sent no reasoning
+    back, and Claude refuses thinking on a tool turn that does not lead with it): no thinking."""
+    target = _target(CLAUDE_4, "anthropic", ["low", "medium", "high"])
+    tool = Tool(name="get_weather", description="The weather.", parameters={"type": "object"})
+    forced = Call(system="", messages=[UserMessage(value="x")], tools=[tool],
+                  params=Parameters(reasoning_effort="high", tool_use=ToolUse(type="any")))
+    assert "additionalModelRequestFields" not in _sent(forced, target)
+    loop = Call(system="", tools=[tool], params=Parameters(reasoning_effort="high"), messages=[
+        UserMessage(value="weather?"), ToolCallMessage(call=ToolCallBody(id="t1", name="get_weather")),
+        ToolResultMessage(result=ToolResultBody(id="t1", name="get_weather", content="Sunny"))])
+    assert "additionalModelRequestFields" not in _sent(loop, target)
+    fresh = Call(system="", messages=[UserMessage(value="x")],
+                 params=Parameters(reasoning_effort="low", max_tokens=900))
+    assert "additionalModelRequestFields" not in _sent(fresh, target)  # no budget of 1024 fits under 900
+
+
+def test_a_family_without_reasoning_fields_cannot_carry_a_depth() -> None:
+    target = _target("deepseek.r1-v1:0", "deepseek", ["high"])
+    with pytest.raises(ProviderError) as info:
+        _sent(Call(system="", messages=[UserMessage(value="x")], params=Parameters(reasoning_effort="high")), target)
+    assert info.value.kind == "unsupported"
+    assert "additionalModelRequestFields" not in _sent(
+        Call(system="", messages=[UserMessage(value="x")], params=Parameters(reasoning_effort="none")), target)

@@ -207,7 +207,7 @@ def test_message_from_canonical_events():
     m = answer.message("req1", candidate(model(publisher="Acme", name="Big-Model")), a)
     assert m["id"] == "req1" and m["model"] == "acme/big-model" and m["type"] == "message"
     assert m["content"] == [
-        {"type": "thinking", "thinking": "think", "signature": ""},
+        {"type": "thinking", "thinking": "think", "signature": "momor1.e30"},  # no state: still signed
         {"type": "text", "text": "Hi"},
         {"type": "tool_use", "id": "call_1", "name": "f", "input": {"a": 1}},
     ]
@@ -410,6 +410,15 @@ def test_overflow_gate_and_steps():
 def test_no_overflow(mode, tier, model_tier):
     overflow = overflow_for(mode, [candidate(model("a", tier=model_tier), provider())], tier)
     assert overflow == Overflow() and overflow.selectors() == []
+
+
+def test_no_overflow_for_background_or_a_model_free_to_the_caller():
+    asked = candidate(model("a", tier="high"), provider())
+    assert overflow_for("any", [asked], None, background=True) == Overflow()
+    free = Model(name="z", publisher="p", tier="medium",
+                 offerings=[Offering(provider="anthropic", id="z", prices=Prices(input=0, output=0))])
+    assert overflow_for("any", [candidate(free, provider()), asked], None) == Overflow()
+    assert overflow_for("any", [asked, candidate(free, provider())], None).mode == "any"  # billed at a's price
 
 
 def test_max_tokens_clamped_to_the_largest_asked_model():

@@ -265,6 +265,13 @@ def test_reasoning_depth_is_a_thinking_level(effort: str | None, config: dict[st
     assert generation(hi(reasoningEffort=effort), tgt)["thinkingConfig"] == config
 
 
+def test_a_level_model_asked_not_to_reason_thinks_at_its_lowest_level_not_its_default() -> None:
+    """A thinking level has no off: left out, Gemini 3 thinks at its default (high). A catalog that
+    lists `none` for such a model still gets its lowest level for `none` (thinking: disabled)."""
+    tgt = target({"thinking": "level"}, reasoning=("none", "minimal", "high"), model_id="gemini-3-flash-preview")
+    assert generation(hi(reasoningEffort="none"), tgt)["thinkingConfig"] == {"thinkingLevel": "minimal"}
+
+
 def test_no_thinking_config_for_a_model_that_does_not_reason() -> None:
     assert "thinkingConfig" not in generation(hi(reasoningEffort="high"), target(reasoning=()))
 

@@ -16,6 +16,7 @@ The answer (`object: "momor.explanation"`):
                   {rule, why}, condition: null | why}] in the order they would be tried
     leftOut      [{model, provider, rule, why}] every offering of the catalog not among them
     counts       {rule: offerings left out by it}
+    notes        (only when there are some) selectors the plan skipped, and why
     router       the router alias only: {route, tier, tierSource, classifier (the model that picks
                   the tier on a real call, for a classified route), families: [{name, providers}]}
     refused      null, or {status, rule: plan | rateLimit | budget, detail}: the call would be refused
@@ -109,6 +110,7 @@ def explanation(log: PlanLog, candidates: list[Candidate], *, resolve: Any = Non
     for o in left_out:
         counts[o["rule"]] = counts.get(o["rule"], 0) + 1
     return {"object": "momor.explanation", "candidates": out, "leftOut": left_out, "counts": counts,
+            **({"notes": list(log.notes)} if log.notes else {}),
             "refused": {"status": 400, "rule": "plan", "detail": log.refusal} if log.refusal else None}
 
 
@@ -176,5 +178,7 @@ def compact(candidates: list[Candidate], log: PlanLog | None) -> dict[str, Any]:
             deferred[o.rule] = deferred.get(o.rule, 0) + 1
         if deferred:
             out["deferred"] = deferred
+        if log.notes:
+            out["notes"] = list(log.notes)
     return out
 

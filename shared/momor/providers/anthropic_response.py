@@ -73,11 +73,16 @@ def _map_usage(usage: dict[str, Any]) -> Usage:
     total = None if uncached is None else uncached + (read or 0) + (write or 0)
     details = usage.get("output_tokens_details")
     thinking = count_of(details.get("thinking_tokens")) if isinstance(details, dict) else None
+    # The write's lifetimes (`cache_creation`, on a whole message and a stream's message_start;
+    # message_delta gives the total only): the hour-long part is priced apart (store/records.py).
+    creation = usage.get("cache_creation")
+    hour = count_of(creation.get("ephemeral_1h_input_tokens")) if isinstance(creation, dict) else None
     return Usage(
         input_tokens=total,
         output_tokens=count_of(usage.get("output_tokens")),
         cache_read_tokens=read,
         cache_write_tokens=write,
+        cache_write_1h_tokens=hour,
         reasoning_tokens=thinking,
     )
 

@@ -10,6 +10,8 @@ assistant message and consecutive tool results (and the user text after them) on
 `toolConfig` {tools: [{toolSpec: {name, description, inputSchema: {json}}}], toolChoice {auto|any|tool}}.
 A canonical parameter Converse has no field for (seed, penalties, topK, ...) is not sent: Converse
 takes such model-specific values only in `additionalModelRequestFields`, whose names differ by model.
+`reasoningEffort` is the one that goes there, in the model family's own words (bedrock_reasoning.py:
+Claude's `thinking`, Nova 2's `reasoningConfig`, gpt-oss's `reasoning_effort`).
 Files and JSON-schema answers are not carried (the offering is skipped for them); reasoning is not
 replayed (a `reasoningContent` block comes back as thinking, never goes out).
 
@@ -46,6 +48,7 @@ from ..errors import ProviderError
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from ..messages import ContentMessage, ThinkingMessage, ToolCallMessage, ToolResultMessage, UserMessage
 from .base import FunctionWire, SSEEvent, Target, WireRequest, count_of
+from .bedrock_reasoning import reasoning_fields
 from .kit import PartIndexes, error_body, http_error, load_json, protocol_error, unsupported
 
 WIRE_NAME = "bedrock_converse"
@@ -70,6 +73,11 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
         body["inferenceConfig"] = inference
     if call.tools:
         body["toolConfig"] = _tool_config(call)
+    fields = reasoning_fields(call, target, body)  # the model family's own reasoning fields
+    if fields:
+        body["additionalModelRequestFields"] = fields
+    if body.get("inferenceConfig") == {}:
+        del body["inferenceConfig"]
     # The model id goes into the path: an ARN or inference profile holds ':' and '/', quoted whole.
     path = f"/model/{quote(target.model_id, safe='')}/{'converse-stream' if stream else 'converse'}"
     headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}

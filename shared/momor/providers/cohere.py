@@ -7,6 +7,12 @@ as `{type: "function", function: {name, description, parameters}}`; `max_tokens`
 `p`, `k`, `seed`, `stop_sequences`, `frequency_penalty`, `presence_penalty`; `response_format`
 `{type: "json_object", json_schema?}`; `tool_choice` `REQUIRED` or `NONE`. Files are not carried
 (the offering is skipped for them), nor is reasoning replayed (thinking comes back, never goes out).
+`reasoningEffort` is Cohere's `thinking` (a reasoning model thinks unless told not to): `none` (and,
+where the provider honours reasoningEffort, leaving it out: seed 000) is `{"type": "disabled"}`;
+a depth the model takes (its catalog `reasoning`, nearest deeper one) is `{"type": "enabled"}` with a
+`token_budget` (low 1024, medium 8192 tokens, kept 1024 below `max_tokens` for the answer, as
+Cohere advises; high and deeper: no budget, Cohere's recommended unlimited thinking). A model with
+no reasoning depths is sent no `thinking`; a word that is no depth (not Momor's) cannot be carried.
 
 Answer: `message.content` items (`text`, and `thinking` from reasoning models), `message.tool_calls`,
 `finish_reason` (COMPLETE, MAX_TOKENS, STOP_SEQUENCE, TOOL_CALL, ERROR, ERROR_TOXIC, ...) and
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..call import Call, Parameters
+from ..call import REASONING_DEPTHS, Call, Parameters, nearest_depth
 from ..errors import ProviderError
 from ..events import Delta, Event, Finish, PartEnd, PartKind, PartStart, Stop, Usage, UsageEvent
 from ..messages import ContentMessage, ThinkingMessage, ToolCallMessage, ToolResultMessage, UserMessage
@@ -36,6 +42,10 @@ _STOPS: dict[str, Stop] = {"COMPLETE": "stop", "MAX_TOKENS": "length", "STOP_SEQ
                            "TOOL_CALL": "tool_calls", "ERROR_TOXIC": "content_filter"}
 _KINDS: dict[str, PartKind] = {"text": "content", "thinking": "thinking"}
 _SAME_NAME = ("max_tokens", "temperature", "seed", "frequency_penalty", "presence_penalty")
+_THINKING_BUDGETS = {"minimal": 1024, "low": 1024, "medium": 8192}
+"""token_budget by depth; a deeper depth thinks without a budget (Cohere's recommendation)."""
+_ANSWER_ROOM = 1024
+"""Tokens of max_tokens kept for the answer below a thinking budget (Cohere: "leave at least 1K")."""
 
 
 # --- request ---------------------------------------------------------------------------------
@@ -47,6 +57,9 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
         body["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                            "parameters": t.parameters}} for t in call.tools]
     body.update(_parameters(call.params, bool(call.tools)))
+    thinking = _thinking(call.params, target)
+    if thinking is not None:
+        body["thinking"] = thinking
     if call.response_schema is not None:
         body["response_format"] = {"type": "json_object", "json_schema": call.response_schema}
     elif call.json_object:
@@ -97,6 +110,28 @@ def _parameters(params: Parameters, has_tools: bool) -> dict[str, Any]:
     if choice != "auto":  # Cohere names no tool to force: `use` asks for some call, as `any` does
         body["tool_choice"] = "NONE" if choice == "none" else "REQUIRED"
     return body
+
+
+def _thinking(params: Parameters, target: Target) -> dict[str, Any] | None:
+    """Cohere's `thinking` for the call's reasoningEffort (see the module docstring)."""
+    depths = target.model.capabilities.reasoning
+    effort = params.reasoning_effort
+    if not depths:
+        return None  # not a reasoning model: it takes no `thinking`
+    if effort is None:
+        # Seed 000: left out asks not to reason, where the provider honours reasoningEffort.
+        return {"type": "disabled"} if "reasoningEffort" in target.provider.parameters else None
+    depth = nearest_depth(effort, depths)
+    if depth == "none" or effort == "none":
+        return {"type": "disabled"}
+    if depth not in REASONING_DEPTHS:
+        raise unsupported(WIRE_NAME, f"reasoningEffort {effort!r} (thinking takes a depth: low, medium, high)")
+    budget = _THINKING_BUDGETS.get(depth)
+    if budget is None:
+        return {"type": "enabled"}
+    if params.max_tokens is not None:
+        budget = max(1, min(budget, params.max_tokens - _ANSWER_ROOM))
+    return {"type": "enabled", "token_budget": budget}
 
 
 # --- answer ----------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, assert_never
 
-from ..call import Call, Parameters, nearest_depth
+from ..call import Call, Parameters, least_depth, nearest_depth
 from ..errors import ProviderError
 from ..messages import (
     ContentMessage,
@@ -260,7 +260,10 @@ def _map_thinking_config(params: Parameters, target: Target) -> dict[str, Any] |
     shown = {"includeThoughts": True} if params.reasoning_effort not in (None, "none") else {}
     if target.provider.options.get("thinking") == "level":
         if depth == "none":
-            return None  # a level model has no "off"; its own default applies
+            # A level has no "off" (Gemini 3 cannot stop thinking), and left out the model thinks at
+            # its default, high: asked not to reason, it thinks at its lowest level, unshown.
+            lowest = least_depth([d for d in depths if d != "none"])
+            return {"thinkingLevel": lowest} if lowest else None
         return {"thinkingLevel": depth, **shown}
     budget = _THINKING_BUDGETS.get(depth)
     if budget is None:  # a word of another provider's (`max`): a thinking budget has no such depth

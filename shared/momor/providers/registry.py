@@ -25,14 +25,14 @@ class WireFacts:
     every cold start, and this module is imported by all of them."""
 
     __slots__ = ("answers_choices", "batch", "batch_tokens", "built_in_tools", "counts_tokens", "embeds_over",
-                 "in_catalog", "module", "name", "options", "reasoning", "reranks_over", "transcribes_over",
-                 "url_media")
+                 "in_catalog", "module", "name", "options", "reasoning", "reply_timeout", "reranks_over",
+                 "transcribes_over", "url_media")
 
     def __init__(self, name: str, module: str, *, url_media: frozenset[str] = frozenset(),
                  answers_choices: bool = False, transcribes_over: str | None = None, counts_tokens: bool = False,
                  reasoning: bool = False, options: tuple[str, ...] = (), in_catalog: bool = True,
                  built_in_tools: bool = False, embeds_over: str | None = None, reranks_over: str | None = None,
-                 batch: int | None = None, batch_tokens: int | None = None) -> None:
+                 batch: int | None = None, batch_tokens: int | None = None, reply_timeout: bool = False) -> None:
         self.name = name
         """The catalog's `wire` value."""
         self.module = module
@@ -54,6 +54,9 @@ class WireFacts:
         # would make every function that imports catalog.py reach the catalog's S3 source.
         self.in_catalog = in_catalog
         """A catalog wire (a provider may name it); False for one reached only through another wire."""
+        self.reply_timeout = reply_timeout
+        """networkTimeout bounds only the wait for the reply to begin (seed 000: "on Anthropic"), not
+        each read after it: a stream's silences keep the idle timeout (routing/watchdog.py)."""
         self.built_in_tools = built_in_tools
         """Runs the provider's own built-in tools (OpenAI Responses' web_search, file_search, ...): a
         call that has one is planned on such offerings only (routing/plan.py, rule `capability`)."""
@@ -77,7 +80,8 @@ REGISTRY: tuple[WireFacts, ...] = (
               options=("systemRole", "reasoningField", "reasoningDetails", "maxTokensField", "seedField",
                        "streamOptions", "store", "minTemperature", *_ENDPOINT_OPTIONS)),
     WireFacts("anthropic", "momor.providers.anthropic", url_media=frozenset({"image", "pdf"}),
-              counts_tokens=True, reasoning=True, options=("beta", "thinking", "structuredOutputs")),
+              counts_tokens=True, reasoning=True, options=("beta", "thinking", "structuredOutputs"),
+              reply_timeout=True),
     WireFacts("puter", "momor.providers.puter", url_media=frozenset({"image"}), reasoning=True,
               options=("driver", "authHeader")),
     WireFacts("openai_responses", "momor.providers.openai_responses", url_media=frozenset({"image", "pdf"}),
@@ -137,6 +141,12 @@ def rerank_wire(name: str) -> str | None:
     """The wire a provider listed under catalog wire `name` reranks over (None: it cannot rerank)."""
     found = _BY_NAME.get(name)
     return found.reranks_over if found is not None else None
+
+
+def reply_timeout(name: str) -> bool:
+    """Whether networkTimeout bounds only the wait for wire `name`'s reply to begin (see WireFacts)."""
+    found = _BY_NAME.get(name)
+    return found is not None and found.reply_timeout
 
 
 def module_of(name: str) -> str:

@@ -44,10 +44,16 @@ class Timeouts:
     headers back; None: first_token. The attempt loop sets it for a stream (Policy.response_timeout);
     a buffered answer's headers come with the whole answer, so first_token bounds it."""
 
-    def shortened(self, limit: float | None) -> Timeouts:
-        """networkTimeout only ever shortens (seed 000)."""
+    def shortened(self, limit: float | None, *, reply_only: bool = False) -> Timeouts:
+        """networkTimeout only ever shortens (seed 000): each network operation, or with
+        `reply_only` (seed 000: "on Anthropic it bounds the wait for the reply to begin") the
+        connection and the wait for the response to begin, its headers; once it has begun, its
+        reads keep the first-token and idle timeouts."""
         if limit is None:
             return self
+        if reply_only:
+            begin = self.first_token if self.response is None else self.response
+            return Timeouts(min(self.connect, limit), self.first_token, self.idle, min(begin, limit))
         response = None if self.response is None else min(self.response, limit)
         return Timeouts(min(self.connect, limit), min(self.first_token, limit), min(self.idle, limit), response)
 

@@ -31,7 +31,7 @@ from ..caller_body import CallerBody
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..events import Assembler, Continued, Event, Usage
 from ..providers.base import Target
-from ..providers.registry import answers_choices
+from ..providers.registry import answers_choices, reply_timeout
 from ..providers.transport import Timeouts, exchange
 from . import hedge
 from .breaker import DEFERRED, PROBING, Breakers
@@ -249,7 +249,8 @@ class Session:
             return None
         return delay
 
-    def _timeouts(self) -> Timeouts:
+    def _timeouts(self, wire: str) -> Timeouts:
+        """The attempt's timeouts on an offering of catalog wire `wire` (networkTimeout shortens them)."""
         p = self.policy
         remaining = max(0.001, self._deadline - time.monotonic())
         # A buffered upstream answer's first token comes with its last (its headers too): the
@@ -258,7 +259,8 @@ class Session:
         # then thinks: the response timeout bounds them.
         first = min(p.first_token_timeout, remaining)
         response = min(p.response_timeout, first) if self.call.stream else first
-        return Timeouts(p.connect_timeout, first, p.idle_timeout, response).shortened(self.network_timeout)
+        return Timeouts(p.connect_timeout, first, p.idle_timeout, response).shortened(
+            self.network_timeout, reply_only=reply_timeout(wire))
 
     async def _start(self, candidate: Candidate, key: ResolvedKey, call: Call, caller_body: CallerBody | None,
                      attempt: AttemptTimer) -> _Serving:
@@ -274,7 +276,7 @@ class Session:
         params = params_for(call.params, candidate)
         if params is not call.params:
             call = dataclasses.replace(call, params=params)
-        wire, timeouts = way.wire, self._timeouts()
+        wire, timeouts = way.wire, self._timeouts(candidate.provider.wire)
         if call.n > 1 and not answers_choices(wire.name):  # n calls for n answers
             stream = several_answers(self.exchange_fn, wire, call, target, stream=call.stream, timeouts=timeouts,
                                      words=way.words)
@@ -337,7 +339,7 @@ class Session:
             del held
             if serving.rest is not None and produced.finish is None:
                 # Read here, not through a generator of its own: every event crosses each layer.
-                watchdog = IdleWatchdog(self._timeouts().idle, self._hard_deadline)
+                watchdog = IdleWatchdog(self._timeouts(serving.candidate.provider.wire).idle, self._hard_deadline)
                 try:
                     while (event := await watchdog.read(serving.rest)) is not None:
                         produced.add(event)

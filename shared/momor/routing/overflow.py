@@ -5,10 +5,18 @@ selector left out); class (models of the same tier); any (any model). Overflow c
 planned after the asked ones and tried only once every asked attempt failed for capacity (429,
 503, 529); otherwise they are skipped, and the record says why. An asked offering whose circuit is
 open counts as a capacity refusal: the breaker moves it behind every other candidate (the record
-says so first), so it has not been tried when the overflow candidates come up. Flex and free-tier calls do not
-overflow (seed 004), and an overflow answer is billed at the asked model's price. The request keeps
-its region (seed 004): where every asked offering is regional (`name@region`), overflow reaches
-only offerings of those regions.
+says so first), so it has not been tried when the overflow candidates come up. An overflow answer
+is billed at the asked model's price. The request keeps its region (seed 004): where every asked
+offering is regional (`name@region`), overflow reaches only offerings of those regions.
+
+Flex, background and free-tier requests do not overflow (seed 004), in terms the request and the
+catalog carry:
+- flex: the request asks the flex service tier (`x-momor-service-tier: flex`);
+- background: the request says no one waits on it (`x-momor-background: true`: a summary, a title,
+  a batch job): it is served by what it asked for, or not at all;
+- free-tier: the asked model is free to the caller: the catalog puts it in tier `free`, or the
+  price an overflow answer would be billed at (the asked offering tried first) is zero, input and
+  output (Zen's and NVIDIA's free offerings). An overflow would serve it at no charge on a paid model.
 """
 
 from __future__ import annotations
@@ -92,8 +100,16 @@ def asked_candidates(request: Routed, catalog: Catalog) -> list[Candidate]:
         return []
 
 
-def overflow_for(mode: str, asked: list[Candidate], tier: str | None) -> Overflow:
-    if mode == "off" or not asked or tier == "flex" or any(c.model.tier == "free" for c in asked):
+def free_tier(asked: list[Candidate]) -> bool:
+    """The asked model is free to the caller (see the module docstring); `asked` in the order tried."""
+    if any(c.model.tier == "free" for c in asked):
+        return True
+    prices = asked[0].offering.prices
+    return prices.input == 0 and prices.output == 0 and not prices.per_minute
+
+
+def overflow_for(mode: str, asked: list[Candidate], tier: str | None, *, background: bool = False) -> Overflow:
+    if mode == "off" or not asked or tier == "flex" or background or free_tier(asked):
         return Overflow()
     return Overflow(
         mode=mode,

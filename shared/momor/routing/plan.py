@@ -12,6 +12,9 @@ The rules (seed 000):
   seeds' words: "a root leaves out the root alone; name@region leaves out that region alone", so
   `azure` never takes `azure@eu` out with it.
 - Several selectors are tried in the order given; an offering already planned is not repeated.
+  An exact selector naming no model the route serves (unknown, unclassified, another kind, or not
+  of the publisher or tier it says) is a 400 alone; among several it is skipped with a note
+  (`PlanLog.notes`, on the record and in an explanation), and a 400 only when every one is.
 - Each route serves one kind of model (catalog `kind`): chat routes never reach a decision or
   transcription model, and the other way round.
 - An embedding call stays in one vector space (rule `space`): only the first selector's model serves
@@ -327,10 +330,13 @@ class PlanLog:
     """Every offering of the catalog planned from."""
     unnamed: tuple[str, str] | None = None
     """(rule, why) of the first SELECT rule, as it last answered."""
+    notes: list[str] = field(default_factory=list)
+    """What the plan passed over besides offerings: a selector, among several, that names no model
+    this route serves (it is skipped, and the next one serves)."""
 
     def begin(self, everything: list[Candidate]) -> None:
         self.others, self.deferred, self.refusal, self.planned = {}, {}, None, True
-        self.candidates, self.everything, self.unnamed = [], everything, None
+        self.candidates, self.everything, self.unnamed, self.notes = [], everything, None, []
 
     def leave_out(self, candidate: Candidate, rule: str, why: str) -> None:
         if candidate.id not in self.others:
@@ -398,22 +404,28 @@ def _price(offering: Offering) -> float:
     return offering.prices.input + offering.prices.output
 
 
-def _check_selector(selector: Selector, catalog: Catalog, kind: str) -> None:
-    """The refusals of a selector that names what cannot be served at all."""
-    if selector.provider is not None and not catalog.knows_provider(selector.provider):
-        raise RoutingError(f"provider {selector.provider!r} is not a provider this deployment serves")
+def _unservable(selector: Selector, catalog: Catalog, kind: str) -> RoutingError | None:
+    """Why an exact selector names no model this route serves (None when it may name one)."""
     if not selector.exact:
-        return
-    models, _ = _named(catalog).get((selector.name or "").lower(), ((), ()))
+        return None
+    name = selector.name or ""
+    models, _ = _named(catalog).get(name.lower(), ((), ()))
+    if not models:
+        return RoutingError(f"model {name!r} is not in the catalog")
+    # Each check in the order a reader of the selector would make them: the name, then who made
+    # it, then its tier; only then whether it is served (classified) and on this route.
+    if selector.publisher is not None and not any(m.publisher.lower() == selector.publisher.lower() for m in models):
+        return RoutingError(f"model {name!r} is not published by {selector.publisher} "
+                            f"(its publisher is {models[0].publisher})")
+    models = [m for m in models if _model_matches(Selector(publisher=selector.publisher), m)]
+    if selector.tier is not None and not any(m.tier == selector.tier for m in models):
+        return RoutingError(f"model {name!r} is not in tier {selector.tier} (its tier is {models[0].tier or 'none'})")
     matching = [m for m in models if m.tier is not None and _model_matches(selector, m)]
     if any(m.kind == kind for m in matching):
-        return
+        return None
     if matching:
-        raise RoutingError(f"model {selector.name!r} is a {matching[0].kind} model; this route serves "
-                           f"{kind} models only")
-    known = bool(models)
-    why = "is not classified yet and cannot be served" if known else "is not in the catalog"
-    raise RoutingError(f"model {selector.name!r} {why}")
+        return RoutingError(f"model {name!r} is a {matching[0].kind} model; this route serves {kind} models only")
+    return RoutingError(f"model {name!r} is not classified yet and cannot be served")
 
 
 def _verdict(rules: list[Rule], candidate: Candidate, scope: Scope) -> tuple[str, str] | None:
@@ -449,7 +461,6 @@ def _named(catalog: Catalog) -> dict[str, tuple[list[Model], list[Candidate]]]:
 
 
 def _selector_candidates(selector: Selector, scope: Scope, log: PlanLog | None) -> list[Candidate]:
-    _check_selector(selector, scope.offers, scope.kind)
     out = []
     first, *rest = [rule.test for rule in SELECT_RULES]  # bound once: this loop sees every offering
     pool = _offerings(scope.offers)
@@ -535,13 +546,28 @@ def _by_selectors(catalog: Catalog, selectors: list[Selector], prio: Prioritizat
 
     planned: list[Candidate] = []
     seen: set[tuple[str, str]] = set()
+    skipped: list[RoutingError] = []
     for selector in selectors:
+        if selector.provider is not None and not catalog.knows_provider(selector.provider):
+            raise RoutingError(f"provider {selector.provider!r} is not a provider this deployment serves")
+        refusal = _unservable(selector, catalog, kind)
+        if refusal is not None:
+            if len(selectors) == 1:
+                raise refusal
+            # Among several selectors, one naming no model this route serves is passed over (the
+            # record says so) and the next serves, as a failed-over offering would be.
+            skipped.append(refusal)
+            if log is not None:
+                log.notes.append(f"selector {selector.written!r} skipped: {refusal.detail}")
+            continue
         scope = Scope(catalog, selector, prio, needs, today, kind)
         for c in sorted(_selector_candidates(selector, scope, log), key=rank):
             key = (c.model.name, c.provider.name)
             if key not in seen:
                 seen.add(key)
                 planned.append(c)
+    if skipped and len(skipped) == len(selectors):
+        raise skipped[0]  # every selector named nothing: the first one's refusal
     return planned
 
 

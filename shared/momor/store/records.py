@@ -80,8 +80,11 @@ def cost_usd(usage: Usage, prices: Prices) -> Decimal:
     """What `usage` cost at `prices` (USD per million tokens).
 
     input_tokens counts cache reads and writes too (events.Usage), so the input price applies to
-    what is left; cache prices fall back to the input price when the catalog gives none. Thought
-    tokens counted apart from output (Gemini's) are billed as output, as providers bill them.
+    what is left; cache prices fall back to the input price when the catalog gives none. A write
+    is priced by the lifetime the provider reported for it (seed 000: a five-minute write at 1.25
+    times the input price, an hour's at twice it): `cacheWrite1h` (else twice the input price) for
+    the hour-long part, `cacheWrite` for the rest. Thought tokens counted apart from output
+    (Gemini's) are billed as output, as providers bill them.
     """
     read = usage.cache_read_tokens or 0
     write = usage.cache_write_tokens or 0
@@ -92,7 +95,11 @@ def cost_usd(usage: Usage, prices: Prices) -> Decimal:
     if read:
         total += read * _decimal(prices.cache_read if prices.cache_read is not None else prices.input)
     if write:
-        total += write * _decimal(prices.cache_write if prices.cache_write is not None else prices.input)
+        hour = min(usage.cache_write_1h_tokens or 0, write)
+        if hour:
+            total += hour * (_decimal(prices.cache_write_1h) if prices.cache_write_1h is not None
+                             else 2 * _decimal(prices.input))
+        total += (write - hour) * _decimal(prices.cache_write if prices.cache_write is not None else prices.input)
     return total / _MILLION
 
 

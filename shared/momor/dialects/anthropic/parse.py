@@ -56,11 +56,13 @@ from ...routing.rollover import OPT_IN, asked_in
 from ...routing.selectors import Selector, parse_prioritization, parse_selectors
 
 WIRE = "anthropic"
-MOMOR_FIELDS = ("models", "provider", "keys", OPT_IN)
+MOMOR_FIELDS = ("models", "provider", "keys", OPT_IN, "thread")
 """Fields Momor reads and the provider never sees."""
 MOMOR_SIGNATURE = "momor1."
 """Prefix of a thinking signature Momor wrote: base64url JSON of another wire's `data`."""
 MIN_BUDGET = 1024
+DISABLED = "none"
+"""`thinking: {"type": "disabled"}`, as the canonical reasoningEffort: asks every model not to reason."""
 _EFFORTS = {"low": "low", "medium": "medium", "high": "high", "max": "high", "xhigh": "high"}
 _CHOICES = {"auto": "auto", "any": "any", "tool": "use", "none": "none"}
 _IMAGE_EXT = {"image/jpeg": "jpg", "image/png": "png", "image/gif": "gif", "image/webp": "webp"}
@@ -68,19 +70,28 @@ _IMAGE_EXT = {"image/jpeg": "jpg", "image/png": "png", "image/gif": "gif", "imag
 Block = dict[str, Any]
 
 
-def _bad(detail: str, param: str | None = None, status: int = 400) -> RequestError:
-    return RequestError(detail, status=status, param=param)
+def _bad(detail: str, param: str | None = None, status: int = 400, code: str | None = None) -> RequestError:
+    return RequestError(detail, status=status, param=param, code=code)
 
 
 # ---------------------------------------------------------------------------------------------
 # Signatures Momor writes for reasoning that did not come from Anthropic
 
 
+NO_STATE = MOMOR_SIGNATURE + "e30"
+"""The signature of reasoning that came with no provider state (Zen's and Puter's reasoning text,
+Gemini's thought summaries, OpenRouter's reasoning text): `momor1.` and `{}`. Anthropic's SDK wants
+a signature on every thinking block and sends it back on the next turn; this one decodes to no
+state, so the text replays wherever reasoning text does and an Anthropic offering leaves it out,
+as it does any `momor1.` block (it cannot verify it)."""
+
+
 def encode_signature(data: dict[str, Any] | None) -> str:
     """The `signature` of a thinking block whose reasoning came from another wire: its provider
-    state, opaque to the caller, decoded back by `decode_signature` when the turn is replayed."""
+    state, opaque to the caller, decoded back by `decode_signature` when the turn is replayed;
+    `NO_STATE` when it has none, never empty."""
     if not data:
-        return ""
+        return NO_STATE
     payload = base64.urlsafe_b64encode(orjson.dumps(data)).decode().rstrip("=")
     return MOMOR_SIGNATURE + payload
 
@@ -96,7 +107,8 @@ def decode_signature(signature: str) -> dict[str, Any] | None:
         data = orjson.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
     except (ValueError, orjson.JSONDecodeError):
         return None  # not one Momor wrote after all: replayed nowhere rather than refused
-    return data if isinstance(data, dict) and data.get("wire") != WIRE else None
+    # NO_STATE ({}) and anything not naming another wire carry nothing to replay.
+    return data if isinstance(data, dict) and isinstance(data.get("wire"), str) and data["wire"] != WIRE else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,7 +362,7 @@ def _reasoning(body: dict[str, Any], max_tokens: int | None) -> str | None:
     thinking = _obj(raw, "thinking")
     kind = thinking.get("type")
     if kind == "disabled":
-        return "none"
+        return DISABLED
     if kind == "adaptive":
         config = body.get("output_config")
         effort = config.get("effort") if isinstance(config, dict) else None
@@ -411,8 +423,23 @@ def _selectors(body: dict[str, Any]) -> list[Selector]:
     return parse_selectors(model, body.get("models"))
 
 
+THREAD_UNSUPPORTED = "thread_unsupported_request"
+"""The code of Anthropic's refusal of a request it cannot thread (its SDK's tool runner then sends
+the whole conversation again, unthreaded)."""
+
+
+def _no_thread(body: dict[str, Any]) -> None:
+    """Momor holds no conversation between calls (every call may go to another provider): a request
+    asking for a server-held thread (`thread`, the message-threads beta, which the SDK's tool runner
+    sends) is refused as Anthropic refuses one it cannot thread, never answered without its history."""
+    if body.get("thread") not in (None, False):
+        raise _bad("thread: Momor holds no conversation between calls; send the whole conversation in messages "
+                   "(without thread).", "thread", code=THREAD_UNSUPPORTED)
+
+
 def parse(body: dict[str, Any], *, require_max_tokens: bool = True) -> Routed:
     """The request, read. `require_max_tokens=False` for count_tokens, which takes none."""
+    _no_thread(body)
     max_tokens = _int(body, "max_tokens", minimum=1)
     if max_tokens is None and require_max_tokens:
         raise _bad("max_tokens: Field required", "max_tokens")

@@ -19,10 +19,13 @@ Headers (seed 004; the names are Momor's):
                                      asked model's own capacity refuses (every attempt at its
                                      offerings failed with 429, 503 or 529). model: the same model
                                      on offerings the selector left out; class: models of the
-                                     same tier; any: any model. Flex and free-tier calls do not
-                                     overflow. Overflow candidates are tried only after the asked
+                                     same tier; any: any model. Flex, background and free-tier
+                                     calls do not overflow (routing/overflow.py says which those
+                                     are). Overflow candidates are tried only after the asked
                                      ones, and skipped (on the record) when the asked ones failed
                                      for any other reason.
+              x-momor-background     true | false (default): no one waits on this call (a
+                                     summary, a batch job): it never overflows.
     response  x-momor-service-tier   the tier billed: the provider's own word where its answer
                                      names one (an Anthropic offering's usage.service_tier, whole
                                      answers), otherwise the tier asked for where the provider
@@ -71,6 +74,7 @@ from . import write as anthropic_answer
 TIER_HEADER = "x-momor-service-tier"
 CACHE_HEADER = "x-momor-cache-token"
 OVERFLOW_HEADER = "x-momor-overflow"
+BACKGROUND_HEADER = "x-momor-background"
 STEP_HEADER = "x-momor-overflow-step"
 OVER_LIMIT_HEADER = "x-ratelimit-over-limit"
 COUNT_HEADER = "x-momor-token-count"
@@ -106,10 +110,14 @@ def _header_choice(request: Request, name: str, allowed: tuple[str, ...]) -> str
 
 @dataclasses.dataclass(slots=True, frozen=True)
 class Reply:
-    """What the writer needs from the request: the tier asked and the overflow in force."""
+    """What the writer needs from the request: the tier asked, the overflow in force, and whether
+    reasoning is shown (not after `thinking: {"type": "disabled"}`: a model that cannot stop
+    reasoning, one whose catalog `reasoning` has no `none`, is sent its lowest depth, and its
+    reasoning is not returned as thinking blocks)."""
 
     tier: str | None = None
     overflow: Overflow = dataclasses.field(default_factory=Overflow)
+    thinking: bool = True
 
 
 class AnthropicDoor:
@@ -119,6 +127,7 @@ class AnthropicDoor:
     def parse(self, body: dict[str, Any], request: Request, catalog: Catalog) -> Routed:
         tier = _header_choice(request, TIER_HEADER, TIERS)
         mode = _header_choice(request, OVERFLOW_HEADER, OVERFLOW) or "off"
+        background = _header_choice(request, BACKGROUND_HEADER, ("true", "false")) == "true"
         req = anthropic.parse(body, require_max_tokens=self.require_max_tokens)
         if req.caller_body is not None:
             betas = tuple(request.headers.getlist("anthropic-beta"))
@@ -128,11 +137,11 @@ class AnthropicDoor:
         req.prio = with_affinity(req.prio, headers_of(request).get(CACHE_HEADER), catalog)
         asked = asked_candidates(req, catalog)
         req.call.params = clamp_max_tokens(req.call.params, asked)
-        overflow = overflow_for(mode, asked, tier)
+        overflow = overflow_for(mode, asked, tier, background=background)
         req.selectors = req.selectors + overflow.selectors()
         req.gate = overflow.gate if overflow.mode != "off" else None
         req.billed_prices = overflow.billed_prices if overflow.mode != "off" else None
-        req.reply = Reply(tier, overflow)
+        req.reply = Reply(tier, overflow, thinking=req.call.params.reasoning_effort != anthropic.DISABLED)
         return req
 
     def _headers(self, reply: Reply, candidate: Candidate, billed: str | None = None, *, streaming: bool = False
@@ -157,7 +166,8 @@ class AnthropicDoor:
             body = anthropic_answer.passthrough_body(raw, request_id, candidate)
             billed = anthropic_answer.billed_tier(raw)
         else:
-            body = orjson.dumps(anthropic_answer.message(request_id, candidate, assembler))
+            body = orjson.dumps(anthropic_answer.message(request_id, candidate, assembler,
+                                                         thinking=routed.reply.thinking))
             billed = None
         return Response(body, media_type="application/json",
                         headers=self._headers(routed.reply, candidate, billed))
@@ -168,7 +178,7 @@ class AnthropicDoor:
     async def stream(
         self, request_id: str, routed: Routed, candidate: Candidate, events: AsyncIterator[Event], passthrough: bool
     ) -> AsyncIterator[bytes]:
-        writer = anthropic_answer.StreamWriter(request_id, candidate)
+        writer = anthropic_answer.StreamWriter(request_id, candidate, thinking=routed.reply.thinking)
         try:
             # Both loops inline, not generators of their own: every event of a long stream crosses
             # each generator layer.
@@ -194,7 +204,7 @@ class AnthropicDoor:
             yield writer.error(anthropic_answer.stream_error_status(exc), exc.detail)
 
     def error(self, request_id: str, exc: MomorError) -> Response:
-        return anthropic_error(request_id, exc.status, exc.detail)
+        return anthropic_error(request_id, exc.status, exc.detail, code=exc.code)
 
     def finish_word(self, finish: Finish) -> str:
         return anthropic_answer.stop_reason(finish)
@@ -206,8 +216,8 @@ class CountDoor(AnthropicDoor):
     require_max_tokens = False
 
 
-def anthropic_error(request_id: str, status: int, message: str) -> Response:
-    body = {**anthropic_answer.error_body(status, message), "request_id": request_id}
+def anthropic_error(request_id: str, status: int, message: str, *, code: str | None = None) -> Response:
+    body = {**anthropic_answer.error_body(status, message, code=code), "request_id": request_id}
     return Response(orjson.dumps(body), status_code=status, media_type="application/json",
                     headers={"request-id": request_id})
 

@@ -13,11 +13,13 @@ Two ways out, chosen by what the served offering sent:
   Content blocks go out one at a time with indexes 0, 1, 2, ... as Anthropic's are; a part that
   starts while another is open (parallel tool calls) is held back and written after it.
 
-Thinking blocks carry a `signature`, which Anthropic's SDK requires. Reasoning from another
-provider gets one Momor makes (`anthropic.encode_signature`: the provider's state, base64url
-JSON behind `momor1.`), or "" when there is no state; replayed to Momor it becomes that
-provider's `data` again, and an Anthropic offering is never sent it (passthrough drops such
-blocks, the translated wire drops state that is not its own).
+Thinking blocks always carry a `signature`, which Anthropic's SDK requires and sends back on the
+next turn. Reasoning from another provider gets one Momor makes (`anthropic.encode_signature`: the
+provider's state, base64url JSON behind `momor1.`; `NO_STATE`, `momor1.e30`, when it came with
+none: Zen's and Puter's reasoning text, Gemini's thought summaries); replayed to Momor it becomes
+that provider's `data` again, and an Anthropic offering is never sent it (passthrough drops such
+blocks, the translated wire drops state that is not its own). A stream writes it in the block's
+`signature_delta`, as Anthropic does, before the block stops.
 
 Stop reasons: stop -> end_turn, length -> max_tokens, tool_calls -> tool_use, stop_sequence ->
 stop_sequence, refusal and content_filter -> refusal, anything else -> end_turn. Usage:
@@ -49,7 +51,7 @@ from ...events import (
 )
 from ...messages import ContentMessage, ThinkingMessage, ToolCallMessage
 from ...routing.plan import Candidate
-from .parse import WIRE, encode_signature
+from .parse import NO_STATE, WIRE, encode_signature
 
 STOP_REASONS = {
     "stop": "end_turn",
@@ -82,8 +84,13 @@ def error_type(status: int) -> str:
     return ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
 
 
-def error_body(status: int, message: str) -> dict[str, Any]:
-    return {"type": "error", "error": {"type": error_type(status), "message": message}}
+def error_body(status: int, message: str, *, code: str | None = None) -> dict[str, Any]:
+    """Anthropic's error object; `code` (a MomorError's) goes where Anthropic puts a machine-readable
+    one, `error.details.error_code` (its SDK reads `thread_unsupported_request` there)."""
+    error: dict[str, Any] = {"type": error_type(status), "message": message}
+    if code is not None:
+        error["details"] = {"error_code": code}
+    return {"type": "error", "error": error}
 
 
 def stream_error_status(exc: MomorError) -> int:
@@ -121,32 +128,35 @@ def thinking_block(value: str, data: dict[str, Any] | None) -> dict[str, Any]:
     if data and data.get("wire") == WIRE:
         if data.get("redacted"):
             return {"type": "redacted_thinking", "data": data["redacted"]}
-        return {"type": "thinking", "thinking": value, "signature": data.get("signature", "")}
+        return {"type": "thinking", "thinking": value, "signature": data.get("signature") or NO_STATE}
     return {"type": "thinking", "thinking": value, "signature": encode_signature(data)}
 
 
-def content_blocks(assembler: Assembler) -> list[dict[str, Any]]:
+def content_blocks(assembler: Assembler, *, thinking: bool = True) -> list[dict[str, Any]]:
+    """The answer's blocks; without `thinking` (the caller sent `thinking: disabled`), none of its
+    reasoning: a model that cannot stop reasoning still reasons, unseen."""
     blocks: list[dict[str, Any]] = []
     for message in assembler.messages():
         if isinstance(message, ContentMessage):
             if message.value:
                 blocks.append({"type": "text", "text": message.value})
         elif isinstance(message, ThinkingMessage):
-            blocks.append(thinking_block(message.value, message.data))
+            if thinking:
+                blocks.append(thinking_block(message.value, message.data))
         elif isinstance(message, ToolCallMessage):
             call = message.call
             blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": _input(call.arguments)})
     return blocks
 
 
-def message(request_id: str, candidate: Candidate, assembler: Assembler) -> dict[str, Any]:
-    """A translated answer as an Anthropic Message."""
+def message(request_id: str, candidate: Candidate, assembler: Assembler, *, thinking: bool = True) -> dict[str, Any]:
+    """A translated answer as an Anthropic Message (`thinking`: see `content_blocks`)."""
     return {
         "id": request_id,
         "type": "message",
         "role": "assistant",
         "model": candidate.model.public_id,
-        "content": content_blocks(assembler),
+        "content": content_blocks(assembler, thinking=thinking),
         "stop_reason": stop_reason(assembler.finish),
         "stop_sequence": None,
         "usage": map_usage(assembler.usage),
@@ -212,11 +222,15 @@ class _Part:
 
 
 class StreamWriter:
-    """Canonical events -> Anthropic's SSE events (see the module docstring)."""
+    """Canonical events -> Anthropic's SSE events (see the module docstring). Without `thinking`
+    (the caller sent `thinking: disabled`) reasoning parts are not written: no block, no index."""
 
-    def __init__(self, request_id: str, candidate: Candidate) -> None:
+    def __init__(self, request_id: str, candidate: Candidate, *, thinking: bool = True) -> None:
         self.request_id = request_id
         self.candidate = candidate
+        self.thinking = thinking
+        self._unshown: set[int] = set()
+        """The canonical indexes of reasoning parts not written (see `thinking`)."""
         self.state = StreamState.NEW
         self.usage = Usage()
         self._live: int | None = None
@@ -243,6 +257,8 @@ class StreamWriter:
     def event(self, event: Event) -> bytes:
         if self.state is not StreamState.OPEN:
             raise StreamOrderError(f"an event {self.state.value}")
+        if self._unshown and isinstance(event, Delta | PartEnd) and event.index in self._unshown:
+            return b""
         match event:
             case PartStart():
                 return self._part_start(event)
@@ -259,6 +275,9 @@ class StreamWriter:
     # -- blocks
 
     def _part_start(self, event: PartStart) -> bytes:
+        if event.kind == "thinking" and not self.thinking:
+            self._unshown.add(event.index)
+            return b""
         self._kinds[event.index] = event.kind
         if self._live is not None:
             self._waiting[event.index] = _Part(event.kind, event)

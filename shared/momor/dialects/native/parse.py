@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
 import orjson
@@ -23,6 +24,7 @@ MAX_TOOLS = 128
 
 
 BodyT = TypeVar("BodyT", bound=BaseModel)
+ReadT = TypeVar("ReadT")
 
 class FileProcessing(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -114,9 +116,113 @@ def _validation_detail(exc: ValidationError) -> tuple[str, str]:
     return f"{where}: {msg}", where
 
 
+def _present(obj: Any) -> Any:
+    """`obj` less its null fields, when it is an object (itself when it has none: the usual case,
+    checked without a copy)."""
+    if isinstance(obj, dict) and None in obj.values():
+        return {k: v for k, v in obj.items() if v is not None}
+    return obj
+
+
+def _selectors_present(value: Any) -> Any:
+    """A selector (or a list of them) less its null fields, its `except` entries included."""
+    if isinstance(value, list):
+        return _each_present(value, _selectors_present)
+    value = _present(value)
+    if isinstance(value, dict):
+        excluded = _each_present(value.get("except"), _present)
+        if excluded is not value.get("except"):
+            value = {**value, "except": excluded}
+    return value
+
+
+def _message_present(message: Any) -> Any:
+    """A message less its null fields, and its call's, result's and files' (copied only where one is)."""
+    if not isinstance(message, dict):
+        return message
+    if None in message.values():
+        message = {k: v for k, v in message.items() if v is not None}
+    kind = message.get("type")
+    if kind == "user":
+        files = message.get("files")
+        if isinstance(files, list) and any(isinstance(f, dict) and None in f.values() for f in files):
+            message = {**message, "files": [_present(f) for f in files]}
+    elif kind in ("toolCall", "toolResult"):
+        name = "call" if kind == "toolCall" else "result"
+        inner = _present(message.get(name))
+        documents = inner.get("documents") if isinstance(inner, dict) else None
+        if isinstance(documents, list) and any(isinstance(f, dict) and None in f.values() for f in documents):
+            inner = {**inner, "documents": [_present(f) for f in documents]}
+        if inner is not message.get(name):
+            message = {**message, name: inner}
+    return message
+
+
+def _each_present(items: Any, present: Any) -> Any:
+    """`items` with `present` applied to each, the same list when none changed (no copy then)."""
+    if not isinstance(items, list):
+        return items
+    out = None
+    for i, item in enumerate(items):
+        kept = present(item)
+        if kept is not item:
+            out = list(items) if out is None else out
+            out[i] = kept
+    return items if out is None else out
+
+
+def given(raw: dict[str, Any]) -> dict[str, Any]:
+    """The body as the caller gave it: `null` means "not given" in every optional field of the
+    native body, as it does in JSON APIs generally, so an SDK that writes every field (null where
+    unset) reads as one that leaves them out. Only Momor's own objects are walked: the inside of a
+    schema, a key object, metadata or a message's provider `data` stays exactly as written. The
+    caller's dict is never changed, and nothing is copied when no field is null (every call reads
+    its body through here)."""
+    body = _present(raw)
+    changed: dict[str, Any] = {}
+    for name in ("prioritization", "fileProcessing", "file"):
+        value = body.get(name)
+        if isinstance(value, dict) and None in value.values():
+            changed[name] = _present(value)
+    for name in ("model", "models"):
+        value = body.get(name)
+        if isinstance(value, dict | list):
+            kept = _selectors_present(value)
+            if kept != value:
+                changed[name] = kept
+    for name, present in (("messages", _message_present), ("tools", _present)):
+        value = body.get(name)
+        kept = _each_present(value, present)
+        if kept is not value:
+            changed[name] = kept
+    return {**body, **changed} if changed else body
+
+
+def read_given(read: Callable[[dict[str, Any]], ReadT], raw: dict[str, Any]) -> ReadT:
+    """`read(raw)`, with null read as "not given" (`given`): the body is read as written first, and
+    read again without its nulls only when that is refused. A null that the first reading takes is
+    a field whose default is None, where it already means "not given"; so a body without a null,
+    nearly every one, is read once and walked by nothing more (every call comes through here)."""
+    try:
+        return read(raw)
+    except RequestError:
+        present = given(raw)
+        if present is raw:
+            raise
+    return read(present)
+
+
+def written_selectors(raw: dict[str, Any]) -> Any:
+    """The selectors as the caller wrote them, for the record (`models`, else `model`, else auto)."""
+    for name in ("models", "model"):
+        if raw.get(name) is not None:
+            return raw[name]
+    return "auto"
+
+
 def validated(model: type[BodyT], raw: dict[str, Any]) -> BodyT:
     """A native body (the chat, decision or transcription route's) read, or a 400 naming the field."""
-    if "model" in raw and "models" in raw:
+    if raw.get("model") is not None and raw.get("models") is not None:
         raise RequestError("Send model or models, not both.", param="model")
     try:
         return model.model_validate(raw)
@@ -126,6 +232,10 @@ def validated(model: type[BodyT], raw: dict[str, Any]) -> BodyT:
 
 
 def parse(raw: dict[str, Any]) -> Routed:
+    return read_given(_parse, raw)
+
+
+def _parse(raw: dict[str, Any]) -> Routed:
     body = validated(NativeBody, raw)
     _check_sizes(body)
     timeout = body.parameters.network_timeout
@@ -145,7 +255,7 @@ def parse(raw: dict[str, Any]) -> Routed:
         prio=prio,
         keys=body.keys,
         needs=needs_of(call, schema_required=True),
-        written_selectors=raw.get("models", raw.get("model", "auto")),
+        written_selectors=written_selectors(raw),
         network_timeout=network_timeout_seconds(timeout) if timeout is not None else None,
         rollover=body.stream_failure_behavior == "rollover",
         processing=_file_processing(body.file_processing, prio.zdr),

@@ -31,7 +31,7 @@ from ...routing.plan import Needs
 from ...routing.request import Routed
 from ...routing.selectors import parse_prioritization, parse_selectors
 from ...routing.transcribe import transcribe
-from .parse import validated
+from .parse import read_given, validated, written_selectors
 from .route import NativeDoor
 from .write import model_block
 
@@ -60,6 +60,10 @@ class Job:
 
 
 def parse(raw: dict[str, Any]) -> Routed:
+    return read_given(_parse, raw)  # null means "not given", as on POST /models
+
+
+def _parse(raw: dict[str, Any]) -> Routed:
     body = validated(TranscribeBody, raw)
     if not body.file.content_type.lower().startswith(AUDIO_TYPES):
         raise RequestError(f"file.contentType: {body.file.content_type!r} is not audio; a transcription takes an "
@@ -75,7 +79,7 @@ def parse(raw: dict[str, Any]) -> Routed:
         prio=parse_prioritization(body.prioritization),
         keys=body.keys,
         needs=Needs(media=frozenset({"audio"})),
-        written_selectors=raw.get("models", raw.get("model", "auto")),
+        written_selectors=written_selectors(raw),
         kind="transcription",
         reply=Job(body.file, body.language, body.prompt),
     )
