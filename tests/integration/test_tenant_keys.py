@@ -303,3 +303,17 @@ def test_a_budget_is_kept_to_what_the_store_can_hold(momor, open_org):
     key = made(api(momor, open_org.admin.access_token, "POST", body={"name": "float", "limits": {
         "budgetDailyUsd": 0.1 + 0.2, "budgetMonthlyUsd": 1e-30}}))
     assert key["limits"]["budgetDailyUsd"] == 0.3 and key["limits"]["budgetMonthlyUsd"] == 0.0
+
+
+def test_limits_the_key_script_set_are_an_operators(momor, open_org, capsys):
+    from infra import create_api_key as script
+
+    script.main(["for the member", "--org", open_org.id, "--owner", open_org.member.sub, "--daily-usd", "5"])
+    key_id = next(i["id"]["S"] for i in key_items() if i["name"]["S"] == "for the member")
+    member, admin = open_org.member.access_token, open_org.admin.access_token
+    refused(api(momor, member, "PATCH", f"/{key_id}", {"limits": {"budgetDailyUsd": 6}}), 403, "an operator set it to 5")
+    refused(api(momor, admin, "PATCH", f"/{key_id}", {"limits": {"budgetDailyUsd": None}}), 403, "an operator")
+    assert api(momor, member, "PATCH", f"/{key_id}", {"limits": {"budgetDailyUsd": 4}}).status_code == 200
+    script.main(["--update", key_id, "--daily-usd", "none"])  # the operator lifts it: the member is free
+    assert api(momor, member, "PATCH", f"/{key_id}", {"limits": {"budgetDailyUsd": 60}}).status_code == 200
+    capsys.readouterr()

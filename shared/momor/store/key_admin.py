@@ -285,6 +285,22 @@ def revoke_owned(org_id: str, owner: str) -> list[str]:
     return revoked
 
 
+def set_by_operator(key_hash: str, limits: Values) -> None:
+    """Record that an operator set `limits` on the key (infra/create_api_key.py, which wrote them), so
+    the roles below are held to them as to limits set over the key API (key_limits.py). boto3."""
+    if not limits:
+        return
+    client = aws.client("dynamodb")
+    item = client.get_item(TableName=_table(), Key={"keyHash": {"S": key_hash}}, ConsistentRead=True).get("Item")
+    if item is None:
+        return
+    set_by = key_limits.recorded(key_limits.set_by_from_item(item), limits, "operator")
+    client.update_item(TableName=_table(), Key={"keyHash": {"S": key_hash}}, UpdateExpression="SET #s = :s",
+                       ConditionExpression="attribute_exists(keyHash)",
+                       ExpressionAttributeNames={"#s": key_limits.SET_BY},
+                       ExpressionAttributeValues={":s": key_limits.set_by_to_item(set_by)})
+
+
 def index_definition() -> tuple[list[dict[str, str]], list[dict[str, Any]]]:
     """The byOrg index, as infra/emulators.py creates it (template.yaml declares the same)."""
     attributes = [{"AttributeName": "org", "AttributeType": "S"}, {"AttributeName": "created", "AttributeType": "S"}]
