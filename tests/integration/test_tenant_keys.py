@@ -311,7 +311,8 @@ def test_limits_the_key_script_set_are_an_operators(momor, open_org, capsys):
     script.main(["for the member", "--org", open_org.id, "--owner", open_org.member.sub, "--daily-usd", "5"])
     key_id = next(i["id"]["S"] for i in key_items() if i["name"]["S"] == "for the member")
     member, admin = open_org.member.access_token, open_org.admin.access_token
-    refused(api(momor, member, "PATCH", f"/{key_id}", {"limits": {"budgetDailyUsd": 6}}), 403, "an operator set it to 5")
+    refused(api(momor, member, "PATCH", f"/{key_id}", {"limits": {"budgetDailyUsd": 6}}), 403,
+            "an operator set it to 5")
     refused(api(momor, admin, "PATCH", f"/{key_id}", {"limits": {"budgetDailyUsd": None}}), 403, "an operator")
     assert api(momor, member, "PATCH", f"/{key_id}", {"limits": {"budgetDailyUsd": 4}}).status_code == 200
     script.main(["--update", key_id, "--daily-usd", "none"])  # the operator lifts it: the member is free
