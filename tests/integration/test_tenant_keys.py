@@ -227,6 +227,14 @@ def test_a_person_has_at_most_the_deployments_number_of_keys(momor, open_org, mo
     assert len(names) == 3, names
 
 
+def test_keys_made_before_the_cap_was_kept_count_towards_it(momor, open_org, monkeypatch):
+    monkeypatch.setenv("MOMOR_KEYS_PER_PERSON", "2")
+    reset_config()
+    for n in range(2):  # as the console made them before: the owner's keys, and no key set
+        apikeys.create_api_key(f"older {n}", owner=open_org.member.sub, org=open_org.id)
+    refused(api(momor, open_org.member.access_token, "POST", body={"name": "new"}), 403, "MOMOR_KEYS_PER_PERSON")
+
+
 def test_concurrent_requests_do_not_pass_the_cap_on_a_persons_keys(momor, open_org, monkeypatch):
     monkeypatch.setenv("MOMOR_KEYS_PER_PERSON", "3")
     reset_config()
