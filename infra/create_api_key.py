@@ -17,9 +17,11 @@ Every key belongs to one organization (momor/store/organizations.py): --org, els
 default organization, which this script makes when it is missing (and gives to keys made before
 organizations existed), so the first key and automation need nothing else.
 
-Limits are US dollars per UTC day and per UTC month (momor/budgets.py); `none` removes one. An
-admin key is an operator's: its GET /usage and console show every organization's calls. Running
-processes see a change within a minute (the API-key cache).
+Limits are US dollars per UTC day and per UTC month (momor/budgets.py); `none` removes one. They
+are an operator's: the key API holds everyone else to them (a member or an organization's admin may
+lower them, not raise or remove them: momor/store/key_limits.py). An admin key is an operator's: its
+GET /usage and console show every organization's calls. Running processes see a change within a
+minute (the API-key cache).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from momor.config import get_config, reset_config
-from momor.store import apikeys, aws, budgets, organizations
+from momor.store import apikeys, aws, budgets, key_admin, organizations
 
 
 def use_table_and_region(table: str | None, region: str | None) -> None:
@@ -106,15 +108,23 @@ def main(argv: list[str] | None = None) -> None:
                          "and its ApiKeysTableName output (--table)") from None
 
 
+def _limits(args: argparse.Namespace) -> dict[str, Any]:
+    """The limits given, by their key-API names: what an operator set (key_admin.set_by_operator)."""
+    given = {"budgetDailyUsd": args.daily_usd, "budgetMonthlyUsd": args.monthly_usd}
+    return {name: value for name, value in given.items() if value is not False}
+
+
 def _run(args: argparse.Namespace) -> None:
     if args.update:
-        budgets.set_limits(find_key_hash(args.update), daily=args.daily_usd, monthly=args.monthly_usd,
-                           admin=args.admin)
+        digest = find_key_hash(args.update)
+        budgets.set_limits(digest, daily=args.daily_usd, monthly=args.monthly_usd, admin=args.admin)
+        key_admin.set_by_operator(digest, _limits(args))
         print(f"updated key {args.update}", file=sys.stderr)
         return
     organizations.ensure_default()
     key, caller = apikeys.create_api_key(args.name, zdr=args.zdr, owner=args.owner, org=args.org)
     budgets.set_limits(apikeys.key_hash(key), daily=args.daily_usd, monthly=args.monthly_usd, admin=args.admin)
+    key_admin.set_by_operator(apikeys.key_hash(key), _limits(args) | ({"zdr": True} if args.zdr else {}))
     print(f"created key for {caller.name!r}: caller id {caller.id}, organization {caller.org}, zdr={caller.zdr}",
           file=sys.stderr)
     print(key)

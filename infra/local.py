@@ -12,12 +12,15 @@
 - Unless MOMOR_COGNITO_USER_POOL_ID names a pool already, makes one on moto's Cognito (the same
   moto_server) with the console's app client, a dev organization and its admin, the dev person
   (--dev-email, --dev-password), and prints how to sign in (infra/cognito_dev.py).
+- --host beyond loopback prints a warning first (`exposure_warning`): moto's Cognito signs tokens
+  with a key published in the moto package, so anyone who reaches the server can forge a sign-in.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ipaddress
 import json
 import os
 import subprocess
@@ -45,6 +48,25 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dev-email", default=None, help="the dev person's sign-in (default dev@momor.local)")
     parser.add_argument("--dev-password", default=None, help="the dev person's password (default Momor-dev-1)")
     return parser.parse_args(argv)
+
+
+def exposure_warning(host: str, *, moto_cognito: bool) -> str | None:
+    """What to say before serving on `host` beyond this machine (None for a loopback address): the
+    dev setup trusts what anyone there could forge."""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:  # a host name: it may well resolve beyond loopback
+        loopback = False
+    if loopback:
+        return None
+    lines = [f"WARNING: --host {host} serves Momor beyond this machine, and this is a development setup:"]
+    if moto_cognito:
+        lines.append("  moto's Cognito signs sign-in tokens with a private key published inside the moto package, "
+                     "so anyone who can reach this server can forge a sign-in as any person, the dev admin "
+                     "and operators included.")
+    lines.append("  The API key printed below is an operator's key of the whole deployment.")
+    lines.append("  Serve on 127.0.0.1 (the default) unless every machine that can reach this one is trusted.")
+    return "\n".join(lines)
 
 
 def _endpoint_given() -> bool:
@@ -150,6 +172,11 @@ def main(argv: list[str] | None = None) -> None:
         from momor.store import apikeys
 
         sign_in = _sign_in(args, moto)
+        # Tokens are checked against moto's key set: the pool _sign_in made, or one given on moto.
+        moto_cognito = os.environ.get("MOMOR_COGNITO_JWKS_URL", "").startswith(moto)
+        warning = exposure_warning(args.host, moto_cognito=moto_cognito)
+        if warning:
+            print(warning, file=sys.stderr, flush=True)
         apikeys.accept_local_key(args.api_key, name="local", admin=True)  # the operator sees every key
         print(f"Momor is serving on http://{args.host}:{args.port} (API key: {args.api_key})", flush=True)
         print(sign_in, flush=True)

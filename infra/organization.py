@@ -3,14 +3,22 @@
     python -m infra.organization create NAME [--id ID] [--zdr] [--max-age P1Y] [--deprecated | --no-deprecated]
                                  [--daily-usd N] [--monthly-usd N] [--members-create-keys]
     python -m infra.organization add-member ORG_ID (--sub SUB | --username NAME --user-pool POOL_ID)
-                                 [--role admin|member] [--email EMAIL]
-    (either with [--table TABLE] [--region REGION])
+                                 [--role admin|member] [--email EMAIL] [--keep-keys]
+    python -m infra.organization remove-member ORG_ID (--sub SUB | --username NAME --user-pool POOL_ID)
+                                 [--keep-keys]
+    (each with [--table TABLE] [--region REGION])
 
 `create` prints the new organization's id on stdout (an existing --id is left as it is). The
 deployment's default organization (`default`) is made by infra/create_api_key.py. A person is their
 Cognito `sub`: give it, or give the user name and the pool (the stack's UserPoolId output) and it is
 looked up with AdminGetUser. Operators are the Cognito group MOMOR_COGNITO_OPERATOR_GROUP
 (`momor-operators`), not an organization role. Warm processes see a change within MOMOR_API_KEY_CACHE_S.
+
+A person is in one organization at a time. `add-member` with a person of another organization moves
+them: they leave that one, as `remove-member` takes them out (then they are in none: a member of the
+default organization). Leaving revokes the keys they made in the organization they leave (its id
+list goes to stderr), unless --keep-keys: those keys are that organization's, and spend its budget.
+The organization they left keeps their calls of the time they were in it, in its usage.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import sys
 
 from infra.create_api_key import _usd, use_table_and_region
 from momor.routing.selectors import parse_duration
-from momor.store import aws, organizations
+from momor.store import aws, key_admin, organizations
 
 
 def _max_age(text: str) -> str:
@@ -55,11 +63,15 @@ def main(argv: list[str] | None = None) -> None:
     create.add_argument("--daily-usd", type=_usd, default=None, metavar="N", help="spend limit per UTC day")
     create.add_argument("--monthly-usd", type=_usd, default=None, metavar="N", help="spend limit per UTC month")
     create.add_argument("--members-create-keys", action="store_true", help="members may create their own keys")
-    member = commands.add_parser("add-member", help="put a person in an organization")
-    member.add_argument("org")
-    member.add_argument("--sub", help="the person's Cognito sub")
-    member.add_argument("--username", help="their Cognito user name (with --user-pool)")
-    member.add_argument("--user-pool", help="the user pool id (the stack's UserPoolId output)")
+    member = commands.add_parser("add-member", help="put a person in an organization (out of any other)")
+    remove = commands.add_parser("remove-member", help="take a person out of an organization")
+    for command in (member, remove):
+        command.add_argument("org")
+        command.add_argument("--sub", help="the person's Cognito sub")
+        command.add_argument("--username", help="their Cognito user name (with --user-pool)")
+        command.add_argument("--user-pool", help="the user pool id (the stack's UserPoolId output)")
+        command.add_argument("--keep-keys", action="store_true",
+                             help="leave the keys they made in the organization they leave working")
     member.add_argument("--role", choices=organizations.ROLES, default="member")
     member.add_argument("--email", help="shown as their name in the console")
     args = parser.parse_args(argv)
@@ -73,11 +85,27 @@ def main(argv: list[str] | None = None) -> None:
         print(made.id)
         return
     sub = _sub(args)
-    organizations.add_member(args.org, sub, args.role, email=args.email)
+    if args.command == "remove-member":
+        if not organizations.remove_member(args.org, sub):
+            raise SystemExit(f"{sub} is not in {args.org}")
+        print(f"{sub} is no longer in {args.org}", file=sys.stderr)
+        _left(args.org, sub, keep=args.keep_keys)
+        return
+    joined = organizations.add_member(args.org, sub, args.role, email=args.email)
     print(f"{sub} is now {args.role} of {args.org}", file=sys.stderr)
+    if joined.left:
+        print(f"{sub} left {joined.left}", file=sys.stderr)
+        _left(joined.left, sub, keep=args.keep_keys)
+
+
+def _left(org_id: str, sub: str, *, keep: bool) -> None:
+    """The keys the person made in the organization they left: revoked, unless kept."""
+    if keep:
+        print(f"the keys {sub} made in {org_id} still work (--keep-keys)", file=sys.stderr)
+        return
+    revoked = key_admin.revoke_owned(org_id, sub)
+    print(f"revoked {len(revoked)} key(s) {sub} made in {org_id}: {', '.join(revoked) or 'none'}", file=sys.stderr)
 
 
 if __name__ == "__main__":
     main()
-
-

@@ -18,6 +18,7 @@
                 MOMOR_HEALTH_CACHE_S (1: how stale the shared provider health may be; 0: per process),
                 MOMOR_HEDGE_AFTER_S (10), MOMOR_HEDGE_MARGIN (2) (routing/hedge.py)
     limits      MOMOR_RATE_LIMIT (600 requests a window; 0: none), MOMOR_RATE_WINDOW_S (60),
+                MOMOR_KEYS_PER_PERSON (50: active keys one person may make over the key API),
                 MOMOR_MAX_BODY_BYTES (30 MiB), MOMOR_MAX_FILE_BYTES (10 MiB),
                 MOMOR_MAX_FILES_BYTES (20 MiB), MOMOR_MAX_SCHEMA_BYTES (256 KiB): seed 000's
                 defaults, which a deployment may lower but not raise; MOMOR_EMBED_MAX_INPUTS (2048:
@@ -143,6 +144,9 @@ class Config:
     # limits
     rate_limit: int = _knob("MOMOR_RATE_LIMIT", 600, kind=int, minimum=0)
     rate_window: int = _knob("MOMOR_RATE_WINDOW_S", 60, kind=int, minimum=1)
+    keys_per_person: int = _knob("MOMOR_KEYS_PER_PERSON", 50, kind=int, minimum=1)
+    """How many keys not revoked one person (or admin key) may have made over the key API
+    (store/key_admin.py): a further POST /keys is refused with 403 until one is revoked."""
     max_body_bytes: int = _knob("MOMOR_MAX_BODY_BYTES", 30 * MIB, kind=int, minimum=1, maximum=30 * MIB)
     max_file_bytes: int = _knob("MOMOR_MAX_FILE_BYTES", 10 * MIB, kind=int, minimum=1, maximum=10 * MIB)
     max_files_bytes: int = _knob("MOMOR_MAX_FILES_BYTES", 20 * MIB, kind=int, minimum=1, maximum=20 * MIB)

@@ -364,3 +364,41 @@ def test_a_member_whose_organization_keeps_keys_to_its_admins_cannot_make_one(mo
     css(browser, '#top-tabs [data-group="person"]').click()
     assert css(browser, f'#top-body tr[data-name="{member.sub}"]').find_element(By.CSS_SELECTOR, "td").text \
         == member.email
+
+
+def test_a_member_sees_what_an_admin_set_and_cannot_loosen_it_and_a_call_key_has_no_keys_tab(
+        momor, cognito, browser):
+    org = cognito.organization("Acme", members_create_keys=True)
+    member = cognito.person(org, "member", name="Meg Member")
+    admin = cognito.person(org, "admin", name="Al Admin")
+    as_member = {"Authorization": f"Bearer {member.access_token}", "Content-Type": "application/json"}
+    key = httpx2.post(momor.url + "/keys", json={"name": "meg-ci"}, headers=as_member, timeout=30).json()
+    as_admin = {"Authorization": f"Bearer {admin.access_token}", "Content-Type": "application/json"}
+    limited = httpx2.patch(momor.url + f"/keys/{key['id']}", json={"limits": {"budgetDailyUsd": 5}}, timeout=30,
+                           headers=as_admin)
+    assert limited.status_code == 200, limited.text
+
+    viewport(browser, *DESKTOP)
+    sign_in_with_password(browser, momor.url, member.email, member.password)
+    open_keys(browser)
+    key_row(browser, "meg-ci").find_element(By.CSS_SELECTOR, '[data-test="key-edit"]').click()
+    wait(browser, lambda b: b.find_element(By.ID, "key-dialog").is_displayed())
+    note = browser.find_element(By.ID, "key-form-note")
+    assert note.is_displayed() and "daily $5.00" in note.text
+    browser.find_element(By.ID, "key-daily").clear()  # empty: no limit, which the admin's $5 forbids
+    browser.find_element(By.ID, "key-form-submit").click()
+    wait(browser, lambda b: b.find_element(By.ID, "key-form-error").text)
+    assert "limits.budgetDailyUsd" in browser.find_element(By.ID, "key-form-error").text
+    browser.find_element(By.ID, "key-daily").send_keys("3")  # lower is fine
+    browser.find_element(By.ID, "key-form-submit").click()
+    wait(browser, lambda b: not b.find_element(By.ID, "key-dialog").is_displayed())
+    wait(browser, lambda b: cell(key_row(b, "meg-ci"), "key-limits") == "$3.00/day")
+
+    # Signed in with the key itself: it manages no keys, so the page shows usage only.
+    fresh_page(browser, momor.url)
+    browser.find_element(By.ID, "apikey").send_keys(key["key"])
+    browser.execute_script("document.body.setAttribute('data-state', 'signing-in')")
+    browser.find_element(By.ID, "signin-button").click()
+    wait(browser, lambda b: state(b) in ("ready", "error"))
+    assert state(browser) == "ready"
+    assert not browser.find_element(By.ID, "view-keys").is_displayed()

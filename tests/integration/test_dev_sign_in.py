@@ -12,6 +12,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import httpx2
 import pytest
@@ -84,3 +85,27 @@ def test_dev_sh_prints_a_sign_in_that_works(dev_server):
     # The dev person may make keys in the console from the start.
     made = httpx2.post(url + "/keys", headers=bearer, json={"name": "first"})
     assert made.status_code == 201 and made.json()["key"]
+
+
+@pytest.mark.parametrize(("host", "warned"), [("0.0.0.0", True), ("127.0.0.1", False)])
+def test_serving_beyond_loopback_warns_that_anyone_can_forge_a_sign_in(aws, monkeypatch, capsys, host, warned):
+    """infra.local itself (in this process, its server not started): --host beyond loopback prints the
+    warning before it serves (issue 33), loopback does not."""
+    import uvicorn
+
+    from infra import local
+    from tests.conftest import reset_momor_caches
+
+    served: list[str] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **options: served.append(options["host"]))
+    with mock.patch.dict(os.environ, aws.env()):  # what main sets in the environment goes after it
+        for name in [n for n in os.environ if n.startswith("MOMOR_")]:
+            os.environ.pop(name)
+        try:
+            local.main(["--host", host, "--no-fake-providers", "--port", str(_free_port())])
+        finally:
+            reset_momor_caches()
+    said = capsys.readouterr()
+    assert served == [host]
+    assert ("moto's Cognito signs sign-in tokens with a private key published" in said.err) is warned
+    assert ("forge a sign-in" in said.err) is warned

@@ -124,7 +124,7 @@ def test_me_names_the_person_their_role_and_their_organization(momor, pool):
     answer = httpx2.get(momor.url + "/me", headers=bearer(pool.token("bo@example.com")), timeout=30)
     assert answer.status_code == 200, answer.text
     assert answer.json() == {
-        "id": f"p-{sub}", "name": "bo@example.com", "email": "bo@example.com", "role": "member",
+        "id": f"p-{sub}", "name": "bo@example.com", "email": "bo@example.com", "role": "member", "managesKeys": True,
         "organization": {"id": org.id, "name": "Acme", "defaults": {"deprecated": None, "maxAge": "P1Y", "zdr": True},
                          "membersCreateKeys": True}}
 

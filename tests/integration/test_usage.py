@@ -178,11 +178,13 @@ def test_usage_reads_only_the_indexes_and_a_bounded_number_of_records(momor, mon
     for _ in range(3):
         call(momor)
     momor.settle()  # the calls' own record writes are done: what is watched below is /usage alone
-    made = []
+    made, counted = [], []
     real = dynamo.call
 
     async def watched(operation, payload, **kwargs):
-        made.append((operation, payload.get("IndexName"), payload.get("Limit")))
+        window = payload.get("Key", {}).get("keyHash", {}).get("S", "").startswith("rate#")
+        # The request's rate-limit window (the key's `:api` bucket, api/route_limits.py) is not a read.
+        (counted if window else made).append((operation, payload.get("IndexName"), payload.get("Limit")))
         return await real(operation, payload, **kwargs)
 
     monkeypatch.setattr(dynamo, "call", watched)
@@ -193,6 +195,7 @@ def test_usage_reads_only_the_indexes_and_a_bounded_number_of_records(momor, mon
     queries = [m for m in made if m[0] == "Query"]
     assert queries and all(index == "byCaller" and limit <= 3 for _, index, limit in queries)
     assert [op for op, _, _ in made if op != "Query"] == ["BatchGetItem"]  # the latest calls' details, once
+    assert [op for op, _, _ in counted] == ["UpdateItem"]  # and the request counted, once
 
 
 def test_an_admin_reads_every_keys_calls_from_by_caller_and_the_records_written_before(momor, momor_aws,

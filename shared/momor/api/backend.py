@@ -23,6 +23,8 @@ from ..store.catalog_source import get_catalog_async
 from . import auth
 
 Caller = auth.Caller
+API_BUCKET = ":api"
+"""The caller's bucket for the routes that are not routed calls (api/route_limits.py)."""
 
 
 @dataclass(slots=True)
@@ -41,6 +43,12 @@ class Backend:
         """Count the call against the caller's rate limit (atomic in DynamoDB); a key's own
         `rateLimit` is read from its item, a person has MOMOR_RATE_LIMIT."""
         return await ratelimit.admit(caller.id, key_hash=caller.key_hash)
+
+    async def admit_api(self, caller: Caller) -> ratelimit.RateState:
+        """Count a request to a route that is not a routed call (usage, records, stored responses, the
+        key API: api/route_limits.py) in the caller's bucket for those, `<caller id>:api`, under the
+        same limit as its calls."""
+        return await ratelimit.admit(caller.id + API_BUCKET, key_hash=caller.key_hash)
 
     async def admit_budget(self, caller: Caller, estimate: Decimal) -> budgets.BudgetState | None:
         """Hold the call's estimated cost against the key's spend limits, if it has any (budgets.py)."""

@@ -1,4 +1,5 @@
-"""GET /generations/{id}: a call's record, only to the API key that made the call."""
+"""GET /generations/{id}: a call's record, only to the caller that made the call (problem documents,
+rate limited in the caller's `:api` bucket: problem_routes.py)."""
 
 from __future__ import annotations
 
@@ -7,29 +8,27 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import background
-from ..door_http import PROBLEM, REQUEST_ID_HEADER, json_response, new_request_id
-from .auth import Unauthorized
+from ..door_http import json_response
+from ..errors import RequestError
+from .auth import Caller
 from .backend import Backend
+from .problem_routes import problem, problem_route
+
+ID_MAX = 64
+"""A record's id is a request id (32 hex digits, door_http.new_request_id); anything much longer is
+not one, and DynamoDB refuses a key past 2 KB: refused before the store is asked."""
 
 
 def routes(backend: Backend) -> list[Route]:
-    async def get_generation(request: Request) -> Response:
+    async def get_generation(request: Request, caller: Caller) -> Response:
         record_id: str = request.path_params["record_id"]
-        request_id = new_request_id()
-        try:
-            caller = await backend.authenticate(request)
-        except Unauthorized as exc:
-            response = json_response({"status": 401, "detail": exc.detail}, 401, PROBLEM)
-        else:
-            await background.settle(record_id)  # a write still under way in this process
-            record = await backend.read_record(record_id, caller.id)
-            # Someone else's record answers exactly as a missing one does: its existence is not told.
-            response = (
-                json_response(record)
-                if record is not None
-                else json_response({"status": 404, "detail": "No such generation."}, 404, PROBLEM)
-            )
-        response.headers[REQUEST_ID_HEADER] = request_id
-        return response
+        if not record_id or len(record_id) > ID_MAX or not record_id.isascii() or not record_id.isprintable():
+            raise RequestError(f"id: a generation's id is its request id (X-Momor-Request-Id), at most {ID_MAX} "
+                               "characters.", param="id")
+        await background.settle(record_id)  # a write still under way in this process
+        record = await backend.read_record(record_id, caller.id)
+        # Someone else's record answers exactly as a missing one does: its existence is not told.
+        return json_response(record) if record is not None else problem(404, "No such generation.")
 
-    return [Route("/generations/{record_id}", get_generation, methods=["GET"])]
+    return [Route("/generations/{record_id}", problem_route(backend, get_generation, "reading a generation failed"),
+                  methods=["GET"])]

@@ -3,50 +3,70 @@
 Served by the usage function (template.yaml), in the native dialect's shape: refusals are problem
 documents `{"status", "detail"}`.
 
-    GET /me            {"id", "name", "email", "role", "organization": {"id", "name", "defaults":
-                       {"deprecated", "maxAge", "zdr"}, "membersCreateKeys"}}
+    GET /me            {"id", "name", "email", "role", "managesKeys", "organization": {"id", "name",
+                       "defaults": {"deprecated", "maxAge", "zdr"}, "membersCreateKeys"}}
     GET /keys          {"data": [key, ...]}: an admin's (or operator's) organization's keys; a member's own
     POST /keys         {"name", "limits"?: {...}} -> 201, the key plus "key": the secret, shown this once
     PATCH /keys/{id}   {"name"?, "limits"?: {...}} -> the key
     DELETE /keys/{id}  revokes it (disabled, never deleted: its records keep naming it) ->
                        {"id", "revoked": true}; refused everywhere within MOMOR_API_KEY_CACHE_S
 
-    key = {"id", "name", "owner", "created", "disabled", "limits": {"rateLimitPerMinute",
-           "budgetDailyUsd", "budgetMonthlyUsd", "zdr"}, "spend": {"todayUsd", "monthUsd"}}
+    key = {"id", "name", "owner", "role", "created", "disabled", "limits": {"rateLimitPerMinute",
+           "budgetDailyUsd", "budgetMonthlyUsd", "zdr"}, "adminLimits": {...}, "spend": {"todayUsd", "monthUsd"}}
+
+Who manages keys, decided here and nowhere else (issue 33):
+- a signed-in person (a Cognito session), or an API key whose role is admin or operator; an API key
+  made for calls (a member's, the console's) manages nothing, its maker's keys included: 403;
+- a member only their own keys, and only where their organization sets `membersCreateKeys`; an admin
+  all of the organization's; nobody another organization's (an id from elsewhere is a 404);
+- nobody a key of a role above their own: an operator's key is out of an organization admin's reach;
+- a limit is held to what a role above the caller's set on the key (store/key_limits.py: a member may
+  tighten an admin's limit, never raise or remove it; a member's `rateLimitPerMinute` is at most the
+  deployment's limit and never 0, which is no limit);
+- a person has at most MOMOR_KEYS_PER_PERSON keys that are not revoked (store/key_admin.py).
+Every request here is rate limited in the caller's `:api` bucket (api/route_limits.py, through
+api/problem_routes.py).
 
 `rateLimitPerMinute` is the key's own `rateLimit` (requests per MOMOR_RATE_WINDOW_S, 60 s by
-default; null: the deployment's MOMOR_RATE_LIMIT); a null budget removes that limit. Members manage
-only their own keys, and only where their organization sets `membersCreateKeys`; an admin manages
-all of the organization's. Nobody reaches another organization's keys: an id from elsewhere is a 404.
+default; null: the deployment's MOMOR_RATE_LIMIT; 0: none, an admin's to set); a null budget removes
+that limit. `adminLimits` says, per field, the tightest value an admin or operator set.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..door_http import PROBLEM, REQUEST_ID_HEADER, json_response, new_request_id, parse_json_object, read_body
-from ..errors import MomorError, RequestError
+from ..door_http import json_response, parse_json_object, read_body
+from ..errors import RequestError
 from ..logs import logger
-from ..store import key_admin, spend_history
+from ..store import key_admin, key_limits, spend_history
 from ..store.budgets import Period
 from .auth import Caller
 from .backend import Backend
+from .problem_routes import Handler, problem_route
 
 NAME_MAX = 100
-LIMITS = {"rateLimitPerMinute", "budgetDailyUsd", "budgetMonthlyUsd", "zdr"}
 BODY_MAX = 16 * 1024
+_RECHECKS = 3
+"""Times a change is checked again when an admin changed the key's limits meanwhile (then 409)."""
+
+
+def manages_keys(caller: Caller) -> bool:
+    """A signed-in person, or an admin's or operator's API key; never a key made for calls."""
+    return caller.kind == "session" or caller.admin
 
 
 def me(caller: Caller) -> dict[str, Any]:
     org = caller.org
     return {"id": caller.id, "name": caller.name, "email": caller.email, "role": caller.role,
+            "managesKeys": manages_keys(caller),
             "organization": {"id": org.id, "name": org.name, "defaults": org.defaults.to_json(),
                              "membersCreateKeys": org.members_create_keys}}
 
@@ -63,17 +83,28 @@ async def key_json(key: key_admin.KeyInfo) -> dict[str, Any]:
         logger.warning("a key's spend could not be read", extra={"caller_id": key.id,
                                                                  "error": f"{type(exc).__name__}: {exc}"[:300]})
         month = today = None
-    return {"id": key.id, "name": key.name, "owner": key.owner, "created": key.created, "disabled": key.disabled,
-            "limits": {"rateLimitPerMinute": key.rate_limit, "budgetDailyUsd": _usd(key.budget_daily),
-                       "budgetMonthlyUsd": _usd(key.budget_monthly), "zdr": key.zdr},
+    return {"id": key.id, "name": key.name, "owner": key.owner, "role": key.role, "created": key.created,
+            "disabled": key.disabled, "limits": key_limits.shown(key.limits),
+            "adminLimits": key_limits.admin_limits(key.set_by),
             "spend": {"todayUsd": _usd(today), "monthUsd": _usd(month)}}
 
 
+def _may_list(caller: Caller) -> None:
+    if not manages_keys(caller):
+        raise RequestError("An API key made for calls manages no keys, not even its maker's: sign in, or use "
+                           "an admin key.", status=403)
+
+
 def _may_manage(caller: Caller) -> None:
+    _may_list(caller)
     if not caller.admin and not caller.org.members_create_keys:
         raise RequestError("Your organization lets only its admins create and change keys.", status=403)
-    if not caller.admin and caller.person is None:
-        raise RequestError("Only a signed-in person or an admin key manages keys.", status=403)
+
+
+def _may_touch(caller: Caller, key: key_admin.KeyInfo) -> None:
+    """Nobody changes or revokes a key of a role above their own (an operator's, for an org admin)."""
+    if key_limits.RANK.get(key.role, 0) > key_limits.RANK.get(caller.role, 0):
+        raise RequestError(f"This is an {key.role}'s key: only an {key.role} changes or revokes it.", status=403)
 
 
 async def _visible(caller: Caller) -> list[key_admin.KeyInfo]:
@@ -89,51 +120,6 @@ async def _one(caller: Caller, key_id: str) -> key_admin.KeyInfo:
     if found is None:  # another organization's key answers as a missing one does
         raise RequestError("No such key.", status=404)
     return found
-
-
-def _limit_usd(limits: dict[str, Any], name: str) -> Decimal | bool | None:
-    if name not in limits:
-        return False
-    value = limits[name]
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise RequestError(f"limits.{name} must be a number of US dollars or null.", param=f"limits.{name}")
-    try:
-        usd = Decimal(str(value))
-    except InvalidOperation:
-        raise RequestError(f"limits.{name} must be a number of US dollars or null.", param=f"limits.{name}") from None
-    if not usd.is_finite() or usd < 0:
-        raise RequestError(f"limits.{name} must be zero or more.", param=f"limits.{name}")
-    return usd
-
-
-def _limits(body: dict[str, Any]) -> dict[str, Any]:
-    """What `limits` changes: each name present, its new value (None removes a limit)."""
-    limits = body.get("limits", {})
-    if not isinstance(limits, dict):
-        raise RequestError("limits must be an object.", param="limits")
-    unknown = set(limits) - LIMITS
-    if unknown:
-        raise RequestError(f"limits: unknown field {sorted(unknown)[0]!r}.", param="limits")
-    changes: dict[str, Any] = {"daily": _limit_usd(limits, "budgetDailyUsd"),
-                               "monthly": _limit_usd(limits, "budgetMonthlyUsd"), "rate_limit": False, "zdr": None}
-    if "rateLimitPerMinute" in limits:
-        rate = limits["rateLimitPerMinute"]
-        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int) or rate < 0):
-            raise RequestError("limits.rateLimitPerMinute must be a whole number, zero or more, or null.",
-                               param="limits.rateLimitPerMinute")
-        changes["rate_limit"] = rate
-    if "zdr" in limits:
-        if not isinstance(limits["zdr"], bool):
-            raise RequestError("limits.zdr must be true or false.", param="limits.zdr")
-        changes["zdr"] = limits["zdr"]
-    return changes
-
-
-def _set_or_none(value: Decimal | bool | None) -> Decimal | None:
-    """A new key's limit: the amount given, else none (False, "not given", is none too)."""
-    return value if isinstance(value, Decimal) else None
 
 
 def _name(body: dict[str, Any], *, required: bool) -> str | None:
@@ -158,32 +144,46 @@ async def _create(request: Request, caller: Caller) -> Response:
     body = await _body(request, {"name", "limits"})
     name = _name(body, required=True)
     assert name is not None
-    changes = _limits(body)
+    limits = key_limits.parse(body.get("limits"), caller.role)
+    key_limits.check(limits, {}, caller.role)
     plaintext, info = await key_admin.create(
-        caller.org.id, name, owner=caller.person or caller.name, zdr=bool(changes["zdr"]),
-        daily=_set_or_none(changes["daily"]), monthly=_set_or_none(changes["monthly"]),
-        rate_limit=changes["rate_limit"] if changes["rate_limit"] is not False else None)
+        caller.org.id, name, owner=caller.person or caller.name, limits=limits,
+        set_by=key_limits.recorded({}, limits, caller.role))
     return json_response({**await key_json(info), "key": plaintext}, 201)
 
 
 async def _change(request: Request, caller: Caller) -> Response:
     _may_manage(caller)
     key = await _one(caller, request.path_params["key_id"])
+    _may_touch(caller, key)
     body = await _body(request, {"name", "limits"})
-    changes = _limits(body)
-    info = await key_admin.change(key, name=_name(body, required=False), zdr=changes["zdr"], daily=changes["daily"],
-                                  monthly=changes["monthly"], rate_limit=changes["rate_limit"])
-    return json_response(await key_json(info))
+    name = _name(body, required=False)
+    limits = key_limits.parse(body.get("limits"), caller.role)
+    for _ in range(_RECHECKS):
+        current = await key_admin.read(key.key_hash)
+        if current is None:
+            raise RequestError("No such key.", status=404)
+        # Checked against what admins set as the item has it now, and written only if that is still so.
+        key_limits.check(limits, current.set_by, caller.role)
+        try:
+            info = await key_admin.change(current, name=name, limits=limits,
+                                          set_by=key_limits.recorded(current.set_by, limits, caller.role))
+        except key_admin.Changed:
+            continue
+        return json_response(await key_json(info))
+    raise RequestError("The key's limits were being changed at the same moment; try again.", status=409)
 
 
 async def _revoke(request: Request, caller: Caller) -> Response:
     _may_manage(caller)
     key = await _one(caller, request.path_params["key_id"])
+    _may_touch(caller, key)
     await key_admin.revoke(key)
     return json_response({"id": key.id, "revoked": True})
 
 
 async def _list(request: Request, caller: Caller) -> Response:
+    _may_list(caller)
     keys = await _visible(caller)
     return json_response({"data": list(await asyncio.gather(*(key_json(k) for k in keys)))})
 
@@ -193,22 +193,8 @@ async def _me(request: Request, caller: Caller) -> Response:
 
 
 def routes(backend: Backend) -> list[Route]:
-    def route(handler: Any) -> Any:
-        async def answer(request: Request) -> Response:
-            request_id = new_request_id()
-            try:
-                response = await handler(request, await backend.authenticate(request))
-            except MomorError as exc:
-                response = json_response({"status": exc.status, "detail": exc.detail}, exc.status, PROBLEM)
-            except Exception:  # a bug or a store failure: a problem document and a log line, never a bare 500
-                logger.exception("key management failed", extra={"request_id": request_id})
-                response = json_response({"status": 500, "detail": "Momor failed; the request id identifies this "
-                                          "call in its logs."}, 500, PROBLEM)
-            response.headers[REQUEST_ID_HEADER] = request_id
-            response.headers["Cache-Control"] = "no-store"
-            return response
-
-        return answer
+    def route(handler: Handler) -> Any:
+        return problem_route(backend, handler, "key management failed")
 
     return [
         Route("/me", route(_me), methods=["GET"]),

@@ -12,6 +12,7 @@ has one: spend against each limit.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from typing import Any
 
@@ -20,31 +21,24 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .. import background
-from ..door_http import PROBLEM, REQUEST_ID_HEADER, json_response, new_request_id
+from ..door_http import json_response
 from ..errors import RequestError
-from ..store import budgets, key_admin, usage
+from ..store import budgets, key_admin, organizations, usage
+from ..store.organizations import Organization
 from .auth import PERSON_PREFIX
 from .backend import Backend, Caller
+from .problem_routes import problem_route
 
-
-def _problem(status: int, detail: str) -> Response:
-    return json_response({"status": status, "detail": detail}, status, PROBLEM)
+_CONCURRENT_LOOKUPS = 16
+"""Membership reads an admin's usage makes at once (only for members listed before joining times)."""
 
 
 def routes(backend: Backend) -> list[Route]:
-    async def get_usage(request: Request) -> Response:
-        request_id = new_request_id()
-        try:
-            caller = await backend.authenticate(request)
-            response = json_response(await _usage(request, caller))
-        except RequestError as exc:
-            response = _problem(exc.status, exc.detail)
-        response.headers[REQUEST_ID_HEADER] = request_id
-        response.headers["Cache-Control"] = "no-store"
-        return response
+    async def get_usage(request: Request, caller: Caller) -> Response:
+        return json_response(await _usage(request, caller))
 
     return [
-        Route("/usage", get_usage, methods=["GET"]),
+        Route("/usage", problem_route(backend, get_usage, "usage failed"), methods=["GET"]),
     ]
 
 
@@ -55,8 +49,8 @@ async def _usage(request: Request, caller: Caller) -> dict[str, Any]:
         raise RequestError(f"`group` must be one of {', '.join(usage.GROUPS)}.")
     span = usage.parse_range(query.get("from"), query.get("to"), dt.datetime.now(dt.UTC))
     await background.drain()  # this process's own record writes still under way (local server)
-    scope, callers, owners = await _scope(caller)
-    records, truncated = await usage.query(span, callers)
+    scope, callers, owners, windows = await _scope(caller)
+    records, truncated = await usage.query(span, callers, windows)
     _name_people(records, owners)
     answer = usage.summarize(records, span, group)
     await usage.add_details(answer["latest"])
@@ -73,20 +67,44 @@ async def _usage(request: Request, caller: Caller) -> dict[str, Any]:
 
 
 
-async def _scope(caller: Caller) -> tuple[str, list[str] | None, dict[str, str]]:
-    """(scope, the caller ids whose calls are shown (None: every call), each console-made key's owner).
-    An organization's callers are its keys and its people, so its admin reads exactly those partitions
-    and no other organization's."""
+async def _scope(caller: Caller) -> tuple[str, list[str] | None, dict[str, str], usage.Windows]:
+    """(scope, the caller ids whose calls are shown (None: every call), each console-made key's owner,
+    the times a person's calls count). An organization's callers are its keys and its people, so its
+    admin reads exactly those partitions and no other organization's; a person's calls (one partition
+    wherever they were) only while they were in the organization (organizations.py `joined`, `former`)."""
     if caller.role == "operator":
-        return "all", None, {}
+        return "all", None, {}, {}
     if caller.role == "admin":
         keys = await key_admin.org_keys(caller.org.id)
-        people = [PERSON_PREFIX + person for person in caller.org.members]
-        return "organization", [k.id for k in keys] + people + [caller.id], _owners(keys)
+        windows = await _people_windows(caller.org)
+        return "organization", [k.id for k in keys] + list(windows) + [caller.id], _owners(keys), windows
     if caller.kind == "session":  # a member: their own calls, made signed in or with their keys
         keys = await key_admin.org_keys(caller.org.id, owner=caller.person)
-        return "own", [caller.id] + [k.id for k in keys], _owners(keys)
-    return "own", [caller.id], {}
+        return "own", [caller.id] + [k.id for k in keys], _owners(keys), {}
+    return "own", [caller.id], {}, {}
+
+
+async def _people_windows(org: Organization) -> dict[str, list[tuple[str | None, str | None]]]:
+    """Each person's caller id -> when their calls were this organization's. A member listed before
+    joining times were kept, whose person item now names another organization (added there before a
+    move took them out of this one), counts not at all: when they left is not known."""
+    unknown = [p for p in org.members if p not in org.joined]
+    gate = asyncio.Semaphore(_CONCURRENT_LOOKUPS)
+
+    async def still_here(person: str) -> bool:
+        async with gate:
+            return (await organizations.membership(person)).org == org.id
+
+    here = dict(zip(unknown, await asyncio.gather(*(still_here(p) for p in unknown)), strict=True))
+    windows: dict[str, list[tuple[str | None, str | None]]] = {}
+    for person in sorted(set(org.members) | set(org.former)):
+        spans: list[tuple[str | None, str | None]] = [(since or None, until)
+                                                      for since, until in org.former.get(person, ())]
+        if person in org.members and here.get(person, True):
+            spans.append((org.joined.get(person), None))
+        if spans:
+            windows[PERSON_PREFIX + person] = spans
+    return windows
 
 
 def _owners(keys: list[Any]) -> dict[str, str]:

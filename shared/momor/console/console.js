@@ -108,7 +108,7 @@
     try {
       state.me = await fetchMe();
       window.MomorKeys.setMe(state.me);
-      if (state.view === "keys" && state.me) {
+      if (state.view === "keys" && state.me && state.me.managesKeys) {
         await window.MomorKeys.load();
       } else {
         state.view = "usage";

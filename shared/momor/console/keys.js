@@ -14,13 +14,18 @@ window.MomorKeys = (function () {
   // An operator (the deployment's owner) manages its own organization as an admin does.
   const isAdmin = () => Boolean(state.me && (state.me.role === "admin" || state.me.role === "operator"));
   const canCreate = () => Boolean(state.me && (isAdmin() || (state.me.organization || {}).membersCreateKeys));
-  // A member sees only their own keys (GET /keys), and changes them when they may create keys.
-  const canManage = (key) => !key.disabled && canCreate();
+  // A member sees only their own keys (GET /keys), and changes them when they may create keys; nobody
+  // changes a key of a role above their own (an operator's key, for an organization's admin).
+  const RANK = { member: 0, admin: 1, operator: 2 };
+  const outranked = (key) => (RANK[key.role] || 0) > (RANK[(state.me || {}).role] || 0);
+  const canManage = (key) => !key.disabled && canCreate() && !outranked(key);
   // A key's owner is the person's id (their Cognito `sub`); /me's id is the caller's (`p-<sub>`).
   const mine = (key) => Boolean(state.me && key.owner && "p-" + key.owner === state.me.id);
 
   function setMe(me) {
     state.me = me;
+    // An API key made for calls manages no keys (GET /me's managesKeys): no Keys tab for it.
+    $("view-keys").hidden = !(me && me.managesKeys);
     $("key-create").hidden = !canCreate();
     $("keys-owner-head").hidden = !isAdmin();
     const org = (me && me.organization) || {};
@@ -42,6 +47,18 @@ window.MomorKeys = (function () {
     if (l.budgetDailyUsd !== null && l.budgetDailyUsd !== undefined) parts.push(usd(l.budgetDailyUsd) + "/day");
     if (l.budgetMonthlyUsd !== null && l.budgetMonthlyUsd !== undefined) parts.push(usd(l.budgetMonthlyUsd) + "/month");
     return parts.length ? parts.join(" · ") : "no limits";
+  }
+
+  function adminText(set) {
+    const { usd, int } = ui();
+    const said = (v, text) => (v === null ? "none" : text);
+    const parts = [];
+    if ("rateLimitPerMinute" in set) parts.push("rate " + (set.rateLimitPerMinute === null ? "the deployment's"
+      : set.rateLimitPerMinute === 0 ? "unlimited" : int(set.rateLimitPerMinute) + "/min"));
+    if ("budgetDailyUsd" in set) parts.push("daily " + said(set.budgetDailyUsd, usd(set.budgetDailyUsd)));
+    if ("budgetMonthlyUsd" in set) parts.push("monthly " + said(set.budgetMonthlyUsd, usd(set.budgetMonthlyUsd)));
+    if ("zdr" in set) parts.push("zero data retention " + (set.zdr ? "on" : "off"));
+    return parts.join(" · ");
   }
 
   function spendCell(spent, limit, test, extra) {
@@ -110,6 +127,12 @@ window.MomorKeys = (function () {
     $("key-daily").value = shown(l.budgetDailyUsd);
     $("key-monthly").value = shown(l.budgetMonthlyUsd);
     $("key-zdr").checked = Boolean(l.zdr);
+    // What an admin set binds a member: they may tighten it, not loosen it (the server refuses that).
+    const set = (key && key.adminLimits) || {};
+    const bound = Object.keys(set).length && !isAdmin();
+    $("key-form-note").hidden = !bound;
+    $("key-form-note").textContent = bound ? "Set by an admin (you may tighten these, not loosen them): "
+      + adminText(set) + "." : "";
     $("key-form-error").textContent = "";
     $("key-dialog").showModal();
     $("key-name").focus();

@@ -13,7 +13,8 @@ it; the id holds a `/`. An id the catalog does not serve is a 404 in the shape o
 asked (dialects/error_shape.py).
 
 `id` is `publisher/name` in lowercase, a selector POST /models, /messages and /chat/completions
-all take. The caller is an API key or a signed-in session (api/auth.py).
+all take. The caller is an API key or a signed-in session (api/auth.py), rate limited in its `:api`
+bucket (api/route_limits.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ..api import route_limits
 from ..api.backend import Backend
 from ..catalog import Catalog, Model
 from ..door_http import id_headers, json_response, new_request_id, retry_header
@@ -87,13 +89,15 @@ def find_model(catalog: Catalog, wanted: str) -> Model | None:
 def routes(backend: Backend) -> list[Route]:
     async def answer(request: Request, build: Any) -> Response:
         request_id = new_request_id()
+        limited: dict[str, str] = {}
         try:
-            await backend.authenticate(request)
+            limited = await route_limits.admit(backend, await backend.authenticate(request))  # the `:api` bucket
             response = json_response(build(await backend.catalog()))
         except MomorError as exc:
             response = error_response(request, exc, request_id)
             response.headers.update(retry_header(exc))
-        response.headers.update(id_headers(request_id))
+            limited = limited or route_limits.refusal_headers(exc)
+        response.headers.update(id_headers(request_id) | limited)
         return response
 
     async def list_models(request: Request) -> Response:

@@ -484,10 +484,10 @@ def set_limits(key_hash: str, *, daily: Decimal | bool | None = False, monthly: 
     old: dict[str, Any] = answer.get("Attributes", {})  # one statement a call, as the IAM scan reads them
     had = "budgetDailyUsd" in old or "budgetMonthlyUsd" in old
     if old and not had and any(v is not False and v is not None for v in (daily, monthly)):
-        _unseed(table, old.get("id", {}).get("S") or key_hash[:16])  # apikeys: the id, else the hash's head
+        unseed(table, old.get("id", {}).get("S") or key_hash[:16])  # apikeys: the id, else the hash's head
 
 
-def _unseed(table: str, caller_id: str) -> None:
+def unseed(table: str, caller_id: str) -> None:
     """Make the key's next budgeted call seed this month's counters from its records (module docstring)."""
     client = aws.client("dynamodb")
     # No spend item this month (the condition fails): the first budgeted call seeds it anyway.

@@ -6,11 +6,16 @@ ratelimit.py), so no new table and no new grant set:
     keyHash = "org#<id>"       name, members (map person id -> admin | member), membersCreateKeys,
                                deprecated (BOOL), maxAge (S, ISO 8601 or TimeSpan as the seeds take it),
                                zdr (BOOL: every call held to zero data retention), budgetDailyUsd,
-                               budgetMonthlyUsd (N: spend limits on top of the keys' own)
+                               budgetMonthlyUsd (N: spend limits on top of the keys' own),
+                               joined (map person id -> when they joined), former (map person id ->
+                               list of "<joined>/<left>": the times they were a member and left)
     keyHash = "person#<sub>"   org, role, email: where a signed-in person (Cognito `sub`) belongs
 
 The org item's `members` map is what the console lists; the person item is what a request reads
-(one GetItem by the token's `sub`). Both are written together by `add_member`.
+(one GetItem by the token's `sub`). Both are written together by `add_member`. A person is in one
+organization at a time: adding them to another takes them out of the one they were in, as
+`remove_member` does, and keeps the time they were in it (`former`), so that organization's admin
+still sees their calls of that time in /usage, and neither organization the other's (api/usage.py).
 
 Every API key belongs to one organization: its item's `org`, or, for items written before
 organizations existed, the deployment's default organization (DEFAULT_ORG, made by
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import secrets
 import threading
 import time
@@ -39,6 +45,8 @@ from . import aws, dynamo
 DEFAULT_ORG = "default"
 ROLES = ("admin", "member")
 ORG_PREFIX = "org#"
+JOINED = "joined"
+FORMER = "former"
 PERSON_PREFIX = "person#"
 _CACHE_MAX = 4096
 
@@ -66,6 +74,10 @@ class Organization:
     members_create_keys: bool = False
     members: dict[str, str] = field(default_factory=dict)
     """person id -> role."""
+    joined: dict[str, str] = field(default_factory=dict)
+    """person id -> when they joined (records' `created` form); none for people added before it was kept."""
+    former: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    """person id -> (joined, left) of each time they were a member and left ("" joined: before it was kept)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +86,8 @@ class Membership:
     org: str
     role: str
     email: str | None = None
+    left: str | None = None
+    """add_member: the organization the person was in before, and has left."""
 
 
 def org_key(org_id: str) -> str:
@@ -138,6 +152,10 @@ def from_item(item: dict[str, Any]) -> Organization:
         budget_monthly=_usd(item, "budgetMonthlyUsd"),
         members_create_keys=bool(_bool(item, "membersCreateKeys")),
         members=members,
+        joined={person: at["S"] for person, at in item.get(JOINED, {}).get("M", {}).items() if "S" in at},
+        former={person: tuple(tuple(span["S"].split("/", 1)) for span in spans.get("L", [])
+                              if "/" in span.get("S", ""))
+                for person, spans in item.get(FORMER, {}).get("M", {}).items()},
     )
 
 
@@ -241,21 +259,87 @@ def ensure_default(name: str = "Default") -> None:
         request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
+def _now() -> str:
+    """The records' `created` form (records.py), so a membership's ends compare with calls' times."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds")
+
+
 def add_member(org_id: str, person_id: str, role: str = "member", *, email: str | None = None) -> Membership:
-    """Put a person (Cognito `sub`) in an organization with a role: the person item, and the org's list."""
+    """Put a person (Cognito `sub`) in an organization with a role: the person item, and the org's list.
+    A person is in one organization: one who was in another leaves it (`remove_member`), and the
+    Membership returned names it (`left`), so the caller can revoke the keys they made there."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}")
     table = get_config().need("api_keys_table")
     client = aws.client("dynamodb")
+    previous = client.get_item(TableName=table, Key={"keyHash": {"S": person_key(person_id)}},
+                               ConsistentRead=True).get("Item", {}).get("org", {}).get("S")
+    _with_member_maps(client, table, org_id)
+    # The new organization first: a failure here leaves the person where they were.
+    client.update_item(
+        TableName=table, Key={"keyHash": {"S": org_key(org_id)}},
+        UpdateExpression="SET #m.#p = :r, #j.#p = if_not_exists(#j.#p, :now)",
+        ConditionExpression="attribute_exists(keyHash)",
+        ExpressionAttributeNames={"#m": "members", "#j": JOINED, "#p": person_id},
+        ExpressionAttributeValues={":r": {"S": role}, ":now": {"S": _now()}})
     person: dict[str, Any] = {"keyHash": {"S": person_key(person_id)}, "org": {"S": org_id}, "role": {"S": role}}
     if email:
         person["email"] = {"S": email}
-    client.update_item(
-        TableName=table, Key={"keyHash": {"S": org_key(org_id)}}, UpdateExpression="SET #m.#p = :r",
-        ConditionExpression="attribute_exists(keyHash)",
-        ExpressionAttributeNames={"#m": "members", "#p": person_id}, ExpressionAttributeValues={":r": {"S": role}})
     client.put_item(TableName=table, Item=person)
+    left = None
+    if previous and previous != org_id:
+        _leave(client, table, previous, person_id)
+        left = previous
     with _lock:
         _orgs.pop(org_id, None)
         _people.pop(person_id, None)
-    return Membership(person_id, org_id, role, email)
+    return Membership(person_id, org_id, role, email, left=left)
+
+
+def remove_member(org_id: str, person_id: str) -> bool:
+    """Take a person out of an organization (False: they were not in it). Their person item goes too
+    when it names this organization: they are then in no organization, a member of the default one
+    (api/auth.py), until they are added to another."""
+    table = get_config().need("api_keys_table")
+    client = aws.client("dynamodb")
+    deleted = True
+    try:
+        client.delete_item(TableName=table, Key={"keyHash": {"S": person_key(person_id)}},
+                           ConditionExpression="#o = :o", ExpressionAttributeNames={"#o": "org"},
+                           ExpressionAttributeValues={":o": {"S": org_id}})
+    except client.exceptions.ConditionalCheckFailedException:  # they are in another organization, or none
+        deleted = False
+    listed = _leave(client, table, org_id, person_id)
+    with _lock:
+        _people.pop(person_id, None)
+    return deleted or listed
+
+
+def _with_member_maps(client: Any, table: str, org_id: str) -> None:
+    """`joined` and `former` on the organization's item (made before they were kept), so a person's entry
+    in them can be set: DynamoDB sets no path inside a map that is not there."""
+    client.update_item(
+        TableName=table, Key={"keyHash": {"S": org_key(org_id)}},
+        UpdateExpression="SET #j = if_not_exists(#j, :empty), #f = if_not_exists(#f, :empty)",
+        ConditionExpression="attribute_exists(keyHash)", ExpressionAttributeNames={"#j": JOINED, "#f": FORMER},
+        ExpressionAttributeValues={":empty": {"M": {}}})
+
+
+def _leave(client: Any, table: str, org_id: str, person_id: str) -> bool:
+    """The person out of the organization's members (False: they were not listed), and the time they
+    were in it kept in `former`: its admin's usage keeps their calls of that time, and no later one
+    (api/usage.py)."""
+    key = {"keyHash": {"S": org_key(org_id)}}
+    item = client.get_item(TableName=table, Key=key, ConsistentRead=True).get("Item")
+    if item is None or person_id not in from_item(item).members:
+        return False
+    _with_member_maps(client, table, org_id)
+    since = from_item(item).joined.get(person_id, "")
+    client.update_item(
+        TableName=table, Key=key,
+        UpdateExpression="REMOVE #m.#p, #j.#p SET #f.#p = list_append(if_not_exists(#f.#p, :none), :span)",
+        ExpressionAttributeNames={"#m": "members", "#j": JOINED, "#f": FORMER, "#p": person_id},
+        ExpressionAttributeValues={":none": {"L": []}, ":span": {"L": [{"S": f"{since}/{_now()}"}]}})
+    with _lock:
+        _orgs.pop(org_id, None)
+    return True

@@ -39,7 +39,7 @@ import asyncio
 import datetime as dt
 import math
 from collections import defaultdict
-from collections.abc import Awaitable, Collection, Iterable
+from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -133,17 +133,24 @@ def _stamp(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).isoformat(timespec="milliseconds")
 
 
-async def query(span: Range, caller_id: str | Collection[str] | None) -> tuple[list[dict[str, Any]], bool]:
+Windows = Mapping[str, Sequence[tuple[str | None, str | None]]]
+"""A caller id -> the times whose calls count, (from, until) in the records' `created` form, None for
+an open end: a person's calls count for an organization only while they were in it (api/usage.py)."""
+
+
+async def query(span: Range, caller_id: str | Collection[str] | None,
+                windows: Windows | None = None) -> tuple[list[dict[str, Any]], bool]:
     """The calls in `span`, newest first: one caller's or a few callers' (byCaller, merged by time: an
-    organization's keys and people), or everyone's (None: each caller of the span's days,
-    callers_seen.py, from byCaller; and the records written before, from the day indexes).
-    Returns (items, truncated)."""
+    organization's keys and people; a caller in `windows` only within its windows), or everyone's
+    (None: each caller of the span's days, callers_seen.py, from byCaller; and the records written
+    before, from the day indexes). Returns (items, truncated)."""
     table = get_config().need("records_table")
     limit = max_records()
-    if isinstance(caller_id, str):
+    if isinstance(caller_id, str) and not windows:
         items = await _partition(table, span, (BY_CALLER, "callerId", caller_id), limit + 1)
     elif caller_id is not None:
-        items = await _callers(table, span, sorted(set(caller_id)), limit)
+        callers = [caller_id] if isinstance(caller_id, str) else sorted(set(caller_id))
+        items = await _callers(table, span, callers, limit, windows=windows or {})
     else:
         items = await _everyone(table, span, limit)
     if len(items) > limit:
@@ -160,18 +167,42 @@ async def _everyone(table: str, span: Range, limit: int) -> list[dict[str, Any]]
 
 
 async def _callers(table: str, span: Range, callers: list[str], limit: int,
-                   *more: Awaitable[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+                   *more: Awaitable[list[dict[str, Any]]], windows: Windows | None = None) -> list[dict[str, Any]]:
     """The calls of `callers` in `span` (and of `more`), newest first, at most limit + 1: each one's
-    newest limit + 1 from byCaller, a few queries at a time, merged by time, each record once."""
+    newest limit + 1 from byCaller (within its windows, if it has some), a few queries at a time,
+    merged by time, each record once."""
     gate = asyncio.Semaphore(_CONCURRENT)
 
-    async def one(partition: tuple[str, str, str]) -> list[dict[str, Any]]:
+    async def one(within: Range, partition: tuple[str, str, str]) -> list[dict[str, Any]]:
         async with gate:
-            return await _partition(table, span, partition, limit + 1)
+            return await _partition(table, within, partition, limit + 1)
 
-    found = await asyncio.gather(*(one((BY_CALLER, "callerId", c)) for c in callers), *more)
+    reads = [one(within, (BY_CALLER, "callerId", c)) for c in callers
+             for within in _within(span, (windows or {}).get(c))]
+    found = await asyncio.gather(*reads, *more)
     unique = {item["id"]["S"]: item for part in found for item in part}
     return sorted(unique.values(), key=lambda item: item["created"]["S"], reverse=True)[:limit + 1]
+
+
+def _within(span: Range, windows: Sequence[tuple[str | None, str | None]] | None) -> list[Range]:
+    """`span`, or where it meets each of `windows` (None: no windows, the whole span)."""
+    if windows is None:
+        return [span]
+    met = []
+    for since, until in windows:
+        try:
+            start = max(span.start, _moment(since)) if since else span.start
+            end = min(span.end, _moment(until)) if until else span.end
+        except ValueError:  # a time edited by hand into something unreadable: that window counts nothing
+            continue
+        if start < end:
+            met.append(Range(start, end))
+    return met
+
+
+def _moment(stamp: str) -> dt.datetime:
+    moment = dt.datetime.fromisoformat(stamp)
+    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment
 
 
 async def _before_callers(table: str, span: Range, limit: int) -> list[dict[str, Any]]:

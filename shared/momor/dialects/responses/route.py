@@ -30,11 +30,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...api import route_limits
 from ...api.auth import Unauthorized
 from ...api.backend import Backend, Caller
 from ...api.flow import Prepared, generate, routed_call
 from ...catalog import Catalog
-from ...door_http import id_headers, json_response, new_request_id
+from ...door_http import REQUEST_ID_HEADER, id_headers, json_response, new_request_id
 from ...errors import MomorError, ProviderError, RequestError
 from ...events import Assembler, Event, Finish, Raw
 from ...logs import logger
@@ -279,14 +280,6 @@ def _not_found(response_id: str) -> Response:
     return _error(404, f"Response with id '{_shown(response_id)}' not found.")
 
 
-async def _owner(backend: Backend, request: Request) -> str | None:
-    try:
-        caller = await backend.authenticate(request)
-    except Unauthorized:
-        return None
-    return caller.id
-
-
 def _page(items: list[dict[str, Any]], query: Any) -> dict[str, Any] | Response:
     """input_items' cursor page: `order` desc (the API's default) or asc, `limit` 1-100 (20), `after`."""
     order = query.get("order", "desc")
@@ -307,6 +300,24 @@ def _page(items: list[dict[str, Any]], query: Any) -> dict[str, Any] | Response:
             "last_id": data[-1]["id"] if data else None, "has_more": len(ordered) > len(data)}
 
 
+async def _stored(request: Request, owner: str) -> Response:
+    """GET or DELETE /v1/responses/{id}, GET .../input_items, for the caller whose id is `owner`."""
+    response_id: str = request.path_params["response_id"]
+    if ids.request_of(response_id) is None:  # not an id Momor writes: never looked up
+        return _not_found(response_id)
+    if request.method == "DELETE":
+        if not await stored_responses.delete(owner, response_id):
+            return _not_found(response_id)
+        return json_response({"id": response_id, "object": "response", "deleted": True})
+    found = await stored_responses.get(owner, response_id, conversation=False)
+    if found is None:
+        return _not_found(response_id)
+    if request.url.path.endswith("/input_items"):
+        page = _page(found.input_items, request.query_params)
+        return page if isinstance(page, Response) else json_response(page)
+    return json_response(found.response)
+
+
 def routes(backend: Backend) -> list[Route]:
     door = ResponsesDoor()
     run = operation()
@@ -315,23 +326,22 @@ def routes(backend: Backend) -> list[Route]:
         return await routed_call(request, door, backend, route=request.scope["path"], operation=run)
 
     async def stored(request: Request) -> Response:
-        response_id: str = request.path_params["response_id"]
-        owner = await _owner(backend, request)
-        if owner is None:
+        try:
+            caller = await backend.authenticate(request)
+            limited = await route_limits.admit(backend, caller)  # the caller's `:api` bucket
+        except Unauthorized:
             return _error(401, "A valid Momor API key is required.")
-        if ids.request_of(response_id) is None:  # not an id Momor writes: never looked up
-            return _not_found(response_id)
-        if request.method == "DELETE":
-            if not await stored_responses.delete(owner, response_id):
-                return _not_found(response_id)
-            return json_response({"id": response_id, "object": "response", "deleted": True})
-        found = await stored_responses.get(owner, response_id, conversation=False)
-        if found is None:
-            return _not_found(response_id)
-        if request.url.path.endswith("/input_items"):
-            page = _page(found.input_items, request.query_params)
-            return page if isinstance(page, Response) else json_response(page)
-        return json_response(found.response)
+        except route_limits.RateLimited as exc:
+            refused = _error(429, exc.detail)
+            refused.headers.update(exc.headers)
+            return refused
+        try:
+            response = await _stored(request, caller.id)
+        except Exception:  # the store failed: OpenAI's error object and a log line, never a bare 500
+            response = _error(500, "Momor failed; the request id identifies this call in its logs.")
+            logger.exception("a stored response failed", extra={"request_id": response.headers[REQUEST_ID_HEADER]})
+        response.headers.update(limited)
+        return response
 
     routes = [Route(path, create, methods=["POST"]) for path in PATHS]
     for path in PATHS:
