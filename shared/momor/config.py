@@ -6,6 +6,10 @@
                 MOMOR_API_KEY_CACHE_S (60: how long a disabled key may still work in a warm process),
                 MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30),
                 MOMOR_RESPONSES_TABLE (stored responses), MOMOR_RESPONSES_TTL_DAYS (30)
+    cache       MOMOR_CACHE_TABLE (the response cache, store/cache.py), MOMOR_CACHE_TTL_S (3600: how long an
+                answer is kept when neither the call, its key nor its organization says), MOMOR_CACHE_MAX_TTL_S
+                (604800: the most any of them may ask), MOMOR_CACHE_WAIT_MS (150: the most a look-up or
+                write may take before the call goes on without the cache)
     sessions    MOMOR_COGNITO_USER_POOL_ID, MOMOR_COGNITO_REGION, MOMOR_COGNITO_CLIENT_ID,
                 MOMOR_COGNITO_JWKS_URL (development: moto_server's), MOMOR_COGNITO_OPERATOR_GROUP;
                 the console's sign-in: MOMOR_COGNITO_DOMAIN (the hosted page, deployed) or
@@ -120,6 +124,14 @@ class Config:
     memory_ttl_days: int = _knob("MOMOR_MEMORY_TTL_DAYS", 30, kind=int, minimum=0)
     responses_table: str | None = _knob("MOMOR_RESPONSES_TABLE")  # stored responses (store/responses.py)
     responses_ttl_days: int = _knob("MOMOR_RESPONSES_TTL_DAYS", 30, kind=int, minimum=0)
+    cache_table: str | None = _knob("MOMOR_CACHE_TABLE")  # the response cache (store/cache.py, api/cached.py)
+    cache_ttl: int = _knob("MOMOR_CACHE_TTL_S", 3600, kind=int, minimum=1)
+    """Seconds an answer is kept when neither the call (X-Momor-Cache-TTL), its key nor its organization says."""
+    cache_max_ttl: int = _knob("MOMOR_CACHE_MAX_TTL_S", 604_800, kind=int, minimum=1)
+    """The longest TTL a call, key or organization may ask (a longer X-Momor-Cache-TTL is a 400)."""
+    cache_wait: float = _knob("MOMOR_CACHE_WAIT_MS", 0.15, kind=float, positive=True, scale=0.001)
+    """The most a cache look-up (or write) may take; past it the call goes to its provider, recorded as
+    the cache being unavailable."""
     usage_max_records: int = _knob("MOMOR_USAGE_MAX_RECORDS", 20_000, kind=int, minimum=1)  # store/usage.py
     # failures (routing/policy.py)
     retries: int = _knob("MOMOR_RETRIES", 2, kind=int, minimum=0, maximum=10)

@@ -37,8 +37,8 @@ def _billed_cost(recorder: Recorder, billed: Callable[[Candidate], Prices | None
     model's); None when those are the served offering's own. Failed attempts keep their cost."""
     served = recorder.served()
     prices = billed(served.candidate) if served is not None else None
-    if served is None or prices is None or served.attempt.usage is None:
-        return None
+    if served is None or prices is None or served.attempt.usage is None or served.attempt.key_source == "cache":
+        return None  # a cache hit (api/cached.py) costs nothing, whatever its prices
     others = sum((a.cost for a in recorder.attempts if a is not served.attempt and a.cost is not None), Decimal(0))
     return others + cost_usd(served.attempt.usage, prices)
 

@@ -192,6 +192,8 @@ class Recorder:
     """The plan in compact form (api/explain.compact): candidate ids, offerings left out by rule."""
     operation: Any = None
     """An embedding's or a rerank's facts (vectors.EmbedFacts), for the record."""
+    cache: dict[str, Any] | None = None
+    """What the response cache did for the call (api/cached.py), when it was in play."""
 
     def mark_first_byte(self) -> None:
         self.first_byte_ms = round((time.perf_counter() - self.started) * 1000, 2)
@@ -251,6 +253,7 @@ class Recorder:
             first_byte_ms=self.first_byte_ms,
             plan=self.plan,
             operation=self.operation.to_dict() if self.operation is not None else None,
+            cache=self.cache,
         )
         if served is not None:
             m = served.candidate.model

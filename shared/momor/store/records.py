@@ -27,6 +27,9 @@ The item (attribute names as the GET route answers them):
     kind, embedding | rerank   an embedding or rerank call only (a chat's record has neither): its kind,
                   and `{inputs, dimensions, parts}` (the inputs' count, the vectors' length, the requests
                   they were sent in) or `{inputs, searches}` (documents, search units billed)
+    cache         the response cache's part, when the call used it (api/cached.py): {status: hit | miss |
+                  refresh | unavailable, from: the call a hit was first answered by, savedUsd: what the
+                  hit would have cost}; a hit's one attempt has keySource `cache` and costs 0
     plan          why this route: {candidates: [model@provider, the first 8], more, leftOut: {rule: count},
                   deferred: {rule: count}, explain: true for an explained call, refused: the rule
                   that would refuse it} (api/explain.py)
@@ -198,6 +201,9 @@ class CallRecord:
     """The person: a signed-in session's Cognito sub, or the owner of a key made in the console."""
     operation: dict[str, Any] | None = None
     """An embedding's or a rerank's facts (vectors.EmbedFacts.to_dict: kind, inputs, ...); None for the rest."""
+    cache: dict[str, Any] | None = None
+    """The response cache's part (api/cached.py): {status: hit | miss | refresh | unavailable, and for a
+    hit `from` (the call first answered) and `savedUsd`}; None when the call did not use the cache."""
 
     def to_dict(self, ttl_days: int) -> dict[str, Any]:
         cost = total_cost(self)
@@ -240,6 +246,8 @@ class CallRecord:
             facts = dict(self.operation)
             kind = facts.pop("kind")
             document["kind"], document[kind] = kind, facts
+        if self.cache is not None:  # only then: a record's size is paid for on every call
+            document["cache"] = self.cache
         if self.router is not None:
             document["router"] = {**self.router, "classifier": [a.to_dict() for a in self.classifier_attempts]}
         return document
