@@ -305,3 +305,41 @@ def test_native_streamed_then_whole(momor, fake, cache_table):
 
     assert collapsed(replayed) == collapsed(frames) and text(replayed) == text(frames) == "Echo: Native cache"
     assert replayed[-1] == {**frames[-1], **{k: replayed[-1][k] for k in ("id",) if k in replayed[-1]}}
+
+
+# --- embeddings, input by input -----------------------------------------------------------------------
+
+
+def test_embeddings_reask_only_the_changed_inputs_and_answer_in_order(momor, fake, oai):
+    from tests.fakes.vectors import vector
+
+    model = "text-embedding-3-small"
+    corpus = ["alpha chunk", "beta chunk", "gamma chunk"]
+    first = oai.embeddings.with_raw_response.create(model=model, input=corpus, extra_headers=USE)
+    assert first.headers["x-momor-cache"] == "miss" and first.headers["x-momor-cache-hits"] == "0/3"
+    momor.settle()
+    changed = ["alpha chunk", "beta chunk, edited", "gamma chunk", "delta chunk"]
+    second = oai.embeddings.with_raw_response.create(model=model, input=changed, extra_headers=USE)
+    assert second.headers["x-momor-cache"] == "miss" and second.headers["x-momor-cache-hits"] == "2/4"
+    assert fake.requests("openai")[-1].json["input"] == ["beta chunk, edited", "delta chunk"]  # the misses only
+    assert [d.embedding for d in second.parse().data] == [vector(model, t, 1536, 1536) for t in changed]
+    momor.settle()
+    third = oai.embeddings.with_raw_response.create(model=model, input=changed, extra_headers=USE)
+    assert third.headers["x-momor-cache"] == "hit" and sent(fake) == 2
+    assert [d.embedding for d in third.parse().data] == [vector(model, t, 1536, 1536) for t in changed]
+    floats = oai.embeddings.create(model=model, input="gamma chunk", encoding_format="float", extra_headers=USE)
+    assert floats.data[0].embedding == vector(model, "gamma chunk", 1536, 1536) and sent(fake) == 2
+    other = oai.embeddings.with_raw_response.create(model=model, input=["alpha chunk"], dimensions=256,
+                                                    extra_headers=USE)
+    assert other.headers["x-momor-cache"] == "miss" and sent(fake) == 3  # another dimension, another vector
+
+    partial, hit = record_of(momor, second.headers["x-momor-request-id"]), record_of(
+        momor, third.headers["x-momor-request-id"])
+    assert partial["cache"]["status"] == "partial" and partial["cache"]["hits"] == 2
+    assert partial["served"]["provider"] == "openai" and [a["keySource"] for a in partial["attempts"]] == [
+        "cache", "saved"]
+    assert hit["cache"]["status"] == "hit" and hit["cost"] == 0 and hit["cache"]["savedUsd"] > 0
+
+    native = momor.post("/models/embed", {"model": model, "input": changed}, headers=momor.headers(**USE))
+    assert native.status_code == 200, native.text
+    assert native.headers["x-momor-cache"] == "hit" and sent(fake) == 3  # both routes share the inputs' vectors

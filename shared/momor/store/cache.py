@@ -181,3 +181,59 @@ async def put(scope: str, digest: str, entry: Entry, ttl_s: int) -> None:
     await _bounded("PutItem", {"TableName": _table(), "Item": {
         **_key(scope, digest), "answer": {"B": base64.b64encode(packed).decode()},
         "requestId": {"S": entry.request_id}, "expiresAt": {"N": str(expires)}}})
+
+
+# --- embeddings: one item per input --------------------------------------------------------------------
+#
+# An embedding call is looked up input by input (api/cached_embeddings.py): the item's key is the scope
+# and the hash of (model, dimensions, input type, input), and it holds the vector (float32 bytes, as
+# OpenAI's base64 encoding has them), the offering that made it, and the input's estimated tokens.
+
+BATCH_GET = 100
+"""Keys one BatchGetItem takes (DynamoDB's limit)."""
+BATCH_PUT = 25
+"""Items one BatchWriteItem takes (DynamoDB's limit)."""
+
+
+@dataclass(slots=True, frozen=True)
+class Kept:
+    """One input's kept vector."""
+
+    vector: str
+    """OpenAI's base64 form: float32, little-endian (vectors.as_base64)."""
+    model: str
+    provider: str
+    offering_id: str
+    tokens: int
+    request_id: str
+
+
+async def get_vectors(scope: str, digests: list[str]) -> dict[str, Kept]:
+    """The kept vectors among `digests`, by digest (an input not kept, expired or left unprocessed is
+    simply absent: it is embedded afresh). Raises Unavailable."""
+    table, now, found = _table(), time.time(), {}
+    unique = list(dict.fromkeys(digests))
+    for start in range(0, len(unique), BATCH_GET):
+        keys = [_key(scope, d) for d in unique[start:start + BATCH_GET]]
+        answer = await _bounded("BatchGetItem", {"RequestItems": {table: {"Keys": keys}}})
+        for item in answer.get("Responses", {}).get(table, []):
+            if float(item.get("expiresAt", {}).get("N", "0")) <= now or "vector" not in item:
+                continue
+            try:
+                digest = item["cacheKey"]["S"].split("#", 1)[1]
+                found[digest] = Kept(item["vector"]["B"], item["model"]["S"], item["provider"]["S"],
+                                     item["offeringId"]["S"], int(item["tokens"]["N"]), item["requestId"]["S"])
+            except (KeyError, IndexError, ValueError):
+                continue
+    return found
+
+
+async def put_vectors(scope: str, kept: dict[str, Kept], ttl_s: int) -> None:
+    """Keep each input's vector for `ttl_s` seconds. Raises Unavailable."""
+    table, expires = _table(), str(int(time.time()) + ttl_s)
+    items = [{"PutRequest": {"Item": {
+        **_key(scope, digest), "vector": {"B": k.vector}, "model": {"S": k.model}, "provider": {"S": k.provider},
+        "offeringId": {"S": k.offering_id}, "tokens": {"N": str(k.tokens)}, "requestId": {"S": k.request_id},
+        "expiresAt": {"N": expires}}}} for digest, k in kept.items()]
+    for start in range(0, len(items), BATCH_PUT):
+        await _bounded("BatchWriteItem", {"RequestItems": {table: items[start:start + BATCH_PUT]}})
