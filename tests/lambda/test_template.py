@@ -856,6 +856,12 @@ def test_tables():
     assert stored["KeySchema"] == [{"AttributeName": "responseKey", "KeyType": "HASH"}]
     assert stored["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
     assert T["Globals"]["Function"]["Environment"]["Variables"]["MOMOR_RESPONSES_TABLE"] == {"Ref": "ResponsesTable"}
+    # The response cache (store/cache.py): one item per kept answer (or input's vector), by scope and hash.
+    kept = props("CacheTable")
+    assert kept["KeySchema"] == [{"AttributeName": "cacheKey", "KeyType": "HASH"}]
+    assert kept["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
+    assert T["Globals"]["Function"]["Environment"]["Variables"]["MOMOR_CACHE_TABLE"] == {"Ref": "CacheTable"}
+    assert RESOURCES["CacheTable"]["DeletionPolicy"] == "Retain"
     for table in ("RecordsTable", "ApiKeysTable", "MemoryTurnsTable", "MemoryTable", "ResponsesTable"):
         p = props(table)
         assert p["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}

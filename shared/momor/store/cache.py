@@ -148,7 +148,7 @@ def _key(scope: str, digest: str) -> dict[str, Any]:
     return {"cacheKey": {"S": f"{scope}#{digest}"}}
 
 
-async def _bounded(operation: str, payload: dict[str, Any]) -> dict[str, Any]:
+async def _within_wait(operation: str, payload: dict[str, Any]) -> dict[str, Any]:
     wait = get_config().cache_wait
     try:
         return await asyncio.wait_for(dynamo.call(operation, payload, timeout=wait), wait)
@@ -159,7 +159,7 @@ async def _bounded(operation: str, payload: dict[str, Any]) -> dict[str, Any]:
 async def get(scope: str, digest: str) -> Entry | None:
     """The scope's entry for the call, or None (none kept, or expired: DynamoDB deletes expired items
     only within days, so expiry is checked here too). Raises Unavailable."""
-    answer = await _bounded("GetItem", {"TableName": _table(), "Key": _key(scope, digest)})
+    answer = await _within_wait("GetItem", {"TableName": _table(), "Key": _key(scope, digest)})
     item = answer.get("Item")
     if not item or float(item.get("expiresAt", {}).get("N", "0")) <= time.time():
         return None
@@ -178,7 +178,7 @@ async def put(scope: str, digest: str, entry: Entry, ttl_s: int) -> None:
     if len(packed) > ENTRY_LIMIT:
         raise TooLarge(f"{len(packed)} bytes compressed")
     expires = int(time.time()) + ttl_s
-    await _bounded("PutItem", {"TableName": _table(), "Item": {
+    await _within_wait("PutItem", {"TableName": _table(), "Item": {
         **_key(scope, digest), "answer": {"B": base64.b64encode(packed).decode()},
         "requestId": {"S": entry.request_id}, "expiresAt": {"N": str(expires)}}})
 
@@ -215,7 +215,7 @@ async def get_vectors(scope: str, digests: list[str]) -> dict[str, Kept]:
     unique = list(dict.fromkeys(digests))
     for start in range(0, len(unique), BATCH_GET):
         keys = [_key(scope, d) for d in unique[start:start + BATCH_GET]]
-        answer = await _bounded("BatchGetItem", {"RequestItems": {table: {"Keys": keys}}})
+        answer = await _within_wait("BatchGetItem", {"RequestItems": {table: {"Keys": keys}}})
         for item in answer.get("Responses", {}).get(table, []):
             if float(item.get("expiresAt", {}).get("N", "0")) <= now or "vector" not in item:
                 continue
@@ -236,4 +236,4 @@ async def put_vectors(scope: str, kept: dict[str, Kept], ttl_s: int) -> None:
         "offeringId": {"S": k.offering_id}, "tokens": {"N": str(k.tokens)}, "requestId": {"S": k.request_id},
         "expiresAt": {"N": expires}}}} for digest, k in kept.items()]
     for start in range(0, len(items), BATCH_PUT):
-        await _bounded("BatchWriteItem", {"RequestItems": {table: items[start:start + BATCH_PUT]}})
+        await _within_wait("BatchWriteItem", {"RequestItems": {table: items[start:start + BATCH_PUT]}})
