@@ -218,6 +218,35 @@ def test_an_organization_default_turns_it_on_and_a_cache_that_is_down_only_misse
     assert record["cache"] == {"status": "unavailable"} and record["cost"] > 0
 
 
+def test_a_key_turned_on_over_the_key_api_caches_its_calls_and_a_call_may_still_say_off(momor, fake, cache_table):
+    from tests.integration.test_tenant_keys import api, made, role_key
+
+    admin = role_key("default", "admin")
+    key = made(api(momor, admin, "POST", body={"name": "evals", "limits": {"cache": True, "cacheTtlS": 120}}))
+    assert key["limits"]["cache"] is True and key["limits"]["cacheTtlS"] == 120
+    bad = api(momor, admin, "PATCH", f"/{key['id']}", {"limits": {"cacheTtlS": 10**9}})
+    assert bad.status_code == 400 and "limits.cacheTtlS" in bad.text
+    with openai.OpenAI(base_url=momor.url + "/v1", api_key=key["key"], max_retries=0) as sdk:
+        ask = {"model": GPT, "messages": [user("Key default")]}
+        first = sdk.chat.completions.with_raw_response.create(**ask)
+        momor.settle()
+        assert sdk.chat.completions.with_raw_response.create(**ask).headers["x-momor-cache"] == "hit"
+        off = sdk.chat.completions.with_raw_response.create(**ask, extra_headers={"X-Momor-Cache": "off"})
+        assert off.headers["x-momor-cache"] == "miss" and sent(fake) == 2
+    kept = momor_ddb_item(cache_table)
+    assert 110 <= int(kept["expiresAt"]["N"]) - time.time() <= 120  # the key's TTL
+    assert first.headers["x-momor-cache"] == "miss"
+    changed = api(momor, admin, "PATCH", f"/{key['id']}", {"limits": {"cache": None}})
+    assert changed.status_code == 200 and changed.json()["limits"]["cache"] is None
+
+
+def momor_ddb_item(table: str) -> dict[str, Any]:
+    from momor.store import aws
+
+    [item] = aws.client("dynamodb").scan(TableName=table)["Items"]
+    return item
+
+
 # --- Anthropic Messages -------------------------------------------------------------------------------
 
 
