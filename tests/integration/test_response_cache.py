@@ -105,6 +105,18 @@ def test_chat_completions_whole_then_streamed_then_whole_are_one_answer_paid_onc
     assert hit["cost"] == 0 and hit["cache"]["savedUsd"] == pytest.approx(original["cost"])
     assert hit["served"]["model"] == GPT and [x["keySource"] for x in hit["attempts"]] == ["cache"]
     assert hit["usage"]["outputTokens"] == original["usage"]["outputTokens"]
+    assert hit["served"]["cached"] is True and "cached" not in original["served"]
+
+    # /usage counts the hits and what they saved, per model and key (the streamed replay is a hit too).
+    usage = momor.get("/usage").json()
+    assert usage["totals"]["calls"] == 3 and usage["totals"]["cacheHits"] == 2
+    assert usage["totals"]["cacheHitRate"] == pytest.approx(2 / 3, abs=1e-4)
+    assert usage["totals"]["cacheSavedUsd"] == pytest.approx(2 * original["cost"])
+    assert usage["totals"]["costUsd"] == pytest.approx(original["cost"])
+    [by_model] = [g for g in usage["groups"]["model"] if g["name"] == GPT]
+    assert by_model["cacheHits"] == 2 and by_model["cacheSavedUsd"] == pytest.approx(2 * original["cost"])
+    [by_key] = usage["groups"]["key"]
+    assert by_key["cacheHits"] == 2
 
 
 def test_chat_completions_streamed_first_then_a_tool_call_whole(momor, fake, oai):

@@ -257,7 +257,8 @@ class Recorder:
         )
         if served is not None:
             m = served.candidate.model
-            record.served = Served(m.name, served.candidate.provider.name, m.tier, m.publisher)
+            saved = self.cache.get("savedUsd") if self.cache and self.cache.get("status") == "hit" else None
+            record.served = Served(m.name, served.candidate.provider.name, m.tier, m.publisher, saved)
             usages = [t.attempt.usage for t in self.timers if t.attempt.delivered and t.attempt.usage]
             record.usage = functools.reduce(Usage.plus, usages) if usages else None
         return record

@@ -15,7 +15,8 @@ The item (attribute names as the GET route answers them):
                     (routing/hedge.py), its cost what the provider may bill for its input
     attemptsOmitted  how many attempts are left out of a very long list (ATTEMPTS_MAX), or absent
     served        {model, provider, tier, publisher} of the offering that delivered the answer (the
-                  last one, after a rollover), even when the answer then failed; or null
+                  last one, after a rollover), even when the answer then failed; or null. A response-
+                  cache hit adds `cached: true` and `savedUsd` (what /usage sums as saved)
     usage, cost   usage of the whole answer (every delivering attempt's, summed); cost in USD from
                   the catalog's prices, every attempt's (a DynamoDB number, written as Decimal).
                   A usage Momor estimated (the provider reported none) says `estimated: true`
@@ -158,6 +159,9 @@ class Served:
     provider: str
     tier: str | None
     publisher: str
+    saved_usd: Decimal | None = None
+    """A response-cache hit (api/cached.py): what the answer would have cost. On `served`, a plain
+    attribute the usage index projects, so /usage counts hits and savings (and only a hit pays its bytes)."""
 
 
 @dataclass(slots=True)
@@ -225,7 +229,8 @@ class CallRecord:
             "attempts": [a.to_dict() for a in kept],
             **({"attemptsOmitted": omitted} if omitted > 0 else {}),
             "served": (
-                {"model": s.model, "provider": s.provider, "tier": s.tier, "publisher": s.publisher}
+                {"model": s.model, "provider": s.provider, "tier": s.tier, "publisher": s.publisher,
+                 **({"cached": True, "savedUsd": s.saved_usd} if s.saved_usd is not None else {})}
                 if (s := self.served)
                 else None
             ),
