@@ -399,6 +399,10 @@
       const status = el("span", { class: "pill " + (call.failed ? "bad" : "ok") }, String(call.status));
       const servedCell = el("td", {}, servedBy(call));
       if (call.saved) servedCell.append(el("span", { class: "pill saved", title: "saved by failover" }, "saved"));
+      if (call.served && call.served.cached) {
+        servedCell.append(el("span", { class: "pill cached", "data-test": "cached",
+          title: "answered from the response cache: " + usd(call.served.savedUsd) + " saved" }, "cached"));
+      }
       if (call.failed && call.error) servedCell.append(el("div", { class: "why-short", "data-test": "call-error" }, call.error));
       const row = el("tr", { "data-id": call.id, tabIndex: 0 },
         el("td", {}, when(call.created)), servedCell, el("td", { class: "hide-sm" }, call.route),
