@@ -55,9 +55,10 @@ EVENT_OVERHEAD_BYTES = 26
 counted as ingested here."""
 GB = 2**30
 
-TABLE_KEYS = {"RecordsTable": ("id",), "ApiKeysTable": ("keyHash",), "MemoryTable": ("threadKey",)}
+TABLE_KEYS = {"RecordsTable": ("id",), "ApiKeysTable": ("keyHash",), "MemoryTable": ("threadKey",),
+              "CacheTable": ("cacheKey",)}
 TABLE_ENV = {"MOMOR_RECORDS_TABLE": "RecordsTable", "MOMOR_API_KEYS_TABLE": "ApiKeysTable",
-             "MOMOR_MEMORY_TABLE": "MemoryTable"}
+             "MOMOR_MEMORY_TABLE": "MemoryTable", "MOMOR_CACHE_TABLE": "CacheTable"}
 
 
 # --- template.yaml ---------------------------------------------------------------------------------
@@ -135,6 +136,8 @@ def _kind(op: dict[str, Any], tables: dict[str, str]) -> str:
         return "callers" if key.startswith("callers#") else "record"
     if table == "MemoryTable":
         return "memory"
+    if table == "CacheTable":  # the response cache (store/cache.py): a look-up, or an answer kept
+        return "cache"
     key = op["payload"].get("Key", op["payload"].get("Item", {})).get("keyHash", {}).get("S", "")
     if key.startswith("rate#"):
         return "lease"
@@ -452,7 +455,7 @@ def report(measured: list[Measured], per_op: dict, template: dict[str, Any], can
         for label, size in sizes_for(template, m.route, candidates):
             d = dollars(m, size, per_op, s)
             name = f"{label}: " if label else ""
-            lines.append(f"| {m.route} | {_shape(m.shape, s)} | {'yes' if m.budget else 'no'} | "
+            lines.append(f"| {m.route} | {_shape(m.shape, s, m.route)} | {'yes' if m.budget else 'no'} | "
                          f"{name}{size.memory_mb} MB {size.arch} | {d['Lambda']:.2f} | {d['API Gateway']:.2f} | "
                          f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['X-Ray']:.2f} | {d['Secrets+S3']:.3f} | "
                          f"**{d['total']:.2f}** |")
@@ -465,7 +468,7 @@ def report(measured: list[Measured], per_op: dict, template: dict[str, Any], can
         d = dollars(m, Size(1024, "x86_64"), per_op, s)
         kinds = ", ".join(f"{k} {w:.2f}w/{r:.2f}r" for k, (w, r) in sorted(m.units.items()))
         writes = ", ".join(f"{k} {n:.2f}" for k, n in sorted(m.writes.items())) or "none"
-        lines.append(f"| {m.route} | {_shape(m.shape, s)} | {'yes' if m.budget else 'no'} | {m.calls} | "
+        lines.append(f"| {m.route} | {_shape(m.shape, s, m.route)} | {'yes' if m.budget else 'no'} | {m.calls} | "
                      f"{rules.billed_ms(m.duration_s)} | {m.response_bytes:.0f} | {d['wu']:.2f} | {d['ru']:.2f} | "
                      f"{m.log_bytes:.0f} | {m.log_lines:.1f} | {kinds} | {writes} | "
                      f"{m.local[0]:.2f}w/{m.local[1]:.2f}r |")
@@ -498,13 +501,16 @@ def brief(measured: list[Measured], per_op: dict, template: dict[str, Any], cand
             for name, size in sizes_for(template, route, candidates):
                 d, b = dollars(plain, size, per_op, s), dollars(budget, size, per_op, s)
                 label = f"{size.memory_mb} MB {size.arch}" + (f" ({name})" if name else "")
-                lines.append(f"| {route} | {_shape(shape, s)} | {label} | {d['Lambda']:.2f} | {d['API Gateway']:.2f} | "
-                             f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['X-Ray']:.2f} | {d['Secrets+S3']:.2f} | "
+                lines.append(f"| {route} | {_shape(shape, s, route)} | {label} | {d['Lambda']:.2f} | "
+                             f"{d['API Gateway']:.2f} | {d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['X-Ray']:.2f} | "
+                             f"{d['Secrets+S3']:.2f} | "
                              f"**{d['total']:.2f}** | {b['total']:.2f} |")
     return "\n".join(lines)
 
 
-def _shape(shape: str, s: Settings) -> str:
+def _shape(shape: str, s: Settings, route: str = "") -> str:
+    if route.endswith("cache hit"):  # no provider: the answer is the cache's
+        return "whole, no provider" if shape == "buffered" else "stream, no provider"
     return f"buffered, {s.provider_s:g} s provider" if shape == "buffered" else f"{s.stream_s:g} s stream"
 
 
