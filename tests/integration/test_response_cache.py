@@ -284,8 +284,10 @@ def test_messages_streamed_then_whole_then_streamed_with_thinking(momor, fake, c
         assert answer.stop_reason == first.stop_reason == "end_turn"
         assert answer.usage.output_tokens == first.usage.output_tokens
     thinking = [b for b in first.content if b.type == "thinking"]
-    if thinking:  # reasoning with its replay state survives the round trip
-        assert [b.signature for b in again.content if b.type == "thinking"] == [thinking[0].signature]
+    assert thinking and thinking[0].signature  # the fakes reason when asked to
+    for answer in (again, streamed):  # reasoning with its replay state survives the round trip
+        kept = [b for b in answer.content if b.type == "thinking"]
+        assert [(b.thinking, b.signature) for b in kept] == [(thinking[0].thinking, thinking[0].signature)]
     assert events[0] == "message_start" and events[-1] == "message_stop"
 
 
