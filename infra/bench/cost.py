@@ -218,7 +218,7 @@ class _Tables:
 
     def __init__(self, env: dict[str, str], template: dict[str, Any]) -> None:
         self.names = {env[k]: v for k, v in TABLE_ENV.items() if k in env}
-        self.indexes = {t: table_indexes(template, t) for t in TABLE_KEYS}
+        self.indexes = {t: table_indexes(template, t) for t in TABLE_KEYS if t in template["Resources"]}
 
     def kind(self, op: dict[str, Any]) -> str:
         return _kind(op, self.names)
