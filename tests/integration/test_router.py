@@ -590,3 +590,15 @@ async def test_each_turn_expires_memory_ttl_days_after_it_was_said(router, momor
                                           Item={**item, "expiresAt": {"N": str(int(time.time()) - 1)}})
     await store.append(router.caller_id, "ttl", [user("fresh")])
     assert (await store.load(router.caller_id, "ttl", 8)).turns == [user("fresh")]
+
+
+def test_the_sdk_lists_models_at_the_router_base_url(router):
+    """`models.list()` and `models.retrieve(id)` with base URL `<momor>/router/v1` (seed 003's SDK
+    setup) answer as at `/v1`; an unknown id is the SDK's NotFoundError."""
+    with sdk(router) as client, openai.OpenAI(base_url=router.url + "/v1", api_key=router.api_key,
+                                              max_retries=0) as plain:
+        listed = [m.id for m in client.models.list()]
+        assert listed and listed == [m.id for m in plain.models.list()]
+        assert client.models.retrieve(listed[0]).id == listed[0]
+        with pytest.raises(openai.NotFoundError):
+            client.models.retrieve("momor/no-such-model")
