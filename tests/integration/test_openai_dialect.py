@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from tests.fakes.script import cut, fail, reply
 
+from . import sdk_tool_loop
 from .conftest import SAVED_KEYS
 
 pytestmark = pytest.mark.emulators
@@ -325,6 +326,28 @@ def test_streamed_tool_call_indices(momor, fake, client, model):
     calls = final.choices[0].message.tool_calls
     assert [json.loads(c.function.arguments)["city"] for c in calls] == ["Oslo", "Rome"]
     assert all(c.id for c in calls) and final.choices[0].finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("model", [GPT, CLAUDE])
+def test_the_sdks_tool_loop_runs_three_rounds_with_reasoning_on(momor, fake, client, model):
+    """The openai SDK's own loop (the assistant message appended as returned, reasoning_details
+    included) for three rounds with reasoning on: each round's replay is accepted, and on Claude
+    each tool turn carries the signed thinking of the turn that called it."""
+    label = served_by(model)
+    fake.script(label, reply(tool_calls=[{"name": "get_weather", "arguments": {"city": "Oslo"}}]),
+                reply(tool_calls=[{"name": "get_weather", "arguments": {"city": "Bergen"}}]))
+    loop = sdk_tool_loop.run(client, [user("Weather in Oslo and Bergen?")], [WEATHER],
+                             lambda name, args: f"{args['city']}: rain", rounds=3, model=model,
+                             reasoning_effort="low", max_completion_tokens=4000)
+    assert [len(a.choices[0].message.tool_calls or []) for a in loop.answers] == [1, 1, 0]
+    assert loop.answers[-1].choices[0].message.content == "Tool get_weather said: Bergen: rain"
+    last = [r.json for r in fake.requests(label) if r.json][-1]
+    if model == CLAUDE:
+        turns = [m for m in last["messages"] if m["role"] == "assistant"]
+        assert len(turns) == 2 and all(t["content"][0]["type"] == "thinking" and t["content"][0]["signature"]
+                                       for t in turns)
+    else:
+        assert [m["role"] for m in last["messages"]] == ["user", "assistant", "tool", "assistant", "tool"]
 
 
 # --- structured output -----------------------------------------------------------------------------

@@ -250,8 +250,8 @@ WEATHER_TOOL = {"type": "function", "function": {
 
 def test_the_sdk_tool_loop_is_remembered_once(router, fake, momor_aws):
     """The SDK's tool loop resends [user, assistant(tool_calls), tool, ...] with the same chat id for
-    three rounds (two tool rounds, then the answer; the second round's assistant turn also says
-    something beside its call): the user turn is neither injected nor kept a second time, the
+    three rounds with reasoning on (two tool rounds, then the answer; the second round's assistant
+    turn also says something beside its call): the user turn is neither injected nor kept a second time, the
     provider reads each round exactly as the SDK sent it, and the thread holds the question, the
     text said beside the call and the final answer once each."""
     fake.script("zen", reply(tool_calls=[{"name": "weather", "arguments": {"city": "Paris"}}]),
@@ -260,8 +260,10 @@ def test_the_sdk_tool_loop_is_remembered_once(router, fake, momor_aws):
     question = user("Weather in Paris and Rome?")
     with sdk(router) as client:
         loop = sdk_tool_loop.run(client, [question], [WEATHER_TOOL], lambda name, args: f"{args['city']}: ok",
-                                 rounds=3, model="zen-small", extra_body={"chat_id": "tools"})
+                                 rounds=3, model="zen-small", reasoning_effort="low",
+                                 extra_body={"chat_id": "tools"})
         assert [len(answer.choices[0].message.tool_calls or []) for answer in loop.answers] == [1, 1, 0]
+        assert all((a.choices[0].message.model_extra or {}).get("reasoning") for a in loop.answers)  # thinking on
         received = [r.json["messages"] for r in fake.requests("zen") if r.json and r.json.get("model") != CLASSIFIER_ID]
         assert len(received) == 3
         for sent in received:  # each round as the SDK sent it: one user turn, no memory before it
