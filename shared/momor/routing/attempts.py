@@ -31,6 +31,7 @@ from ..caller_body import CallerBody
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..events import Assembler, Continued, Event, Usage
 from ..providers.base import Target
+from ..providers.kit import unsupported
 from ..providers.registry import answers_choices, reply_timeout
 from ..providers.transport import Timeouts, exchange
 from . import hedge
@@ -265,6 +266,9 @@ class Session:
     async def _start(self, candidate: Candidate, key: ResolvedKey, call: Call, caller_body: CallerBody | None,
                      attempt: AttemptTimer) -> _Serving:
         way = way_for(candidate.provider.wire, caller_body)  # passthrough or not: decided here, once
+        if way.body is None and call.untranslatable is not None:
+            # What the caller wrote that the canonical call cannot hold: only its own words carry it.
+            raise unsupported(candidate.provider.wire, call.untranslatable)
         body = way.body
         if body is not None and self.adjust_body is not None:
             body = self.adjust_body(body, candidate)
