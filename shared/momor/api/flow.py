@@ -27,7 +27,7 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .. import invocation
+from .. import invocation, tracecontext
 from ..catalog import Catalog
 from ..door_http import (
     check_accept,
@@ -51,7 +51,7 @@ from ..routing.request import Routed
 from ..store.budgets import BudgetState, Spend, has_budget, org_budget
 from ..store.organizations import Organization
 from ..store.ratelimit import RateState
-from . import explain
+from . import explain, telemetry
 from .backend import Backend, Caller
 from .call_record import record_call
 from .frame_stream import FrameStream
@@ -228,6 +228,7 @@ async def routed_call(
     request_id = new_request_id()
     recorder = Recorder(request_id, route, door.dialect)
     recorder.gateway_request_id = _gateway_request_id(request)
+    recorder.trace = tracecontext.begin(request.headers.get("traceparent"), tracing=telemetry.tracing())
     admission = _Admission()
     explaining, plan_log = False, None
     try:
@@ -259,7 +260,12 @@ async def routed_call(
             await record_call(backend, recorder)
         raise
     response.headers.update(id_headers(request_id) | await admission.headers())
+    if recorder.trace is not None:  # where a user finds the call's trace from its answer
+        response.headers[TRACE_ID_HEADER] = recorder.trace.trace_hex
     return response
+
+
+TRACE_ID_HEADER = "X-Momor-Trace-Id"
 
 
 async def _prepare(
