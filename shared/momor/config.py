@@ -31,8 +31,8 @@
                 they are not public (egress.py; README "What Momor fetches")
     process     MOMOR_METRICS (0; 1: EMF metrics off Lambda too), MOMOR_ASGI_APP (the streaming
                 bootstrap's module:attr)
-    telemetry   OTEL_EXPORTER_OTLP_ENDPOINT (none: off) or OTEL_EXPORTER_OTLP_{TRACES,METRICS}_ENDPOINT,
-                MOMOR_OTEL_HEADERS_SECRET (none), MOMOR_OTEL_FLUSH_TIMEOUT_S (2) (api/telemetry.py)
+    telemetry   MOMOR_OTEL_HEADERS_SECRET (none), MOMOR_OTEL_FLUSH_TIMEOUT_S (2) (api/telemetry.py; on
+                only when OpenTelemetry's own OTEL_EXPORTER_OTLP_ENDPOINT, or a per-signal one, is set)
 
 A bad value is a ConfigError naming its variable, raised when the configuration is first read:
 the apps read it when they are built (app.py), so a deployment with a typo fails to start
@@ -172,14 +172,8 @@ class Config:
     metrics: bool = _knob("MOMOR_METRICS", False, kind=_flag)
     """1: write EMF metrics off Lambda too, as on Lambda (where they are always on); metrics.py."""
     asgi_app: str | None = _knob("MOMOR_ASGI_APP")
-    # OpenTelemetry export (api/telemetry.py): off unless an OTLP/HTTP endpoint is set. The SDK's
-    # exporters read these and OpenTelemetry's other variables themselves (headers, timeout, ...).
-    otel_endpoint: str | None = _knob("OTEL_EXPORTER_OTLP_ENDPOINT")
-    """The OTLP/HTTP base URL (`/v1/traces` and `/v1/metrics` are added); unset: no telemetry."""
-    otel_traces_endpoint: str | None = _knob("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-    """Traces only, the whole URL (OpenTelemetry's per-signal form)."""
-    otel_metrics_endpoint: str | None = _knob("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
-    """Metrics only, the whole URL."""
+    # OpenTelemetry export (api/telemetry.py): off unless OpenTelemetry's own OTEL_EXPORTER_OTLP_ENDPOINT
+    # (or a per-signal one) is set; the SDK's exporters read OTEL_* themselves. Momor's two knobs:
     otel_headers_secret: str | None = _knob("MOMOR_OTEL_HEADERS_SECRET")
     """A Secrets Manager secret whose string is the exporters' headers (`name=value,...`), read
     once at the first export, instead of OTEL_EXPORTER_OTLP_HEADERS in the environment."""

@@ -19,7 +19,7 @@ Names are the `opentelemetry-semantic-conventions` package's GenAI registry (tes
 checks them against it); `momor.*` where it has none. Prompt and completion content is never recorded,
 nor any error text (a provider's error may echo the prompt): error.type is the failure's kind only.
 
-Off unless an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT, or a per-signal one; config.py):
+Off unless an OTLP endpoint is set (OTEL_EXPORTER_OTLP_ENDPOINT, or a per-signal one):
 then the OpenTelemetry SDK is imported (never on a cold start without it), spans go through a
 BatchSpanProcessor (bounded queue, exported from its own thread; a full queue drops and counts) and
 metrics through a periodic reader. The exporters read OpenTelemetry's own variables (headers,
@@ -86,8 +86,8 @@ def _signal_on(signal: str) -> bool:
         return False
     if os.environ.get(f"OTEL_{signal}_EXPORTER", "otlp").strip().lower() == "none":
         return False
-    config = get_config()
-    return bool(config.otel_endpoint or getattr(config, f"otel_{signal.lower()}_endpoint"))
+    endpoint = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")
+    return bool(endpoint)
 
 
 def tracing() -> bool:
