@@ -4,6 +4,10 @@ One EMF document per provider × model a call touched, written to stdout when th
 is written: Attempts, Failures, LatencyMs (per attempt), and for the attempt that served
 InputTokens, OutputTokens and CostUSD. CloudWatch turns them into metrics in the namespace
 POWERTOOLS_METRICS_NAMESPACE (default "Momor"); nothing is sent anywhere from the process.
+Each is published three ways (EMF dimension sets): by provider and model, by provider, and over
+all (the service alone), so an alarm can watch every provider at once (template.yaml). One more
+document per call: Calls, CallFailures (a 5xx), BudgetRefusals (a 402) and Failovers (served after
+another attempt failed), by route and over all.
 
 Off unless running on Lambda or MOMOR_METRICS=1 (local servers and tests stay quiet);
 POWERTOOLS_METRICS_DISABLED=true turns it off everywhere.
@@ -14,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections import defaultdict
+from typing import Any
 
 from .config import get_config
 from .logs import write_line
@@ -29,7 +34,6 @@ def emit(record: CallRecord) -> None:
     if not enabled():
         return
     from aws_lambda_powertools.metrics import MetricUnit
-    from aws_lambda_powertools.metrics.functions import is_metrics_disabled
     from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
     groups: dict[tuple[str, str], list[Attempt]] = defaultdict(list)
@@ -52,7 +56,28 @@ def emit(record: CallRecord) -> None:
                 emf.add_metric("OutputTokens", MetricUnit.Count, attempt.usage.output_tokens or 0)
                 emf.add_metric("CostUSD", MetricUnit.NoUnit, float(attempt.cost or 0))
         emf.add_metadata("requestId", record.id)
-        if not is_metrics_disabled():
-            # What Powertools' flush_metrics prints, written where the log lines go instead (the same
-            # stdout on Lambda), so a host that redirects the log stream (the tests) gets these too.
-            write_line(json.dumps(emf.serialize_metric_set(), separators=(",", ":")))
+        _write(emf, [["provider", "service"], ["service"]])
+    emf = AmazonCloudWatchEMFProvider(namespace=namespace, service="momor")
+    emf.add_dimension("route", record.route)
+    emf.add_metric("Calls", MetricUnit.Count, 1)
+    emf.add_metric("CallFailures", MetricUnit.Count, int(record.status >= 500))
+    emf.add_metric("BudgetRefusals", MetricUnit.Count, int(record.status == 402))
+    tried = [a for a in record.attempts if a.status != "skipped"]
+    failover = record.served is not None and any(a.status == "failed" for a in tried)
+    emf.add_metric("Failovers", MetricUnit.Count, int(failover))
+    emf.add_metadata("requestId", record.id)
+    _write(emf, [["service"]])
+
+
+def _write(emf: Any, more_dimensions: list[list[str]]) -> None:
+    """Write one EMF document, published under its own dimensions and `more_dimensions` too."""
+    from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+
+    if is_metrics_disabled():
+        return
+    document = emf.serialize_metric_set()
+    for directive in document["_aws"]["CloudWatchMetrics"]:
+        directive["Dimensions"] = [*directive["Dimensions"], *more_dimensions]
+    # What Powertools' flush_metrics prints, written where the log lines go instead (the same
+    # stdout on Lambda), so a host that redirects the log stream (the tests) gets these too.
+    write_line(json.dumps(document, separators=(",", ":")))
