@@ -67,6 +67,17 @@ def _watched(alarm: dict[str, Any]) -> list[dict[str, Any]]:
     return watched
 
 
+def _named(value: Any) -> str:
+    """The resource a dimension's value names: a Ref, or a Sub of it alone (the translation's port of
+    AWS::LanguageExtensions writes a Sub's resource reference out as its `${Name}` text)."""
+    if isinstance(value, dict) and "Ref" in value:
+        return value["Ref"]
+    text = value["Fn::Sub"] if isinstance(value, dict) else value
+    match = re.fullmatch(r"\$\{(\w+)\}", text)
+    assert match, value
+    return match[1]
+
+
 @pytest.mark.sam
 def test_every_alarm_watches_a_metric_that_exists_and_tells_the_topic(resources, monkeypatch):
     written = _written(monkeypatch)
@@ -89,9 +100,9 @@ def test_every_alarm_watches_a_metric_that_exists_and_tells_the_topic(resources,
                 assert dims.get("service") == "momor", name
                 momor_metrics.add(metric_name)
             elif namespace == "AWS/Lambda":
-                by_function[dims["FunctionName"]["Ref"]].add(metric_name)
+                by_function[_named(dims["FunctionName"])].add(metric_name)
             elif namespace == "AWS/DynamoDB":
-                by_table[dims["TableName"]["Ref"]].add(metric_name)
+                by_table[_named(dims["TableName"])].add(metric_name)
             else:
                 assert namespace == "AWS/ApiGateway" and metric_name == "5XXError", name
                 assert dims["ApiName"] == api_name and dims["Stage"] == T["Parameters"]["Stage"]["Default"]
