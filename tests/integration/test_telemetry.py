@@ -196,3 +196,20 @@ def test_telemetry_off_passes_the_callers_traceparent_on(momor, fake):
                                                 "messages": [{"role": "user", "content": "hi"}]})
     assert "x-momor-trace-id" not in plain.headers
     assert _traceparents(fake, _provider(momor, plain))[-1] is None
+
+
+def test_exporter_headers_from_the_secret(otlp, momor, momor_aws, fake, monkeypatch):
+    """MOMOR_OTEL_HEADERS_SECRET: the collector's credentials come from Secrets Manager (the stack's
+    TelemetryHeadersSecret), in OTEL_EXPORTER_OTLP_HEADERS' format, and reach every export request."""
+    secrets = momor_aws.client("secretsmanager")
+    arn = secrets.create_secret(Name=f"otel-headers-{momor.caller_id}",
+                                SecretString="authorization=Basic%20bW9tb3I6czNjcmV0,x-team=ml")["ARN"]
+    monkeypatch.setenv("MOMOR_OTEL_HEADERS_SECRET", arn)
+    reset_momor_caches()
+    telemetry.reset()
+    response = momor.post("/v1/chat/completions", {"model": "gpt-5-mini", "max_tokens": 50,
+                                                   "messages": [{"role": "user", "content": "hi"}]})
+    assert response.status_code == 200
+    _trace(otlp, response.headers["x-momor-trace-id"], 2)
+    traces = [headers for path, headers in otlp.seen.requests if path == "/v1/traces"]
+    assert traces and all(h["authorization"] == "Basic bW9tb3I6czNjcmV0" and h["x-team"] == "ml" for h in traces)

@@ -168,8 +168,16 @@ def _headers() -> dict[str, str] | None:
 
     from ..store import aws
 
-    answer = aws.lean_client("secretsmanager").get_secret_value(SecretId=secret)
-    return parse_env_headers(answer.get("SecretString") or "", liberal=True)
+    try:
+        answer = aws.lean_client("secretsmanager").get_secret_value(SecretId=secret)
+    except aws.AwsError as exc:  # exported without them (the collector refuses: counted drops), never retried per call
+        logger.error("telemetry headers secret not read; exporting without its headers",
+                     extra={"secret": secret, "error": str(exc)})
+        return None
+    text = (answer.get("SecretString") or "").strip()
+    if text in ("", "none"):  # the stack's placeholder: no headers
+        return None
+    return parse_env_headers(text, liberal=True)
 
 
 def _exporter_timeout() -> float | None:
