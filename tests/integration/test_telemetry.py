@@ -9,7 +9,7 @@ import pytest
 
 from momor.api import telemetry
 from tests.conftest import reset_momor_caches
-from tests.fakes import fail
+from tests.fakes import fail, hang
 from tests.fakes.otlp import OtlpReceiver
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -213,3 +213,24 @@ def test_exporter_headers_from_the_secret(otlp, momor, momor_aws, fake, monkeypa
     _trace(otlp, response.headers["x-momor-trace-id"], 2)
     traces = [headers for path, headers in otlp.seen.requests if path == "/v1/traces"]
     assert traces and all(h["authorization"] == "Basic bW9tb3I6czNjcmV0" and h["x-team"] == "ml" for h in traces)
+
+
+def test_a_hedge_is_two_attempt_spans_the_loser_marked(otlp, momor, fake, monkeypatch):
+    """A late first token starts the next candidate beside it (routing/hedge.py): both attempts are
+    spans of the call, both providers were sent their own span as parent, the loser is `hedged`."""
+    monkeypatch.setenv("MOMOR_HEDGE_AFTER_S", "0.3")
+    reset_momor_caches()
+    fake.script("flaky", hang(20))
+    response = momor.post("/v1/chat/completions", {"model": "duo", "max_tokens": 50, "stream": True,
+                                                   "messages": [{"role": "user", "content": "hi"}]},
+                          headers=momor.headers(traceparent=TRACEPARENT))
+    assert response.status_code == 200 and "[DONE]" in response.text
+    call, attempts = _trace(otlp, CALLER_TRACE, 3)
+    by_provider = {s.attributes["gen_ai.provider.name"]: s for s in attempts}
+    lost, won = by_provider["flaky"], by_provider["backup"]
+    assert lost.attributes["momor.attempt.hedged"] is True and lost.attributes["error.type"] == "hedged"
+    assert lost.attributes["momor.attempt.status"] == "cancelled" and lost.status_code != ERROR
+    assert won.attributes["momor.attempt.status"] == "ok" and call.attributes["gen_ai.provider.name"] == "backup"
+    assert lost.start_ns < won.start_ns  # the fallback started beside the late one
+    assert _traceparents(fake, "flaky") == [f"00-{CALLER_TRACE}-{lost.span_id}-01"]
+    assert _traceparents(fake, "backup") == [f"00-{CALLER_TRACE}-{won.span_id}-01"]
