@@ -32,6 +32,7 @@ from ..catalog import Catalog
 from ..door_http import (
     check_accept,
     check_content_type,
+    headers_of,
     id_headers,
     new_request_id,
     parse_json_object,
@@ -228,7 +229,7 @@ async def routed_call(
     request_id = new_request_id()
     recorder = Recorder(request_id, route, door.dialect)
     recorder.gateway_request_id = _gateway_request_id(request)
-    recorder.trace = tracecontext.begin(request.headers.get("traceparent"), tracing=telemetry.tracing())
+    recorder.trace = tracecontext.begin(headers_of(request).get("traceparent"), tracing=telemetry.tracing())
     admission = _Admission()
     explaining, plan_log = False, None
     try:

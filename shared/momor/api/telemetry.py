@@ -98,11 +98,16 @@ def tracing() -> bool:
     return _tracing
 
 
-_tracing: bool | None = None
-
-
 def enabled() -> bool:
-    return tracing() or _signal_on("METRICS")
+    """Whether anything is exported (read once per process: every record and invocation asks)."""
+    global _enabled
+    if _enabled is None:
+        _enabled = tracing() or _signal_on("METRICS")
+    return _enabled
+
+
+_tracing: bool | None = None
+_enabled: bool | None = None
 
 
 def export(recorder: Recorder, record: CallRecord) -> None:
@@ -152,8 +157,8 @@ def _get_pipeline() -> _Pipeline:
 
 def reset() -> None:
     """Forget the pipeline and the on/off reading (tests that change the environment)."""
-    global _pipeline, _tracing
-    pipeline, _pipeline, _tracing = _pipeline, None, None
+    global _pipeline, _tracing, _enabled
+    pipeline, _pipeline, _tracing, _enabled = _pipeline, None, None, None
     if pipeline is not None:
         pipeline.shutdown()
 
