@@ -91,7 +91,7 @@ FUNCTIONS = STREAMING + BUFFERED
 
 
 def of_type(kind: str) -> dict[str, Any]:
-    return {k: v for k, v in RESOURCES.items() if isinstance(v, dict) and v["Type"] == kind}  # not Fn::ForEach
+    return {k: v for k, v in RESOURCES.items() if v["Type"] == kind}
 
 
 def sub_text(value: Any) -> str:

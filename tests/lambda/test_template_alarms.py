@@ -111,14 +111,13 @@ def test_every_alarm_watches_a_metric_that_exists_and_tells_the_topic(resources,
     assert all(watched == {"ReadThrottleEvents", "WriteThrottleEvents"} for watched in by_table.values()), by_table
     # The e-mail subscription exists only when an address is given (read as written: the translation
     # resolves the empty default away).
-    subscriptions = [v for v in T["Resources"].values()
-                     if isinstance(v, dict) and v["Type"] == "AWS::SNS::Subscription"]  # not an Fn::ForEach
+    subscriptions = [v for v in T["Resources"].values() if v["Type"] == "AWS::SNS::Subscription"]
     assert [(s["Properties"]["Endpoint"], s["Condition"]) for s in subscriptions] == [
         ({"Ref": "AlarmEmail"}, "AlarmMail")]
     assert T["Conditions"]["AlarmMail"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmEmail"}, ""]}]}
 
 
-SEARCH = re.compile(r"SEARCH\('\{(?P<namespace>[\w/]+),(?P<dimensions>[\w,]+)\} MetricName=\"(?P<name>\w+)\"'")
+SEARCH = re.compile(r"SEARCH\('\{(?P<namespace>[\w/]+),(?P<dimensions>[\w,]+)\} MetricName=\"(?P<name>\w+)\"")
 
 
 @pytest.mark.sam

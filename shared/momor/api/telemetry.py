@@ -277,7 +277,7 @@ class _Pipeline:
                                                     "momor.model": t.attempt.model,
                                                     "momor.reason": _reason(t.attempt.error)}, start)
                   for t in recorder.timers if t.attempt.status == "skipped"]
-        failed = record.outcome != "complete" or record.status >= 400
+        failed = _failed(record)
         error_type = _call_error_type(record) if failed else None
         call_span = ReadableSpan(
             name=_span_name(operation, _request_model(recorder.selectors)),
@@ -312,7 +312,7 @@ class _Pipeline:
         operation = _operation(recorder)
         base = {OPERATION_NAME: operation, HTTP_ROUTE: recorder.route, "momor.dialect": recorder.dialect}
         served = record.served
-        failed = record.outcome != "complete" or record.status >= 400
+        failed = _failed(record)
         call_attributes = base | {HTTP_RESPONSE_STATUS_CODE: record.status}
         if served is not None:
             call_attributes |= {PROVIDER_NAME: served.provider, RESPONSE_MODEL: served.model}
@@ -480,6 +480,12 @@ def _attempt_error_type(timer: AttemptTimer) -> str | None:
     if a.status == "cancelled":
         return "cancelled"
     return (a.error or "failed").split(":", 1)[0].strip()[:64] or "failed"
+
+
+def _failed(record: CallRecord) -> bool:
+    """A call that did not serve its caller: an error status, or an answer that failed or was left
+    (an explained call, which calls no provider, has no outcome and did not fail)."""
+    return record.status >= 400 or record.outcome in ("failed", "cancelled")
 
 
 def _call_error_type(record: CallRecord) -> str:
