@@ -373,9 +373,9 @@ model pair); any other must have one value per deployment ("service")."""
 CONSTANT_DIMENSIONS = {"service"}
 
 
-def emitted_metrics() -> tuple[list[str], list[list[str]]]:
-    """The metric names and dimension sets momor/metrics.py writes for a provider x model pair: what it
-    writes for a call with a served and a failed attempt there (every metric it has), read back."""
+def emitted_metrics() -> list[tuple[list[str], list[str]]]:
+    """The metric names momor/metrics.py writes under each dimension set (what it writes for a call
+    with a served and a failed attempt at one provider x model pair, every metric it has), read back."""
     from decimal import Decimal
     from unittest import mock
 
@@ -390,18 +390,17 @@ def emitted_metrics() -> tuple[list[str], list[list[str]]]:
     with (mock.patch.object(metrics, "enabled", return_value=True),
           mock.patch.object(metrics, "write_line", lines.append)):
         metrics.emit(record)
-    names: set[str] = set()
-    sets: list[list[str]] = []
+    groups: dict[tuple[str, ...], set[str]] = {}
     for line in lines:
         for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]:
-            names |= {m["Name"] for m in directive["Metrics"]}
-            sets += [d for d in directive["Dimensions"] if d not in sets]
-    if not names:
+            for dims in directive["Dimensions"]:
+                groups.setdefault(tuple(dims), set()).update(m["Name"] for m in directive["Metrics"])
+    if not groups:
         raise SystemExit("momor/metrics.py wrote no metric (POWERTOOLS_METRICS_DISABLED set?)")
-    other = {d for dims in sets for d in dims} - PAIR_DIMENSIONS - CONSTANT_DIMENSIONS
+    other = {d for dims in groups for d in dims} - PAIR_DIMENSIONS - CONSTANT_DIMENSIONS
     if other:  # its values multiply the count: say how many there are before pricing them
         raise SystemExit(f"momor/metrics.py writes dimensions {sorted(other)} this count does not know")
-    return sorted(names), sets
+    return [(sorted(names), list(dims)) for dims, names in groups.items()]
 
 
 def catalog_pairs(catalog: dict[str, Any]) -> int:
@@ -409,13 +408,29 @@ def catalog_pairs(catalog: dict[str, Any]) -> int:
     return len({(o["provider"], m["name"]) for m in catalog.get("models", []) for o in m.get("offerings", [])})
 
 
-def custom_metrics_line(pairs: int, s: Settings) -> str:
+def catalog_providers(catalog: dict[str, Any]) -> int:
+    """Providers a catalog's offerings name."""
+    return len({o["provider"] for m in catalog.get("models", []) for o in m.get("offerings", [])})
+
+
+def metric_count(groups: list[tuple[list[str], list[str]]], pairs: int, providers: int) -> int:
+    """Custom metrics: each name in each dimension set, for each combination of its values (a set with
+    the model: each pair; with the provider alone: each provider; the service alone: one)."""
+    def combinations(dims: list[str]) -> int:
+        return pairs if "model" in dims else providers if "provider" in dims else 1
+    return sum(rules.custom_metrics(len(names), 1, combinations(dims)) for names, dims in groups)
+
+
+def custom_metrics_line(pairs: int, s: Settings, providers: int | None = None) -> str:
     """The monthly cost of Momor's custom metrics, with its count and assumptions."""
-    names, sets = emitted_metrics()
-    count = rules.custom_metrics(len(names), len(sets), pairs)
+    groups = emitted_metrics()
+    providers = pairs if providers is None else providers
+    count = metric_count(groups, pairs, providers)
     monthly = count * price.CLOUDWATCH_CUSTOM_METRIC_MONTH
-    return (f"Custom metrics (CloudWatch EMF, momor/metrics.py): {len(names)} names ({', '.join(names)}) x "
-            f"{len(sets)} dimension set x {pairs} provider/model pairs = {count} metrics, "
+    parts = "; ".join(f"{len(names)} by {'/'.join(d for d in dims if d != 'service') or 'all'}"
+                      for names, dims in groups)
+    return (f"Custom metrics (CloudWatch EMF, momor/metrics.py): {parts} ({pairs} provider/model pairs, "
+            f"{providers} providers) = {count} metrics, "
             f"${monthly:.2f} a month if every pair is called in every hour of it (fewer hours, less: prorated); "
             f"at {s.calls_per_month:,.0f} calls a month, ${monthly / s.calls_per_month * 1e6:.2f} per million.")
 
@@ -575,7 +590,8 @@ def main(argv: list[str] | None = None) -> None:
                                     calls_per_month=args.calls_per_month)
     show = brief if args.brief else report
     print(show(measured, per_op, template, candidates, settings), file=sys.stdout)
-    print("\n" + custom_metrics_line(catalog_pairs(json.loads(args.catalog.read_text())), settings), file=sys.stdout)
+    catalog = json.loads(args.catalog.read_text())
+    print("\n" + custom_metrics_line(catalog_pairs(catalog), settings, catalog_providers(catalog)), file=sys.stdout)
 
 
 if __name__ == "__main__":

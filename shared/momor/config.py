@@ -35,6 +35,8 @@
                 they are not public (egress.py; README "What Momor fetches")
     process     MOMOR_METRICS (0; 1: EMF metrics off Lambda too), MOMOR_ASGI_APP (the streaming
                 bootstrap's module:attr)
+    telemetry   MOMOR_OTEL_HEADERS_SECRET (none), MOMOR_OTEL_FLUSH_TIMEOUT_S (2) (api/telemetry.py; on
+                only when OpenTelemetry's own OTEL_EXPORTER_OTLP_ENDPOINT, or a per-signal one, is set)
 
 A bad value is a ConfigError naming its variable, raised when the configuration is first read:
 the apps read it when they are built (app.py), so a deployment with a typo fails to start
@@ -214,6 +216,14 @@ class Config:
     metrics: bool = _knob("MOMOR_METRICS", False, kind=_flag)
     """1: write EMF metrics off Lambda too, as on Lambda (where they are always on); metrics.py."""
     asgi_app: str | None = _knob("MOMOR_ASGI_APP")
+    """The streaming bootstrap's app, module:attr (lambda_stream/runner.py; lambda_bootstrap.sh)."""
+    # OpenTelemetry export (api/telemetry.py): off unless OpenTelemetry's own OTEL_EXPORTER_OTLP_ENDPOINT
+    # (or a per-signal one) is set; the SDK's exporters read OTEL_* themselves. Momor's two knobs:
+    otel_headers_secret: str | None = _knob("MOMOR_OTEL_HEADERS_SECRET")
+    """A Secrets Manager secret whose string is the exporters' headers (`name=value,...`), read
+    once at the first export, instead of OTEL_EXPORTER_OTLP_HEADERS in the environment."""
+    otel_flush_timeout: float = _knob("MOMOR_OTEL_FLUSH_TIMEOUT_S", 2.0, kind=float, minimum=0.1, maximum=30)
+    """On Lambda: the exporters' timeout, which bounds the flush after each invocation."""
     """The streaming bootstrap's app, module:attr (lambda_stream/runner.py; lambda_bootstrap.sh)."""
     # signed-in sessions (api/cognito.py): the user pool whose access tokens are accepted
     cognito_user_pool_id: str | None = _knob("MOMOR_COGNITO_USER_POOL_ID")

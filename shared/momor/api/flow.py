@@ -27,11 +27,12 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .. import background, invocation
+from .. import background, invocation, tracecontext
 from ..catalog import Catalog
 from ..door_http import (
     check_accept,
     check_content_type,
+    headers_of,
     id_headers,
     new_request_id,
     parse_json_object,
@@ -51,7 +52,7 @@ from ..routing.request import Routed
 from ..store.budgets import BudgetState, Spend, has_budget, org_budget
 from ..store.organizations import Organization
 from ..store.ratelimit import RateState
-from . import cached, explain
+from . import cached, explain, telemetry
 from .backend import Backend, Caller
 from .call_record import record_call
 from .frame_stream import FrameStream
@@ -230,6 +231,7 @@ async def routed_call(
     request_id = new_request_id()
     recorder = Recorder(request_id, route, door.dialect)
     recorder.gateway_request_id = _gateway_request_id(request)
+    recorder.trace = tracecontext.begin(headers_of(request).get("traceparent"), tracing=telemetry.tracing())
     admission = _Admission()
     explaining, plan_log = False, None
     try:
@@ -261,7 +263,12 @@ async def routed_call(
             await record_call(backend, recorder)
         raise
     response.headers.update(id_headers(request_id) | await admission.headers())
+    if recorder.trace is not None:  # where a user finds the call's trace from its answer
+        response.headers[TRACE_ID_HEADER] = recorder.trace.trace_hex
     return response
+
+
+TRACE_ID_HEADER = "X-Momor-Trace-Id"
 
 
 async def _prepare(
