@@ -1,8 +1,9 @@
-"""POST /v1/embeddings on the cloud wires end to end (issue 35), with the openai SDK unchanged: Vertex AI's
-predict (authenticated with a service account whose token the fake token endpoint issues) and Amazon
-Bedrock's InvokeModel (Titan Text Embeddings v2, one input a request, and Cohere Embed, with the Bedrock
-API key), through their strict fakes; failover between two offerings of one model and dimension on
-different platforms (Gemini API -> Vertex AI, Cohere -> Bedrock) keeps one vector space."""
+"""POST /v1/embeddings and /v1/rerank on the cloud wires end to end (issue 35), the openai SDK unchanged:
+Vertex AI's predict (authenticated with a service account whose token the fake token endpoint issues),
+Amazon Bedrock's InvokeModel (Titan Text Embeddings v2, one input a request, and Cohere Embed) and its
+Rerank API (with the Bedrock API key), through their strict fakes; failover between two offerings of
+one model and dimension on different platforms (Gemini API -> Vertex AI, Cohere -> Bedrock) keeps one
+vector space, and a rerank fails over from Cohere to the same model on Bedrock."""
 
 from __future__ import annotations
 
@@ -50,9 +51,16 @@ def clouds(momor: Any, fake: Any, momor_aws: Any) -> Iterator[None]:
         if model["name"] == "embed-v4.0":
             model["offerings"].append({"provider": "bedrock@us-east-1", "id": "cohere.embed-v4:0",
                                        "prices": {"input": 0.2, "output": 0.0}})
+        if model["name"] == "rerank-v3.5":
+            model["offerings"].append({"provider": "bedrock@us-east-1", "id": "cohere.rerank-v3-5:0",
+                                       "prices": {"input": 0.0, "output": 0.0, "perSearch": 0.003}})
     catalog["models"] += [
         _model("text-embedding-005", "google", {"dimensions": 768, "shortenToAny": True, "maxInputTokens": 2048},
                ("vertex@us-central1", "text-embedding-005", 0.025)),
+        {"name": "amazon-rerank", "publisher": "amazon", "kind": "rerank", "tier": "low", "released": "2024-12-01",
+         "rerank": {"maxDocuments": 1000},
+         "offerings": [{"provider": "bedrock@us-east-1", "id": "amazon.rerank-v1:0",
+                        "prices": {"input": 0.0, "output": 0.0, "perSearch": 0.001}}]},
         _model("titan-embed-text-v2", "amazon", {"dimensions": 1024, "shortenTo": [256, 512], "maxInputTokens": 8192},
                ("bedrock@us-east-1", TITAN, 0.02)),
     ]
@@ -153,3 +161,38 @@ def test_never_fails_over_from_bedrock_to_another_model(momor, fake, clouds):
     with sdk(momor) as client, pytest.raises(openai.InternalServerError):
         client.embeddings.create(model="titan-embed-text-v2", input="x", extra_body={"models": ["embed-v4.0"]})
     assert not fake.requests("cohere"), "another model's vectors must never be mixed in"
+
+
+DOCUMENTS = ["Carson City is the capital city of Nevada.", "Washington, D.C. is the capital of the United States.",
+             "The capital city of France is Paris."]
+QUERY = "What is the capital of the United States?"
+
+
+def test_bedrock_reranks_through_the_agents_runtime(momor, fake, clouds):
+    response = momor.post("/v1/rerank", {"model": "amazon-rerank", "query": QUERY, "documents": DOCUMENTS,
+                                         "top_n": 2, "return_documents": True})
+    assert response.status_code == 200, response.text[:300]
+    answer = response.json()
+    assert answer["results"][0]["index"] == 1 and len(answer["results"]) == 2
+    assert answer["results"][0]["document"] == {"text": DOCUMENTS[1]}
+    assert answer["model"] == "amazon/amazon-rerank"
+    request = sent(fake, "bedrock")[-1]
+    assert request.path == "/bedrock/rerank"
+    assert request.headers["authorization"] == f"Bearer {BEDROCK_KEY}"
+    assert request.json["queries"] == [{"type": "TEXT", "textQuery": {"text": QUERY}}]
+    assert request.json["sources"][1] == {"type": "INLINE", "inlineDocumentSource": {
+        "type": "TEXT", "textDocument": {"text": DOCUMENTS[1]}}}
+    arn = "arn:aws:bedrock:us-east-1::foundation-model/amazon.rerank-v1:0"
+    assert request.json["rerankingConfiguration"] == {
+        "type": "BEDROCK_RERANKING_MODEL",
+        "bedrockRerankingConfiguration": {"numberOfResults": 2, "modelConfiguration": {"modelArn": arn}}}
+
+
+def test_cohere_rerank_fails_over_to_the_same_model_on_bedrock(momor, fake, clouds):
+    fake.script("cohere", *[fail(500)] * 3, model="rerank-v3.5")
+    response = momor.post("/v2/rerank", {"model": "rerank-v3.5", "query": QUERY, "documents": DOCUMENTS})
+    assert response.status_code == 200, response.text[:300]
+    assert response.json()["results"][0]["index"] == 1
+    assert response.headers["x-momor-provider"] == "bedrock@us-east-1"
+    assert sent(fake, "bedrock")[-1].json["rerankingConfiguration"]["bedrockRerankingConfiguration"][
+        "modelConfiguration"]["modelArn"].endswith("foundation-model/cohere.rerank-v3-5:0")

@@ -111,3 +111,34 @@ def test_boto3_invokes_cohere_embed_on_bedrock(fake, bedrock):
         with pytest.raises(botocore.exceptions.ClientError) as info:
             _invoke(bedrock, model, body)
         assert info.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_boto3_reranks_on_the_bedrock_agents_runtime(fake):
+    client = boto3.client("bedrock-agent-runtime", region_name="us-west-2", endpoint_url=fake.url + "/bedrockrerank",
+                          config=Config(signature_version=UNSIGNED, retries={"total_max_attempts": 1}))
+
+    def bearer(request, **_):
+        request.headers["Authorization"] = "Bearer ABSKbedrock-sdk-0001"
+
+    client.meta.events.register("before-send.bedrock-agent-runtime", bearer)
+    documents = ["Paris is in France.", "The capital of France is Paris.", "Bananas are yellow."]
+
+    def rerank(model="amazon.rerank-v1:0", number=2, docs=documents):
+        return client.rerank(
+            queries=[{"type": "TEXT", "textQuery": {"text": "What is the capital of France?"}}],
+            sources=[{"type": "INLINE", "inlineDocumentSource": {"type": "TEXT", "textDocument": {"text": d}}}
+                     for d in docs],
+            rerankingConfiguration={"type": "BEDROCK_RERANKING_MODEL", "bedrockRerankingConfiguration": {
+                "numberOfResults": number,
+                "modelConfiguration": {"modelArn": f"arn:aws:bedrock:us-west-2::foundation-model/{model}"}}})
+
+    answer = rerank()
+    assert [r["index"] for r in answer["results"]] == [1, 0]
+    assert answer["results"][0]["relevanceScore"] >= answer["results"][1]["relevanceScore"]
+    assert fake.requests("bedrockrerank")[-1].path == "/bedrockrerank/rerank"
+    with pytest.raises(botocore.exceptions.ClientError) as info:
+        rerank(docs=["x"] * 1001)
+    assert info.value.response["Error"]["Code"] == "ValidationException"
+    with pytest.raises(botocore.exceptions.ClientError) as info:
+        rerank(model="amazon.titan-embed-text-v2:0")
+    assert info.value.response["Error"]["Code"] == "ResourceNotFoundException"

@@ -93,7 +93,8 @@ REGISTRY: tuple[WireFacts, ...] = (
               options=("project", "location", "schemas", "thinking", "beta", "structuredOutputs")),
     WireFacts("cohere", "momor.providers.cohere", options=("authHeader",), embeds_over="cohere_embed",
               reranks_over="cohere_rerank"),
-    WireFacts("bedrock_converse", "momor.providers.bedrock_converse", embeds_over="bedrock_embed"),
+    WireFacts("bedrock_converse", "momor.providers.bedrock_converse", embeds_over="bedrock_embed",
+              reranks_over="bedrock_rerank"),
     WireFacts("openai_transcribe", "momor.providers.openai_transcribe", in_catalog=False,
               options=_ENDPOINT_OPTIONS),
     # OpenAI's /embeddings: 2048 inputs and 300,000 tokens a request (OpenAI's API reference).
@@ -111,6 +112,8 @@ REGISTRY: tuple[WireFacts, ...] = (
               options=("project", "location")),
     # Bedrock's InvokeModel: Cohere Embed takes 96 texts a request, Titan one (its batch_limit).
     WireFacts("bedrock_embed", "momor.providers.bedrock_embed", in_catalog=False, batch=96),
+    # bedrock-agent-runtime's Rerank (1000 sources a request: the catalog's rerank.maxDocuments).
+    WireFacts("bedrock_rerank", "momor.providers.bedrock_rerank", in_catalog=False),
 )
 
 _BY_NAME = {facts.name: facts for facts in REGISTRY}
