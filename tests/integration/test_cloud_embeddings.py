@@ -95,7 +95,7 @@ def test_vertex_embeds_over_predict_with_the_service_accounts_token(momor, fake,
                             "text-embedding-005:predict")
     assert request.json == {"instances": [{"content": "alpha", "task_type": "RETRIEVAL_DOCUMENT"},
                                           {"content": "beta gamma", "task_type": "RETRIEVAL_DOCUMENT"}],
-                            "parameters": {"autoTruncate": False, "outputDimensionality": 256}}
+                            "parameters": {"outputDimensionality": 256}}
     assert request.headers["authorization"].startswith("Bearer ya29.")
     record = momor.record(raw.headers["x-momor-request-id"])
     assert record["usage"]["inputTokens"] == 3 and record["outcome"] == "complete"

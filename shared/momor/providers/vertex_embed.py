@@ -2,15 +2,16 @@
 access token, same project and location: vertex.py).
 
 `POST {baseUrl}/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:predict`
-with `{instances: [{content, task_type?}], parameters: {autoTruncate: false, outputDimensionality?}}`,
+with `{instances: [{content, task_type?}], parameters?: {outputDimensionality}}`,
 answered `{predictions: [{embeddings: {values, statistics: {token_count, truncated}}}], metadata}` in
 instance order (Vertex AI's text embeddings API reference, and google-genai's `models.embed_content`
 with `vertexai=True`, which posts the same request and reads the same answer).
 
 `task_type` is Momor's input type in Google's words (as gemini_embed.py); none is sent when the call
-says none. `autoTruncate` is false: an input longer than the model takes is refused, never embedded
-cut short without the caller knowing (the catalog's `maxInputTokens` says the length). Usage: the sum
-of `statistics.token_count` (a number the API may write as a float).
+says none. `autoTruncate` is left to its default (true: an input longer than the model takes is
+embedded cut to its length), as the Gemini API does, so one model on both platforms embeds one input
+the same and a call can fail over between them. Usage: the sum of `statistics.token_count` (a number
+the API may write as a float).
 
 A request carries at most 250 instances and 20,000 tokens (the registry's `batch`, `batch_tokens`),
 and one instance for the gemini-embedding models (`batch_limit`): the API refuses more.
@@ -47,11 +48,11 @@ class VertexEmbedWire:
             if call.input_type is not None:
                 instance["task_type"] = TASK_TYPES[call.input_type]
             instances.append(instance)
-        parameters: dict[str, Any] = {"autoTruncate": False}
+        body: dict[str, Any] = {"instances": instances}
         if call.dimensions is not None:
-            parameters["outputDimensionality"] = call.dimensions
+            body["parameters"] = {"outputDimensionality": call.dimensions}
         # model_path is the chat wire's: a Claude publisher never embeds, so it names google here.
-        return WireRequest(model_path(target) + ":predict", {"instances": instances, "parameters": parameters})
+        return WireRequest(model_path(target) + ":predict", body)
 
     async def auth_headers(self, target: Target) -> dict[str, str]:
         return await VERTEX.auth_headers(target)
