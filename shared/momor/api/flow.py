@@ -1,8 +1,8 @@
 """The life of one routed call, the same for every dialect.
 
     request id -> auth -> headers -> body -> dialect parse (-> the door's `complete`, if it has one:
-      stored state) -> plan -> attempt loop
-      -> buffered answer, or a stream whose first bytes leave once a model has begun
+      stored state) -> input guardrails -> plan -> attempt loop
+      -> output guardrails -> buffered answer, or a stream whose first bytes leave once a model has begun
       -> the record, written once whatever happened (refusals and failures included; call_record.py
          makes it: cost, log line, store, budget, metrics)
 
@@ -18,6 +18,7 @@ limited, planned and recorded the same way.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -29,6 +30,7 @@ from starlette.responses import Response, StreamingResponse
 
 from .. import invocation
 from ..catalog import Catalog
+from ..config import get_config
 from ..door_http import (
     check_accept,
     check_content_type,
@@ -40,6 +42,9 @@ from ..door_http import (
 )
 from ..errors import MomorError, RequestError
 from ..events import Assembler, Event, Finish
+from ..guardrails.answer import guard_stream, guard_whole
+from ..guardrails.refusal import OutputBlocked
+from ..guardrails.screen import Screening, screen
 from ..logs import logger
 from ..routing.attempts import Answer, Session
 from ..routing.estimate import cost_ceiling
@@ -214,6 +219,9 @@ class Prepared:
     """The call runs under zero data retention (asked for, or the caller's organization holds it)."""
     plan_log: PlanLog | None = None
     """Why the plan left out what it left out (routing/plan.py); a route that plans again replaces it."""
+    screening: Screening | None = None
+    """What the caller's guardrails did to the call's input, and what its answer must go through
+    (guardrails/); None when the caller has no guardrails."""
 
 
 Operation = Callable[[Prepared], Awaitable[Response]]
@@ -290,12 +298,37 @@ async def _prepare(
             # that (429), as on every other call, not what the read found (an unknown id's 400).
             await admission.limited()
             raise
+    screening = _screened(caller, routed, recorder)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
     await admission.check(recorder, lambda: _hold(routed, candidates) if billed else Decimal(0))
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
     return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr,
-                    deadline=invocation.deadline(request.scope))
+                    deadline=invocation.deadline(request.scope), screening=screening)
+
+
+def _screened(caller: Caller, routed: Routed, recorder: Recorder) -> Screening | None:
+    """The input guardrails, on the canonical call as it will be served (GuardrailRefused: 400 before
+    any provider is asked). A call they masked, or whose answer they check, goes to every offering
+    translated from that call, never in the caller's own words (its body still holds the values)."""
+    policy = getattr(caller, "guardrails", None)
+    if not policy:
+        return None
+    screening = Screening(policy)
+    recorder.guardrails = screening.verdicts  # kept by reference: output verdicts join it later
+    try:
+        screening = screen(policy, routed.call)
+    finally:
+        recorder.guardrails = screening.verdicts
+    if screening.masked or screening.rewrites_output:
+        routed.caller_body = routed.caller_body and _translated(routed.caller_body)
+        routed.adjust_body = None
+    return screening
+
+
+def _translated(body: Any) -> Any:
+    """The caller's body kept only for what is not its words (Anthropic betas): no wire speaks it."""
+    return dataclasses.replace(body, body={}, wire="guardrails:translated")
 
 
 def _hold(routed: Routed, candidates: list[Candidate]) -> Decimal:
@@ -327,21 +360,37 @@ async def generate(p: Prepared) -> Response:
     answer = await session.open()
     recorder.mark_first_byte()
     recorder.status_code = 200
+    screening = p.screening if p.screening is not None and p.screening.rewrites_output else None
     if not routed.call.stream:
         async for _ in _answered(p, answer):
             pass
+        if screening is not None:
+            guard_whole(screening, answer.assembler)  # GuardrailRefused: the call's 400, and its record
         _note_finish(p, answer.assembler.finish)
         await record_call(p.backend, recorder, routed)
         return p.door.answer(recorder.request_id, routed, answer.served, answer.assembler, answer.passthrough)
     # Without an after_answer, the door reads the answer's events directly (one generator layer less
     # for every event of the stream).
     events = answer.events if p.after_answer is None else _answered(p, answer)
+    if screening is not None:
+        events = _guarded(p, screening, events)
     return FrameStream(
         p.door.stream(recorder.request_id, routed, answer.served, events, answer.passthrough),
         ended=lambda: _stream_ended(p, answer),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, answer.served)},
     )
+
+
+async def _guarded(p: Prepared, screening: Screening, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """A stream through the output guardrails; a block there is how the call ended (failed), not a
+    caller who left."""
+    try:
+        async for event in guard_stream(screening, events, get_config().guardrail_window):
+            yield event
+    except OutputBlocked as exc:
+        p.recorder.end("failed", exc.detail)
+        raise
 
 
 async def _stream_ended(p: Prepared, answer: Answer) -> None:

@@ -192,6 +192,8 @@ class Recorder:
     """The plan in compact form (api/explain.compact): candidate ids, offerings left out by rule."""
     operation: Any = None
     """An embedding's or a rerank's facts (vectors.EmbedFacts), for the record."""
+    guardrails: list[Any] | None = None
+    """The caller's guardrails' verdicts (guardrails/verdicts.Verdict), for the record; None: no guardrails."""
 
     def mark_first_byte(self) -> None:
         self.first_byte_ms = round((time.perf_counter() - self.started) * 1000, 2)
@@ -251,6 +253,7 @@ class Recorder:
             first_byte_ms=self.first_byte_ms,
             plan=self.plan,
             operation=self.operation.to_dict() if self.operation is not None else None,
+            guardrails=[v.to_dict() for v in self.guardrails] if self.guardrails is not None else None,
         )
         if served is not None:
             m = served.candidate.model

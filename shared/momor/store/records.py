@@ -197,6 +197,9 @@ class CallRecord:
     person: str | None = None
     """The person: a signed-in session's Cognito sub, or the owner of a key made in the console."""
     operation: dict[str, Any] | None = None
+    guardrails: list[dict[str, Any]] | None = None
+    """The guardrails' verdicts (guardrails/verdicts.py: which check, where, how many spans; never a
+    value); None when the caller has no guardrails."""
     """An embedding's or a rerank's facts (vectors.EmbedFacts.to_dict: kind, inputs, ...); None for the rest."""
 
     def to_dict(self, ttl_days: int) -> dict[str, Any]:
@@ -242,6 +245,8 @@ class CallRecord:
             document["kind"], document[kind] = kind, facts
         if self.router is not None:
             document["router"] = {**self.router, "classifier": [a.to_dict() for a in self.classifier_attempts]}
+        if self.guardrails is not None:  # only for callers with guardrails, in the record's compressed detail
+            document["guardrails"] = self.guardrails
         return document
 
 
