@@ -315,11 +315,8 @@ def _screened(caller: Caller, routed: Routed, recorder: Recorder) -> Screening |
     if not policy:
         return None
     screening = Screening(policy)
-    recorder.guardrails = screening.verdicts  # kept by reference: output verdicts join it later
-    try:
-        screening = screen(policy, routed.call)
-    finally:
-        recorder.guardrails = screening.verdicts
+    recorder.guardrails = screening.verdicts  # by reference: a refusal's verdict and the output's join it
+    screen(policy, routed.call, screening)
     if screening.masked or screening.rewrites_output:
         routed.caller_body = routed.caller_body and _translated(routed.caller_body)
         routed.adjust_body = None

@@ -38,9 +38,10 @@ class Screening:
         return bool(self.policy.output) or bool(self.placeholders)
 
 
-def screen(policy: Policy, call: Call) -> Screening:
-    """Run the policy's input checks on `call`, masking it in place; raises GuardrailRefused."""
-    screening = Screening(policy)
+def screen(policy: Policy, call: Call, screening: Screening | None = None) -> Screening:
+    """Run the policy's input checks on `call`, masking it in place; raises GuardrailRefused (its verdict
+    is then on `screening`, when given, for the record of the refused call)."""
+    screening = screening if screening is not None else Screening(policy)
     if not policy.input:
         return screening
     # Blocks first, over every text: a refused call masks nothing and notes only the refusal.
