@@ -217,3 +217,17 @@ def test_a_key_adds_checks_to_its_organizations_and_a_bad_policy_is_a_400(momor,
 def test_a_member_key_cannot_set_guardrails(momor):
     member = keys_api(momor, momor.api_key, "PATCH", f"/{momor.caller_id}", {"guardrails": None})
     assert member.status_code == 403
+
+
+def test_usage_counts_calls_masked_blocked_and_logged_per_guardrail_and_key(momor, fake):
+    org_policy({"input": [MASK["input"][0], BLOCK["input"][0], {"check": "pii", "action": "log", "name": "seen"}]})
+    for text in (PROMPT, PROMPT, "nothing to see", "about project falcon"):
+        momor.post(*ask("native", "gpt-5-mini", text, stream=False))
+    momor.settle()
+    rows = momor.get("/usage").json()["guardrails"]
+    mine = {(r["guardrail"], r["origin"]): (r["masked"], r["blocked"], r["logged"]) for r in rows
+            if r["key"] == momor.caller_id}
+    assert mine == {("pii", "organization"): (2, 0, 0), ("seen", "organization"): (0, 0, 2),
+                    ("codenames", "organization"): (0, 1, 0)}
+    other = apikeys.create_api_key("another key")[0]  # a member's key sees its own counts only: none
+    assert momor.get("/usage", api_key=other).json()["guardrails"] == []

@@ -61,7 +61,7 @@ from ..catalog import Prices
 from ..config import get_config
 from ..events import Usage
 from ..redact import redact
-from . import attributes, callers_seen, dynamo, record_item
+from . import attributes, callers_seen, dynamo, guardrail_counts, record_item
 
 ERROR_TEXT_MAX = 300
 ATTEMPTS_MAX = 60
@@ -311,6 +311,9 @@ async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -
     await dynamo.call("PutItem", {"TableName": table, "Item": to_item(record, secrets=secrets)})
     if record.caller_id:  # so an admin's usage finds this key's calls of the day (callers_seen.py)
         await callers_seen.note(record.caller_id, record.created, config.record_ttl_days)
+    if record.guardrails and record.org:  # /usage's counts per guardrail and key (guardrail_counts.py)
+        await guardrail_counts.note(record.org, record.caller_id, record.created, record.guardrails,
+                                    config.record_ttl_days)
 
 
 async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | None:
