@@ -194,7 +194,7 @@ def test_a_key_adds_checks_to_its_organizations_and_a_bad_policy_is_a_400(momor,
     bad = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}", {"guardrails": {"input": [{"check": "pii"}]}})
     assert bad.status_code == 400 and bad.json()["detail"].startswith("guardrails.input[0].action")
     unknown = keys_api(momor, admin, "POST", "", {"name": "x", "guardrails": {"input": [
-        {"check": "comprehend", "action": "block"}]}})
+        {"check": "bedrock", "action": "block"}]}})
     assert unknown.status_code == 400 and "not available" in unknown.json()["detail"]
     changed = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}", {"guardrails": BLOCK})
     assert changed.status_code == 200, changed.text
@@ -231,3 +231,83 @@ def test_usage_counts_calls_masked_blocked_and_logged_per_guardrail_and_key(momo
                     ("codenames", "organization"): (0, 1, 0)}
     other = apikeys.create_api_key("another key")[0]  # a member's key sees its own counts only: none
     assert momor.get("/usage", api_key=other).json()["guardrails"] == []
+
+
+# --- Amazon Comprehend's DetectPiiEntities, through its strict fake -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def comprehend_server():
+    from tests.fakes.comprehend import FakeComprehend
+
+    from .conftest import _Server
+
+    fake_comprehend = FakeComprehend()
+    with _Server(fake_comprehend) as server:
+        server.fake = fake_comprehend
+        yield server
+
+
+@pytest.fixture
+def comprehend(comprehend_server, monkeypatch):
+    comprehend_server.fake.requests.clear()
+    comprehend_server.fake.down = False
+    monkeypatch.setenv("AWS_ENDPOINT_URL_COMPREHEND", comprehend_server.url)
+    return comprehend_server
+
+
+def test_the_comprehend_fake_speaks_what_boto3_sends_and_refuses_what_comprehend_refuses(comprehend):
+    import boto3
+
+    client = boto3.client("comprehend", endpoint_url=comprehend.url, region_name="us-east-1",
+                          aws_access_key_id="AKIDFAKE", aws_secret_access_key="fake-secret")
+    got = client.detect_pii_entities(Text=f"my name is Jane Doe, mail {EMAIL}", LanguageCode="en")
+    assert [(e["Type"], e["BeginOffset"], e["EndOffset"]) for e in got["Entities"]] == [
+        ("NAME", 11, 19), ("EMAIL", 26, 26 + len(EMAIL))]
+    with pytest.raises(client.exceptions.TextSizeLimitExceededException):
+        client.detect_pii_entities(Text="a" * 100_001, LanguageCode="en")
+    with pytest.raises(client.exceptions.UnsupportedLanguageException):
+        client.detect_pii_entities(Text="bonjour", LanguageCode="fr")
+    comprehend.fake.down = True
+    with pytest.raises(client.exceptions.InternalServerException):
+        client.detect_pii_entities(Text="hello", LanguageCode="en")
+
+
+COMPREHEND_MASK = {"input": [{"check": "comprehend", "action": "mask", "restore": True,
+                              "entities": ["NAME", "EMAIL"], "name": "aws-pii"}]}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_comprehend_masks_what_it_finds_and_the_answer_is_restored(momor, fake, comprehend, stream):
+    org_policy(COMPREHEND_MASK)
+    text = f"Hi, my name is Jane Doe and my mail is {EMAIL}."
+    path, body = ask("openai", "gpt-5-mini", text, stream=stream)
+    if stream:
+        response, frames = momor.stream(path, body)
+        answer = streamed_text("openai", frames)
+    else:
+        response = momor.post(path, body)
+        answer = answer_text("openai", response.json())
+    assert response.status_code == 200
+    assert comprehend.fake.requests == [{"Text": text, "LanguageCode": "en"}]
+    sent = sent_to(fake, "openai")
+    assert "Jane" not in sent and EMAIL not in sent and "[NAME_1]" in sent and "[EMAIL_1]" in sent
+    assert answer == f"Echo: {text}"
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert record["guardrails"][0]["entities"] == {"NAME": 1, "EMAIL": 1}
+
+
+def test_comprehend_down_fails_closed_with_a_503_naming_the_guardrail_or_open_when_told(momor, fake, comprehend):
+    comprehend.fake.down = True
+    org_policy(COMPREHEND_MASK)
+    response = momor.post(*ask("anthropic", "gpt-5-mini", f"mail {EMAIL}", stream=False))
+    assert response.status_code == 503, response.text
+    assert response.json()["error"]["details"] == {"error_code": "guardrail_unavailable"}
+    assert "aws-pii" in response.json()["error"]["message"] and EMAIL not in response.text
+    assert fake.requests() == []  # never sent unchecked
+    opened = {"input": [{**COMPREHEND_MASK["input"][0], "failure": "open"}]}
+    org_policy(opened)
+    response = momor.post(*ask("anthropic", "gpt-5-mini", f"mail {EMAIL}", stream=False))
+    assert response.status_code == 200
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert "InternalServerException" in record["guardrails"][0]["failed"]

@@ -56,10 +56,11 @@ from ..routing.request import Routed
 from ..store.budgets import BudgetState, Spend, has_budget, org_budget
 from ..store.organizations import Organization
 from ..store.ratelimit import RateState
-from . import explain
+from . import explain, guardrail_services
 from .backend import Backend, Caller
 from .call_record import record_call
 from .frame_stream import FrameStream
+from .guardrail_services import has_remote
 
 
 class Door(Protocol):
@@ -298,7 +299,7 @@ async def _prepare(
             # that (429), as on every other call, not what the read found (an unknown id's 400).
             await admission.limited()
             raise
-    screening = _screened(caller, routed, recorder)
+    screening = await _screened(caller, routed, recorder)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
     await admission.check(recorder, lambda: _hold(routed, candidates) if billed else Decimal(0))
@@ -307,7 +308,7 @@ async def _prepare(
                     deadline=invocation.deadline(request.scope), screening=screening)
 
 
-def _screened(caller: Caller, routed: Routed, recorder: Recorder) -> Screening | None:
+async def _screened(caller: Caller, routed: Routed, recorder: Recorder) -> Screening | None:
     """The input guardrails, on the canonical call as it will be served (GuardrailRefused: 400 before
     any provider is asked). A call they masked, or whose answer they check, goes to every offering
     translated from that call, never in the caller's own words (its body still holds the values)."""
@@ -316,7 +317,8 @@ def _screened(caller: Caller, routed: Routed, recorder: Recorder) -> Screening |
         return None
     screening = Screening(policy)
     recorder.guardrails = screening.verdicts  # by reference: a refusal's verdict and the output's join it
-    screen(policy, routed.call, screening)
+    found = await guardrail_services.found(policy, routed.call, screening) if has_remote(policy) else None
+    screen(policy, routed.call, screening, found)
     if screening.masked or screening.rewrites_output:
         routed.caller_body = routed.caller_body and _translated(routed.caller_body)
         routed.adjust_body = None

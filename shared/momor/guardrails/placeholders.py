@@ -15,9 +15,12 @@ from .spans import Span
 
 LABELS = {"email": "EMAIL", "phone": "PHONE", "card": "CARD", "iban": "IBAN", "ssn": "SSN", "ip": "IP",
           "secret": "SECRET", "regex": "MATCH", "denylist": "WORD"}
-PLACEHOLDER = re.compile(r"\[(?:" + "|".join(LABELS.values()) + r")_\d{1,6}\]")
-LONGEST = max(len(label) for label in LABELS.values()) + 9
-"""The most characters a placeholder of this call can have (`[SECRET_999999]`)."""
+PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_]{0,39}_\d{1,6}\]")
+"""Any placeholder's shape; only the call's own are replaced (a service's entity type is its label:
+Comprehend's `[CREDIT_DEBIT_NUMBER_1]`)."""
+LONGEST = 40 + 9
+"""The most characters a placeholder can have (a 40-letter label, `_`, six digits and the brackets)."""
+_LABEL = re.compile(r"[A-Z][A-Z_]{0,39}")
 _PREFIX = re.compile(r"\[[A-Z]*(?:_\d{0,6})?\Z")
 
 
@@ -38,7 +41,7 @@ class Placeholders:
             if restore:
                 self._values[known] = value
             return known
-        label = LABELS.get(entity, "MATCH")
+        label = LABELS.get(entity) or (entity if _LABEL.fullmatch(entity) else "MATCH")
         count = self._counts.get(label, 0) + 1
         self._counts[label] = count
         made = f"[{label}_{count}]"
@@ -82,4 +85,4 @@ class Placeholders:
 
 def masked_span(entity: str) -> str:
     """What an output mask writes in place of a value: its kind, never a value or a number."""
-    return f"[{LABELS.get(entity, 'MATCH')}]"
+    return f"[{LABELS.get(entity) or (entity if _LABEL.fullmatch(entity) else 'MATCH')}]"

@@ -24,11 +24,26 @@ from ..errors import RequestError
 from .detectors import FINDERS, Finder, denylist, pattern
 from .spans import Span
 
-CHECKS = ("pii", "regex", "denylist")
-NOT_YET = ("comprehend", "bedrock", "moderation")
+CHECKS = ("pii", "regex", "denylist", "comprehend")
+NOT_YET = ("bedrock", "moderation")
+REMOTE = ("comprehend",)
+"""Checks a service answers (guardrails/remote.py), whose `failure` says what a call does when it cannot."""
+COMPREHEND_LANGUAGES = ("en", "es")
+"""The languages DetectPiiEntities detects PII in (its model lists more codes; the service refuses them
+with UnsupportedLanguageException)."""
+COMPREHEND_TYPES = (
+    "BANK_ACCOUNT_NUMBER", "BANK_ROUTING", "CREDIT_DEBIT_NUMBER", "CREDIT_DEBIT_CVV", "CREDIT_DEBIT_EXPIRY", "PIN",
+    "EMAIL", "ADDRESS", "NAME", "PHONE", "SSN", "DATE_TIME", "PASSPORT_NUMBER", "DRIVER_ID", "URL", "AGE",
+    "USERNAME", "PASSWORD", "AWS_ACCESS_KEY", "AWS_SECRET_KEY", "IP_ADDRESS", "MAC_ADDRESS", "LICENSE_PLATE",
+    "VEHICLE_IDENTIFICATION_NUMBER", "UK_NATIONAL_INSURANCE_NUMBER", "CA_SOCIAL_INSURANCE_NUMBER",
+    "US_INDIVIDUAL_TAX_IDENTIFICATION_NUMBER", "UK_UNIQUE_TAXPAYER_REFERENCE_NUMBER", "IN_PERMANENT_ACCOUNT_NUMBER",
+    "IN_NREGA", "INTERNATIONAL_BANK_ACCOUNT_NUMBER", "SWIFT_CODE", "UK_NATIONAL_HEALTH_SERVICE_NUMBER",
+    "CA_HEALTH_NUMBER", "IN_AADHAAR", "IN_VOTER_NUMBER")
+"""DetectPiiEntities' entity types (botocore's service model for comprehend), ALL left out: no list is all."""
 ACTIONS = ("mask", "block", "log")
 DIRECTIONS = ("input", "output")
-FIELDS = {"check", "action", "name", "restore", "entities", "patterns", "words", "failure"}
+FIELDS = {"check", "action", "name", "restore", "entities", "patterns", "words", "failure", "languageCode",
+          "minScore"}
 MAX_CHECKS = 20
 MAX_PATTERNS = 20
 MAX_PATTERN_CHARS = 500
@@ -50,7 +65,16 @@ class Check:
     patterns: tuple[str, ...] = ()
     words: tuple[str, ...] = ()
     failure: str = "closed"
+    language: str = "en"
+    """comprehend: the text's language, as Comprehend names it."""
+    min_score: float = 0.5
+    """comprehend: the least confidence an entity is taken at."""
     finder: Finder = field(default=lambda text: [], compare=False, repr=False)
+
+    @property
+    def remote(self) -> bool:
+        """A service answers this check (guardrails/remote.py), not a local detector."""
+        return self.check in REMOTE
 
     def find(self, text: str) -> list[Span]:
         return self.finder(text) if text else []
@@ -65,6 +89,8 @@ class Check:
             out["patterns"] = list(self.patterns)
         if self.check == "denylist":
             out["words"] = list(self.words)
+        if self.check == "comprehend":
+            out |= {"entities": list(self.entities), "languageCode": self.language, "minScore": self.min_score}
         out["failure"] = self.failure
         return out
 
@@ -129,9 +155,10 @@ def _check(value: Any, at: str, direction: str, origin: str) -> Check:
     if unknown:
         raise _bad(f"{at}.{sorted(unknown)[0]}", "is not a check field")
     kind, action, name, restore, failure = _common(value, at, direction)
-    for only, owner in (("entities", "pii"), ("patterns", "regex"), ("words", "denylist")):
-        if only in value and kind != owner:
-            raise _bad(f"{at}.{only}", f"applies only to a {owner} check")
+    for only, owners in (("entities", ("pii", "comprehend")), ("patterns", ("regex",)), ("words", ("denylist",)),
+                         ("languageCode", ("comprehend",)), ("minScore", ("comprehend",))):
+        if only in value and kind not in owners:
+            raise _bad(f"{at}.{only}", f"applies only to a {' or '.join(owners)} check")
     base = {"name": name, "check": kind, "action": action, "origin": origin, "restore": restore, "failure": failure}
     return _detector(value, at, kind, base)
 
@@ -140,7 +167,8 @@ def _common(value: dict[str, Any], at: str, direction: str) -> tuple[str, str, s
     """The fields every check has: (check, action, name, restore, failure)."""
     kind = value.get("check")
     if kind in NOT_YET:
-        raise _bad(f"{at}.check", f"{kind!r} is not available in this deployment yet; use pii, regex or denylist")
+        raise _bad(f"{at}.check", f"{kind!r} is not available in this deployment yet; use "
+                   f"{', '.join(CHECKS)}")
     if kind not in CHECKS:
         raise _bad(f"{at}.check", f"must be one of {', '.join(CHECKS)}")
     action = value.get("action")
@@ -157,6 +185,8 @@ def _common(value: dict[str, Any], at: str, direction: str) -> tuple[str, str, s
     failure = value.get("failure", "closed")
     if failure not in ("closed", "open"):
         raise _bad(f"{at}.failure", "must be closed or open")
+    if kind in REMOTE and direction != "input":
+        raise _bad(f"{at}.check", f"{kind!r} runs on input only (a stream's output is not sent to it)")
     return kind, action, name, restore, failure
 
 
@@ -169,6 +199,8 @@ def _detector(value: dict[str, Any], at: str, kind: str, base: dict[str, Any]) -
             raise _bad(f"{at}.entities", f"{wrong[0]!r} is not one of {', '.join(FINDERS)}")
         ordered = tuple(e for e in FINDERS if e in entities)  # run in FINDERS' order, whatever was written
         return Check(**base, entities=ordered, finder=_pii_finder(ordered))
+    if kind == "comprehend":
+        return _comprehend(value, at, base)
     if kind == "regex":
         patterns = _strings(value.get("patterns"), f"{at}.patterns", 1, MAX_PATTERNS, MAX_PATTERN_CHARS)
         try:
@@ -180,6 +212,21 @@ def _detector(value: dict[str, Any], at: str, kind: str, base: dict[str, Any]) -
     if not all(w.strip() for w in words):
         raise _bad(f"{at}.words", "holds an empty word")
     return Check(**base, words=tuple(words), finder=denylist.finder(words))
+
+
+def _comprehend(value: dict[str, Any], at: str, base: dict[str, Any]) -> Check:
+    types = _strings(value.get("entities", list(COMPREHEND_TYPES)), f"{at}.entities", 1, len(COMPREHEND_TYPES), 64)
+    wrong = [t for t in types if t not in COMPREHEND_TYPES]
+    if wrong:
+        raise _bad(f"{at}.entities", f"{wrong[0]!r} is not one of Comprehend's PII entity types")
+    language = value.get("languageCode", "en")
+    if language not in COMPREHEND_LANGUAGES:
+        raise _bad(f"{at}.languageCode", f"must be one of {', '.join(COMPREHEND_LANGUAGES)}")
+    score = value.get("minScore", 0.5)
+    if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+        raise _bad(f"{at}.minScore", "must be a number from 0 to 1")
+    return Check(**base, entities=tuple(t for t in COMPREHEND_TYPES if t in types), language=language,
+                 min_score=float(score))
 
 
 def _pii_finder(entities: tuple[str, ...]) -> Finder:

@@ -38,27 +38,33 @@ class Screening:
         return bool(self.policy.output) or bool(self.placeholders)
 
 
-def screen(policy: Policy, call: Call, screening: Screening | None = None) -> Screening:
+Found = dict[tuple[int, int], list[Span]]
+"""(check's place in the policy's input, text's place in `texts(call)`) -> what a service found there."""
+
+
+def screen(policy: Policy, call: Call, screening: Screening | None = None, found: Found | None = None) -> Screening:
     """Run the policy's input checks on `call`, masking it in place; raises GuardrailRefused (its verdict
-    is then on `screening`, when given, for the record of the refused call)."""
+    is then on `screening`, when given, for the record of the refused call). `found`: the spans of the
+    checks a service answers (api/guardrail_services.py), asked before; a check it has nothing for
+    found nothing (or could not run, failure open)."""
     screening = screening if screening is not None else Screening(policy)
     if not policy.input:
         return screening
-    # Blocks first, over every text: a refused call masks nothing and notes only the refusal.
-    for where, text, _ in _texts(call):
-        for check in policy.input:
-            if check.action == "block":
-                spans = check.find(text)
-                if spans:
-                    screening.verdicts.append(verdict(check, "input", where, spans))
-                    raise GuardrailRefused(check)
-    for where, text, put in _texts(call):
+    found = found or {}
+    texts = _texts(call)
+
+    def spans_of(c: int, t: int) -> list[Span]:
+        check = policy.input[c]
+        return found.get((c, t), []) if check.remote else check.find(texts[t][1])
+
+    _blocks(policy, texts, spans_of, screening)
+    for t, (where, text, put) in enumerate(texts):
         masks: list[Span] = []
         restore: dict[Span, bool] = {}
-        for check in policy.input:
+        for c, check in enumerate(policy.input):
             if check.action == "block":
                 continue
-            spans = check.find(text)
+            spans = spans_of(c, t)
             if not spans:
                 continue
             screening.verdicts.append(verdict(check, "input", where, spans))
@@ -71,7 +77,24 @@ def screen(policy: Policy, call: Call, screening: Screening | None = None) -> Sc
     return screening
 
 
+def _blocks(policy: Policy, texts: list[tuple[str, str, Setter]], spans_of: Callable[[int, int], list[Span]],
+            screening: Screening) -> None:
+    """Blocks first, over every text: a refused call masks nothing and notes only the refusal."""
+    for t, (where, _, _) in enumerate(texts):
+        for c, check in enumerate(policy.input):
+            if check.action == "block":
+                spans = spans_of(c, t)
+                if spans:
+                    screening.verdicts.append(verdict(check, "input", where, spans))
+                    raise GuardrailRefused(check)
+
+
 Setter = Callable[[str], None]
+
+
+def texts(call: Call) -> list[str]:
+    """The call's screened texts, in the order `Found` numbers them."""
+    return [text for _, text, _ in _texts(call)]
 
 
 def _texts(call: Call) -> list[tuple[str, str, Setter]]:

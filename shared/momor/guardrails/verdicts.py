@@ -24,11 +24,14 @@ class Verdict:
     """`system`, `message N` (input, the canonical message's index) or `answer` (output)."""
     spans: int
     entities: dict[str, int]
+    failed: str | None = None
+    """Why a service's check could not run, where its `failure` is open and the call went on unchecked."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"guardrail": self.guardrail, "origin": self.origin, "direction": self.direction,
-                "check": self.check, "action": self.action, "where": self.where, "spans": self.spans,
-                "entities": self.entities}
+        out = {"guardrail": self.guardrail, "origin": self.origin, "direction": self.direction,
+               "check": self.check, "action": self.action, "where": self.where, "spans": self.spans,
+               "entities": self.entities}
+        return out | {"failed": self.failed} if self.failed else out
 
 
 def verdict(check: Check, direction: str, where: str, spans: list[Span]) -> Verdict:

@@ -196,11 +196,33 @@ class LeanSecretsManager:
         raise AwsError(code, str(answer.get("message") or answer.get("Message") or ""), status)
 
 
-_LEAN = {"s3": LeanS3, "secretsmanager": LeanSecretsManager}
+class LeanComprehend:
+    """DetectPiiEntities as boto3's client answers it: {"Entities": [{"Score", "Type", "BeginOffset",
+    "EndOffset"}]} (JSON 1.1, botocore's comprehend model), for the `comprehend` guardrail check."""
+
+    def detect_pii_entities(self, *, Text: str, LanguageCode: str) -> dict[str, Any]:
+        url = (_endpoint("COMPREHEND") or f"https://comprehend.{region()}.{dns_suffix(region())}") + "/"
+        headers = {"X-Amz-Target": "Comprehend_20171127.DetectPiiEntities",
+                   "Content-Type": "application/x-amz-json-1.1"}
+        body = json.dumps({"Text": Text, "LanguageCode": LanguageCode}).encode()
+        status, _, data = _signed("comprehend", "POST", url, headers, body, timeout=5.0)
+        try:
+            answer = json.loads(data) if data else {}
+        except ValueError:
+            answer = {}
+        if status == 200 and isinstance(answer, dict):
+            return answer
+        answer = answer if isinstance(answer, dict) else {}
+        code = str(answer.get("__type", status)).rsplit("#", 1)[-1]
+        raise AwsError(code, str(answer.get("message") or answer.get("Message") or ""), status)
+
+
+_LEAN = {"s3": LeanS3, "secretsmanager": LeanSecretsManager, "comprehend": LeanComprehend}
 
 
 def lean_client(service: str) -> Any:
-    """The process's lean caller for "s3" (get_object) or "secretsmanager" (get_secret_value)."""
+    """The process's lean caller for "s3" (get_object), "secretsmanager" (get_secret_value) or
+    "comprehend" (detect_pii_entities)."""
     made = _lean.get(service)
     if made is None:
         made = _lean.setdefault(service, _LEAN[service]())

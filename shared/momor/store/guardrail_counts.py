@@ -36,7 +36,8 @@ def day_key(day: str, org: str) -> str:
 async def note(org: str, caller_id: str, created: dt.datetime, verdicts: list[dict[str, Any]],
                ttl_days: int) -> None:
     """Count one call for each check that fired on it (by its action), under the call's day."""
-    fired = sorted({(v["origin"], v["guardrail"], v["action"]) for v in verdicts if v.get("action") in ACTIONS})
+    fired = sorted({(v["origin"], v["guardrail"], v["action"]) for v in verdicts
+                    if v.get("action") in ACTIONS and not v.get("failed")})
     if not fired or not caller_id or not org:
         return
     table = get_config().need("records_table")
