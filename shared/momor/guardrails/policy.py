@@ -1,16 +1,17 @@
 """A guardrail policy: which checks run on a call's input and output, and what each does when it fires.
 
     {"input": [CHECK, ...], "output": [CHECK, ...]}
-    CHECK = {"check": "pii" | "regex" | "denylist", "action": "mask" | "block" | "log",
+    CHECK = {"check": "pii" | "regex" | "denylist" | "comprehend", "action": "mask" | "block" | "log",
              "name"?: str (default: the check's kind), "restore"?: bool (input mask only),
-             "entities"?: [pii entity, ...] (pii; default all), "patterns": [...] (regex),
-             "words": [...] (denylist), "failure"?: "closed" | "open"}
+             "entities"?: [pii entity, ...] (pii; default all) | [Comprehend type, ...] (comprehend),
+             "patterns": [...] (regex), "words": [...] (denylist), "languageCode"?, "minScore"?
+             (comprehend), "failure"?: "closed" | "open" (what a comprehend check does when it cannot run)}
 
 An organization's policy is the floor: a call runs its organization's checks, then its key's (`merged`),
 so a key adds checks and can never take one of its organization's away. `parse` validates what the key
 API and the organization script are given, with a 400 naming the field; a policy is stored as that
-validated JSON (`to_json`). The AWS and OpenAI checks the issue names (comprehend, bedrock, moderation)
-are refused as not available in this deployment until they are built, never silently skipped.
+validated JSON (`to_json`). The bedrock and moderation checks the issue names are refused as not
+available in this deployment until they are built, never silently skipped.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from .spans import Span
 CHECKS = ("pii", "regex", "denylist", "comprehend")
 NOT_YET = ("bedrock", "moderation")
 REMOTE = ("comprehend",)
-"""Checks a service answers (guardrails/remote.py), whose `failure` says what a call does when it cannot."""
+"""Checks a service answers (api/guardrail_services.py), whose `failure` says what a call does when it cannot."""
 COMPREHEND_LANGUAGES = ("en", "es")
 """The languages DetectPiiEntities detects PII in (its model lists more codes; the service refuses them
 with UnsupportedLanguageException)."""
@@ -73,7 +74,7 @@ class Check:
 
     @property
     def remote(self) -> bool:
-        """A service answers this check (guardrails/remote.py), not a local detector."""
+        """A service answers this check (api/guardrail_services.py), not a local detector."""
         return self.check in REMOTE
 
     def find(self, text: str) -> list[Span]:
