@@ -311,3 +311,20 @@ def test_comprehend_down_fails_closed_with_a_503_naming_the_guardrail_or_open_wh
     assert response.status_code == 200
     record = record_of(momor, response.headers["x-momor-request-id"])
     assert "InternalServerException" in record["guardrails"][0]["failed"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_the_responses_route_masks_and_restores_too(momor, fake, stream):
+    import openai
+
+    org_policy(MASK)
+    client = openai.OpenAI(base_url=momor.url + "/v1", api_key=momor.api_key, max_retries=0)
+    if stream:
+        events = list(client.responses.create(model="gpt-5-mini", input=PROMPT, stream=True))
+        text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+        assert events[-1].response.output_text == text
+    else:
+        text = client.responses.create(model="gpt-5-mini", input=PROMPT).output_text
+    assert text == f"Echo: {PROMPT}"
+    sent = sent_to(fake, "openai")
+    assert CARD not in sent and EMAIL not in sent and "[CARD_1]" in sent

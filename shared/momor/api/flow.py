@@ -361,10 +361,12 @@ async def generate(p: Prepared) -> Response:
     recorder.status_code = 200
     screening = p.screening if p.screening is not None and p.screening.rewrites_output else None
     if not routed.call.stream:
-        async for _ in _answered(p, answer):
+        async for _ in answer.events:
             pass
         if screening is not None:
             guard_whole(screening, answer.assembler)  # GuardrailRefused: the call's 400, and its record
+        if p.after_answer is not None:  # the answer as the caller gets it (restored, checked)
+            await p.after_answer(answer.assembler)
         _note_finish(p, answer.assembler.finish)
         await record_call(p.backend, recorder, routed)
         return p.door.answer(recorder.request_id, routed, answer.served, answer.assembler, answer.passthrough)
