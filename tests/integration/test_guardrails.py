@@ -194,7 +194,7 @@ def test_a_key_adds_checks_to_its_organizations_and_a_bad_policy_is_a_400(momor,
     bad = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}", {"guardrails": {"input": [{"check": "pii"}]}})
     assert bad.status_code == 400 and bad.json()["detail"].startswith("guardrails.input[0].action")
     unknown = keys_api(momor, admin, "POST", "", {"name": "x", "guardrails": {"input": [
-        {"check": "bedrock", "action": "block"}]}})
+        {"check": "moderation", "action": "block"}]}})
     assert unknown.status_code == 400 and "not available" in unknown.json()["detail"]
     changed = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}", {"guardrails": BLOCK})
     assert changed.status_code == 200, changed.text
@@ -328,3 +328,74 @@ def test_the_responses_route_masks_and_restores_too(momor, fake, stream):
     assert text == f"Echo: {PROMPT}"
     sent = sent_to(fake, "openai")
     assert CARD not in sent and EMAIL not in sent and "[CARD_1]" in sent
+
+
+# --- Amazon Bedrock Guardrails' ApplyGuardrail, through its strict fake -----------------------------
+
+
+@pytest.fixture(scope="module")
+def bedrock_server():
+    from tests.fakes.bedrock_guardrail import FakeBedrockGuardrail
+
+    from .conftest import _Server
+
+    fake_bedrock = FakeBedrockGuardrail()
+    with _Server(fake_bedrock) as server:
+        server.fake = fake_bedrock
+        yield server
+
+
+@pytest.fixture
+def bedrock(bedrock_server, monkeypatch):
+    bedrock_server.fake.requests.clear()
+    bedrock_server.fake.down = False
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", bedrock_server.url)
+    return bedrock_server
+
+
+def test_the_bedrock_guardrail_fake_speaks_what_boto3_sends(bedrock):
+    import boto3
+
+    from tests.fakes.bedrock_guardrail import GUARDRAIL
+
+    client = boto3.client("bedrock-runtime", endpoint_url=bedrock.url, region_name="us-east-1",
+                          aws_access_key_id="AKIDFAKE", aws_secret_access_key="fake-secret")
+    got = client.apply_guardrail(guardrailIdentifier=GUARDRAIL, guardrailVersion="1", source="INPUT",
+                                 content=[{"text": {"text": f"mail {EMAIL}"}}])
+    assert got["action"] == "GUARDRAIL_INTERVENED" and got["outputs"] == [{"text": "mail {EMAIL}"}]
+    assert got["assessments"][0]["sensitiveInformationPolicy"]["piiEntities"][0]["match"] == EMAIL
+    blocked = client.apply_guardrail(guardrailIdentifier=GUARDRAIL, guardrailVersion="DRAFT", source="INPUT",
+                                     content=[{"text": {"text": "buy crypto"}}])
+    assert blocked["assessments"][0]["topicPolicy"]["topics"][0]["action"] == "BLOCKED"
+    with pytest.raises(client.exceptions.ResourceNotFoundException):
+        client.apply_guardrail(guardrailIdentifier="other", guardrailVersion="1", source="INPUT",
+                               content=[{"text": {"text": "x"}}])
+    bedrock.fake.down = True
+    with pytest.raises(client.exceptions.ServiceUnavailableException):
+        client.apply_guardrail(guardrailIdentifier=GUARDRAIL, guardrailVersion="1", source="INPUT",
+                               content=[{"text": {"text": "x"}}])
+
+
+def bedrock_policy(action: str, **extra: Any) -> dict[str, Any]:
+    from tests.fakes.bedrock_guardrail import GUARDRAIL
+
+    return {"input": [{"check": "bedrock", "action": action, "guardrailId": GUARDRAIL, "guardrailVersion": "1",
+                       "name": "company-guardrail", **extra}]}
+
+
+def test_bedrock_masks_its_findings_refuses_a_denied_topic_and_fails_closed(momor, fake, bedrock):
+    org_policy(bedrock_policy("mask"))
+    response = momor.post(*ask("native", "gpt-5-mini", f"mail {EMAIL} today", stream=False))
+    assert response.status_code == 200, response.text
+    assert bedrock.fake.requests[-1]["content"] == [{"text": {"text": f"mail {EMAIL} today"}}]
+    sent = sent_to(fake, "openai")
+    assert EMAIL not in sent and "[EMAIL_1]" in sent
+    fake.reset()
+    topic = momor.post(*ask("native", "gpt-5-mini", "tell me about crypto", stream=False))
+    assert "company-guardrail" in refusal("native", topic) and fake.requests() == []
+    bedrock.fake.down = True
+    down = momor.post(*ask("openai", "gpt-5-mini", "hello", stream=False))
+    assert down.status_code == 503 and down.json()["error"]["code"] == "guardrail_unavailable"
+    assert "company-guardrail" in down.json()["error"]["message"] and fake.requests() == []
+    org_policy(bedrock_policy("mask", failure="open"))
+    assert momor.post(*ask("openai", "gpt-5-mini", "hello", stream=False)).status_code == 200

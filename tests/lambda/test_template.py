@@ -912,8 +912,10 @@ def needs(function: str) -> list[aws_usage.Site]:
 def resource_of(site: aws_usage.Site) -> Any:
     """The template's resource for a call: the ARN of what its settings' env vars name."""
     env = T["Globals"]["Function"]["Environment"]["Variables"]
-    if site.service in aws_usage.RESOURCELESS:
+    if site.service == "comprehend":
         return "*"
+    if site.service == "bedrock-runtime":
+        return {"Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:guardrail/*"}
     refs = {name: env[SETTING_ENV[name]]["Ref"] for name in site.settings}
     assert refs, f"{site}: cannot tell which resource it touches (its module reads no settings field)"
     if site.service == "dynamodb":
@@ -962,7 +964,7 @@ def test_the_code_scan_finds_every_kind_of_call():
     found = {(site.action, site.function.rsplit(":", 1)[-1]) for site in SITES}
     assert ("dynamodb:PutItem", "put_record_async") in found  # dynamo.call("PutItem", ...)
     assert ("dynamodb:UpdateItem", "_count_in_table") in found  # a boto3 client held in a local
-    assert {site.service for site in SITES} == {"s3", "dynamodb", "secretsmanager", "comprehend"}
+    assert {site.service for site in SITES} == {"s3", "dynamodb", "secretsmanager", "comprehend", "bedrock-runtime"}
     assert all(site.settings for site in SITES if site.service not in aws_usage.RESOURCELESS), [
         str(s) for s in SITES if not s.settings and s.service not in aws_usage.RESOURCELESS]
     assert any(site.key_prefix == "rate#" for site in SITES)

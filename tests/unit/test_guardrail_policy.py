@@ -15,7 +15,7 @@ from momor.guardrails.policy import merged, parse
     ({"input": {}}, "guardrails.input"),
     ({"input": [{"check": "pii"}]}, "guardrails.input[0].action"),
     ({"input": [{"check": "virus", "action": "block"}]}, "guardrails.input[0].check"),
-    ({"input": [{"check": "bedrock", "action": "block"}]}, "guardrails.input[0].check"),
+    ({"input": [{"check": "moderation", "action": "block"}]}, "guardrails.input[0].check"),
     ({"input": [{"check": "pii", "action": "mask", "entities": ["dna"]}]}, "guardrails.input[0].entities"),
     ({"input": [{"check": "pii", "action": "mask", "entities": []}]}, "guardrails.input[0].entities"),
     ({"input": [{"check": "pii", "action": "block", "restore": True}]}, "guardrails.input[0].restore"),

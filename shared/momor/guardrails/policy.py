@@ -25,9 +25,9 @@ from ..errors import RequestError
 from .detectors import FINDERS, Finder, denylist, pattern
 from .spans import Span
 
-CHECKS = ("pii", "regex", "denylist", "comprehend")
-NOT_YET = ("bedrock", "moderation")
-REMOTE = ("comprehend",)
+CHECKS = ("pii", "regex", "denylist", "comprehend", "bedrock")
+NOT_YET = ("moderation",)
+REMOTE = ("comprehend", "bedrock")
 """Checks a service answers (api/guardrail_services.py), whose `failure` says what a call does when it cannot."""
 COMPREHEND_LANGUAGES = ("en", "es")
 """The languages DetectPiiEntities detects PII in (its model lists more codes; the service refuses them
@@ -44,7 +44,10 @@ COMPREHEND_TYPES = (
 ACTIONS = ("mask", "block", "log")
 DIRECTIONS = ("input", "output")
 FIELDS = {"check", "action", "name", "restore", "entities", "patterns", "words", "failure", "languageCode",
-          "minScore"}
+          "minScore", "guardrailId", "guardrailVersion"}
+_GUARDRAIL_ID = re.compile(r"[a-z0-9]+|arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+")
+_GUARDRAIL_VERSION = re.compile(r"[1-9][0-9]{0,7}|DRAFT")
+"""ApplyGuardrail's identifier and version patterns (botocore's bedrock-runtime model)."""
 MAX_CHECKS = 20
 MAX_PATTERNS = 20
 MAX_PATTERN_CHARS = 500
@@ -70,6 +73,9 @@ class Check:
     """comprehend: the text's language, as Comprehend names it."""
     min_score: float = 0.5
     """comprehend: the least confidence an entity is taken at."""
+    guardrail_id: str = ""
+    guardrail_version: str = ""
+    """bedrock: the Bedrock guardrail applied, and its version."""
     finder: Finder = field(default=lambda text: [], compare=False, repr=False)
 
     @property
@@ -92,6 +98,8 @@ class Check:
             out["words"] = list(self.words)
         if self.check == "comprehend":
             out |= {"entities": list(self.entities), "languageCode": self.language, "minScore": self.min_score}
+        if self.check == "bedrock":
+            out |= {"guardrailId": self.guardrail_id, "guardrailVersion": self.guardrail_version}
         out["failure"] = self.failure
         return out
 
@@ -157,7 +165,8 @@ def _check(value: Any, at: str, direction: str, origin: str) -> Check:
         raise _bad(f"{at}.{sorted(unknown)[0]}", "is not a check field")
     kind, action, name, restore, failure = _common(value, at, direction)
     for only, owners in (("entities", ("pii", "comprehend")), ("patterns", ("regex",)), ("words", ("denylist",)),
-                         ("languageCode", ("comprehend",)), ("minScore", ("comprehend",))):
+                         ("languageCode", ("comprehend",)), ("minScore", ("comprehend",)),
+                         ("guardrailId", ("bedrock",)), ("guardrailVersion", ("bedrock",))):
         if only in value and kind not in owners:
             raise _bad(f"{at}.{only}", f"applies only to a {' or '.join(owners)} check")
     base = {"name": name, "check": kind, "action": action, "origin": origin, "restore": restore, "failure": failure}
@@ -202,6 +211,15 @@ def _detector(value: dict[str, Any], at: str, kind: str, base: dict[str, Any]) -
         return Check(**base, entities=ordered, finder=_pii_finder(ordered))
     if kind == "comprehend":
         return _comprehend(value, at, base)
+    if kind == "bedrock":
+        if base["restore"]:
+            raise _bad(f"{at}.restore", "does not apply to a bedrock check (its matches are masked, not kept)")
+        ident, version = value.get("guardrailId"), value.get("guardrailVersion")
+        if not isinstance(ident, str) or not _GUARDRAIL_ID.fullmatch(ident):
+            raise _bad(f"{at}.guardrailId", "must be a Bedrock guardrail's id or ARN")
+        if not isinstance(version, str) or not _GUARDRAIL_VERSION.fullmatch(version):
+            raise _bad(f"{at}.guardrailVersion", "must be a version number as a string, or DRAFT")
+        return Check(**base, guardrail_id=ident, guardrail_version=version)
     if kind == "regex":
         patterns = _strings(value.get("patterns"), f"{at}.patterns", 1, MAX_PATTERNS, MAX_PATTERN_CHARS)
         try:
