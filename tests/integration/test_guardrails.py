@@ -399,3 +399,22 @@ def test_bedrock_masks_its_findings_refuses_a_denied_topic_and_fails_closed(momo
     assert "company-guardrail" in down.json()["error"]["message"] and fake.requests() == []
     org_policy(bedrock_policy("mask", failure="open"))
     assert momor.post(*ask("openai", "gpt-5-mini", "hello", stream=False)).status_code == 200
+
+
+def test_the_organization_script_sets_checks_and_refuses_a_bad_policy(momor, fake, capsys):
+    from infra import organization as script
+
+    organizations.ensure_default()
+    def printed_policy() -> dict[str, Any]:  # the server's call log lines share stdout here
+        return json.loads(next(line for line in capsys.readouterr().out.splitlines() if line.startswith('{"input"')))
+
+    script.main(["guardrails", "default", json.dumps(BLOCK)])
+    printed = printed_policy()
+    assert printed["input"][0]["name"] == "codenames" and printed["input"][0]["words"] == ["project falcon"]
+    assert "codenames" in refusal("openai", momor.post(*ask("openai", "gpt-5-mini", "Project Falcon?",
+                                                             stream=False)))
+    with pytest.raises(SystemExit, match=r"guardrails.input\[0\].action"):
+        script.main(["guardrails", "default", '{"input": [{"check": "pii"}]}'])
+    script.main(["guardrails", "default", "--clear"])
+    assert printed_policy() == {"input": [], "output": []}
+    assert momor.post(*ask("openai", "gpt-5-mini", "Project Falcon?", stream=False)).status_code == 200
