@@ -18,6 +18,7 @@ import httpx2
 import openai
 import pytest
 
+from momor.guardrails.policy import parse as parse_policy
 from momor.store import apikeys, organizations
 from momor.store.organizations import Defaults
 from tests.conftest import reset_momor_caches
@@ -386,3 +387,21 @@ def test_embeddings_reask_only_the_changed_inputs_and_answer_in_order(momor, fak
     native = momor.post("/models/embed", {"model": model, "input": changed}, headers=momor.headers(**USE))
     assert native.status_code == 200, native.text
     assert native.headers["x-momor-cache"] == "hit" and sent(fake) == 3  # both routes share the inputs' vectors
+
+
+def test_calls_their_guardrails_mask_neither_read_nor_fill_the_cache(momor, fake, oai):
+    # Two e-mails become the same placeholder ([EMAIL_1]), so a kept answer would hand one caller's
+    # restored value to the other, and a hit would skip the restore: masked calls stay out of the cache.
+    organizations.ensure_default()
+    organizations.set_guardrails(organizations.DEFAULT_ORG, parse_policy(
+        {"input": [{"check": "pii", "action": "mask", "restore": True, "entities": ["email"]}]},
+        origin="organization"))
+    answers = []
+    for mail in ("ann@example.com", "bob@example.com"):
+        answer = oai.chat.completions.with_raw_response.create(
+            model=GPT, messages=[user(f"Write to {mail}.")], extra_headers=USE)
+        momor.settle()
+        answers.append(answer.parse().choices[0].message.content)
+        assert answer.headers.get("x-momor-cache") != "hit"
+    assert sent(fake) == 2
+    assert answers == ["Echo: Write to ann@example.com.", "Echo: Write to bob@example.com."]
