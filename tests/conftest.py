@@ -20,7 +20,7 @@ import pytest
 
 from infra.emulators import EmulatorError, Emulators, Endpoints, provision
 from momor.config import ENV_VARS, reset_config
-from momor.store import apikeys, catalog_source, keys
+from momor.store import apikeys, bounded, catalog_source, keys
 from momor.store.aws import reset_clients
 from tests import netguard
 
@@ -78,14 +78,17 @@ def reset_momor_caches() -> None:
     catalog_source.reset_catalog_source()
     keys.reset_saved_keys()
     apikeys.reset_cache()
+    bounded.reset()  # a store an earlier test took down is asked again
 
 
 @pytest.fixture(autouse=True)
 def _fresh_config() -> Iterator[None]:
     """A test that changes MOMOR_* variables resets the configuration itself; whatever it read is
-    forgotten after it, so the next test sees its own environment."""
+    forgotten after it, so the next test sees its own environment; a store it took as down is
+    asked again (store/bounded.py)."""
     yield
     reset_config()
+    bounded.reset()
 
 
 @pytest.fixture(scope="session")

@@ -56,6 +56,7 @@ from ..caller_body import CallerBody
 from ..events import Assembler
 from ..logs import logger
 from ..messages import ContentMessage, Message
+from ..store import bounded, deferred
 from ..store import memory as store
 from ..tokens import MESSAGE_OVERHEAD, text_tokens
 
@@ -215,7 +216,12 @@ def with_memory(
 
 
 async def recall(ask: Ask, caller_id: str, chat_id: str, request_messages: list[Any]) -> Recall:
-    """Load (or, for context false, clear) the thread's recent window; what to inject and what is new."""
+    """Load (or, for context false, clear) the thread's recent window; what to inject and what is new.
+    Within the store's bound (MOMOR_STORE_WAIT_S): past it, a StoreUnavailable (the route's 503)."""
+    return await bounded.within("memory", _recall(ask, caller_id, chat_id, request_messages))
+
+
+async def _recall(ask: Ask, caller_id: str, chat_id: str, request_messages: list[Any]) -> Recall:
     turns = said(request_messages)
     if ask.mode == "off":
         await store.clear(caller_id, chat_id)
@@ -239,8 +245,8 @@ async def recall(ask: Ask, caller_id: str, chat_id: str, request_messages: list[
 
 
 async def remember(found: Recall, assembler: Assembler) -> None:
-    """Keep the new turn once the answer is complete. A store failure is logged, never the
-    caller's problem: the answer is already good."""
+    """Keep the new turn once the answer is complete. A store failure is never the caller's problem
+    (the answer is already good): the turn is written later (store/deferred.py)."""
     if found.mode == "off":
         return
     new = [shortened(t, TURN_BYTES) for t in found.fresh]
@@ -250,6 +256,10 @@ async def remember(found: Recall, assembler: Assembler) -> None:
     if not new:
         return
     try:
-        await store.append(found.caller_id, found.chat_id, new)
+        put = store.turn_put(found.caller_id, found.chat_id, new)
     except Exception:
         logger.exception("memory turn not kept", extra={"chat_id_length": len(found.chat_id)})
+        return
+    # Within the store's bound; a turn the store does not take in time is written later (retried,
+    # else spilled and replayed: store/deferred.py), never silently dropped.
+    await deferred.write(deferred.Write("memory", found.caller_id, [put]))

@@ -47,32 +47,45 @@ def day_key(day: str) -> str:
 async def note(caller_id: str, created: dt.datetime, ttl_days: int) -> None:
     """Add the caller to its call's day, unless this process already has. A failure is logged, not
     raised: the record is written by then, and the next call of the key that day tries again."""
-    table = get_config().need("records_table")
-    day = created.astimezone(dt.UTC).date()
-    noted = (table, caller_id, day.isoformat())
-    if noted in _noted:
+    step = step_for(caller_id, created, ttl_days)
+    if step is None:
         return
     try:
-        await _add(table, day, caller_id, ttl_days)
+        await dynamo.call(*step)
     except dynamo.DynamoError:
         logger.warning("the day's callers were not updated: admins' usage misses this key's calls of the day "
-                       "until a later call of it updates them", extra={"caller": caller_id, "day": day.isoformat()},
+                       "until a later call of it updates them", extra={"caller": caller_id, "day": _day(created)},
                        exc_info=True)
         return
-    if len(_noted) >= _NOTED_MAX:
-        _noted.clear()
-    _noted.add(noted)
+    mark(caller_id, created)
 
 
-async def _add(table: str, day: dt.date, caller_id: str, ttl_days: int) -> None:
+def _day(created: dt.datetime) -> str:
+    return created.astimezone(dt.UTC).date().isoformat()
+
+
+def step_for(caller_id: str, created: dt.datetime, ttl_days: int) -> tuple[str, dict[str, Any]] | None:
+    """The UpdateItem that adds the caller to its call's day (a set ADD: applying it twice changes
+    nothing), or None when this process has already written it."""
+    table = get_config().need("records_table")
+    day = created.astimezone(dt.UTC).date()
+    if (table, caller_id, day.isoformat()) in _noted:
+        return None
     expires = dt.datetime.combine(day + dt.timedelta(days=1 + ttl_days), dt.time(), dt.UTC)
-    await dynamo.call("UpdateItem", {
+    return "UpdateItem", {
         "TableName": table,
         "Key": {"id": {"S": day_key(day.isoformat())}},
         "UpdateExpression": "ADD #c :c SET #e = :e",
         "ExpressionAttributeNames": {"#c": "callers", "#e": "expiresAt"},
         "ExpressionAttributeValues": {":c": {"SS": [caller_id]}, ":e": {"N": str(int(expires.timestamp()))}},
-    })
+    }
+
+
+def mark(caller_id: str, created: dt.datetime) -> None:
+    """The caller is in its call's day: this process need not write it again."""
+    if len(_noted) >= _NOTED_MAX:
+        _noted.clear()
+    _noted.add((get_config().need("records_table"), caller_id, _day(created)))
 
 
 async def seen(days: list[str]) -> set[str]:

@@ -143,19 +143,26 @@ def _turn_id() -> str:
     return f"{time.time_ns() // 1000:017d}#{secrets.token_hex(4)}"
 
 
+def turn_put(caller_id: str, chat_id: str, new: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """The PutItem that adds `new` as the thread's next turn, under a fresh turn id. Conditional on
+    the id being free, so a put applied twice (a retry whose answer was lost, a replayed spill:
+    store/deferred.py) lands once."""
+    expires = int(time.time()) + get_config().memory_ttl_days * 86_400
+    text = orjson.dumps(bounded(new)).decode()
+    return "PutItem", {
+        "TableName": _table(),
+        "Item": {"threadKey": {"S": thread_key(caller_id, chat_id)}, "turn": {"S": _turn_id()},
+                 "messages": {"S": text}, "expiresAt": {"N": str(expires)}},
+        "ConditionExpression": "attribute_not_exists(turn)", "ReturnConsumedCapacity": "TOTAL",
+    }
+
+
 async def append(caller_id: str, chat_id: str, new: list[dict[str, Any]]) -> float:
     """Add `new` (one call's messages) to the end of the thread as one item; the write units it cost.
     Nothing is read or rewritten: the cost is the turn's own size, whatever the thread's length."""
-    expires = int(time.time()) + get_config().memory_ttl_days * 86_400
-    text = orjson.dumps(bounded(new)).decode()
     for _ in range(_PUT_TRIES):
         try:
-            answer = await dynamo.call("PutItem", {
-                "TableName": _table(),
-                "Item": {"threadKey": {"S": thread_key(caller_id, chat_id)}, "turn": {"S": _turn_id()},
-                         "messages": {"S": text}, "expiresAt": {"N": str(expires)}},
-                "ConditionExpression": "attribute_not_exists(turn)", "ReturnConsumedCapacity": "TOTAL",
-            })
+            answer = await dynamo.call(*turn_put(caller_id, chat_id, new))
         except dynamo.DynamoError as exc:
             if exc.code != "ConditionalCheckFailedException":
                 raise

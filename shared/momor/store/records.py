@@ -61,7 +61,7 @@ from ..catalog import Prices
 from ..config import get_config
 from ..events import Usage
 from ..redact import redact
-from . import attributes, callers_seen, dynamo, record_item
+from . import attributes, callers_seen, deferred, dynamo, record_item
 
 ERROR_TEXT_MAX = 300
 ATTEMPTS_MAX = 60
@@ -297,15 +297,21 @@ def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | 
     return attributes.to_item(record_item.split(document))
 
 
-async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
+async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -> bool:
     """Write the record through `dynamo.call` (no boto3 client, no thread hop: see dynamo.py for
-    why). Raises dynamo.DynamoError: the caller logs it rather than failing a call that has
-    already been answered."""
+    why), within the store's bound (MOMOR_STORE_WAIT_S). True: it is in the table. False: the store
+    did not take it in time, and it is kept to be written later or spilled to the queue
+    (deferred.py, spill.py), never dropped; with it goes the day's callers note. Never raises for
+    the store."""
     config = get_config()
     table = config.need("records_table")
-    await dynamo.call("PutItem", {"TableName": table, "Item": to_item(record, secrets=secrets)})
-    if record.caller_id:  # so an admin's usage finds this key's calls of the day (callers_seen.py)
-        await callers_seen.note(record.caller_id, record.created, config.record_ttl_days)
+    put = ("PutItem", {"TableName": table, "Item": to_item(record, secrets=secrets)})
+    note = callers_seen.step_for(record.caller_id, record.created, config.record_ttl_days) if record.caller_id else None
+    if await deferred.write(deferred.Write("records", record.id, [put]), kept_with=[note] if note else None):
+        if record.caller_id:  # so an admin's usage finds this key's calls of the day (callers_seen.py)
+            await callers_seen.note(record.caller_id, record.created, config.record_ttl_days)
+        return True
+    return False
 
 
 async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | None:

@@ -1,0 +1,164 @@
+"""Writes that must not be lost: tried within the bound, retried in the background, else spilled.
+
+    await deferred.write(Write("records", request_id, [("PutItem", {...}), ("UpdateItem", {...})]))
+
+A `Write` is the DynamoDB operations one piece of bookkeeping needs (a call record and its day's
+callers, a memory turn, a budget settlement), applied in order. Each is idempotent, so applying one
+twice (a retry whose first answer was lost, a spilled copy replayed) changes nothing: puts by id,
+set ADDs, and conditional updates whose ConditionalCheckFailedException means "applied already"
+(budgets.py's settlements, memory's turn put).
+
+`write` tries it within MOMOR_STORE_WAIT_S (bounded.py, with dynamo.py's jittered retries). What
+fails then is kept in process and retried in the background with full-jitter backoff for
+MOMOR_STORE_RETRY_S; what is still not written is spilled to the SQS queue (spill.py) for
+`momor records replay`. On Lambda it is spilled at once (a frozen environment may never run again,
+so nothing waits in its memory). When the spill fails too, the write stays in the background
+retries, which go on (and try the spill again) while the process lives; past PENDING_MAX writes an
+entry is dropped with an error log line and a StoreWritesLost metric, never silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..config import get_config
+from ..logs import logger
+from . import bounded, dynamo, spill, store_metrics
+
+PENDING_MAX = 10_000
+RETRY_BASE_S = 0.2
+RETRY_CAP_S = 5.0
+
+
+@dataclass(slots=True)
+class Write:
+    store: str
+    """Whose bookkeeping: records, memory, budgets (logs and metrics name it)."""
+    request_id: str
+    """The call it belongs to (logs name it; never the data)."""
+    steps: list[tuple[str, dict[str, Any]]]
+    """DynamoDB operations, applied in order; those done are dropped from the front."""
+    first_failed: float = field(default_factory=time.monotonic)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"store": self.store, "requestId": self.request_id,
+                "steps": [{"operation": op, "payload": payload} for op, payload in self.steps]}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Write:
+        return cls(str(data["store"]), str(data.get("requestId", "")),
+                   [(str(s["operation"]), dict(s["payload"])) for s in data["steps"]])
+
+
+async def apply(work: Write, *, deadline: float | None = None) -> None:
+    """Apply what is left of `work`, in order; raises dynamo.DynamoError at the first step that fails
+    (the steps done are dropped, so a retry goes on from there)."""
+    while work.steps:
+        operation, payload = work.steps[0]
+        try:
+            await dynamo.call(operation, payload, deadline=deadline)
+        except dynamo.DynamoError as exc:
+            if exc.code != "ConditionalCheckFailedException":  # that one: applied already (module docstring)
+                raise
+        work.steps.pop(0)
+
+
+_pending: list[Write] = []
+_worker: asyncio.Task[None] | None = None
+
+
+async def write(work: Write, *, kept_with: list[tuple[str, dict[str, Any]]] | None = None) -> bool:
+    """Apply `work` within the bound; True when it is in the store. Otherwise it is kept (retried,
+    else spilled; module docstring), with the steps `kept_with` after it (what the live path does
+    apart once the write has landed: the day's callers note), and False says so. Never raises."""
+    try:
+        await bounded.within(work.store, apply(work, deadline=bounded.deadline()))
+        return True
+    except Exception as exc:
+        logger.warning("store write failed; kept to be written later",
+                       extra={"store": work.store, "request_id": work.request_id,
+                              "error": f"{type(exc).__name__}: {exc}"[:300]})
+    work.steps.extend(kept_with or ())
+    store_metrics.count("StoreWritesDeferred", work.store)
+    if _on_lambda() and await _spill(work):
+        return False
+    _keep(work)
+    return False
+
+
+def _on_lambda() -> bool:
+    return bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
+
+
+async def _spill(work: Write) -> bool:
+    try:
+        await spill.send(work.to_json())
+    except Exception as exc:
+        logger.error("store write not spilled; still retried in this process",
+                     extra={"store": work.store, "request_id": work.request_id,
+                            "error": f"{type(exc).__name__}: {exc}"[:300]})
+        return False
+    store_metrics.count("StoreWritesSpilled", work.store)
+    logger.warning("store write spilled to the queue; `momor records replay` writes it",
+                   extra={"store": work.store, "request_id": work.request_id})
+    return True
+
+
+def _keep(work: Write) -> None:
+    global _worker
+    if len(_pending) >= PENDING_MAX:
+        lost = _pending.pop(0)
+        store_metrics.count("StoreWritesLost", lost.store)
+        logger.error("store write lost: too many waiting", extra={"store": lost.store, "request_id": lost.request_id})
+    _pending.append(work)
+    if _worker is None or _worker.done():
+        _worker = asyncio.get_running_loop().create_task(_retry_pending())
+
+
+async def _retry_pending() -> None:
+    """Retry every kept write, with full-jitter backoff, until it lands or is spilled."""
+    attempt = 0
+    while _pending:
+        await asyncio.sleep(random.uniform(0, min(RETRY_CAP_S, RETRY_BASE_S * 2**attempt)))
+        attempt += 1
+        for work in list(_pending):
+            try:
+                await apply(work, deadline=time.monotonic() + 5.0)
+            except Exception as exc:
+                hopeless = isinstance(exc, dynamo.DynamoError) and _refused(exc)
+                if hopeless or time.monotonic() - work.first_failed >= get_config().store_retry:
+                    if await _spill(work):
+                        _pending.remove(work)
+                    elif hopeless:  # the store refuses it and nothing can keep it: said loudly, never silently
+                        _pending.remove(work)
+                        store_metrics.count("StoreWritesLost", work.store)
+                        logger.error("store write lost: the store refuses it and no spill queue took it",
+                                     extra={"store": work.store, "request_id": work.request_id,
+                                            "error": f"{type(exc).__name__}: {exc}"[:300]})
+                continue
+            _pending.remove(work)
+            attempt = 0
+            store_metrics.count("StoreWritesReplayed", work.store)
+            logger.info("deferred store write written", extra={"store": work.store, "request_id": work.request_id})
+
+
+def _refused(exc: dynamo.DynamoError) -> bool:
+    """The store answered and will not take it (a missing table, a malformed item): no retry helps."""
+    return exc.code not in dynamo.RETRYABLE and exc.status not in (0,) and exc.status < 500
+
+
+def pending() -> int:
+    """Writes waiting in this process (tests, logs)."""
+    return len(_pending)
+
+
+async def flush(timeout: float = 10.0) -> None:
+    """Wait (at most `timeout`) for the kept writes to land or be spilled (tests; a server's shutdown)."""
+    end = time.monotonic() + timeout
+    while _pending and time.monotonic() < end:
+        await asyncio.sleep(0.05)
