@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import logging
+import os
 import sys
 import uuid
 from collections.abc import Iterator
@@ -25,6 +26,9 @@ from momor.store.aws import reset_clients
 from tests import netguard
 
 netguard.install()  # no test reaches past 127.0.0.1 (tests/netguard.py)
+# The store's bound at its ceiling: this machine is shared and slow, and a first budgeted call seeds
+# its month from the records (a Query) within it. Tests of the bound itself set a shorter one.
+os.environ.setdefault("MOMOR_STORE_WAIT_S", "2.5")
 
 
 class _CapturedStdout(io.TextIOBase):

@@ -371,7 +371,8 @@ def test_store_failure_open_admits_uncounted_and_settles_once_when_the_store_ans
     assert held == 0 and month == before + cost
     asyncio.run(deferred.apply(deferred.Write("budgets", "replayed", budgets.settlement(
         budgets.Spend(momor_aws.api_keys_table, caller_id, budgets.Period.at(dt.datetime.now(dt.UTC)), 0,
-                      Decimal("0.5"), uncounted.headers["x-momor-request-id"], certain=False), cost))))
+                      Decimal("0.5"), uncounted.headers["x-momor-request-id"], certain=False), cost),
+        budgets.runs())))
     assert _hold_left(momor_aws, key)[2] == before + cost  # a settlement replayed is not counted twice
 
 

@@ -262,4 +262,4 @@ async def remember(found: Recall, assembler: Assembler) -> None:
         return
     # Within the store's bound; a turn the store does not take in time is written later (retried,
     # else spilled and replayed: store/deferred.py), never silently dropped.
-    await deferred.write(deferred.Write("memory", found.caller_id, [put]))
+    await deferred.write(deferred.Write("memory", found.caller_id, [put], store.runs()))

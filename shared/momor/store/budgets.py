@@ -387,36 +387,56 @@ async def settle(spend: Spend, cost: Decimal) -> None:
     """The call has ended: release its hold and add its real cost, on the month and the day it was
     admitted on, exactly once (module docstring). Never raises: what the store does not take in time
     is written later (deferred.py)."""
-    await deferred.write(deferred.Write(STORE, spend.call_id, settlement(spend, cost)))
+    await deferred.write(deferred.Write(STORE, spend.call_id, settlement(spend, cost), runs()))
+
+
+RELEASE_STEP = "budgets.release"
+COUNT_STEP = "budgets.count"
 
 
 def settlement(spend: Spend, cost: Decimal) -> list[tuple[str, dict[str, Any]]]:
-    """The settlement's UpdateItems, each applied once whatever is retried (module docstring)."""
-    key = {"keyHash": {"S": spend_key(spend.caller_id, spend.period)}}
-    ids = {":id": {"S": spend.call_id}, ":ids": {"SS": [spend.call_id]}, ":exp": {"N": str(spend.expires)}}
-    counters = {"#m": "month", "#d": spend.period.day_attribute, "#h": "held", "#hd": spend.period.held_attribute,
-                "#exp": "expiresAt"}
-
-    def release(committed: Decimal) -> tuple[str, dict[str, Any]]:
-        return "UpdateItem", {
-            "TableName": spend.table, "Key": key,
-            "UpdateExpression": "ADD #m :c, #d :c, #h :h, #hd :h DELETE #o :ids SET #exp = :exp",
-            "ConditionExpression": "contains(#o, :id)",
-            "ExpressionAttributeNames": counters | {"#o": "open"},
-            "ExpressionAttributeValues": ids | {":c": _n(committed), ":h": _n(-spend.hold)},
-        }
-
+    """The settlement as deferred.py steps, each applied once whatever is retried (module docstring):
+    a known hold released with the cost; else the cost counted, then a hold that did land released."""
+    at = {"table": spend.table, "callerId": spend.caller_id, "day": spend.period.day.isoformat(),
+          "expires": spend.expires, "callId": spend.call_id}
     if spend.certain:
-        return [release(cost - spend.hold)]
-    counted = "UpdateItem", {
-        "TableName": spend.table, "Key": key,
+        return [(RELEASE_STEP, at | {"committed": format(cost - spend.hold, "f"), "hold": format(spend.hold, "f")})]
+    return [(COUNT_STEP, at | {"cost": format(cost, "f")}),
+            (RELEASE_STEP, at | {"committed": format(-spend.hold, "f"), "hold": format(spend.hold, "f")})]
+
+
+async def _release(args: dict[str, Any], deadline: float | None) -> None:
+    """Release the call's hold and add `committed`, if its id is in `open` (else: applied already)."""
+    caller_id, period = args["callerId"], Period(dt.date.fromisoformat(args["day"]))
+    await dynamo.call("UpdateItem", {
+        "TableName": args["table"], "Key": {"keyHash": {"S": spend_key(caller_id, period)}},
+        "UpdateExpression": "ADD #m :c, #d :c, #h :h, #hd :h DELETE #o :ids SET #exp = :exp",
+        "ConditionExpression": "contains(#o, :id)",
+        "ExpressionAttributeNames": {"#m": "month", "#d": period.day_attribute, "#h": "held",
+                                     "#hd": period.held_attribute, "#exp": "expiresAt", "#o": "open"},
+        "ExpressionAttributeValues": {":c": _n(Decimal(args["committed"])), ":h": _n(-Decimal(args["hold"])),
+                                      ":id": {"S": args["callId"]}, ":ids": {"SS": [args["callId"]]},
+                                      ":exp": {"N": str(args["expires"])}},
+    }, deadline=deadline)
+
+
+async def _count(args: dict[str, Any], deadline: float | None) -> None:
+    """Add an uncounted call's cost, if its id is not in `uncounted` yet (else: applied already)."""
+    caller_id, period = args["callerId"], Period(dt.date.fromisoformat(args["day"]))
+    await dynamo.call("UpdateItem", {
+        "TableName": args["table"], "Key": {"keyHash": {"S": spend_key(caller_id, period)}},
         "UpdateExpression": "ADD #m :c, #d :c, #u :ids SET #exp = :exp",
         "ConditionExpression": "NOT contains(#u, :id)",
-        "ExpressionAttributeNames": {"#m": "month", "#d": spend.period.day_attribute, "#u": "uncounted",
+        "ExpressionAttributeNames": {"#m": "month", "#d": period.day_attribute, "#u": "uncounted",
                                      "#exp": "expiresAt"},
-        "ExpressionAttributeValues": ids | {":c": _n(cost)},
-    }
-    return [counted, release(-spend.hold)]  # then a hold that did land is taken back, whole
+        "ExpressionAttributeValues": {":c": _n(Decimal(args["cost"])), ":id": {"S": args["callId"]},
+                                      ":ids": {"SS": [args["callId"]]}, ":exp": {"N": str(args["expires"])}},
+    }, deadline=deadline)
+
+
+def runs() -> dict[str, deferred.Applier]:
+    """What a settlement's steps do (the Write's `run`; spill.replay)."""
+    return {RELEASE_STEP: _release, COUNT_STEP: _count}
 
 
 async def current(caller: Caller) -> BudgetState | None:

@@ -47,45 +47,51 @@ def day_key(day: str) -> str:
 async def note(caller_id: str, created: dt.datetime, ttl_days: int) -> None:
     """Add the caller to its call's day, unless this process already has. A failure is logged, not
     raised: the record is written by then, and the next call of the key that day tries again."""
-    step = step_for(caller_id, created, ttl_days)
-    if step is None:
-        return
-    try:
-        await dynamo.call(*step)
-    except dynamo.DynamoError:
-        logger.warning("the day's callers were not updated: admins' usage misses this key's calls of the day "
-                       "until a later call of it updates them", extra={"caller": caller_id, "day": _day(created)},
-                       exc_info=True)
-        return
-    mark(caller_id, created)
-
-
-def _day(created: dt.datetime) -> str:
-    return created.astimezone(dt.UTC).date().isoformat()
-
-
-def step_for(caller_id: str, created: dt.datetime, ttl_days: int) -> tuple[str, dict[str, Any]] | None:
-    """The UpdateItem that adds the caller to its call's day (a set ADD: applying it twice changes
-    nothing), or None when this process has already written it."""
     table = get_config().need("records_table")
     day = created.astimezone(dt.UTC).date()
-    if (table, caller_id, day.isoformat()) in _noted:
-        return None
+    noted = (table, caller_id, day.isoformat())
+    if noted in _noted:
+        return
+    try:
+        await _add(table, day, caller_id, ttl_days)
+    except dynamo.DynamoError:
+        logger.warning("the day's callers were not updated: admins' usage misses this key's calls of the day "
+                       "until a later call of it updates them", extra={"caller": caller_id, "day": day.isoformat()},
+                       exc_info=True)
+        return
+    if len(_noted) >= _NOTED_MAX:
+        _noted.clear()
+    _noted.add(noted)
+
+
+async def _add(table: str, day: dt.date, caller_id: str, ttl_days: int, deadline: float | None = None) -> None:
     expires = dt.datetime.combine(day + dt.timedelta(days=1 + ttl_days), dt.time(), dt.UTC)
-    return "UpdateItem", {
+    await dynamo.call("UpdateItem", {
         "TableName": table,
         "Key": {"id": {"S": day_key(day.isoformat())}},
         "UpdateExpression": "ADD #c :c SET #e = :e",
         "ExpressionAttributeNames": {"#c": "callers", "#e": "expiresAt"},
         "ExpressionAttributeValues": {":c": {"SS": [caller_id]}, ":e": {"N": str(int(expires.timestamp()))}},
-    }
+    }, deadline=deadline)
 
 
-def mark(caller_id: str, created: dt.datetime) -> None:
-    """The caller is in its call's day: this process need not write it again."""
-    if len(_noted) >= _NOTED_MAX:
-        _noted.clear()
-    _noted.add((get_config().need("records_table"), caller_id, _day(created)))
+NOTE_STEP = "callers.note"
+
+
+def step_for(caller_id: str, created: dt.datetime, ttl_days: int) -> tuple[str, dict[str, Any]] | None:
+    """The note as a deferred.py step (a set ADD: applying it twice changes nothing), for a record
+    kept to be written later; None when this process has already noted the caller that day."""
+    table = get_config().need("records_table")
+    day = created.astimezone(dt.UTC).date().isoformat()
+    if (table, caller_id, day) in _noted:
+        return None
+    return NOTE_STEP, {"callerId": caller_id, "day": day, "ttlDays": ttl_days}
+
+
+async def apply_note(args: dict[str, Any], deadline: float | None) -> None:
+    await _add(get_config().need("records_table"), dt.date.fromisoformat(args["day"]), args["callerId"],
+               int(args["ttlDays"]), deadline)
+
 
 
 async def seen(days: list[str]) -> set[str]:

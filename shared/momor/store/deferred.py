@@ -2,11 +2,14 @@
 
     await deferred.write(Write("records", request_id, [("PutItem", {...}), ("UpdateItem", {...})]))
 
-A `Write` is the DynamoDB operations one piece of bookkeeping needs (a call record and its day's
-callers, a memory turn, a budget settlement), applied in order. Each is idempotent, so applying one
-twice (a retry whose first answer was lost, a spilled copy replayed) changes nothing: puts by id,
-set ADDs, and conditional updates whose ConditionalCheckFailedException means "applied already"
-(budgets.py's settlements, memory's turn put).
+A `Write` is the steps one piece of bookkeeping needs (a call record and its day's callers, a memory
+turn, a budget settlement), applied in order. A step is a name and its arguments; the module that
+owns the table says what the name does (the Write's `run`, from the function that makes it: each
+module's `runs()` for a replay), a DynamoDB call written out there, so the template test's scan of
+the code (tests/lambda/aws_usage.py) sees each operation, table and key prefix, and which function
+reaches it. Each step is idempotent, so applying one twice (a retry whose first answer was lost, a
+spilled copy replayed) changes nothing: puts by id, set ADDs, and conditional updates whose
+ConditionalCheckFailedException means "applied already" (budgets.py's settlements, memory's turn).
 
 `write` tries it within MOMOR_STORE_WAIT_S (bounded.py, with dynamo.py's jittered retries). What
 fails then is kept in process and retried in the background with full-jitter backoff for
@@ -23,6 +26,7 @@ import asyncio
 import os
 import random
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +34,7 @@ from ..config import get_config
 from ..logs import logger
 from . import bounded, dynamo, spill, store_metrics
 
+Applier = Callable[[dict[str, Any], "float | None"], Awaitable[Any]]
 PENDING_MAX = 10_000
 RETRY_BASE_S = 0.2
 RETRY_CAP_S = 5.0
@@ -42,26 +47,29 @@ class Write:
     request_id: str
     """The call it belongs to (logs name it; never the data)."""
     steps: list[tuple[str, dict[str, Any]]]
-    """DynamoDB operations, applied in order; those done are dropped from the front."""
+    """(step name, its arguments: JSON values), applied in order; those done are dropped from the front."""
+    run: dict[str, Applier] = field(default_factory=dict)
+    """What each step's name does: `applier(args, deadline)` makes its DynamoDB call (not spilled)."""
     first_failed: float = field(default_factory=time.monotonic)
 
     def to_json(self) -> dict[str, Any]:
         return {"store": self.store, "requestId": self.request_id,
-                "steps": [{"operation": op, "payload": payload} for op, payload in self.steps]}
+                "steps": [{"step": name, "args": args} for name, args in self.steps]}
+
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Write:
+    def from_json(cls, data: dict[str, Any], run: dict[str, Applier]) -> Write:
         return cls(str(data["store"]), str(data.get("requestId", "")),
-                   [(str(s["operation"]), dict(s["payload"])) for s in data["steps"]])
+                   [(str(s["step"]), dict(s["args"])) for s in data["steps"]], run)
 
 
 async def apply(work: Write, *, deadline: float | None = None) -> None:
     """Apply what is left of `work`, in order; raises dynamo.DynamoError at the first step that fails
     (the steps done are dropped, so a retry goes on from there)."""
     while work.steps:
-        operation, payload = work.steps[0]
+        name, args = work.steps[0]
         try:
-            await dynamo.call(operation, payload, deadline=deadline)
+            await work.run[name](args, deadline)
         except dynamo.DynamoError as exc:
             if exc.code != "ConditionalCheckFailedException":  # that one: applied already (module docstring)
                 raise

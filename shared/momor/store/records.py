@@ -304,14 +304,28 @@ async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -
     (deferred.py, spill.py), never dropped; with it goes the day's callers note. Never raises for
     the store."""
     config = get_config()
-    table = config.need("records_table")
-    put = ("PutItem", {"TableName": table, "Item": to_item(record, secrets=secrets)})
+    put = (PUT_STEP, {"item": to_item(record, secrets=secrets)})
     note = callers_seen.step_for(record.caller_id, record.created, config.record_ttl_days) if record.caller_id else None
-    if await deferred.write(deferred.Write("records", record.id, [put]), kept_with=[note] if note else None):
+    run = {PUT_STEP: _put, callers_seen.NOTE_STEP: callers_seen.apply_note}
+    if await deferred.write(deferred.Write("records", record.id, [put], run), kept_with=[note] if note else None):
         if record.caller_id:  # so an admin's usage finds this key's calls of the day (callers_seen.py)
             await callers_seen.note(record.caller_id, record.created, config.record_ttl_days)
         return True
     return False
+
+
+PUT_STEP = "records.put"
+
+
+async def _put(args: dict[str, Any], deadline: float | None) -> None:
+    """The record's PutItem (a deferred.py step: a put by id, so applying it twice changes nothing)."""
+    table = get_config().need("records_table")
+    await dynamo.call("PutItem", {"TableName": table, "Item": args["item"]}, deadline=deadline)
+
+
+def runs() -> dict[str, deferred.Applier]:
+    """The steps a spilled record names (spill.replay)."""
+    return {PUT_STEP: _put, callers_seen.NOTE_STEP: callers_seen.apply_note}
 
 
 async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | None:

@@ -42,8 +42,11 @@ async def send(message: dict[str, Any]) -> None:
     """Keep one write in the queue; raises when it could not be kept (the caller keeps retrying it)."""
     url = queue_url()
     body = json.dumps(message, separators=(",", ":"))
-    await asyncio.wait_for(aws.in_thread(aws.client("sqs").send_message, QueueUrl=url, MessageBody=body),
-                           SEND_TIMEOUT_S)
+    await asyncio.wait_for(aws.in_thread(_send, url, body), SEND_TIMEOUT_S)
+
+
+def _send(url: str, body: str) -> None:
+    aws.client("sqs").send_message(QueueUrl=url, MessageBody=body)
 
 
 @dataclass(slots=True)
@@ -56,7 +59,10 @@ class Replayed:
 
 async def replay(url: str | None = None, *, wait_s: int = 1) -> Replayed:
     """Apply every message in the queue (see the module docstring); what landed is deleted."""
-    from . import deferred  # deferred imports this module
+    # deferred imports this module; the others say what the steps a message names do.
+    from . import budgets, deferred, memory, records
+
+    run = records.runs() | memory.runs() | budgets.runs()
 
     url = url or queue_url()
     sqs = aws.client("sqs")
@@ -71,7 +77,7 @@ async def replay(url: str | None = None, *, wait_s: int = 1) -> Replayed:
         for message in messages:
             seen.add(message["MessageId"])
             try:
-                await deferred.apply(deferred.Write.from_json(json.loads(message["Body"])))
+                await deferred.apply(deferred.Write.from_json(json.loads(message["Body"]), run))
             except Exception:
                 done.failed += 1
                 continue
