@@ -135,6 +135,10 @@ class AwsResources:
         return self.env["MOMOR_MEMORY_TABLE"]
 
     @property
+    def spill_queue_url(self) -> str:
+        return self.env["MOMOR_SPILL_QUEUE_URL"]
+
+    @property
     def bucket(self) -> str:
         return self.env["MOMOR_CATALOG_BUCKET"]
 
@@ -163,6 +167,7 @@ def momor_aws(aws: Endpoints, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsRe
         responses_table=f"responses-{tag}",
         catalog_bucket=f"catalog-{tag}",
         keys_secret=f"momor/keys-{tag}",
+        spill_queue=f"spill-{tag}",
     )
     for name in ENV_VARS:
         monkeypatch.delenv(name, raising=False)

@@ -129,25 +129,29 @@ def _keep(work: Write) -> None:
 
 
 async def _retry_pending() -> None:
-    """Retry every kept write, with full-jitter backoff, until it lands or is spilled."""
+    """Retry the kept writes, oldest first, with full-jitter backoff, until each lands or is spilled.
+    A round stops at the first write the store still does not take (it is down: asking again for
+    every other write would only wait), after spilling those kept past MOMOR_STORE_RETRY_S."""
     attempt = 0
     while _pending:
         await asyncio.sleep(random.uniform(0, min(RETRY_CAP_S, RETRY_BASE_S * 2**attempt)))
         attempt += 1
+        for work in [w for w in _pending if time.monotonic() - w.first_failed >= get_config().store_retry]:
+            if await _spill(work):
+                _pending.remove(work)
         for work in list(_pending):
             try:
-                await apply(work, deadline=time.monotonic() + 5.0)
+                await apply(work, deadline=bounded.deadline())
             except Exception as exc:
-                hopeless = isinstance(exc, dynamo.DynamoError) and _refused(exc)
-                if hopeless or time.monotonic() - work.first_failed >= get_config().store_retry:
-                    if await _spill(work):
-                        _pending.remove(work)
-                    elif hopeless:  # the store refuses it and nothing can keep it: said loudly, never silently
-                        _pending.remove(work)
-                        store_metrics.count("StoreWritesLost", work.store)
-                        logger.error("store write lost: the store refuses it and no spill queue took it",
-                                     extra={"store": work.store, "request_id": work.request_id,
-                                            "error": f"{type(exc).__name__}: {exc}"[:300]})
+                if not (isinstance(exc, dynamo.DynamoError) and _refused(exc)):
+                    break  # the store is still down
+                # The store refuses it (a missing table, a malformed item): no retry helps.
+                _pending.remove(work)
+                if not await _spill(work):
+                    store_metrics.count("StoreWritesLost", work.store)
+                    logger.error("store write lost: the store refuses it and no spill queue took it",
+                                 extra={"store": work.store, "request_id": work.request_id,
+                                        "error": f"{type(exc).__name__}: {exc}"[:300]})
                 continue
             _pending.remove(work)
             attempt = 0
