@@ -173,6 +173,7 @@ def momor_aws(aws: Endpoints, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsRe
         monkeypatch.delenv(name, raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("MOMOR_STORE_WAIT_S", "2.5")  # at its ceiling: see the top of this file
     reset_momor_caches()
     yield AwsResources(aws, env)
     reset_momor_caches()

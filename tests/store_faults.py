@@ -76,8 +76,18 @@ class StoreFaults:
 
     def __exit__(self, *exc: object) -> None:
         if self._loop is not None:
+            asyncio.run_coroutine_threadsafe(self._close(), self._loop).result(10)
             self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+
+    async def _close(self) -> None:
+        """Every connection's task ended (none left pending when the loop stops), the client closed."""
+        self._server.close()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._client.aclose()
 
     def _run(self) -> None:
         self._loop = asyncio.new_event_loop()
@@ -85,11 +95,11 @@ class StoreFaults:
         self._healed = asyncio.Event()
         self._healed.set()
         self._client = httpx2.AsyncClient(timeout=30)
-        server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
-        self.port = server.sockets[0].getsockname()[1]
+        self._server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
+        self.port = self._server.sockets[0].getsockname()[1]
         self._started.set()
         self._loop.run_forever()
-        server.close()
+        self._loop.close()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
