@@ -14,7 +14,8 @@ UTC month, `keyHash` = "spend#<caller id>#<YYYY-MM>", holding
     d<DD>   USD committed on day DD (calls admitted that day)
     held, h<DD>   the holds still outstanding, of the month and of day DD (so spent = month - held)
     open    the call ids whose holds are outstanding (a string set: a hold is taken and released once)
-    uncounted   the call ids settled without a known hold (admitted while the store failed)
+    uncounted   the call ids settled without a known hold (admitted while the store failed): it
+            grows only by a month's outage calls, about 10,000 of which fill DynamoDB's 400 KB item
     calls   calls admitted; seeded: when the counters were seeded (below); expiresAt (TTL)
 One item for both periods, so admission is one round trip whatever limits are set.
 

@@ -124,8 +124,9 @@ def _keep(work: Write) -> None:
         store_metrics.count("StoreWritesLost", lost.store)
         logger.error("store write lost: too many waiting", extra={"store": lost.store, "request_id": lost.request_id})
     _pending.append(work)
-    if _worker is None or _worker.done():
-        _worker = asyncio.get_running_loop().create_task(_retry_pending())
+    loop = asyncio.get_running_loop()
+    if _worker is None or _worker.done() or _worker.get_loop() is not loop:  # one worker, on this loop
+        _worker = loop.create_task(_retry_pending())
 
 
 async def _retry_pending() -> None:
