@@ -161,11 +161,13 @@ def test_a_memory_turn_the_store_refuses_is_written_later(router, momor_aws, fau
         memory_table = momor_aws.memory_table
         faults.throttle(1.0, only=lambda operation, body: operation == "PutItem"
                         and body.get("TableName") == memory_table)
-        answer = client.chat.completions.create(model="zen-small", messages=[user("I drink tea.")],
-                                                extra_body={"chat_id": chat})
-        assert answer.choices[0].message.content == "Echo: I drink tea."
+        raw = client.chat.completions.with_raw_response.create(model="zen-small", messages=[user("I drink tea.")],
+                                                               extra_body={"chat_id": chat})
+        assert raw.parse().choices[0].message.content == "Echo: I drink tea."
+        assert raw.headers["x-momor-memory"] == "deferred"  # the answer says its turn is written later
         router.settle()
         assert len(stored_items(momor_aws, router.caller_id, chat)) == 1 and faults.counts["throttled"] > 0
         faults.heal()
         _wait_for_deferred()
     assert len(stored_items(momor_aws, router.caller_id, chat)) == 2  # the refused turn, written later
+    assert router.record(raw.headers["x-momor-request-id"])["router"]["memory"]["stored"] == "deferred"

@@ -244,22 +244,24 @@ async def _recall(ask: Ask, caller_id: str, chat_id: str, request_messages: list
     return Recall(chat_id, caller_id, ask.mode, thread, older, turns[j:], k)
 
 
-async def remember(found: Recall, assembler: Assembler) -> None:
-    """Keep the new turn once the answer is complete. A store failure is never the caller's problem
-    (the answer is already good): the turn is written later (store/deferred.py)."""
+async def remember(found: Recall, assembler: Assembler) -> bool | None:
+    """Keep the new turn once the answer is complete: True when it is stored, False when the store did
+    not take it in time and it is written later (store/deferred.py: retried, else spilled and
+    replayed; the caller's answer says so), None when there was nothing to keep. A store failure is
+    never the caller's problem: the answer is already good."""
     if found.mode == "off":
-        return
+        return None
     new = [shortened(t, TURN_BYTES) for t in found.fresh]
     answer = answered(assembler)
     if answer is not None:
         new.append(shortened(answer, TURN_BYTES))
     if not new:
-        return
+        return None
     try:
         put = store.turn_put(found.caller_id, found.chat_id, new)
     except Exception:
         logger.exception("memory turn not kept", extra={"chat_id_length": len(found.chat_id)})
-        return
+        return None
     # Within the store's bound; a turn the store does not take in time is written later (retried,
     # else spilled and replayed: store/deferred.py), never silently dropped.
-    await deferred.write(deferred.Write("memory", found.caller_id, [put], store.runs()))
+    return await deferred.write(deferred.Write("memory", found.caller_id, [put], store.runs()))
