@@ -35,7 +35,9 @@ set at noon counts the morning's spend, a month's counters start from the key's 
 (spend_history.py): an admission that finds the item unseeded (its first budgeted call of the
 month, or the first after `set_limits` gave a key with no limit one) sums the month's records,
 SETs the counters (plus any outstanding holds), marks the item `seeded`, and admits again.
-Concurrent seeders are harmless: the SET is conditional on `seeded` being absent.
+Concurrent seeders are harmless: the SET is conditional on `seeded` being absent. The seed reads a
+month of records, so it is the one budget step outside MOMOR_STORE_WAIT_S (each hold is within it):
+the month's first budgeted call of a key waits for it, once.
 
 Exactly once. Every update is keyed by the call's id (its request id), so a retry whose first
 answer was lost, or a settlement replayed from the spill, is applied once: a hold adds the id to
@@ -272,12 +274,14 @@ async def admit(caller: Caller, estimate: Decimal = _ZERO, call_id: str | None =
     spend = Spend(table, caller.id, period, int(period.month_resets.timestamp()) + 31 * 86_400, estimate,
                   call_id or uuid.uuid4().hex)
     try:
-        return await bounded.within(STORE, _hold_seeded(caller, spend))
+        return await _hold_seeded(caller, spend)
     except Exception as exc:  # the store failed
         return _store_failed(caller, spend, exc)
 
 
 HOLD_TRIES = 4
+SEED_WRITE_S = 2.0
+"""How long the seed's own write may take, its retries included (the seed is outside MOMOR_STORE_WAIT_S)."""
 
 
 async def _hold_seeded(caller: Caller, spend: Spend) -> BudgetState:
@@ -285,12 +289,12 @@ async def _hold_seeded(caller: Caller, spend: Spend) -> BudgetState:
     changed since (seeded, or a hold released by another process): then the hold is tried again."""
     for _ in range(HOLD_TRIES - 1):
         try:
-            return await _hold(caller, spend)
+            return await bounded.within(STORE, _hold(caller, spend))
         except _Unseeded:
-            await _seed(spend)
+            await _seed(spend)  # outside the bound: once per key and month (module docstring)
         except _Changed:
             pass
-    return await _hold(caller, spend, last=True)
+    return await bounded.within(STORE, _hold(caller, spend, last=True))
 
 
 async def _hold(caller: Caller, spend: Spend, *, last: bool = False) -> BudgetState:
@@ -355,7 +359,7 @@ async def _seed(spend: Spend) -> None:
                                          "#hd": spend.period.held_attribute, "#exp": "expiresAt"},
             "ExpressionAttributeValues": {":now": {"N": str(int(time.time()))}, ":zero": {"N": "0"},
                                           ":m": _n(month), ":d": _n(today), ":exp": {"N": str(spend.expires)}},
-        }, deadline=bounded.deadline())
+        }, deadline=time.monotonic() + SEED_WRITE_S)
     except dynamo.DynamoError as exc:
         if exc.code != "ConditionalCheckFailedException":
             raise
