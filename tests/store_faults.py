@@ -5,6 +5,7 @@
         faults.throttle(0.5)                    # half the requests answered 400 ThrottlingException
         faults.pause()                          # requests read and never answered (then dropped)
         faults.drop()                           # connections closed at once, unanswered
+        faults.lose_answers(0.5)                # half the requests applied, their answers never sent
         faults.heal()                           # forward everything again
 
 A paused request is never forwarded, even after `heal`: a real outage does not replay the writes it
@@ -36,7 +37,7 @@ class StoreFaults:
         self.mode = "forward"
         self.rate = 0.0
         self.only: Match | None = None
-        self.counts = {"forwarded": 0, "throttled": 0, "paused": 0, "dropped": 0}
+        self.counts = {"forwarded": 0, "throttled": 0, "paused": 0, "dropped": 0, "lost": 0}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = threading.Event()
         self._healed: asyncio.Event | None = None
@@ -53,6 +54,11 @@ class StoreFaults:
 
     def drop(self, only: Match | None = None) -> None:
         self._set("drop", 1.0, only)
+
+    def lose_answers(self, rate: float, only: Match | None = None) -> None:
+        """Forward, then cut the connection instead of answering: the write landed, the caller cannot
+        know (what a timeout after the store applied a request looks like)."""
+        self._set("lose", rate, only)
 
     def heal(self) -> None:
         self._set("forward", 0.0, None)
@@ -134,6 +140,10 @@ class StoreFaults:
                     sent = {k: v for k, v in headers.items() if k.lower() not in ("host", "content-length")}
                     answer = await self._client.post(self.upstream, content=body, headers=sent)
                     status, content = answer.status_code, answer.content
+                    if hit and mode == "lose" and random.random() < self.rate:
+                        self.counts["lost"] += 1
+                        writer.close()
+                        return
                 writer.write(b"HTTP/1.1 %d X\r\ncontent-type: application/x-amz-json-1.0\r\n"
                              b"content-length: %d\r\n\r\n" % (status, len(content)) + content)
                 await writer.drain()

@@ -152,6 +152,26 @@ def test_a_throttled_hold_and_settlement_are_applied_once(momor, momor_aws, faul
     assert held == 0 and month == before + spent
 
 
+def test_budget_updates_whose_answers_are_lost_are_applied_once(momor, momor_aws, faults):
+    """The issue's over-count (3.2 times what was spent): a hold or settlement the store applied but
+    whose answer was lost is retried, and the retry finds it applied (its call id), so it counts once."""
+    key = key_with(daily="5")
+    assert call(momor, key).status_code == 200
+    momor.settle()
+    _, _, before = _hold_left(momor_aws, key)
+    faults.lose_answers(0.5, only=lambda operation, body: operation == "UpdateItem"
+                        and body.get("Key", {}).get("keyHash", {}).get("S", "").startswith("spend#"))
+    answers = [call(momor, key) for _ in range(8)]
+    assert all(a.status_code == 200 for a in answers)
+    momor.settle()
+    assert faults.counts["lost"] > 0
+    faults.heal()
+    _wait_for_deferred()
+    spent = sum((cost_of(momor, key, a) for a in answers), Decimal(0))
+    held, _, month = _hold_left(momor_aws, key)
+    assert held == 0 and month == before + spent
+
+
 def test_a_memory_turn_the_store_refuses_is_written_later(router, momor_aws, faults):  # noqa: F811
     chat = "outage"
     with sdk(router) as client:
