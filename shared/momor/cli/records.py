@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from ..store import spill
+from ..store import replay
 
 
 def add_commands(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +23,6 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    done = asyncio.run(spill.replay(args.queue, wait_s=args.wait))
+    done = asyncio.run(replay.replay(args.queue, wait_s=args.wait))
     print(f"replayed {done.written} spilled write(s); {done.failed} could not be written and stay in the queue")
     return 1 if done.failed else 0
