@@ -32,7 +32,8 @@
                 MOMOR_MAX_FILES_BYTES (20 MiB), MOMOR_MAX_SCHEMA_BYTES (256 KiB): seed 000's
                 defaults, which a deployment may lower but not raise; MOMOR_EMBED_MAX_INPUTS (2048:
                 inputs one embedding call may have), MOMOR_EMBED_CONCURRENCY (4: requests one call's
-                parts have under way at once), MOMOR_RERANK_MAX_DOCUMENTS (1000). On AWS Lambda
+                parts have under way at once), MOMOR_RERANK_MAX_DOCUMENTS (1000),
+                MOMOR_GUARDRAIL_WINDOW (512: characters a stream's output guardrails hold back). On AWS Lambda
                 (AWS_LAMBDA_FUNCTION_NAME set) MOMOR_MAX_BODY_BYTES is 5.87 MB at most (and by
                 default), what an invocation can carry (LAMBDA_MAX_BODY_BYTES), so an inline file
                 is 4.4 MB at most (its base64 is 4/3 of it); a file by URL keeps MOMOR_MAX_FILE_BYTES
@@ -209,6 +210,9 @@ class Config:
     """Requests of one embedding call's parts under way at once."""
     rerank_max_documents: int = _knob("MOMOR_RERANK_MAX_DOCUMENTS", 1000, kind=int, minimum=1, maximum=100_000)
     """Documents one rerank call may have (more: a 400 before any provider is asked)."""
+    guardrail_window: int = _knob("MOMOR_GUARDRAIL_WINDOW", 512, kind=int, minimum=16, maximum=65_536)
+    """Characters of a streamed part an output guardrail holds back at most (guardrails/answer.py):
+    any match of up to half of it is seen whole before any of it is sent."""
     # fetching (egress.py)
     fetch_allow: str | None = _knob("MOMOR_FETCH_ALLOW", kind=_checked_allow_list)
     """Comma-separated host names and IP networks that file URLs (and a Vertex token endpoint) may

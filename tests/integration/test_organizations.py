@@ -126,7 +126,7 @@ def test_me_names_the_person_their_role_and_their_organization(momor, pool):
     assert answer.json() == {
         "id": f"p-{sub}", "name": "bo@example.com", "email": "bo@example.com", "role": "member", "managesKeys": True,
         "organization": {"id": org.id, "name": "Acme", "defaults": {"deprecated": None, "maxAge": "P1Y", "zdr": True},
-                         "membersCreateKeys": True}}
+                         "membersCreateKeys": True, "guardrails": {"input": [], "output": []}}}
 
 
 def test_a_person_in_no_organization_is_a_member_of_the_default_one(momor, pool):

@@ -107,9 +107,26 @@ def props(logical_id: str) -> dict[str, Any]:
     return RESOURCES[logical_id]["Properties"]
 
 
-def statements(logical_id: str) -> list[dict[str, Any]]:
+GUARDRAIL_CONDITIONS = {"ComprehendGuardrails", "BedrockGuardrails"}
+"""Conditions a policy entry may be granted under (`!If [condition, {Statement}, !Ref AWS::NoValue]`):
+the guardrail services a deployment chooses (GuardrailServices); read as granted, as when chosen."""
+
+
+def _policies(logical_id: str) -> list[dict[str, Any]]:
+    """The function's policy entries, a conditional one as its granted branch."""
     found = []
     for policy in props(logical_id).get("Policies", []):
+        if "Fn::If" in policy:
+            condition, granted, otherwise = policy["Fn::If"]
+            assert condition in GUARDRAIL_CONDITIONS and otherwise == {"Ref": "AWS::NoValue"}, policy
+            policy = granted
+        found.append(policy)
+    return found
+
+
+def statements(logical_id: str) -> list[dict[str, Any]]:
+    found = []
+    for policy in _policies(logical_id):
         if "Statement" in policy:
             found += policy["Statement"]
     return found
@@ -117,7 +134,23 @@ def statements(logical_id: str) -> list[dict[str, Any]]:
 
 def templates(logical_id: str) -> dict[str, Any]:
     """SAM policy templates the function uses (name -> parameters)."""
-    return {k: v for p in props(logical_id).get("Policies", []) for k, v in p.items() if k != "Statement"}
+    return {k: v for p in _policies(logical_id) for k, v in p.items() if k != "Statement"}
+
+
+def test_guardrail_services_are_granted_only_when_chosen():
+    """comprehend:DetectPiiEntities and bedrock:ApplyGuardrail sit behind GuardrailServices, off by default."""
+    assert T["Parameters"]["GuardrailServices"]["Default"] == "none"
+    for function in FUNCTIONS:
+        for policy in props(function).get("Policies", []):
+            actions = {a for st in policy.get("Statement", []) for a in _listed(st["Action"])}
+            assert not actions & {"comprehend:DetectPiiEntities", "bedrock:ApplyGuardrail"}, function
+    for condition, service in (("ComprehendGuardrails", "comprehend"), ("BedrockGuardrails", "bedrock")):
+        choices = T["Conditions"][condition]["Fn::Or"]
+        assert {c["Fn::Equals"][1] for c in choices} == {service, "both"}
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 # --- SAM CLI ----------------------------------------------------------------------------------------
@@ -950,6 +983,10 @@ def needs(function: str) -> list[aws_usage.Site]:
 def resource_of(site: aws_usage.Site) -> Any:
     """The template's resource for a call: the ARN of what its settings' env vars name."""
     env = T["Globals"]["Function"]["Environment"]["Variables"]
+    if site.service == "comprehend":
+        return "*"
+    if site.service == "bedrock-runtime":
+        return {"Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:guardrail/*"}
     refs = {name: env[SETTING_ENV[name]]["Ref"] for name in site.settings}
     assert refs, f"{site}: cannot tell which resource it touches (its module reads no settings field)"
     if site.service == "dynamodb":
@@ -1000,8 +1037,10 @@ def test_the_code_scan_finds_every_kind_of_call():
     found = {(site.action, site.function.rsplit(":", 1)[-1]) for site in SITES}
     assert ("dynamodb:PutItem", "_put") in found  # dynamo.call("PutItem", ...): records' put (a deferred.py step)
     assert ("dynamodb:UpdateItem", "_count_in_table") in found  # a boto3 client held in a local
-    assert {site.service for site in SITES} == {"s3", "dynamodb", "secretsmanager", "sqs"}
-    assert all(site.settings for site in SITES), [str(s) for s in SITES if not s.settings]
+    assert {site.service for site in SITES} == {"s3", "dynamodb", "secretsmanager", "sqs", "comprehend",
+                                                  "bedrock-runtime"}
+    assert all(site.settings for site in SITES if site.service not in aws_usage.RESOURCELESS), [
+        str(s) for s in SITES if not s.settings and s.service not in aws_usage.RESOURCELESS]
     assert any(site.key_prefix == "rate#" for site in SITES)
     assert not aws_usage.unreadable_calls()
 

@@ -1,8 +1,8 @@
 """The life of one routed call, the same for every dialect.
 
     request id -> auth -> headers -> body -> dialect parse (-> the door's `complete`, if it has one:
-      stored state) -> plan -> attempt loop
-      -> buffered answer, or a stream whose first bytes leave once a model has begun
+      stored state) -> input guardrails -> plan -> attempt loop
+      -> output guardrails -> buffered answer, or a stream whose first bytes leave once a model has begun
       -> the record, written once whatever happened (refusals and failures included; call_record.py
          makes it: cost, log line, store, budget, metrics)
 
@@ -18,6 +18,7 @@ limited, planned and recorded the same way.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -29,6 +30,7 @@ from starlette.responses import Response, StreamingResponse
 
 from .. import background, invocation, tracecontext
 from ..catalog import Catalog
+from ..config import get_config
 from ..door_http import (
     check_accept,
     check_content_type,
@@ -41,6 +43,9 @@ from ..door_http import (
 )
 from ..errors import MomorError, RequestError
 from ..events import Assembler, Event, Finish
+from ..guardrails.answer import guard_stream, guard_whole
+from ..guardrails.refusal import OutputBlocked
+from ..guardrails.screen import Screening, screen
 from ..logs import logger
 from ..routing.attempts import Answer, Session
 from ..routing.estimate import cost_ceiling
@@ -52,10 +57,11 @@ from ..routing.request import Routed
 from ..store.budgets import BudgetState, Spend, has_budget, org_budget
 from ..store.organizations import Organization
 from ..store.ratelimit import RateState
-from . import cached, explain, telemetry
+from . import cached, explain, guardrail_services, telemetry
 from .backend import Backend, Caller
 from .call_record import record_call
 from .frame_stream import FrameStream
+from .guardrail_services import has_remote
 
 
 class Door(Protocol):
@@ -220,6 +226,9 @@ class Prepared:
     """Why the plan left out what it left out (routing/plan.py); a route that plans again replaces it."""
     cache: cached.CachePlan | None = None
     """How the call uses the response cache (api/cached.py); None: not at all."""
+    screening: Screening | None = None
+    """What the caller's guardrails did to the call's input, and what its answer must go through
+    (guardrails/); None when the caller has no guardrails."""
 
 
 Operation = Callable[[Prepared], Awaitable[Response]]
@@ -302,13 +311,40 @@ async def _prepare(
             # that (429), as on every other call, not what the read found (an unknown id's 400).
             await admission.limited()
             raise
+    screening = await _screened(caller, routed, recorder)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
     cache_plan = cached.plan_for(request, caller, routed, zdr)  # a bad X-Momor-Cache: 400 before any hold
+    if screening is not None and (screening.masked or screening.rewrites_output):
+        # A masked call's placeholders are the same for different values ([EMAIL_1]), and a kept answer
+        # would skip the output checks and the restore: such calls neither read nor fill the cache.
+        cache_plan = None
     await admission.check(recorder, lambda: _hold(routed, candidates) if billed else Decimal(0))
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
     return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr,
-                    deadline=invocation.deadline(request.scope), cache=cache_plan)
+                    deadline=invocation.deadline(request.scope), cache=cache_plan, screening=screening)
+
+
+async def _screened(caller: Caller, routed: Routed, recorder: Recorder) -> Screening | None:
+    """The input guardrails, on the canonical call as it will be served (GuardrailRefused: 400 before
+    any provider is asked). A call they masked, or whose answer they check, goes to every offering
+    translated from that call, never in the caller's own words (its body still holds the values)."""
+    policy = getattr(caller, "guardrails", None)
+    if not policy:
+        return None
+    screening = Screening(policy)
+    recorder.guardrails = screening.verdicts  # by reference: a refusal's verdict and the output's join it
+    found = await guardrail_services.found(policy, routed.call, screening) if has_remote(policy) else None
+    screen(policy, routed.call, screening, found)
+    if screening.masked or screening.rewrites_output:
+        routed.caller_body = routed.caller_body and _translated(routed.caller_body)
+        routed.adjust_body = None
+    return screening
+
+
+def _translated(body: Any) -> Any:
+    """The caller's body kept only for what is not its words (Anthropic betas): no wire speaks it."""
+    return dataclasses.replace(body, body={}, wire="guardrails:translated")
 
 
 def _hold(routed: Routed, candidates: list[Candidate]) -> Decimal:
@@ -345,9 +381,14 @@ async def generate(p: Prepared) -> Response:
     answer = await session.open()
     recorder.mark_first_byte()
     recorder.status_code = 200
+    screening = p.screening if p.screening is not None and p.screening.rewrites_output else None
     if not routed.call.stream:
-        async for _ in _answered(p, answer):
+        async for _ in answer.events:
             pass
+        if screening is not None:
+            guard_whole(screening, answer.assembler)  # GuardrailRefused: the call's 400, and its record
+        if p.after_answer is not None:  # the answer as the caller gets it (restored, checked)
+            await p.after_answer(answer.assembler)
         _note_finish(p, answer.assembler.finish)
         await record_call(p.backend, recorder, routed)
         await _keep_later(p, answer.served, answer.assembler)
@@ -357,6 +398,8 @@ async def generate(p: Prepared) -> Response:
     # Without an after_answer, the door reads the answer's events directly (one generator layer less
     # for every event of the stream).
     events = answer.events if p.after_answer is None else _answered(p, answer)
+    if screening is not None:
+        events = _guarded(p, screening, events)
     return FrameStream(
         p.door.stream(recorder.request_id, routed, answer.served, events, answer.passthrough),
         ended=lambda: _stream_ended(p, answer),
@@ -418,6 +461,15 @@ async def _keep_later(p: Prepared, served: Candidate, assembler: Assembler) -> N
     plan = p.cache
     if plan is not None and cached.keepable(p.recorder, assembler):
         await background.later(f"cache:{p.recorder.request_id}", cached.keep(plan, p.recorder, served, assembler))
+async def _guarded(p: Prepared, screening: Screening, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """A stream through the output guardrails; a block there is how the call ended (failed), not a
+    caller who left."""
+    try:
+        async for event in guard_stream(screening, events, get_config().guardrail_window):
+            yield event
+    except OutputBlocked as exc:
+        p.recorder.end("failed", exc.detail)
+        raise
 
 
 async def _stream_ended(p: Prepared, answer: Answer) -> None:

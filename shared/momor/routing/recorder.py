@@ -201,6 +201,8 @@ class Recorder:
     """What the response cache did for the call (api/cached.py), when it was in play."""
     trace: TraceContext | None = None
     """The call's trace (tracecontext.py): the caller's traceparent, and span ids when telemetry is on."""
+    guardrails: list[Any] | None = None
+    """The caller's guardrails' verdicts (guardrails/verdicts.Verdict), for the record; None: no guardrails."""
 
     def mark_first_byte(self) -> None:
         self.first_byte_ms = round((time.perf_counter() - self.started) * 1000, 2)
@@ -263,6 +265,7 @@ class Recorder:
             plan=self.plan,
             operation=self.operation.to_dict() if self.operation is not None else None,
             cache=self.cache,
+            guardrails=[v.to_dict() for v in self.guardrails] if self.guardrails is not None else None,
         )
         if served is not None:
             m = served.candidate.model

@@ -9,6 +9,7 @@ ratelimit.py), so no new table and no new grant set:
                                budgetMonthlyUsd (N: spend limits on top of the keys' own),
                                cache (BOOL), cacheTtlS (N): its calls use the response cache
                                by default, their answers kept that long (api/cached.py),
+                               guardrails (S: the guardrail policy's JSON, guardrails/policy.py),
                                joined (map person id -> when they joined), former (map person id ->
                                list of "<joined>/<left>": the times they were a member and left)
     keyHash = "person#<sub>"   org, role, email: where a signed-in person (Cognito `sub`) belongs
@@ -33,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import json
 import secrets
 import threading
 import time
@@ -42,6 +44,7 @@ from typing import Any
 
 from .. import background
 from ..config import get_config
+from ..guardrails.policy import NONE, Policy, from_text
 from . import aws, dynamo
 
 DEFAULT_ORG = "default"
@@ -50,6 +53,7 @@ ORG_PREFIX = "org#"
 JOINED = "joined"
 FORMER = "former"
 PERSON_PREFIX = "person#"
+GUARDRAILS = "guardrails"
 _CACHE_MAX = 4096
 
 
@@ -84,6 +88,8 @@ class Organization:
     """person id -> when they joined (records' `created` form); none for people added before it was kept."""
     former: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     """person id -> (joined, left) of each time they were a member and left ("" joined: before it was kept)."""
+    guardrails: Policy = NONE
+    """The guardrail checks every call of the organization runs: the floor its keys add to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +177,7 @@ def from_item(item: dict[str, Any]) -> Organization:
         former={person: tuple(tuple(span["S"].split("/", 1)) for span in spans.get("L", [])
                               if "/" in span.get("S", ""))
                 for person, spans in item.get(FORMER, {}).get("M", {}).items()},
+        guardrails=from_text(item.get(GUARDRAILS, {}).get("S"), origin="organization"),
     )
 
 
@@ -362,3 +369,22 @@ def _leave(client: Any, table: str, org_id: str, person_id: str) -> bool:
     with _lock:
         _orgs.pop(org_id, None)
     return True
+
+
+def set_guardrails(org_id: str, policy: Policy) -> Organization:
+    """Set the organization's guardrail policy (an empty one removes it); boto3, for the organization
+    script. Warm processes see it within MOMOR_API_KEY_CACHE_S."""
+    table = get_config().need("api_keys_table")
+    client = aws.client("dynamodb")
+    request: dict[str, Any] = {"TableName": table, "Key": {"keyHash": {"S": org_key(org_id)}},
+                               "ConditionExpression": "attribute_exists(keyHash)",
+                               "ExpressionAttributeNames": {"#g": GUARDRAILS}, "ReturnValues": "ALL_NEW"}
+    if policy:
+        request["UpdateExpression"] = "SET #g = :g"
+        request["ExpressionAttributeValues"] = {":g": {"S": json.dumps(policy.to_json(), separators=(",", ":"))}}
+    else:
+        request["UpdateExpression"] = "REMOVE #g"
+    answer = client.update_item(**request)
+    with _lock:
+        _orgs.pop(org_id, None)
+    return from_item(answer["Attributes"])

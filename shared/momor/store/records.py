@@ -65,7 +65,7 @@ from ..catalog import Prices
 from ..config import get_config
 from ..events import Usage
 from ..redact import redact
-from . import attributes, callers_seen, deferred, dynamo, record_item
+from . import attributes, callers_seen, deferred, dynamo, guardrail_counts, record_item
 
 ERROR_TEXT_MAX = 300
 ATTEMPTS_MAX = 60
@@ -204,6 +204,9 @@ class CallRecord:
     person: str | None = None
     """The person: a signed-in session's Cognito sub, or the owner of a key made in the console."""
     operation: dict[str, Any] | None = None
+    guardrails: list[dict[str, Any]] | None = None
+    """The guardrails' verdicts (guardrails/verdicts.py: which check, where, how many spans; never a
+    value); None when the caller has no guardrails."""
     """An embedding's or a rerank's facts (vectors.EmbedFacts.to_dict: kind, inputs, ...); None for the rest."""
     cache: dict[str, Any] | None = None
     """The response cache's part (api/cached.py): {status: hit | miss | refresh | unavailable, and for a
@@ -255,6 +258,8 @@ class CallRecord:
             document["cache"] = self.cache
         if self.router is not None:
             document["router"] = {**self.router, "classifier": [a.to_dict() for a in self.classifier_attempts]}
+        if self.guardrails is not None:  # only for callers with guardrails, in the record's compressed detail
+            document["guardrails"] = self.guardrails
         return document
 
 
@@ -323,6 +328,9 @@ async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -
     if await deferred.write(deferred.Write("records", record.id, [put], run), kept_with=[note] if note else None):
         if record.caller_id:  # so an admin's usage finds this key's calls of the day (callers_seen.py)
             await callers_seen.note(record.caller_id, record.created, config.record_ttl_days)
+        if record.guardrails and record.org:  # /usage's counts per guardrail and key (guardrail_counts.py)
+            await guardrail_counts.note(record.org, record.caller_id, record.created, record.guardrails,
+                                        config.record_ttl_days)
         return True
     return False
 

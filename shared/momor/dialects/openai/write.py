@@ -310,15 +310,16 @@ class ChunkWriter:
 
 
 def error_chunk(request_id: str, candidate: Candidate, status: int, message: str,
-                created: int | None = None) -> bytes:
-    """The one chunk that ends a stream that failed after output (seed 001); no [DONE] follows."""
+                created: int | None = None, *, kind: str | None = None) -> bytes:
+    """The one chunk that ends a stream that failed after output (seed 001); no [DONE] follows.
+    `kind`: Momor's own code for the failure where it has one (guardrail_refused), as error.type."""
     return data_line({
         "id": request_id,
         "object": "chat.completion.chunk",
         "created": created or int(time.time()),
         "model": candidate.model.public_id,
         "provider": candidate.provider.name,
-        "error": {"code": status, "message": message},
+        "error": {"code": status, "message": message, **({"type": kind} if kind else {})},
         "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
     })
 
