@@ -50,9 +50,11 @@ class Backend:
         same limit as its calls."""
         return await ratelimit.admit(caller.id + API_BUCKET, key_hash=caller.key_hash)
 
-    async def admit_budget(self, caller: Caller, estimate: Decimal) -> budgets.BudgetState | None:
-        """Hold the call's estimated cost against the key's spend limits, if it has any (budgets.py)."""
-        return await budgets.admit(caller, estimate) if budgets.has_budget(caller) else None
+    async def admit_budget(self, caller: Caller, estimate: Decimal, call_id: str | None = None
+                           ) -> budgets.BudgetState | None:
+        """Hold the call's estimated cost against the key's spend limits, if it has any (budgets.py),
+        once for the call `call_id` however often the store is asked."""
+        return await budgets.admit(caller, estimate, call_id) if budgets.has_budget(caller) else None
 
     async def settle_spend(self, spend: budgets.Spend, cost: Decimal) -> None:
         """The call has ended: release its hold, add what it cost (budgets.py)."""
@@ -64,8 +66,9 @@ class Backend:
         # then would be a blocking Secrets Manager call on the event loop, stalling every call.
         return _resolver(call_keys, zdr, await keys.saved_keys_async())
 
-    async def write_record(self, record: records.CallRecord, secrets: Iterable[str]) -> None:
-        await records.put_record_async(record, secrets=secrets)
+    async def write_record(self, record: records.CallRecord, secrets: Iterable[str]) -> bool:
+        """True: in the table; False: kept to be written later or spilled (store/deferred.py)."""
+        return await records.put_record_async(record, secrets=secrets)
 
     async def read_record(self, record_id: str, caller_id: str) -> dict[str, Any] | None:
         return await records.get_record_async(record_id, caller_id)
