@@ -103,6 +103,6 @@ def test_a_weight_that_is_not_a_positive_number_is_refused_naming_it(momor, momo
     answer = momor.post("/v1/chat/completions", CHAT)
     assert answer.status_code == 500, answer.text
     message = answer.json()["error"]["message"]
-    assert "entry 'openai', key 2 (west): weight must be a positive number" in message, message
+    assert "entry 'openai': key 2 (west): weight must be a positive number" in message, message
     assert EAST not in answer.text and WEST not in answer.text
     assert fake.requests("openai") == []

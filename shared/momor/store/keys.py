@@ -233,6 +233,12 @@ def _parse_pool(entry: str, values: list[Any]) -> KeyPool:
     return KeyPool(entry, tuple(pooled))
 
 
+def check_saved_keys(name: str, raw: str) -> None:
+    """Raises KeysError naming what is wrong with a saved-keys document (a `--keys FILE`) before it
+    is put in the secret, so a bad entry stops a start rather than each call."""
+    _parse_secret(name, raw)
+
+
 def _load_json(raw: str) -> tuple[Any, str | None]:
     """The document, or where it stops being JSON. The decode error is not raised on: its `.doc`
     is the whole secret, and a chained exception would carry it into any traceback."""
