@@ -106,3 +106,24 @@ def test_a_weight_that_is_not_a_positive_number_is_refused_naming_it(momor, momo
     assert "entry 'openai': key 2 (west): weight must be a positive number" in message, message
     assert EAST not in answer.text and WEST not in answer.text
     assert fake.requests("openai") == []
+
+
+@pytest.mark.timeout(60)
+def test_an_azure_provider_spreads_over_two_deployments_each_with_its_key(momor, momor_aws, fake):
+    momor_aws.client("secretsmanager").put_secret_value(SecretId=momor_aws.keys_secret, SecretString=json.dumps({
+        **SAVED_KEYS, "azure@eu": [
+            {"key": "az-saved-a-0201", "label": "a", "resource": "momor-eu", "deployment": "gpt41mini-eu", "weight": 2},
+            {"key": "az-saved-b-0202", "label": "b", "resource": "momor-eu", "deployment": "gpt41mini-eu-b"}]}))
+    keys.reset_saved_keys()
+    body = {"systemPrompt": "Be brief.", "messages": [{"type": "user", "value": "Hello"}], "model": "gpt-4.1-mini",
+            "prioritization": {"order": ["azure@eu"], "ignore": ["azure@us"]}}
+    labels = []
+    for _ in range(6):
+        answer = momor.post("/models", body)
+        assert answer.status_code == 200, answer.text
+        labels += [a["keyLabel"] for a in momor.record(answer.headers["x-momor-request-id"])["attempts"]]
+    assert Counter(labels) == Counter({"a": 4, "b": 2})
+    route = "/azure-eu/momor-eu/openai/deployments/{}/chat/completions"
+    sent = Counter((r.path, r.headers["api-key"]) for r in fake.requests("azure-eu"))
+    assert sent == Counter({(route.format("gpt41mini-eu"), "az-saved-a-0201"): 4,
+                            (route.format("gpt41mini-eu-b"), "az-saved-b-0202"): 2})
