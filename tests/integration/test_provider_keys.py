@@ -127,3 +127,16 @@ def test_an_azure_provider_spreads_over_two_deployments_each_with_its_key(momor,
     sent = Counter((r.path, r.headers["api-key"]) for r in fake.requests("azure-eu"))
     assert sent == Counter({(route.format("gpt41mini-eu"), "az-saved-a-0201"): 4,
                             (route.format("gpt41mini-eu-b"), "az-saved-b-0202"): 2})
+
+
+@pytest.mark.timeout(60)
+def test_explaining_a_call_takes_none_of_the_saved_keys(momor, momor_aws, fake):
+    save_keys(momor_aws, [{"key": EAST, "label": "east", "weight": 3}, {"key": WEST, "label": "west"}])
+    for _ in range(3):
+        explained = momor.post("/v1/chat/completions", CHAT, headers=momor.headers(**{"X-Momor-Explain": "1"}))
+        assert explained.status_code == 200, explained.text
+    labels = []
+    for _ in range(4):
+        answer = momor.post("/v1/chat/completions", CHAT)
+        labels += [a["keyLabel"] for a in momor.record(answer.headers["x-momor-request-id"])["attempts"]]
+    assert labels == ["east", "east", "west", "east"]  # the spread from its start: 3:1, interleaved

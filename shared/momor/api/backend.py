@@ -60,11 +60,12 @@ class Backend:
         """The call has ended: release its hold, add what it cost (budgets.py)."""
         await budgets.settle(spend, cost)
 
-    async def key_resolver(self, call_keys: dict[str, Any], *, zdr: bool) -> KeyResolver:
+    async def key_resolver(self, call_keys: dict[str, Any], *, zdr: bool, preview: bool = False) -> KeyResolver:
         # The saved keys are read once per call (off the event loop when stale) and the resolver
         # keeps them: failover may come long after, when the cache has expired, and refetching
         # then would be a blocking Secrets Manager call on the event loop, stalling every call.
-        return _resolver(call_keys, zdr, await keys.saved_keys_async())
+        # `preview` (an explanation): a provider's several saved keys are looked at, none taken.
+        return _resolver(call_keys, zdr, await keys.saved_keys_async(), preview)
 
     async def write_record(self, record: records.CallRecord, secrets: Iterable[str]) -> None:
         await records.put_record_async(record, secrets=secrets)
@@ -74,7 +75,7 @@ class Backend:
 
 
 def _resolver(call_keys: dict[str, Any], zdr: bool,
-              saved_keys: Mapping[str, keys.ProviderKey | keys.KeyPool]) -> KeyResolver:
+              saved_keys: Mapping[str, keys.ProviderKey | keys.KeyPool], preview: bool = False) -> KeyResolver:
     """Per-call keys override saved ones; under zdr only a covered saved key serves (seed 000:
     saved keys marked zdr, or Momor's keys its own agreements cover; never a key sent with the call).
     A provider with several saved keys has one chosen per attempt (routing/key_spread.py)."""
@@ -84,7 +85,7 @@ def _resolver(call_keys: dict[str, Any], zdr: bool,
         saved = keys.key_in(saved_keys, name)
         if zdr:
             if isinstance(saved, keys.KeyPool):
-                return _spread(saved, candidate, lambda key: key.zdr or candidate.provider.zdr)
+                return _spread(saved, candidate, preview, lambda key: key.zdr or candidate.provider.zdr)
             if saved is not None and (saved.zdr or candidate.provider.zdr):
                 return ResolvedKey(saved.key, "saved", dict(saved.extra))
             return "zero data retention: no key for this provider is covered"
@@ -92,7 +93,7 @@ def _resolver(call_keys: dict[str, Any], zdr: bool,
         if per_call is not None:
             return ResolvedKey(per_call.key, "call", dict(per_call.extra))
         if isinstance(saved, keys.KeyPool):
-            return _spread(saved, candidate)
+            return _spread(saved, candidate, preview)
         if saved is not None:
             return ResolvedKey(saved.key, "saved", dict(saved.extra))
         return "no key for this provider"
@@ -100,8 +101,8 @@ def _resolver(call_keys: dict[str, Any], zdr: bool,
     return resolve
 
 
-def _spread(pool: keys.KeyPool, candidate: Candidate, eligible: Any = None) -> ResolvedKey | str:
-    chosen = key_spread.choose(pool, candidate.circuit, process_breakers(), eligible)
+def _spread(pool: keys.KeyPool, candidate: Candidate, preview: bool, eligible: Any = None) -> ResolvedKey | str:
+    chosen = key_spread.choose(pool, candidate.circuit, process_breakers(), eligible, take=not preview)
     if isinstance(chosen, str):
         return chosen
     key, slot = chosen

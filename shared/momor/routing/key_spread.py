@@ -77,9 +77,10 @@ _pools: dict[str, _PoolState] = {}
 of one key's value keeps its label's counts."""
 
 
-def choose(pool: KeyPool, circuit: str, breakers: Breakers,
-           eligible: Callable[[ProviderKey], bool] | None = None) -> tuple[ProviderKey, KeySlot] | str:
-    """The key of `pool` to send an attempt at the offering `circuit` with, or why none may go."""
+def choose(pool: KeyPool, circuit: str, breakers: Breakers, eligible: Callable[[ProviderKey], bool] | None = None,
+           *, take: bool = True) -> tuple[ProviderKey, KeySlot] | str:
+    """The key of `pool` to send an attempt at the offering `circuit` with, or why none may go.
+    `take=False` (an explanation) looks without counting the pick or moving the spread."""
     state = _pools.get(pool.entry)
     if state is None:
         state = _pools[pool.entry] = _PoolState()
@@ -102,8 +103,10 @@ def choose(pool: KeyPool, circuit: str, breakers: Breakers,
             ready.append((key, use))
     if not ready:
         return "every saved key for this provider is passed over: " + ", ".join(sorted(why))
-    if len(ready) == 1:
+    if len(ready) == 1 or not take:
         key, use = ready[0]
+        if not take:
+            return key, KeySlot(f"{circuit}#{key.label}", use)
     else:
         scores, total = state.scores, 0.0
         for key, _ in ready:
