@@ -140,3 +140,18 @@ def test_explaining_a_call_takes_none_of_the_saved_keys(momor, momor_aws, fake):
         answer = momor.post("/v1/chat/completions", CHAT)
         labels += [a["keyLabel"] for a in momor.record(answer.headers["x-momor-request-id"])["attempts"]]
     assert labels == ["east", "east", "west", "east"]  # the spread from its start: 3:1, interleaved
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("quota", "east_calls"), [({"rpm": 2}, 2), ({"tpm": 1}, 1)], ids=["rpm", "tpm"])
+def test_a_key_at_its_per_minute_quota_is_passed_over(momor, momor_aws, fake, quota, east_calls):
+    save_keys(momor_aws, [{"key": EAST, "label": "east", "weight": 3, **quota}, {"key": WEST, "label": "west"}])
+    labels = []
+    for _ in range(6):
+        answer = momor.post("/v1/chat/completions", CHAT)
+        assert answer.status_code == 200, answer.text
+        labels += [a["keyLabel"] for a in momor.record(answer.headers["x-momor-request-id"])["attempts"]]
+    # east would serve 3 calls in 4; once its minute's requests (or tokens: any answer uses one) are
+    # used, west serves, without a refusal asked of the provider.
+    assert labels == ["east"] * east_calls + ["west"] * (6 - east_calls)
+    assert keys_sent(fake) == Counter({EAST: east_calls, WEST: 6 - east_calls})

@@ -5,7 +5,7 @@ its weight, the highest is chosen and loses the ready keys' total. Over any run 
 serves in proportion to its weight, interleaved, with no randomness to make a small sample lopsided.
 
 A key is passed over while
-- it has used its `rpm` requests or `tpm` tokens in this process's current minute (counted here,
+- it has used its `rpm` requests or `tpm` tokens in this process's last minute (counted here,
   per process: each Lambda instance sees only its own share of a quota shared by all of them, so
   a quota is a ceiling per instance; the provider's 429 still cools the key down for every call);
 - it is cooling down after a 429 (for the provider's Retry-After, else the breaker's cool-down);
@@ -20,6 +20,7 @@ one saved key never comes here: its resolver is as cheap as before.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -27,24 +28,41 @@ from ..store.keys import KeyPool, ProviderKey
 from .breaker import Breakers
 from .policy import current_policy
 
+WINDOW_S = 60.0
+"""A quota's window: the last minute, sliding (a fixed minute would let twice the quota through
+across its boundary)."""
+
 
 @dataclass(slots=True)
 class _Use:
-    """One saved key's minute in this process, and its cool-down."""
+    """One saved key's last minute in this process, and its cool-down. Only a key with a quota
+    keeps its requests' times and tokens (one entry per request, for at most a minute)."""
 
-    minute: int = -1
-    requests: int = 0
+    rpm: int | None = None
+    tpm: int | None = None
+    sent: deque[float] = field(default_factory=deque)
+    spent: deque[tuple[float, int]] = field(default_factory=deque)
     tokens: int = 0
+    """The sum of `spent`'s tokens."""
     cool_until: float = 0.0
 
-    def _roll(self, now: float) -> None:
-        minute = int(now // 60)
-        if minute != self.minute:
-            self.minute, self.requests, self.tokens = minute, 0, 0
+    def full(self, now: float) -> bool:
+        since = now - WINDOW_S
+        if self.rpm is not None:
+            while self.sent and self.sent[0] <= since:
+                self.sent.popleft()
+            if len(self.sent) >= self.rpm:
+                return True
+        if self.tpm is not None:
+            while self.spent and self.spent[0][0] <= since:
+                self.tokens -= self.spent.popleft()[1]
+            if self.tokens >= self.tpm:
+                return True
+        return False
 
-    def full(self, key: ProviderKey, now: float) -> bool:
-        self._roll(now)
-        return (key.rpm is not None and self.requests >= key.rpm) or (key.tpm is not None and self.tokens >= key.tpm)
+    def request(self) -> None:
+        if self.rpm is not None:
+            self.sent.append(time.monotonic())
 
 
 @dataclass(slots=True, frozen=True)
@@ -57,8 +75,10 @@ class KeySlot:
 
     def used(self, tokens: int) -> None:
         """An attempt on this key ended having used `tokens` (input and output)."""
-        self._use._roll(time.monotonic())
-        self._use.tokens += tokens
+        use = self._use
+        if use.tpm is not None and tokens > 0:
+            use.spent.append((time.monotonic(), tokens))
+            use.tokens += tokens
 
     def limited(self, retry_after: float | None) -> None:
         """The provider answered 429 for this key: pass it over until its quota is back."""
@@ -89,13 +109,13 @@ def choose(pool: KeyPool, circuit: str, breakers: Breakers, eligible: Callable[[
     why: set[str] = set()
     for key in pool.keys:
         use = state.uses.get(key.label)
-        if use is None:
-            use = state.uses[key.label] = _Use()
+        if use is None or (use.rpm, use.tpm) != (key.rpm, key.tpm):  # new, or its quota changed
+            use = state.uses[key.label] = _Use(key.rpm, key.tpm)
         if eligible is not None and not eligible(key):
             why.add("not covered by zero data retention")
         elif use.cool_until > now:
             why.add("cooling down after a 429")
-        elif use.full(key, now):
+        elif use.full(now):
             why.add("at its per-minute quota")
         elif not breakers.allows(f"{circuit}#{key.label}"):
             why.add("its circuit is open")
@@ -114,7 +134,7 @@ def choose(pool: KeyPool, circuit: str, breakers: Breakers, eligible: Callable[[
             total += key.weight
         key, use = max(ready, key=lambda ready_key: scores[ready_key[0].label])
         scores[key.label] -= total
-    use.requests += 1
+    use.request()
     return key, KeySlot(f"{circuit}#{key.label}", use)
 
 
