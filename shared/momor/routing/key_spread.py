@@ -10,7 +10,9 @@ A key is passed over while
   a quota is a ceiling per instance; the provider's 429 still cools the key down for every call);
 - it is cooling down after a 429 (for the provider's Retry-After, else the breaker's cool-down);
 - its own circuit is open. A pooled key's attempts count against `<provider>/<offering>#<label>`,
-  never the offering's circuit, so one exhausted or revoked key never slows the others.
+  never the offering's circuit, so one exhausted or revoked key never slows the others. Those
+  circuits are each process's own: shared health (routing/shared_health.py) is read for the
+  offerings' circuits only, so a pooled key adds no store read or write.
 
 When none is left the reason names why, and the attempt loop moves to the next candidate. The
 state is a dict read per call on the event loop (one thread), so it needs no lock. A provider with
