@@ -12,7 +12,9 @@ The item (attribute names as the GET route answers them):
                     status: ok|failed|cancelled|skipped, delivered, httpStatus, latencyMs, error,
                     usage, cost}]; `delivered`: some of its output reached the caller;
                     `hedged: true` (present only then): a cancelled attempt that lost a hedge race
-                    (routing/hedge.py), its cost what the provider may bill for its input
+                    (routing/hedge.py), its cost what the provider may bill for its input;
+                    `keyLabel` (present only then): the label of the saved key it was sent with,
+                    when its provider has several (routing/key_spread.py), never the key itself
     attemptsOmitted  how many attempts are left out of a very long list (ATTEMPTS_MAX), or absent
     served        {model, provider, tier, publisher} of the offering that delivered the answer (the
                   last one, after a rollover), even when the answer then failed; or null. A response-
@@ -133,6 +135,8 @@ class Attempt:
     """Some of its output reached the caller."""
     hedged: bool = False
     """Cancelled because another attempt, started beside it, showed output first (routing/hedge.py)."""
+    key_label: str | None = None
+    """Which of a provider's several saved keys it was sent with: the key's label, never its value."""
 
     def to_dict(self) -> dict[str, Any]:
         shape = {
@@ -150,6 +154,8 @@ class Attempt:
         }
         if self.hedged:  # only then: a record's size is paid for on every call
             shape["hedged"] = True
+        if self.key_label is not None:  # only for a provider with several saved keys, likewise
+            shape["keyLabel"] = self.key_label
         return shape
 
 
