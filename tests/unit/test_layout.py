@@ -273,6 +273,14 @@ def test_no_two_modules_import_each_other():
     assert not circles, "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
+def test_no_dialect_reaches_a_store_but_through_the_flow():
+    # Issue 40: the Responses route read and wrote stored responses itself; it goes through
+    # api/response_state.py now, as every other dialect goes through the flow.
+    direct = [f"{name} imports {m}" for name, imported in import_graph().items() if layer_of(name) == "dialects"
+              for m in imported if layer_of(m) == "store"]
+    assert not direct, "dialects importing the store:\n" + "\n".join(direct)
+
+
 def test_the_circle_scan_finds_a_circle():
     assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert import_circles({"a": {"b"}, "b": set()}) == []
