@@ -24,6 +24,7 @@ import pytest
 
 from momor.config import ENV_VARS, Config, env_var
 from momor.store import usage
+from tests.docs_text import section
 
 from . import aws_usage, rie
 
@@ -658,9 +659,7 @@ def test_console_files_reach_the_browser_as_they_are(name):
 
 
 def _deploy_section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## Deploying to AWS\n")
-    return text[start:text.index("\n## ", start + 1)]
+    return section("Deploying to AWS")
 
 
 def test_the_readme_deploy_steps_name_what_the_stack_and_the_repository_have():
@@ -689,9 +688,7 @@ def test_the_readme_deploy_steps_name_what_the_stack_and_the_repository_have():
 
 
 def _readme_section(title: str) -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index(f"{title}\n")
-    return text[start:text.index("\n#", start + len(title))]
+    return section(title.lstrip("# "))
 
 
 @pytest.mark.sam

@@ -18,6 +18,8 @@ import re
 import tokenize
 from pathlib import Path
 
+from tests.docs_text import documentation
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "shared" / "momor"
 SKIP = {".venv", ".sam-venv", "node_modules", ".git"}
@@ -296,7 +298,7 @@ def test_the_layer_scan_reads_relative_imports():
 
 
 def _recipes() -> str:
-    readme = (ROOT / "README.md").read_text()
+    readme = documentation()
     start = readme.index("Where to add:")
     return readme[start:readme.index("\n\n", start)]
 
