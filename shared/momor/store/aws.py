@@ -181,6 +181,24 @@ class LeanS3:
         raise AwsError(code, fields.get(b"Message", b"").decode(errors="replace"), status)
 
 
+def _json_answer(status: int, data: bytes, code_of: Any) -> dict[str, Any]:
+    """A JSON API's answer: the object on a 200, else an AwsError with the code `code_of(answer)` gives
+    and the answer's message (which names the resource and the reason, never a secret's value)."""
+    try:
+        answer = json.loads(data) if data else {}
+    except ValueError:
+        answer = {}
+    if status == 200 and isinstance(answer, dict):
+        return answer
+    answer = answer if isinstance(answer, dict) else {}
+    raise AwsError(code_of(answer), str(answer.get("message") or answer.get("Message") or ""), status)
+
+
+def _json_type(status: int) -> Any:
+    """JSON 1.1's error code: the answer's `__type`, less its namespace."""
+    return lambda answer: str(answer.get("__type", status)).rsplit("#", 1)[-1]
+
+
 class LeanSecretsManager:
     """GetSecretValue as boto3's client answers it: {"SecretString": ...} (or SecretBinary)."""
 
@@ -189,16 +207,7 @@ class LeanSecretsManager:
         headers = {"X-Amz-Target": "secretsmanager.GetSecretValue", "Content-Type": "application/x-amz-json-1.1"}
         status, _, body = _signed("secretsmanager", "POST", url, headers, json.dumps({"SecretId": SecretId}).encode(),
                                   timeout=20.0)
-        try:
-            answer = json.loads(body) if body else {}
-        except ValueError:
-            answer = {}
-        if status == 200 and isinstance(answer, dict):
-            return answer
-        # The error's type and message name the secret and the reason, never its value.
-        answer = answer if isinstance(answer, dict) else {}
-        code = str(answer.get("__type", status)).rsplit("#", 1)[-1]
-        raise AwsError(code, str(answer.get("message") or answer.get("Message") or ""), status)
+        return _json_answer(status, body, _json_type(status))
 
 
 class LeanComprehend:
@@ -211,15 +220,7 @@ class LeanComprehend:
                    "Content-Type": "application/x-amz-json-1.1"}
         body = json.dumps({"Text": Text, "LanguageCode": LanguageCode}).encode()
         status, _, data = _signed("comprehend", "POST", url, headers, body, timeout=5.0)
-        try:
-            answer = json.loads(data) if data else {}
-        except ValueError:
-            answer = {}
-        if status == 200 and isinstance(answer, dict):
-            return answer
-        answer = answer if isinstance(answer, dict) else {}
-        code = str(answer.get("__type", status)).rsplit("#", 1)[-1]
-        raise AwsError(code, str(answer.get("message") or answer.get("Message") or ""), status)
+        return _json_answer(status, data, _json_type(status))
 
 
 class LeanBedrockRuntime:
@@ -234,15 +235,8 @@ class LeanBedrockRuntime:
         body = json.dumps({"source": source, "content": content}).encode()
         status, got, data = _signed("bedrock-runtime", "POST", base + path, {"Content-Type": "application/json"},
                                     body, timeout=5.0)
-        try:
-            answer = json.loads(data) if data else {}
-        except ValueError:
-            answer = {}
-        if status == 200 and isinstance(answer, dict):
-            return answer
-        answer = answer if isinstance(answer, dict) else {}
-        code = got.get("x-amzn-errortype", str(status)).split(":", 1)[0]
-        raise AwsError(code, str(answer.get("message") or answer.get("Message") or ""), status)
+        # REST-JSON names its error in a header, `Code:` and where it came from.
+        return _json_answer(status, data, lambda _: got.get("x-amzn-errortype", str(status)).split(":", 1)[0])
 
 
 _LEAN = {"s3": LeanS3, "secretsmanager": LeanSecretsManager, "comprehend": LeanComprehend,
