@@ -15,6 +15,8 @@ import json
 import re
 from typing import Any
 
+from tests.fakes.transport import read_body
+
 GUARDRAIL = "gr7fake01"
 VERSIONS = ("1", "DRAFT")
 _PATH = re.compile(r"/guardrail/([^/]+)/version/([^/]+)/apply")
@@ -32,12 +34,7 @@ class FakeBedrockGuardrail:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         status, answer, kind = self._answer(scope["method"], scope["path"], headers, body)
         out = [(b"content-type", b"application/json")]

@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any
 
+from tests.fakes.transport import read_body
+
 TARGET = "Comprehend_20171127.DetectPiiEntities"
 CONTENT_TYPE = "application/x-amz-json-1.1"
 MAX_TEXT_BYTES = 100_000
@@ -32,12 +34,7 @@ class FakeComprehend:
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         status, answer = self._answer(scope["method"], scope["path"], headers, body)
         payload = json.dumps(answer).encode()
