@@ -2,6 +2,7 @@
 
     python -m infra.organization create NAME [--id ID] [--zdr] [--max-age P1Y] [--deprecated | --no-deprecated]
                                  [--daily-usd N] [--monthly-usd N] [--members-create-keys]
+                                 [--allow-model SELECTOR ...] [--allow-provider NAME ...]
     python -m infra.organization add-member ORG_ID (--sub SUB | --username NAME --user-pool POOL_ID)
                                  [--role admin|member] [--email EMAIL] [--keep-keys]
     python -m infra.organization remove-member ORG_ID (--sub SUB | --username NAME --user-pool POOL_ID)
@@ -63,6 +64,10 @@ def main(argv: list[str] | None = None) -> None:
     create.add_argument("--daily-usd", type=_usd, default=None, metavar="N", help="spend limit per UTC day")
     create.add_argument("--monthly-usd", type=_usd, default=None, metavar="N", help="spend limit per UTC month")
     create.add_argument("--members-create-keys", action="store_true", help="members may create their own keys")
+    create.add_argument("--allow-model", action="append", metavar="SELECTOR",
+                        help="a model selector every call of it may reach (repeat; default: every model)")
+    create.add_argument("--allow-provider", action="append", metavar="NAME",
+                        help="a provider every call of it may reach (repeat; default: every provider)")
     member = commands.add_parser("add-member", help="put a person in an organization (out of any other)")
     remove = commands.add_parser("remove-member", help="take a person out of an organization")
     for command in (member, remove):
@@ -80,7 +85,9 @@ def main(argv: list[str] | None = None) -> None:
         defaults = organizations.Defaults(deprecated=args.deprecated, max_age=args.max_age, zdr=args.zdr)
         made = organizations.create(args.name, org_id=args.id, defaults=defaults,
                                     budget_daily=args.daily_usd, budget_monthly=args.monthly_usd,
-                                    members_create_keys=args.members_create_keys)
+                                    members_create_keys=args.members_create_keys,
+                                    allow_models=tuple(args.allow_model) if args.allow_model else None,
+                                    allow_providers=tuple(args.allow_provider) if args.allow_provider else None)
         print(f"organization {made.name!r}", file=sys.stderr)
         print(made.id)
         return

@@ -28,6 +28,7 @@ from starlette.requests import Request
 from ..config import get_config
 from ..door_http import headers_of
 from ..errors import RequestError
+from ..routing.selectors import Allowed, allowed
 from ..store import apikeys, organizations
 from ..store.organizations import Defaults, Organization
 from . import cognito
@@ -60,6 +61,8 @@ class Caller:
     """The API key's own spend limits (budgets.py); the organization's are on `org`."""
     key_hash: str | None = field(default=None, repr=False)
     """The key item's partition key (where the rate limiter reads its rateLimit); None for a session."""
+    allow: tuple[Allowed, ...] = ()
+    """The key's and the organization's allow-lists (issue 38), as the planner's `allow` rule reads them."""
 
     @property
     def defaults(self) -> Defaults:
@@ -106,7 +109,8 @@ async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:
     if kept is not None and kept[0] is key and kept[1] is org and kept[2] == key_hash:
         return kept[3]
     caller = Caller(id=key.id, name=key.name, kind="key", org=org, role=key.role, person=key.owner,
-                    zdr=key.zdr, budget_daily=key.budget_daily, budget_monthly=key.budget_monthly, key_hash=key_hash)
+                    zdr=key.zdr, budget_daily=key.budget_daily, budget_monthly=key.budget_monthly, key_hash=key_hash,
+                    allow=_allow(allowed("your API key", key.allow_models, key.allow_providers), org))
     if len(_callers) >= _CALLERS_KEPT:
         _callers.clear()
     _callers[id(key)] = (key, org, key_hash, caller)
@@ -127,7 +131,14 @@ async def _session(token: str) -> Caller:
     operator = get_config().cognito_operator_group in session.groups
     return Caller(id=PERSON_PREFIX + session.sub, name=member.email or session.username, kind="session", org=org,
                   role="operator" if operator else member.role, person=session.sub,
-                  email=member.email or (session.username if "@" in session.username else None))
+                  email=member.email or (session.username if "@" in session.username else None),
+                  allow=_allow(None, org))
+
+
+def _allow(key: Allowed | None, org: Organization) -> tuple[Allowed, ...]:
+    """The allow-lists that bind a caller: its key's, and its organization's (each must pass)."""
+    mine = allowed("your organization", org.allow_models, org.allow_providers)
+    return tuple(a for a in (key, mine) if a is not None)
 
 
 async def _organization(org_id: str) -> Organization:

@@ -18,6 +18,7 @@ limited, planned and recorded the same way.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -280,6 +281,9 @@ async def _prepare(
     recorder.streaming = routed.call.stream
     # The organization's defaults fill what the call left out, where its own provider fields apply.
     routed.prio = with_org_defaults(routed.prio, caller.defaults, routed.prio_where)
+    allow = getattr(caller, "allow", ())
+    if allow:  # the key's and organization's allow-lists: the planner's `allow` rule (routing/plan.py)
+        routed.prio = dataclasses.replace(routed.prio, allow=allow)
     check_provider_names(catalog, routed.prio, routed.prio_where)
     complete = getattr(door, "complete", None)
     if complete is not None:  # before the plan: it plans (once) what will be sent (Completes)

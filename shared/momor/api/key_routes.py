@@ -6,13 +6,20 @@ documents `{"status", "detail"}`.
     GET /me            {"id", "name", "email", "role", "managesKeys", "organization": {"id", "name",
                        "defaults": {"deprecated", "maxAge", "zdr"}, "membersCreateKeys"}}
     GET /keys          {"data": [key, ...]}: an admin's (or operator's) organization's keys; a member's own
-    POST /keys         {"name", "limits"?: {...}} -> 201, the key plus "key": the secret, shown this once
-    PATCH /keys/{id}   {"name"?, "limits"?: {...}} -> the key
+    POST /keys         {"name", "limits"?: {...}, "allow"?: {...}} -> 201, the key plus "key": the secret,
+                       shown this once
+    PATCH /keys/{id}   {"name"?, "limits"?: {...}, "allow"?: {...}} -> the key
     DELETE /keys/{id}  revokes it (disabled, never deleted: its records keep naming it) ->
                        {"id", "revoked": true}; refused everywhere within MOMOR_API_KEY_CACHE_S
 
     key = {"id", "name", "owner", "role", "created", "disabled", "limits": {"rateLimitPerMinute",
-           "budgetDailyUsd", "budgetMonthlyUsd", "zdr"}, "adminLimits": {...}, "spend": {"todayUsd", "monthUsd"}}
+           "budgetDailyUsd", "budgetMonthlyUsd", "zdr"}, "adminLimits": {...}, "allow": {"models", "providers"},
+           "adminAllow": {...}, "spend": {"todayUsd", "monthUsd"}}
+
+`allow.models` (model selectors: a name, `publisher/name`, `publisher/*`, `tier/X`) and
+`allow.providers` (provider names; a root stands for its regions) are what the key may reach: the
+planner's `allow` rule leaves the rest out, and a call left with nothing is a 403 in its dialect
+(issue 38). Each entry must name something the catalog has (a 400 naming it); null: no list.
 
 Who manages keys, decided here and nowhere else (issue 33):
 - a signed-in person (a Cognito session), or an API key whose role is admin or operator; an API key
@@ -46,6 +53,7 @@ from starlette.routing import Route
 from ..door_http import json_response, parse_json_object, read_body
 from ..errors import RequestError
 from ..logs import logger
+from ..routing.allow_check import check_allow
 from ..store import key_admin, key_limits, spend_history
 from ..store.budgets import Period
 from .auth import Caller
@@ -86,6 +94,7 @@ async def key_json(key: key_admin.KeyInfo) -> dict[str, Any]:
     return {"id": key.id, "name": key.name, "owner": key.owner, "role": key.role, "created": key.created,
             "disabled": key.disabled, "limits": key_limits.shown(key.limits),
             "adminLimits": key_limits.admin_limits(key.set_by),
+            "allow": key_limits.shown(key.limits, "allow"), "adminAllow": key_limits.admin_limits(key.set_by, "allow"),
             "spend": {"todayUsd": _usd(today), "monthUsd": _usd(month)}}
 
 
@@ -139,12 +148,23 @@ async def _body(request: Request, allowed: set[str]) -> dict[str, Any]:
     return body
 
 
-async def _create(request: Request, caller: Caller) -> Response:
+FIELDS = {"name", *key_limits.GROUPS}
+
+
+async def _limits(body: dict[str, Any], caller: Caller, backend: Backend) -> key_limits.Values:
+    """The body's limits and allow-lists, read (400s naming the field) and checked against the catalog."""
+    limits = key_limits.parse_body(body, caller.role)
+    if "allow.models" in limits or "allow.providers" in limits:
+        check_allow(limits, await backend.catalog())
+    return limits
+
+
+async def _create(request: Request, caller: Caller, backend: Backend) -> Response:
     _may_manage(caller)
-    body = await _body(request, {"name", "limits"})
+    body = await _body(request, FIELDS)
     name = _name(body, required=True)
     assert name is not None
-    limits = key_limits.parse(body.get("limits"), caller.role)
+    limits = await _limits(body, caller, backend)
     key_limits.check(limits, {}, caller.role)
     plaintext, info = await key_admin.create(
         caller.org.id, name, owner=caller.person or caller.name, limits=limits,
@@ -152,13 +172,13 @@ async def _create(request: Request, caller: Caller) -> Response:
     return json_response({**await key_json(info), "key": plaintext}, 201)
 
 
-async def _change(request: Request, caller: Caller) -> Response:
+async def _change(request: Request, caller: Caller, backend: Backend) -> Response:
     _may_manage(caller)
     key = await _one(caller, request.path_params["key_id"])
     _may_touch(caller, key)
-    body = await _body(request, {"name", "limits"})
+    body = await _body(request, FIELDS)
     name = _name(body, required=False)
-    limits = key_limits.parse(body.get("limits"), caller.role)
+    limits = await _limits(body, caller, backend)
     for _ in range(_RECHECKS):
         current = await key_admin.read(key.key_hash)
         if current is None:
@@ -196,10 +216,13 @@ def routes(backend: Backend) -> list[Route]:
     def route(handler: Handler) -> Any:
         return problem_route(backend, handler, "key management failed")
 
+    def with_backend(handler: Any) -> Handler:
+        return lambda request, caller: handler(request, caller, backend)
+
     return [
         Route("/me", route(_me), methods=["GET"]),
         Route("/keys", route(_list), methods=["GET"]),
-        Route("/keys", route(_create), methods=["POST"]),
-        Route("/keys/{key_id}", route(_change), methods=["PATCH"]),
+        Route("/keys", route(with_backend(_create)), methods=["POST"]),
+        Route("/keys/{key_id}", route(with_backend(_change)), methods=["PATCH"]),
         Route("/keys/{key_id}", route(_revoke), methods=["DELETE"]),
     ]

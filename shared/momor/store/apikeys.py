@@ -32,7 +32,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..config import get_config
-from . import aws, dynamo, organizations
+from . import aws, dynamo, key_limits, organizations
 from .organizations import DEFAULT_ORG
 
 _CACHE_MAX = 4096
@@ -57,6 +57,9 @@ class Caller:
     """member | admin | operator (module docstring)."""
     owner: str | None = None
     """Who answers for the key: a person id when made in the console, any text when made by the script."""
+    allow_models: tuple[str, ...] | None = None
+    allow_providers: tuple[str, ...] | None = None
+    """The key's allow-lists as stored (`allowModels`, `allowProviders`: key_limits.py); None: no list."""
 
 
 def key_hash(key: str) -> str:
@@ -165,6 +168,8 @@ def from_item(item: dict[str, Any]) -> Caller:
         org=item.get("org", {}).get("S") or DEFAULT_ORG,
         role=role if role in ROLES else "member",
         owner=item.get("owner", {}).get("S"),
+        allow_models=key_limits.FIELDS["allow.models"].decode(item.get("allowModels")),
+        allow_providers=key_limits.FIELDS["allow.providers"].decode(item.get("allowProviders")),
     )
 
 

@@ -78,6 +78,10 @@ class Organization:
     """person id -> when they joined (records' `created` form); none for people added before it was kept."""
     former: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     """person id -> (joined, left) of each time they were a member and left ("" joined: before it was kept)."""
+    allow_models: tuple[str, ...] | None = None
+    allow_providers: tuple[str, ...] | None = None
+    """What every call of the organization may reach (`allowModels`, `allowProviders`: lists of model
+    selectors and provider names, set by an operator with infra/organization.py); None: no list."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +160,15 @@ def from_item(item: dict[str, Any]) -> Organization:
         former={person: tuple(tuple(span["S"].split("/", 1)) for span in spans.get("L", [])
                               if "/" in span.get("S", ""))
                 for person, spans in item.get(FORMER, {}).get("M", {}).items()},
+        allow_models=_list(item, "allowModels"),
+        allow_providers=_list(item, "allowProviders"),
     )
+
+
+def _list(item: dict[str, Any], name: str) -> tuple[str, ...] | None:
+    """A stored allow-list; an entry that is not text names nothing (key_limits reads a key's the same way)."""
+    value = item.get(name)
+    return None if not value or "L" not in value else tuple(v.get("S", "\x00") for v in value["L"])
 
 
 _reading: dict[str, asyncio.Future[Organization | None]] = {}
@@ -213,7 +225,8 @@ async def membership(person_id: str) -> Membership:
 
 def create(name: str, *, org_id: str | None = None, defaults: Defaults = Defaults(),
            budget_daily: Decimal | None = None, budget_monthly: Decimal | None = None,
-           members_create_keys: bool = False) -> Organization:
+           members_create_keys: bool = False, allow_models: tuple[str, ...] | None = None,
+           allow_providers: tuple[str, ...] | None = None) -> Organization:
     """Write a new organization (its id made here unless given); an existing id is left as it is."""
     org_id = org_id or "o" + secrets.token_hex(6)
     item: dict[str, Any] = {"keyHash": {"S": org_key(org_id)}, "name": {"S": name}, "members": {"M": {}},
@@ -225,6 +238,9 @@ def create(name: str, *, org_id: str | None = None, defaults: Defaults = Default
     for attribute, usd in (("budgetDailyUsd", budget_daily), ("budgetMonthlyUsd", budget_monthly)):
         if usd is not None:
             item[attribute] = {"N": format(usd, "f")}
+    for attribute, entries in (("allowModels", allow_models), ("allowProviders", allow_providers)):
+        if entries is not None:
+            item[attribute] = {"L": [{"S": e} for e in entries]}
     client = aws.client("dynamodb")
     with contextlib.suppress(client.exceptions.ConditionalCheckFailedException):  # it exists: left as it is
         client.put_item(TableName=get_config().need("api_keys_table"), Item=item,

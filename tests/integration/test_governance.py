@@ -1,0 +1,147 @@
+"""Governance (issue 38), over HTTP against the running app: what a key or an organization may reach
+(allow-lists, applied by the planner as its `allow` rule: skipped where another selector may serve, a
+403 in the dialect's own shape where nothing is left, never a silent fallback), set over the key API
+with the rule every limit follows (a member may narrow what an admin set, never widen or remove it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx2
+import pytest
+
+from momor.store import apikeys, organizations
+from tests.integration.test_tenant_keys import api, bearer, item_of, made, refused
+
+NATIVE = {"systemPrompt": "Be brief.", "messages": [{"type": "user", "value": "Hello"}]}
+OPENAI = {"messages": [{"role": "user", "content": "Hello"}]}
+ANTHROPIC = {"max_tokens": 64, "messages": [{"role": "user", "content": "Hello"}]}
+EXPLAIN = {"X-Momor-Explain": "1"}
+
+
+@pytest.fixture
+def admin_org(cognito: Any) -> Any:
+    """An organization whose members create keys, with its admin and a member signed in."""
+    org_id = cognito.organization("Governed", members_create_keys=True)
+
+    class Org:
+        id = org_id
+        admin = cognito.person(org_id, "admin")
+        member = cognito.person(org_id, "member")
+
+    return Org
+
+
+def call(momor: Any, key: str, dialect: str, model: Any, **headers: str) -> httpx2.Response:
+    """One call of `model` in the dialect: native /models, OpenAI /v1/chat/completions, Anthropic /v1/messages."""
+    path, body = {"native": ("/models", NATIVE), "openai": ("/v1/chat/completions", OPENAI),
+                  "anthropic": ("/v1/messages", ANTHROPIC)}[dialect]
+    field = "models" if isinstance(model, list) else "model"
+    return httpx2.post(momor.url + path, json={**body, field: model}, headers=bearer(key) | headers, timeout=30)
+
+
+def forbidden(answer: httpx2.Response, dialect: str, *words: str) -> None:
+    """A 403 in the dialect's own error shape, saying what the allow-list lists."""
+    assert answer.status_code == 403, answer.text
+    body = answer.json()
+    if dialect == "native":
+        assert answer.headers["content-type"].startswith("application/problem+json")
+        detail = body["detail"]
+    elif dialect == "openai":
+        detail = body["error"]["message"]
+        assert body["error"]["code"] == "forbidden", body
+    else:
+        assert body["type"] == "error" and body["error"]["type"] == "permission_error", body
+        detail = body["error"]["message"]
+    for word in words:
+        assert word in detail, detail
+
+
+def test_a_key_reaches_only_the_models_its_allow_list_names_in_every_dialect(momor, fake, admin_org):
+    admin = admin_org.admin.access_token
+    key = made(api(momor, admin, "POST", body={"name": "cheap only", "allow": {"models": ["openai/*"]}}))
+    assert key["allow"] == {"models": ["openai/*"], "providers": None}
+    assert key["adminAllow"] == {"models": ["openai/*"]}
+    assert item_of(key["id"])["allowModels"] == {"L": [{"S": "openai/*"}]}
+    for dialect in ("native", "openai", "anthropic"):
+        forbidden(call(momor, key["key"], dialect, "claude-sonnet-4-5"), dialect, "allow.models", "openai/*")
+        served = call(momor, key["key"], dialect, "gpt-5-mini")
+        assert served.status_code == 200, served.text
+    assert {r.label for r in fake.requests()} == {"openai"}  # no refused call reached a provider
+    refusal = call(momor, key["key"], "native", "claude-sonnet-4-5")
+    record = momor.get(f"/generations/{refusal.headers['x-momor-request-id']}", api_key=key["key"]).json()
+    assert (record["outcome"], record["status"], record["attempts"]) == ("failed", 403, [])
+
+
+def test_the_planner_skips_what_the_key_may_not_use_and_explains_why(momor, fake, admin_org):
+    admin = admin_org.admin.access_token
+    key = made(api(momor, admin, "POST", body={"name": "mini", "allow": {"models": ["gpt-5-mini"]}}))["key"]
+    for dialect in ("native", "openai", "anthropic"):
+        explained = call(momor, key, dialect, ["claude-sonnet-4-5", "gpt-5-mini"], **EXPLAIN)
+        assert explained.status_code == 200, explained.text
+        body = explained.json()
+        assert [c["model"] for c in body["candidates"]] == ["gpt-5-mini"]
+        left = {o["model"]: o for o in body["leftOut"] if o["rule"] == "allow"}
+        assert "your API key's allow.models" in left["claude-sonnet-4-5"]["why"]
+        served = call(momor, key, dialect, ["claude-sonnet-4-5", "gpt-5-mini"])
+        assert served.status_code == 200, served.text
+    assert {r.label for r in fake.requests()} == {"openai"}
+    refused_plan = call(momor, key, "native", "claude-sonnet-4-5", **EXPLAIN).json()["refused"]
+    assert refused_plan["status"] == 403 and "allow.models" in refused_plan["detail"]
+
+
+def test_a_provider_allow_list_keeps_auto_routing_on_those_providers(momor, fake, admin_org):
+    admin = admin_org.admin.access_token
+    key = made(api(momor, admin, "POST", body={"name": "deepinfra", "allow": {"providers": ["deepinfra"]}}))["key"]
+    explained = call(momor, key, "native", "tier/low", **EXPLAIN).json()
+    assert explained["candidates"] and {c["provider"] for c in explained["candidates"]} == {"deepinfra"}
+    for dialect in ("native", "openai"):
+        assert call(momor, key, dialect, "tier/low").status_code == 200
+    forbidden(call(momor, key, "anthropic", "claude-sonnet-4-5"), "anthropic", "allow.providers", "deepinfra")
+    assert {r.label for r in fake.requests()} == {"deepinfra"}
+
+
+def test_an_organizations_allow_list_binds_every_key_of_it(momor, fake):
+    org = organizations.create("Only Anthropic", allow_providers=("anthropic",))
+    plaintext, _ = apikeys.create_api_key("org key", org=org.id, owner="script")
+    forbidden(call(momor, plaintext, "openai", "gpt-5-mini"), "openai", "your organization's allow.providers")
+    assert call(momor, plaintext, "anthropic", "claude-sonnet-4-5").status_code == 200
+    assert {r.label for r in fake.requests()} == {"anthropic"}
+
+
+def test_a_member_may_narrow_an_allow_list_an_admin_set_never_widen_or_remove_it(momor, admin_org):
+    member, admin = admin_org.member.access_token, admin_org.admin.access_token
+    key = made(api(momor, member, "POST", body={"name": "mine"}))
+    path = f"/{key['id']}"
+    set_ = api(momor, admin, "PATCH", path, {"allow": {"models": ["openai/*", "claude-sonnet-4-5"],
+                                                       "providers": ["openai", "anthropic"]}})
+    assert set_.status_code == 200, set_.text
+    for allow in ({"models": None}, {"models": ["openai/*", "mistral-small"]}, {"models": ["*"]},
+                  {"providers": ["openai", "mistral"]}, {"providers": None}):
+        (name,) = allow
+        refused(api(momor, member, "PATCH", path, {"allow": allow}), 403, f"allow.{name}", "an admin set it")
+    narrowed = api(momor, member, "PATCH", path, {"allow": {"models": ["openai/gpt-5-mini"], "providers": ["openai"]}})
+    assert narrowed.status_code == 200, narrowed.text
+    assert narrowed.json()["allow"] == {"models": ["openai/gpt-5-mini"], "providers": ["openai"]}
+    assert narrowed.json()["adminAllow"] == {"models": ["openai/*", "claude-sonnet-4-5"],
+                                             "providers": ["openai", "anthropic"]}
+    # Back up to what the admin listed is fine; past it is not.
+    assert api(momor, member, "PATCH", path, {"allow": {"models": ["claude-sonnet-4-5"]}}).status_code == 200
+    assert item_of(key["id"])["allowModels"] == {"L": [{"S": "claude-sonnet-4-5"}]}
+
+
+@pytest.mark.parametrize(("allow", "param"), [
+    ({"models": ["no-such-model"]}, "allow.models[0]"),
+    ({"models": ["gpt-5-mini", "nobody/*"]}, "allow.models[1]"),
+    ({"models": ["tier/enormous"]}, "allow.models[0]"),
+    ({"models": []}, "allow.models"),
+    ({"models": "gpt-5-mini"}, "allow.models"),
+    ({"models": [3]}, "allow.models"),
+    ({"providers": ["nowhere"]}, "allow.providers[0]"),
+    ({"colours": ["red"]}, "allow.colours"),
+])
+def test_a_bad_allow_list_is_a_400_naming_the_field_and_makes_no_key(momor, admin_org, allow, param):
+    admin = admin_org.admin.access_token
+    answer = api(momor, admin, "POST", body={"name": "bad", "allow": allow})
+    refused(answer, 400, param)
+    assert api(momor, admin, "GET").json()["data"] == []
