@@ -5,6 +5,8 @@ with the rule every limit follows (a member may narrow what an admin set, never 
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from typing import Any
 
 import httpx2
@@ -145,3 +147,87 @@ def test_a_bad_allow_list_is_a_400_naming_the_field_and_makes_no_key(momor, admi
     answer = api(momor, admin, "POST", body={"name": "bad", "allow": allow})
     refused(answer, 400, param)
     assert api(momor, admin, "GET").json()["data"] == []
+
+
+# --- keys that end ----------------------------------------------------------------------------------
+
+
+def _at(seconds: float) -> str:
+    return (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=seconds)).isoformat()
+
+
+def _unauthorized(answer: httpx2.Response, *words: str) -> None:
+    assert answer.status_code == 401, answer.text
+    for word in words:
+        assert word in answer.text, answer.text
+
+
+def test_a_key_past_its_expiry_is_refused_with_a_401_that_says_it_expired(momor, fake, admin_org):
+    admin = admin_org.admin.access_token
+    key = made(api(momor, admin, "POST", body={"name": "friday", "expiresAt": _at(2)}))
+    assert key["expired"] is False and key["expiresAt"].endswith("Z")
+    assert call(momor, key["key"], "openai", "gpt-5-mini").status_code == 200
+    time.sleep(max(0.0, dt.datetime.fromisoformat(key["expiresAt"]).timestamp() - time.time()) + 0.2)
+    for dialect in ("native", "openai", "anthropic"):
+        _unauthorized(call(momor, key["key"], dialect, "gpt-5-mini"), "expired at", key["expiresAt"])
+    listed = next(k for k in api(momor, admin, "GET").json()["data"] if k["id"] == key["id"])
+    assert listed["expired"] is True
+    assert len(fake.requests()) == 1
+
+
+@pytest.mark.parametrize("expires", ["2020-01-01T00:00:00Z", "next friday", "2999-01-01T00:00:00", 1767225600])
+def test_an_expiry_in_the_past_or_without_an_offset_is_a_400_naming_it(momor, admin_org, expires):
+    admin = admin_org.admin.access_token
+    refused(api(momor, admin, "POST", body={"name": "bad", "expiresAt": expires}), 400, "expiresAt")
+    assert api(momor, admin, "GET").json()["data"] == []
+
+
+def test_a_member_may_move_an_admins_expiry_earlier_never_later_or_away(momor, admin_org):
+    member, admin = admin_org.member.access_token, admin_org.admin.access_token
+    key = made(api(momor, member, "POST", body={"name": "mine"}))
+    path = f"/{key['id']}"
+    day = api(momor, admin, "PATCH", path, {"expiresAt": _at(86400)})
+    assert day.status_code == 200 and day.json()["adminExpiresAt"] == day.json()["expiresAt"], day.text
+    for later in (_at(2 * 86400), None):
+        refused(api(momor, member, "PATCH", path, {"expiresAt": later}), 403, "expiresAt", "an admin set it")
+    sooner = api(momor, member, "PATCH", path, {"expiresAt": _at(3600)})
+    assert sooner.status_code == 200 and sooner.json()["expiresAt"] < day.json()["expiresAt"], sooner.text
+
+
+def test_a_rotated_key_has_a_new_secret_and_its_old_one_works_for_the_grace_period(momor, fake, admin_org):
+    admin = admin_org.admin.access_token
+    key = made(api(momor, admin, "POST", body={"name": "ci", "limits": {"budgetDailyUsd": 5}}))
+    rotated = api(momor, admin, "POST", f"/{key['id']}/rotate", {"graceSeconds": 2})
+    assert rotated.status_code == 200, rotated.text
+    new = rotated.json()
+    assert new["id"] == key["id"] and new["key"] != key["key"] and new["limits"]["budgetDailyUsd"] == 5
+    listed = api(momor, admin, "GET").json()["data"]
+    assert [k["id"] for k in listed] == [key["id"]] and "key" not in listed[0]  # one key, its secret never shown
+    for secret in (key["key"], new["key"]):
+        answer = call(momor, secret, "openai", "gpt-5-mini")
+        assert answer.status_code == 200, answer.text
+        assert momor.get(f"/generations/{answer.headers['x-momor-request-id']}",
+                         api_key=secret).json()["callerId"] == key["id"]  # both are the same key
+    time.sleep(max(0.0, dt.datetime.fromisoformat(new["previousExpiresAt"]).timestamp() - time.time()) + 0.2)
+    for dialect in ("native", "openai", "anthropic"):
+        _unauthorized(call(momor, key["key"], dialect, "gpt-5-mini"), "rotated", "new secret")
+    assert call(momor, new["key"], "anthropic", "gpt-5-mini").status_code == 200
+
+
+def test_revoking_a_rotated_key_ends_its_old_secret_too(momor, admin_org):
+    admin = admin_org.admin.access_token
+    key = made(api(momor, admin, "POST", body={"name": "ci"}))
+    new = api(momor, admin, "POST", f"/{key['id']}/rotate", {"graceSeconds": 3600}).json()
+    assert call(momor, key["key"], "native", "gpt-5-mini").status_code == 200
+    assert api(momor, admin, "DELETE", f"/{key['id']}").json() == {"id": key["id"], "revoked": True}
+    for secret in (key["key"], new["key"]):
+        _unauthorized(call(momor, secret, "native", "gpt-5-mini"))
+    refused(api(momor, admin, "POST", f"/{key['id']}/rotate", {}), 409, "revoked")
+
+
+@pytest.mark.parametrize("grace", [-1, "60", 1.5, True, 10**9])
+def test_a_bad_grace_period_is_a_400_naming_it_and_rotates_nothing(momor, admin_org, grace):
+    admin = admin_org.admin.access_token
+    key = made(api(momor, admin, "POST", body={"name": "ci"}))
+    refused(api(momor, admin, "POST", f"/{key['id']}/rotate", {"graceSeconds": grace}), 400, "graceSeconds")
+    assert call(momor, key["key"], "native", "gpt-5-mini").status_code == 200

@@ -19,6 +19,7 @@ A credential is never logged, recorded or put in an error: the 401 says what fai
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal
@@ -97,7 +98,17 @@ async def authenticate(request: Request) -> Caller:
     key = await apikeys.authenticate(presented, digest=digest)
     if key is None:
         raise Unauthorized("A valid Momor API key is required.")
+    if key.expires is not None and time.time() >= key.expires.timestamp():
+        raise Unauthorized(_expired(key))
     return await key_caller(key, digest)
+
+
+def _expired(key: apikeys.Caller) -> str:
+    at = key.expires.isoformat().replace("+00:00", "Z") if key.expires else ""
+    if key.rotated:
+        return (f"This API key was rotated: its old secret stopped working at {at}, when its grace period "
+                "ended. Use the key's new secret.")
+    return f"This API key expired at {at}. Ask for a new key, or for this one's expiresAt to be moved."
 
 
 async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:

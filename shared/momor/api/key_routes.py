@@ -9,12 +9,18 @@ documents `{"status", "detail"}`.
     POST /keys         {"name", "limits"?: {...}, "allow"?: {...}} -> 201, the key plus "key": the secret,
                        shown this once
     PATCH /keys/{id}   {"name"?, "limits"?: {...}, "allow"?: {...}} -> the key
+    POST /keys/{id}/rotate {"graceSeconds"?: 0} -> the key plus "key": its new secret, shown this once,
+                       and "previousExpiresAt": when the old secret stops (401 from then on)
     DELETE /keys/{id}  revokes it (disabled, never deleted: its records keep naming it) ->
                        {"id", "revoked": true}; refused everywhere within MOMOR_API_KEY_CACHE_S
 
     key = {"id", "name", "owner", "role", "created", "disabled", "limits": {"rateLimitPerMinute",
            "budgetDailyUsd", "budgetMonthlyUsd", "zdr"}, "adminLimits": {...}, "allow": {"models", "providers"},
-           "adminAllow": {...}, "spend": {"todayUsd", "monthUsd"}}
+           "adminAllow": {...}, "expiresAt", "expired", "adminExpiresAt", "spend": {"todayUsd", "monthUsd"}}
+
+`expiresAt` (ISO 8601 with its offset, in the future; null: never) is when the key stops working:
+a call with it after that is a 401 saying it expired. It is held like every limit: a member may move
+an admin's expiry earlier, never later or away.
 
 `allow.models` (model selectors: a name, `publisher/name`, `publisher/*`, `tier/X`) and
 `allow.providers` (provider names; a root stands for its regions) are what the key may reach: the
@@ -95,7 +101,14 @@ async def key_json(key: key_admin.KeyInfo) -> dict[str, Any]:
             "disabled": key.disabled, "limits": key_limits.shown(key.limits),
             "adminLimits": key_limits.admin_limits(key.set_by),
             "allow": key_limits.shown(key.limits, "allow"), "adminAllow": key_limits.admin_limits(key.set_by, "allow"),
+            **key_limits.shown(key.limits, ""), "expired": _expired(key),
+            "adminExpiresAt": key_limits.admin_limits(key.set_by, "").get("expiresAt"),
             "spend": {"todayUsd": _usd(today), "monthUsd": _usd(month)}}
+
+
+def _expired(key: key_admin.KeyInfo) -> bool:
+    expires = key.limits.get("expiresAt")
+    return expires is not None and expires <= dt.datetime.now(dt.UTC)
 
 
 def _may_list(caller: Caller) -> None:
@@ -148,7 +161,7 @@ async def _body(request: Request, allowed: set[str]) -> dict[str, Any]:
     return body
 
 
-FIELDS = {"name", *key_limits.GROUPS}
+FIELDS = {"name", *key_limits.GROUPS, *key_limits.TOP}
 
 
 async def _limits(body: dict[str, Any], caller: Caller, backend: Backend) -> key_limits.Values:
@@ -202,6 +215,26 @@ async def _revoke(request: Request, caller: Caller) -> Response:
     return json_response({"id": key.id, "revoked": True})
 
 
+async def _rotate(request: Request, caller: Caller) -> Response:
+    _may_manage(caller)
+    key = await _one(caller, request.path_params["key_id"])
+    _may_touch(caller, key)
+    body = await _body(request, {"graceSeconds"}) if await request.body() else {}
+    grace = body.get("graceSeconds", 0)
+    if isinstance(grace, bool) or not isinstance(grace, int) or not 0 <= grace <= key_admin.GRACE_MAX:
+        raise RequestError(f"graceSeconds must be a whole number of seconds from 0 to {key_admin.GRACE_MAX:,} "
+                           "(how long the old secret keeps working).", param="graceSeconds")
+    if key.disabled:
+        raise RequestError("This key is revoked: a revoked key gets no new secret.", status=409)
+    try:
+        plaintext, info, until = await key_admin.rotate(key, grace)
+    except key_admin.Changed:
+        raise RequestError("The key was being rotated or revoked at the same moment; list it again.",
+                           status=409) from None
+    return json_response({**await key_json(info), "key": plaintext,
+                          "previousExpiresAt": until.isoformat().replace("+00:00", "Z")})
+
+
 async def _list(request: Request, caller: Caller) -> Response:
     _may_list(caller)
     keys = await _visible(caller)
@@ -225,4 +258,5 @@ def routes(backend: Backend) -> list[Route]:
         Route("/keys", route(with_backend(_create)), methods=["POST"]),
         Route("/keys/{key_id}", route(with_backend(_change)), methods=["PATCH"]),
         Route("/keys/{key_id}", route(_revoke), methods=["DELETE"]),
+        Route("/keys/{key_id}/rotate", route(_rotate), methods=["POST"]),
     ]

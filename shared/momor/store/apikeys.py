@@ -2,7 +2,8 @@
 
 Only a key's SHA-256 (hex) is stored, as the partition key `keyHash` of MOMOR_API_KEYS_TABLE,
 with `id` (a stable, non-secret caller id: the hash's first 16 hex digits), `name`, `owner`,
-`created` (ISO 8601), `disabled`, `zdr` (every call made with it is held to zero data
+`created` (ISO 8601), `disabled`, `expiresAt` (ISO 8601: refused from then on, with a 401 that says
+it expired), `zdr` (every call made with it is held to zero data
 retention), `org` (the organization it belongs to; items written before organizations belong to
 organizations.DEFAULT_ORG) and `role` (member | admin: the org's admin, who manages its keys |
 operator: the deployment's owner; the older `admin: true` reads as operator, as it always saw
@@ -38,6 +39,8 @@ from .organizations import DEFAULT_ORG
 _CACHE_MAX = 4096
 KEY_PREFIX = "momor-"
 ROLES = ("member", "admin", "operator")
+SUPERSEDED = "supersededBy"
+"""On a key item whose secret was rotated: the new item's hash (key_admin.rotate)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +63,11 @@ class Caller:
     allow_models: tuple[str, ...] | None = None
     allow_providers: tuple[str, ...] | None = None
     """The key's allow-lists as stored (`allowModels`, `allowProviders`: key_limits.py); None: no list."""
+    expires: dt.datetime | None = None
+    """`expiresAt`: refused from then on (api/auth.py), from this cache too; None: never."""
+    rotated: bool = False
+    """`supersededBy` on the item: a new secret replaced this one (key_admin.rotate), which works
+    until `expires` (the grace period the rotation gave it)."""
 
 
 def key_hash(key: str) -> str:
@@ -170,6 +178,8 @@ def from_item(item: dict[str, Any]) -> Caller:
         owner=item.get("owner", {}).get("S"),
         allow_models=key_limits.FIELDS["allow.models"].decode(item.get("allowModels")),
         allow_providers=key_limits.FIELDS["allow.providers"].decode(item.get("allowProviders")),
+        expires=key_limits.FIELDS["expiresAt"].decode(item.get("expiresAt")),
+        rotated=SUPERSEDED in item,
     )
 
 

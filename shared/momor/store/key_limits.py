@@ -24,11 +24,13 @@ model selectors a key may reach, and `allow.providers`), named `group.field` in 
 `limitsSetBy` and in a refusal's param. An allow-list is looser than another when it is missing (no
 list: everything) or has an entry the other does not cover (`_covers`): a member may drop entries
 from what an admin listed, or name one model of a publisher the admin listed whole (`anthropic/*` ->
-`anthropic/claude-haiku-4-5`), never add another.
+`anthropic/claude-haiku-4-5`), never add another. `expiresAt` (at the body's top) is when the key
+stops working (api/auth.py: a 401 saying so); later, or none, is looser.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -61,13 +63,15 @@ def _rank(role: str) -> int:
 
 GROUPS = ("limits", "allow")
 """The key API's objects of fields (module docstring); `limits` names its fields bare."""
+TOP = ("expiresAt",)
+"""Fields at the top of the key API's body, named bare as they are there."""
 LIST_MAX = 100
 """Entries of an allow-list at most."""
 
 
 def qualified(name: str) -> str:
     """A field's name as the key API's body has it: `limits.budgetDailyUsd`, `allow.models`."""
-    return name if "." in name else f"limits.{name}"
+    return name if "." in name or name in TOP else f"limits.{name}"
 
 
 def _refuse(name: str, detail: str, status: int = 400) -> RequestError:
@@ -180,6 +184,48 @@ def _parse_list(name: str, value: Any, role: str) -> tuple[str, ...] | None:
     return tuple(dict.fromkeys(v.strip() for v in value))
 
 
+def _parse_time(name: str, value: Any, role: str) -> dt.datetime | None:
+    """An expiry: ISO 8601 with its offset (`2026-12-31T18:00:00Z`), in the future; null: none."""
+    if value is None:
+        return None
+    try:
+        at = dt.datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        raise _refuse(name, "must be a time in ISO 8601 with its offset (2026-12-31T18:00:00Z), or null (no expiry).")
+    if at <= dt.datetime.now(dt.UTC):
+        raise _refuse(name, f"is in the past ({value}): give a time to come, or null (no expiry).")
+    return at.astimezone(dt.UTC).replace(microsecond=0)
+
+
+def _time_looseness(value: dt.datetime | None) -> float:
+    return math.inf if value is None else value.timestamp()
+
+
+def _encode_time(value: dt.datetime | None) -> dict[str, Any] | None:
+    return None if value is None else {"S": value.isoformat()}
+
+
+def _read_time(attribute: Mapping[str, Any] | None) -> dt.datetime | None:
+    """A stored expiry; one that does not read as a time is long past (a key never outlives it by being
+    unreadable)."""
+    if not attribute or "S" not in attribute:
+        return None
+    try:
+        at = dt.datetime.fromisoformat(attribute["S"])
+    except ValueError:
+        return EXPIRED
+    return at if at.tzinfo is not None else at.replace(tzinfo=dt.UTC)
+
+
+EXPIRED = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _show_time(value: dt.datetime | None) -> str | None:
+    return None if value is None else value.isoformat().replace("+00:00", "Z")
+
+
 def _publisher_of(entry: str) -> str | None:
     head, slash, _ = entry.partition("/")
     return head.lower() if slash and head != "tier" else None
@@ -225,6 +271,7 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
     Field("budgetMonthlyUsd", "budgetMonthlyUsd", _parse_usd, _usd_looseness, _number, _read_usd, _float),
     Field("zdr", "zdr", _parse_flag, lambda on: 0 if on else 1, lambda on: {"BOOL": bool(on)},
           lambda attribute: bool(attribute and attribute.get("BOOL"))),
+    Field("expiresAt", "expiresAt", _parse_time, _time_looseness, _encode_time, _read_time, _show_time),
     Field("allow.models", "allowModels", _parse_list, len, _encode_list, _read_list, _show_list, _list_looser),
     Field("allow.providers", "allowProviders", _parse_list, len, _encode_list, _read_list, _show_list,
           _list_looser),
@@ -239,6 +286,8 @@ def _name(group: str, field: str) -> str:
 
 
 def _group(name: str) -> tuple[str, str]:
+    if name in TOP:
+        return "", name
     group, dot, field = name.partition(".")
     return (group, field) if dot else ("limits", name)
 
@@ -259,7 +308,7 @@ def parse(limits: Any, role: str, group: str = "limits") -> Values:
 
 def parse_body(body: Mapping[str, Any], role: str) -> Values:
     """Every group the key API's body gives (`limits`, `allow`), as one Values."""
-    values: Values = {}
+    values: Values = {name: FIELDS[name].parse(name, body[name], role) for name in TOP if name in body}
     for group in GROUPS:
         values |= parse(body.get(group), role, group)
     return values
@@ -288,7 +337,7 @@ def set_by_to_item(set_by: SetBy) -> dict[str, Any]:
 
 
 def shown(values: Values, group: str = "limits") -> dict[str, Any]:
-    """The fields of one group as the key API shows them, by their names within it."""
+    """The fields of one group as the key API shows them, by their names within it ("": the top's)."""
     return {_group(name)[1]: FIELDS[name].show(value) for name, value in values.items() if _group(name)[0] == group}
 
 
