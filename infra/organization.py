@@ -3,6 +3,7 @@
     python -m infra.organization create NAME [--id ID] [--zdr] [--max-age P1Y] [--deprecated | --no-deprecated]
                                  [--daily-usd N] [--monthly-usd N] [--members-create-keys]
                                  [--allow-model SELECTOR ...] [--allow-provider NAME ...]
+                                 [--tokens-per-minute N] [--tokens-per-day N]
     python -m infra.organization add-member ORG_ID (--sub SUB | --username NAME --user-pool POOL_ID)
                                  [--role admin|member] [--email EMAIL] [--keep-keys]
     python -m infra.organization remove-member ORG_ID (--sub SUB | --username NAME --user-pool POOL_ID)
@@ -66,6 +67,9 @@ def main(argv: list[str] | None = None) -> None:
     create.add_argument("--members-create-keys", action="store_true", help="members may create their own keys")
     create.add_argument("--allow-model", action="append", metavar="SELECTOR",
                         help="a model selector every call of it may reach (repeat; default: every model)")
+    create.add_argument("--tokens-per-minute", type=int, default=None, metavar="N",
+                        help="input + output tokens a minute, all its calls together")
+    create.add_argument("--tokens-per-day", type=int, default=None, metavar="N", help="the same, a UTC day")
     create.add_argument("--allow-provider", action="append", metavar="NAME",
                         help="a provider every call of it may reach (repeat; default: every provider)")
     member = commands.add_parser("add-member", help="put a person in an organization (out of any other)")
@@ -87,7 +91,8 @@ def main(argv: list[str] | None = None) -> None:
                                     budget_daily=args.daily_usd, budget_monthly=args.monthly_usd,
                                     members_create_keys=args.members_create_keys,
                                     allow_models=tuple(args.allow_model) if args.allow_model else None,
-                                    allow_providers=tuple(args.allow_provider) if args.allow_provider else None)
+                                    allow_providers=tuple(args.allow_provider) if args.allow_provider else None,
+                                    tokens_per_minute=args.tokens_per_minute, tokens_per_day=args.tokens_per_day)
         print(f"organization {made.name!r}", file=sys.stderr)
         print(made.id)
         return

@@ -5,6 +5,7 @@ with the rule every limit follows (a member may narrow what an admin set, never 
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime as dt
 import time
 from typing import Any
@@ -12,7 +13,9 @@ from typing import Any
 import httpx2
 import pytest
 
-from momor.store import apikeys, organizations
+from momor.config import get_config
+from momor.store import apikeys, aws, organizations
+from tests.fakes.script import Hang
 from tests.integration.test_tenant_keys import api, bearer, item_of, made, refused
 
 NATIVE = {"systemPrompt": "Be brief.", "messages": [{"type": "user", "value": "Hello"}]}
@@ -231,3 +234,97 @@ def test_a_bad_grace_period_is_a_400_naming_it_and_rotates_nothing(momor, admin_
     key = made(api(momor, admin, "POST", body={"name": "ci"}))
     refused(api(momor, admin, "POST", f"/{key['id']}/rotate", {"graceSeconds": grace}), 400, "graceSeconds")
     assert call(momor, key["key"], "native", "gpt-5-mini").status_code == 200
+
+
+# --- token limits -----------------------------------------------------------------------------------
+
+
+def _window_used(subject: str, window: str) -> int:
+    item = aws.client("dynamodb").get_item(TableName=get_config().need("api_keys_table"),
+                                           Key={"keyHash": {"S": f"tokens#{subject}#{window}"}}, ConsistentRead=True)
+    return int(item.get("Item", {}).get("used", {}).get("N", "0"))
+
+
+def _minute() -> str:
+    if time.time() % 60 > 50:  # the concurrent calls below stay in one minute's window
+        time.sleep(61 - time.time() % 60)
+    return f"m{int(time.time() // 60) * 60}"
+
+
+def _estimate(momor: Any, admin: str) -> int:
+    """The token hold of OPENAI_CALL, read off the headers of a key with room to spare."""
+    probe = made(api(momor, admin, "POST", body={"name": "probe", "limits": {"tokensPerMinute": 10**9}}))
+    answer = httpx2.post(momor.url + "/v1/chat/completions", json=OPENAI_CALL, headers=bearer(probe["key"]), timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.headers["x-ratelimit-limit-tokens"] == str(10**9)
+    assert answer.headers["x-ratelimit-reset-tokens"].endswith("s")
+    return 10**9 - int(answer.headers["x-ratelimit-remaining-tokens"])
+
+
+OPENAI_CALL = {"model": "gpt-5-mini", "max_tokens": 500, **OPENAI}
+
+
+def test_concurrent_calls_at_a_token_limit_are_held_to_it_and_settled_to_what_they_used(momor, fake, admin_org):
+    admin = admin_org.admin.access_token
+    estimate = _estimate(momor, admin)
+    assert estimate > 500  # its input and its max_tokens
+    limit = 3 * estimate + estimate // 2
+    key = made(api(momor, admin, "POST", body={"name": "tpm", "limits": {"tokensPerMinute": limit}}))
+    window = _minute()
+    fake.reset()
+    for _ in range(10):
+        fake.script("openai", Hang(1.5))  # every admitted call is still running when the last one asks
+
+    def one(_: int) -> httpx2.Response:
+        return httpx2.post(momor.url + "/v1/chat/completions", json=OPENAI_CALL, headers=bearer(key["key"]), timeout=30)
+
+    with concurrent.futures.ThreadPoolExecutor(10) as pool:
+        answers = list(pool.map(one, range(10)))
+    served = [a for a in answers if a.status_code == 200]
+    assert len(served) == 3, [a.status_code for a in answers]  # three holds fit, a fourth does not
+    for answer in answers:
+        if answer.status_code != 200:
+            assert answer.status_code == 429 and "Token limit exceeded" in answer.json()["error"]["message"]
+            assert answer.headers["x-ratelimit-limit-tokens"] == str(limit)
+    assert len(fake.requests("openai")) == 3  # the refused never reached a provider
+    momor.settle()
+    used = sum(a.json()["usage"]["prompt_tokens"] + a.json()["usage"]["completion_tokens"] for a in served)
+    assert _window_used(key["id"], window) == used  # the holds gave way to what the calls used
+    assert _window_used(key["id"], "d" + dt.datetime.now(dt.UTC).date().isoformat()) == 0  # no day limit: no item
+
+
+def test_a_call_whose_estimate_exceeds_the_token_limit_is_a_429_in_every_dialect(momor, fake, admin_org):
+    admin = admin_org.admin.access_token
+    key = made(api(momor, admin, "POST", body={"name": "tpd", "limits": {"tokensPerDay": 50}}))["key"]
+    for dialect in ("native", "openai", "anthropic"):
+        answer = call(momor, key, dialect, "gpt-5-mini")  # its input and max_tokens (64, or the model's): over 50
+        assert answer.status_code == 429, answer.text
+        assert "50 input and output tokens a day" in answer.text
+        assert answer.headers["x-ratelimit-remaining-tokens"] == "50" and "retry-after" in answer.headers
+    assert call(momor, key, "anthropic", "gpt-5-mini").json()["error"]["type"] == "rate_limit_error"
+    assert fake.requests() == []
+
+
+def test_an_organizations_token_limit_binds_its_keys_together(momor, fake):
+    org = organizations.create("Metered", tokens_per_day=10**6)
+    plaintext, _ = apikeys.create_api_key("org key", org=org.id, owner="script")
+    answer = httpx2.post(momor.url + "/v1/chat/completions", json=OPENAI_CALL, headers=bearer(plaintext), timeout=30)
+    assert answer.status_code == 200 and answer.headers["x-ratelimit-limit-tokens"] == str(10**6), answer.text
+    momor.settle()
+    usage = answer.json()["usage"]
+    day = "d" + dt.datetime.now(dt.UTC).date().isoformat()
+    assert _window_used(f"org:{org.id}", day) == usage["prompt_tokens"] + usage["completion_tokens"]
+
+
+def test_a_member_may_lower_a_token_limit_an_admin_set_never_raise_it(momor, admin_org):
+    member, admin = admin_org.member.access_token, admin_org.admin.access_token
+    key = made(api(momor, member, "POST", body={"name": "mine"}))
+    path = f"/{key['id']}"
+    assert api(momor, admin, "PATCH", path, {"limits": {"tokensPerMinute": 1000}}).status_code == 200
+    for value in (2000, None):
+        refused(api(momor, member, "PATCH", path, {"limits": {"tokensPerMinute": value}}), 403,
+                "limits.tokensPerMinute", "an admin set it")
+    assert api(momor, member, "PATCH", path, {"limits": {"tokensPerMinute": 500}}).json()["limits"][
+        "tokensPerMinute"] == 500
+    for bad in (0, -5, 1.5, "many"):
+        refused(api(momor, admin, "PATCH", path, {"limits": {"tokensPerDay": bad}}), 400, "limits.tokensPerDay")

@@ -31,7 +31,9 @@ from ..door_http import headers_of
 from ..errors import RequestError
 from ..routing.selectors import Allowed, allowed
 from ..store import apikeys, organizations
+from ..store.budgets import ORG_SUBJECT
 from ..store.organizations import Defaults, Organization
+from ..store.token_limits import TokenSubject, subject_of
 from . import cognito
 
 PERSON_PREFIX = "p-"
@@ -64,6 +66,8 @@ class Caller:
     """The key item's partition key (where the rate limiter reads its rateLimit); None for a session."""
     allow: tuple[Allowed, ...] = ()
     """The key's and the organization's allow-lists (issue 38), as the planner's `allow` rule reads them."""
+    tokens: tuple[TokenSubject, ...] = ()
+    """The key's and the organization's token limits (store/token_limits.py); each must admit a call."""
 
     @property
     def defaults(self) -> Defaults:
@@ -121,7 +125,8 @@ async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:
         return kept[3]
     caller = Caller(id=key.id, name=key.name, kind="key", org=org, role=key.role, person=key.owner,
                     zdr=key.zdr, budget_daily=key.budget_daily, budget_monthly=key.budget_monthly, key_hash=key_hash,
-                    allow=_allow(allowed("your API key", key.allow_models, key.allow_providers), org))
+                    allow=_allow(allowed("your API key", key.allow_models, key.allow_providers), org),
+                    tokens=_tokens(subject_of(key.id, key.tokens_per_minute, key.tokens_per_day), org))
     if len(_callers) >= _CALLERS_KEPT:
         _callers.clear()
     _callers[id(key)] = (key, org, key_hash, caller)
@@ -143,7 +148,12 @@ async def _session(token: str) -> Caller:
     return Caller(id=PERSON_PREFIX + session.sub, name=member.email or session.username, kind="session", org=org,
                   role="operator" if operator else member.role, person=session.sub,
                   email=member.email or (session.username if "@" in session.username else None),
-                  allow=_allow(None, org))
+                  allow=_allow(None, org), tokens=_tokens(None, org))
+
+
+def _tokens(key: TokenSubject | None, org: Organization) -> tuple[TokenSubject, ...]:
+    mine = subject_of(ORG_SUBJECT + org.id, org.tokens_per_minute, org.tokens_per_day, "your organization's")
+    return tuple(t for t in (key, mine) if t is not None)
 
 
 def _allow(key: Allowed | None, org: Organization) -> tuple[Allowed, ...]:

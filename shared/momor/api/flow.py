@@ -43,15 +43,17 @@ from ..errors import MomorError, RequestError
 from ..events import Assembler, Event, Finish
 from ..logs import logger
 from ..routing.attempts import Answer, Session
-from ..routing.estimate import cost_ceiling
+from ..routing.estimate import cost_ceiling, token_ceiling
 from ..routing.keys import KeyResolver
 from ..routing.org_defaults import with_org_defaults
 from ..routing.plan import Candidate, PlanLog, check_provider_names, logging_plans, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
+from ..store import token_limits
 from ..store.budgets import BudgetState, Spend, has_budget, org_budget
 from ..store.organizations import Organization
 from ..store.ratelimit import RateState
+from ..store.token_limits import TokenState
 from . import explain
 from .backend import Backend, Caller
 from .call_record import record_call
@@ -109,6 +111,7 @@ class _Admission:
     def __init__(self) -> None:
         self.task: asyncio.Future[RateState] | None = None
         self.budget: BudgetState | None = None
+        self.tokens: TokenState | None = None
         self._caller: tuple[Backend, Caller] | None = None
 
     def start(self, backend: Backend, caller: Caller) -> None:
@@ -121,6 +124,27 @@ class _Admission:
         if state is not None and not state.allowed:
             raise RequestError(f"Rate limit exceeded: {state.limit} requests a window; retry in "
                                f"{state.retry_after} s.", status=429)
+
+    async def check_tokens(self, recorder: Recorder, estimate: Callable[[], int]) -> None:
+        """Hold the call's token estimate against every token limit of its key and organization (none:
+        no trip); the 429 when one refuses, the holds already taken given back."""
+        subjects = getattr(self._caller[1], "tokens", ()) if self._caller is not None else ()
+        if not subjects:
+            return
+        tokens = estimate()
+        holds: list[Any] = []
+        for subject in subjects:
+            state = await token_limits.admit(subject, tokens)
+            if not state.allowed:
+                self.tokens = state
+                for hold in holds:
+                    await token_limits.settle(hold, 0)
+                raise state.refusal()
+            if state.hold is not None:
+                holds.append(state.hold)
+                if self.tokens is None or state.remaining < self.tokens.remaining:
+                    self.tokens = state
+        recorder.token_holds = holds or None
 
     async def check(self, recorder: Recorder, estimate: Callable[[], Decimal]) -> None:
         await self.limited()
@@ -153,6 +177,8 @@ class _Admission:
     async def headers(self) -> dict[str, str]:
         """X-RateLimit-* and X-Momor-Budget-Remaining for every answer to a known caller."""
         headers = (await self.task).headers() if self.task else {}
+        if self.tokens is not None:
+            headers = headers | self.tokens.headers()
         return headers | self.budget.headers() if self.budget is not None else headers
 
 
@@ -297,6 +323,8 @@ async def _prepare(
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
     await admission.check(recorder, lambda: _hold(routed, candidates) if billed else Decimal(0))
+    if billed and routed.hold is None:  # a generation: its input and output ceiling (token_limits.py)
+        await admission.check_tokens(recorder, lambda: token_ceiling(routed.call, candidates, adjust=routed.adjust))
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
     return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr,
                     deadline=invocation.deadline(request.scope))

@@ -63,6 +63,9 @@ class Caller:
     allow_models: tuple[str, ...] | None = None
     allow_providers: tuple[str, ...] | None = None
     """The key's allow-lists as stored (`allowModels`, `allowProviders`: key_limits.py); None: no list."""
+    tokens_per_minute: int | None = None
+    tokens_per_day: int | None = None
+    """Input + output tokens a minute and a UTC day (`tokensPerMinute`, `tokensPerDay`: token_limits.py)."""
     expires: dt.datetime | None = None
     """`expiresAt`: refused from then on (api/auth.py), from this cache too; None: never."""
     rotated: bool = False
@@ -178,6 +181,8 @@ def from_item(item: dict[str, Any]) -> Caller:
         owner=item.get("owner", {}).get("S"),
         allow_models=key_limits.FIELDS["allow.models"].decode(item.get("allowModels")),
         allow_providers=key_limits.FIELDS["allow.providers"].decode(item.get("allowProviders")),
+        tokens_per_minute=key_limits.FIELDS["tokensPerMinute"].decode(item.get("tokensPerMinute")),
+        tokens_per_day=key_limits.FIELDS["tokensPerDay"].decode(item.get("tokensPerDay")),
         expires=key_limits.FIELDS["expiresAt"].decode(item.get("expiresAt")),
         rotated=SUPERSEDED in item,
     )

@@ -92,6 +92,22 @@ def _parse_rate(name: str, value: Any, role: str) -> int | None:
     return value
 
 
+TOKENS_MAX = 10**12
+"""Tokens a window at most."""
+
+
+def _parse_tokens(name: str, value: Any, role: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= TOKENS_MAX:
+        raise _refuse(name, f"must be a whole number of tokens from 1 to {TOKENS_MAX:,}, or null (no limit).")
+    return value
+
+
+def _tokens_looseness(value: int | None) -> float:
+    return math.inf if value is None else value
+
+
 def _rate_looseness(value: int | None) -> float:
     if value is None:  # the deployment's limit; its 0 is none
         value = get_config().rate_limit
@@ -271,6 +287,8 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
     Field("budgetMonthlyUsd", "budgetMonthlyUsd", _parse_usd, _usd_looseness, _number, _read_usd, _float),
     Field("zdr", "zdr", _parse_flag, lambda on: 0 if on else 1, lambda on: {"BOOL": bool(on)},
           lambda attribute: bool(attribute and attribute.get("BOOL"))),
+    Field("tokensPerMinute", "tokensPerMinute", _parse_tokens, _tokens_looseness, _number, _read_int),
+    Field("tokensPerDay", "tokensPerDay", _parse_tokens, _tokens_looseness, _number, _read_int),
     Field("expiresAt", "expiresAt", _parse_time, _time_looseness, _encode_time, _read_time, _show_time),
     Field("allow.models", "allowModels", _parse_list, len, _encode_list, _read_list, _show_list, _list_looser),
     Field("allow.providers", "allowProviders", _parse_list, len, _encode_list, _read_list, _show_list,

@@ -82,6 +82,9 @@ class Organization:
     allow_providers: tuple[str, ...] | None = None
     """What every call of the organization may reach (`allowModels`, `allowProviders`: lists of model
     selectors and provider names, set by an operator with infra/organization.py); None: no list."""
+    tokens_per_minute: int | None = None
+    tokens_per_day: int | None = None
+    """Input + output tokens a minute and a UTC day for all its calls together (token_limits.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +165,14 @@ def from_item(item: dict[str, Any]) -> Organization:
                 for person, spans in item.get(FORMER, {}).get("M", {}).items()},
         allow_models=_list(item, "allowModels"),
         allow_providers=_list(item, "allowProviders"),
+        tokens_per_minute=_whole(item, "tokensPerMinute"),
+        tokens_per_day=_whole(item, "tokensPerDay"),
     )
+
+
+def _whole(item: dict[str, Any], name: str) -> int | None:
+    usd = _usd(item, name)
+    return int(usd) if usd is not None and usd >= 1 else None
 
 
 def _list(item: dict[str, Any], name: str) -> tuple[str, ...] | None:
@@ -226,7 +236,8 @@ async def membership(person_id: str) -> Membership:
 def create(name: str, *, org_id: str | None = None, defaults: Defaults = Defaults(),
            budget_daily: Decimal | None = None, budget_monthly: Decimal | None = None,
            members_create_keys: bool = False, allow_models: tuple[str, ...] | None = None,
-           allow_providers: tuple[str, ...] | None = None) -> Organization:
+           allow_providers: tuple[str, ...] | None = None, tokens_per_minute: int | None = None,
+           tokens_per_day: int | None = None) -> Organization:
     """Write a new organization (its id made here unless given); an existing id is left as it is."""
     org_id = org_id or "o" + secrets.token_hex(6)
     item: dict[str, Any] = {"keyHash": {"S": org_key(org_id)}, "name": {"S": name}, "members": {"M": {}},
@@ -238,6 +249,9 @@ def create(name: str, *, org_id: str | None = None, defaults: Defaults = Default
     for attribute, usd in (("budgetDailyUsd", budget_daily), ("budgetMonthlyUsd", budget_monthly)):
         if usd is not None:
             item[attribute] = {"N": format(usd, "f")}
+    for attribute, tokens in (("tokensPerMinute", tokens_per_minute), ("tokensPerDay", tokens_per_day)):
+        if tokens is not None:
+            item[attribute] = {"N": str(tokens)}
     for attribute, entries in (("allowModels", allow_models), ("allowProviders", allow_providers)):
         if entries is not None:
             item[attribute] = {"L": [{"S": e} for e in entries]}
