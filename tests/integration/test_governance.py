@@ -8,6 +8,7 @@ from __future__ import annotations
 import concurrent.futures
 import datetime as dt
 import time
+from decimal import Decimal
 from typing import Any
 
 import httpx2
@@ -328,3 +329,72 @@ def test_a_member_may_lower_a_token_limit_an_admin_set_never_raise_it(momor, adm
         "tokensPerMinute"] == 500
     for bad in (0, -5, 1.5, "many"):
         refused(api(momor, admin, "PATCH", path, {"limits": {"tokensPerDay": bad}}), 400, "limits.tokensPerDay")
+
+
+# --- budgets by model and by provider ---------------------------------------------------------------
+
+
+def _spent(subject: str) -> Decimal:
+    month = dt.datetime.now(dt.UTC).strftime("%Y-%m")
+    item = aws.client("dynamodb").get_item(TableName=get_config().need("api_keys_table"),
+                                           Key={"keyHash": {"S": f"spend#{subject}#{month}"}}, ConsistentRead=True)
+    found = item.get("Item", {})
+    return Decimal(found.get("month", {}).get("N", "0")) - Decimal(found.get("held", {}).get("N", "0"))
+
+
+def test_a_spent_model_budget_passes_its_model_over_and_refuses_a_call_only_it_could_serve(momor, fake, admin_org):
+    admin = admin_org.admin.access_token
+    key = made(api(momor, admin, "POST", body={"name": "no opus", "budgets": {
+        "byModel": {"claude-sonnet-4-5": {"dailyUsd": 0.0000001}}}}))
+    assert key["budgets"] == {"byModel": {"claude-sonnet-4-5": {"dailyUsd": 1e-07, "monthlyUsd": None}},
+                              "byProvider": None}
+    for dialect in ("native", "openai", "anthropic"):
+        explained = call(momor, key["key"], dialect, ["claude-sonnet-4-5", "gpt-5-mini"], **EXPLAIN).json()
+        assert [c["model"] for c in explained["candidates"]] == ["gpt-5-mini"]
+        assert any(o["rule"] == "budget" and o["model"] == "claude-sonnet-4-5" for o in explained["leftOut"])
+        assert call(momor, key["key"], dialect, ["claude-sonnet-4-5", "gpt-5-mini"]).status_code == 200
+        refusal = call(momor, key["key"], dialect, "claude-sonnet-4-5")
+        assert refusal.status_code == 402 and "claude-sonnet-4-5" in refusal.text, refusal.text
+    assert {r.label for r in fake.requests()} == {"openai"}
+
+
+def test_a_provider_budget_is_held_and_settled_to_what_its_calls_there_cost(momor, fake, admin_org):
+    admin = admin_org.admin.access_token
+    key = made(api(momor, admin, "POST", body={"name": "openai capped", "budgets": {
+        "byProvider": {"openai": {"monthlyUsd": 10}}}}))
+    ids = []
+    for model in ("gpt-5-mini", "gpt-5-mini", "claude-sonnet-4-5"):
+        answer = call(momor, key["key"], "openai", model)
+        assert answer.status_code == 200, answer.text
+        ids.append(answer.headers["x-momor-request-id"])
+    momor.settle()
+    records = [momor.get(f"/generations/{i}", api_key=key["key"]).json() for i in ids]
+    on_openai = sum(Decimal(str(r["cost"])) for r in records if r["served"]["provider"] == "openai")
+    assert on_openai > 0 and _spent(f"{key['id']}~provider:openai") == on_openai  # the anthropic call is not in it
+
+
+def test_a_member_may_lower_a_model_budget_an_admin_set_never_raise_or_remove_it(momor, admin_org):
+    member, admin = admin_org.member.access_token, admin_org.admin.access_token
+    key = made(api(momor, member, "POST", body={"name": "mine"}))
+    path = f"/{key['id']}"
+    set_ = api(momor, admin, "PATCH", path, {"budgets": {"byModel": {"gpt-5-mini": {"monthlyUsd": 10}}}})
+    assert set_.status_code == 200, set_.text
+    for budgets in ({"byModel": {"gpt-5-mini": {"monthlyUsd": 20}}}, {"byModel": None}, {"byModel": {}},
+                    {"byModel": {"gpt-5-mini": {"dailyUsd": 1}}}):
+        refused(api(momor, member, "PATCH", path, {"budgets": budgets}), 403, "budgets.byModel", "an admin set it")
+    lower = {"gpt-5-mini": {"monthlyUsd": 5}, "claude-sonnet-4-5": {"dailyUsd": 1}}
+    answer = api(momor, member, "PATCH", path, {"budgets": {"byModel": lower}})
+    assert answer.status_code == 200 and answer.json()["budgets"]["byModel"]["gpt-5-mini"]["monthlyUsd"] == 5
+
+
+@pytest.mark.parametrize(("budgets", "param"), [
+    ({"byModel": {"no-such-model": {"monthlyUsd": 1}}}, "budgets.byModel.no-such-model"),
+    ({"byProvider": {"nowhere": {"monthlyUsd": 1}}}, "budgets.byProvider.nowhere"),
+    ({"byModel": {"gpt-5-mini": {"weeklyUsd": 1}}}, "budgets.byModel.gpt-5-mini"),
+    ({"byModel": {"gpt-5-mini": {"monthlyUsd": -1}}}, "budgets.byModel.gpt-5-mini.monthlyUsd"),
+    ({"byModel": ["gpt-5-mini"]}, "budgets.byModel"),
+])
+def test_a_bad_model_or_provider_budget_is_a_400_naming_it(momor, admin_org, budgets, param):
+    admin = admin_org.admin.access_token
+    refused(api(momor, admin, "POST", body={"name": "bad", "budgets": budgets}), 400, param)
+    assert api(momor, admin, "GET").json()["data"] == []

@@ -31,7 +31,7 @@ from ..door_http import headers_of
 from ..errors import RequestError
 from ..routing.selectors import Allowed, allowed
 from ..store import apikeys, organizations
-from ..store.budgets import ORG_SUBJECT
+from ..store.budgets import ORG_SUBJECT, ScopedBudget, scoped_budgets
 from ..store.organizations import Defaults, Organization
 from ..store.token_limits import TokenSubject, subject_of
 from . import cognito
@@ -66,6 +66,8 @@ class Caller:
     """The key item's partition key (where the rate limiter reads its rateLimit); None for a session."""
     allow: tuple[Allowed, ...] = ()
     """The key's and the organization's allow-lists (issue 38), as the planner's `allow` rule reads them."""
+    scoped: tuple[ScopedBudget, ...] = ()
+    """The key's budgets by model and by provider (store/budgets.py ScopedBudget)."""
     tokens: tuple[TokenSubject, ...] = ()
     """The key's and the organization's token limits (store/token_limits.py); each must admit a call."""
 
@@ -126,7 +128,8 @@ async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:
     caller = Caller(id=key.id, name=key.name, kind="key", org=org, role=key.role, person=key.owner,
                     zdr=key.zdr, budget_daily=key.budget_daily, budget_monthly=key.budget_monthly, key_hash=key_hash,
                     allow=_allow(allowed("your API key", key.allow_models, key.allow_providers), org),
-                    tokens=_tokens(subject_of(key.id, key.tokens_per_minute, key.tokens_per_day), org))
+                    tokens=_tokens(subject_of(key.id, key.tokens_per_minute, key.tokens_per_day), org),
+                    scoped=scoped_budgets(key.id, key.budgets_by_model, key.budgets_by_provider))
     if len(_callers) >= _CALLERS_KEPT:
         _callers.clear()
     _callers[id(key)] = (key, org, key_hash, caller)

@@ -97,6 +97,14 @@ async def _settle(backend: Backend, recorder: Recorder, record: CallRecord | Non
     """The budget's hold released and the real cost added, however the call ended (failed, cut,
     cancelled). Without a record (a bug building it) the estimate held is taken as the cost: it is
     the most the call could have cost."""
+    scoped, recorder.scoped_spend = recorder.scoped_spend, None
+    for budget, spend in scoped or ():  # the key's budgets by model and provider: what was spent there
+        cost = spend.hold if record is None else sum(
+            (a.cost for a in record.attempts if a.cost is not None and budget.names(a.model, a.provider)), Decimal(0))
+        try:
+            await backend.settle_spend(spend, cost)
+        except Exception:
+            logger.exception("call cost not settled on a budget", extra={"request_id": recorder.request_id})
     holds, recorder.token_holds = recorder.token_holds, None
     for hold in holds or ():  # the key's token limits, and its organization's
         await token_limits.settle(hold, _tokens_used(record) if record is not None else hold.estimate)

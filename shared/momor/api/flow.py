@@ -46,7 +46,7 @@ from ..routing.attempts import Answer, Session
 from ..routing.estimate import cost_ceiling, token_ceiling
 from ..routing.keys import KeyResolver
 from ..routing.org_defaults import with_org_defaults
-from ..routing.plan import Candidate, PlanLog, check_provider_names, logging_plans, plan
+from ..routing.plan import Candidate, PlanLog, check_provider_names, current_log, logging_plans, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
 from ..store import token_limits
@@ -124,6 +124,41 @@ class _Admission:
         if state is not None and not state.allowed:
             raise RequestError(f"Rate limit exceeded: {state.limit} requests a window; retry in "
                                f"{state.retry_after} s.", status=429)
+
+    async def check_scoped(self, recorder: Recorder, candidates: list[Candidate],
+                           estimate: Callable[[list[Candidate]], Decimal]) -> list[Candidate]:
+        """Hold the call against each of its key's budgets by model and by provider that one of its
+        candidates falls under (the estimate on those candidates). A budget that refuses takes its
+        candidates out of the plan (rule `budget`, as an explanation shows it); the 402 only when none
+        is left."""
+        scoped = getattr(self._caller[1], "scoped", ()) if self._caller is not None else ()
+        if not scoped:
+            return candidates
+        backend = self._caller[0]
+        held: list[tuple[Any, Spend]] = []
+        refused: BudgetState | None = None
+        log = current_log()
+        for budget in scoped:
+            mine = [c for c in candidates if budget.names(c.model.name, c.provider.name)]
+            state = await backend.admit_budget(budget.subject, estimate(mine)) if mine else None
+            if state is None:
+                continue
+            if state.allowed:
+                if state.spend is not None:
+                    held.append((budget, state.spend))
+                continue
+            refused = state
+            candidates = [c for c in candidates if c not in mine]
+            for c in mine if log is not None else ():
+                log.leave_out(c, "budget", f"{budget.subject.whose} budget: {state.refusal().detail}")
+        if log is not None:
+            log.candidates = candidates
+        if not candidates and refused is not None:
+            _release_all(backend, [spend for _, spend in held])
+            self.budget = refused
+            raise refused.refusal()
+        recorder.scoped_spend = held or None
+        return candidates
 
     async def check_tokens(self, recorder: Recorder, estimate: Callable[[], int]) -> None:
         """Hold the call's token estimate against every token limit of its key and organization (none:
@@ -323,6 +358,8 @@ async def _prepare(
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
     await admission.check(recorder, lambda: _hold(routed, candidates) if billed else Decimal(0))
+    if billed:
+        candidates = await admission.check_scoped(recorder, candidates, lambda some: _hold(routed, some))
     if billed and routed.hold is None:  # a generation: its input and output ceiling (token_limits.py)
         await admission.check_tokens(recorder, lambda: token_ceiling(routed.call, candidates, adjust=routed.adjust))
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)

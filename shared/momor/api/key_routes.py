@@ -101,6 +101,8 @@ async def key_json(key: key_admin.KeyInfo) -> dict[str, Any]:
             "disabled": key.disabled, "limits": key_limits.shown(key.limits),
             "adminLimits": key_limits.admin_limits(key.set_by),
             "allow": key_limits.shown(key.limits, "allow"), "adminAllow": key_limits.admin_limits(key.set_by, "allow"),
+            "budgets": key_limits.shown(key.limits, "budgets"),
+            "adminBudgets": key_limits.admin_limits(key.set_by, "budgets"),
             **key_limits.shown(key.limits, ""), "expired": _expired(key),
             "adminExpiresAt": key_limits.admin_limits(key.set_by, "").get("expiresAt"),
             "spend": {"todayUsd": _usd(today), "monthUsd": _usd(month)}}
@@ -167,7 +169,7 @@ FIELDS = {"name", *key_limits.GROUPS, *key_limits.TOP}
 async def _limits(body: dict[str, Any], caller: Caller, backend: Backend) -> key_limits.Values:
     """The body's limits and allow-lists, read (400s naming the field) and checked against the catalog."""
     limits = key_limits.parse_body(body, caller.role)
-    if "allow.models" in limits or "allow.providers" in limits:
+    if {"allow.models", "allow.providers", "budgets.byModel", "budgets.byProvider"} & limits.keys():
         check_allow(limits, await backend.catalog())
     return limits
 

@@ -1,7 +1,8 @@
 """An allow-list as the key API is given it, checked against the catalog (issue 38): every entry of
 `allow.models` must read as a selector (`name`, `publisher/name`, `publisher/*`, `tier/X`, `*`) and
 name something the catalog has, and every entry of `allow.providers` a provider it serves; else a 400
-naming the entry. (A stored list is read leniently at call time, selectors.allowed: a model the catalog
+naming the entry; so must every name `budgets.byModel` and `budgets.byProvider` give a budget.
+(A stored list is read leniently at call time, selectors.allowed: a model the catalog
 later drops is simply matched by nothing.)"""
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ def check_allow(values: dict[str, Any], catalog: Catalog) -> None:
         if selector.publisher is not None and not any(
                 m.publisher.lower() == selector.publisher.lower() for m in models):
             raise RequestError(f"{where}: {entry!r} names no publisher in the catalog.", param=where)
+    for name in values.get("budgets.byModel") or {}:
+        if not any(m.name.lower() == name.lower() for m in catalog.models):
+            where = f"budgets.byModel.{name}"
+            raise RequestError(f"{where}: {name!r} names no model in the catalog.", param=where)
+    for name in values.get("budgets.byProvider") or {}:
+        if not catalog.knows_provider(name):
+            where = f"budgets.byProvider.{name}"
+            raise RequestError(f"{where}: {name!r} is not a provider this deployment serves.", param=where)
     for i, entry in enumerate(values.get("allow.providers") or ()):
         if not catalog.knows_provider(entry):
             where = f"allow.providers[{i}]"

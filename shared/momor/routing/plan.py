@@ -400,6 +400,11 @@ class PlanLog:
 _log: contextvars.ContextVar[PlanLog | None] = contextvars.ContextVar("momor_plan_log", default=None)
 
 
+def current_log() -> PlanLog | None:
+    """The log plans are telling now (a step after planning that leaves offerings out tells it too)."""
+    return _log.get()
+
+
 class logging_plans:
     """Plans made inside this block tell the log yielded why they left offerings out (the latest
     plan() in the block is the one it holds). A class, not a generator: every call enters one."""

@@ -66,6 +66,9 @@ class Caller:
     tokens_per_minute: int | None = None
     tokens_per_day: int | None = None
     """Input + output tokens a minute and a UTC day (`tokensPerMinute`, `tokensPerDay`: token_limits.py)."""
+    budgets_by_model: dict[str, Any] | None = None
+    budgets_by_provider: dict[str, Any] | None = None
+    """{name: {"dailyUsd", "monthlyUsd"}} (`budgetsByModel`, `budgetsByProvider`: budgets.ScopedBudget)."""
     expires: dt.datetime | None = None
     """`expiresAt`: refused from then on (api/auth.py), from this cache too; None: never."""
     rotated: bool = False
@@ -183,6 +186,8 @@ def from_item(item: dict[str, Any]) -> Caller:
         allow_providers=key_limits.FIELDS["allow.providers"].decode(item.get("allowProviders")),
         tokens_per_minute=key_limits.FIELDS["tokensPerMinute"].decode(item.get("tokensPerMinute")),
         tokens_per_day=key_limits.FIELDS["tokensPerDay"].decode(item.get("tokensPerDay")),
+        budgets_by_model=key_limits.FIELDS["budgets.byModel"].decode(item.get("budgetsByModel")),
+        budgets_by_provider=key_limits.FIELDS["budgets.byProvider"].decode(item.get("budgetsByProvider")),
         expires=key_limits.FIELDS["expiresAt"].decode(item.get("expiresAt")),
         rotated=SUPERSEDED in item,
     )

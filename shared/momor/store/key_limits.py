@@ -61,7 +61,7 @@ def _rank(role: str) -> int:
     return RANK.get(role, 0)
 
 
-GROUPS = ("limits", "allow")
+GROUPS = ("limits", "allow", "budgets")
 """The key API's objects of fields (module docstring); `limits` names its fields bare."""
 TOP = ("expiresAt",)
 """Fields at the top of the key API's body, named bare as they are there."""
@@ -242,6 +242,56 @@ def _show_time(value: dt.datetime | None) -> str | None:
     return None if value is None else value.isoformat().replace("+00:00", "Z")
 
 
+Scoped = dict[str, dict[str, Decimal | None]]
+"""A model's or provider's name -> {"dailyUsd", "monthlyUsd"} (budgets.byModel, budgets.byProvider)."""
+_PERIODS = ("dailyUsd", "monthlyUsd")
+
+
+def _parse_scoped(name: str, value: Any, role: str) -> Scoped | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or len(value) > LIST_MAX:
+        raise _refuse(name, f'must be an object of at most {LIST_MAX} names, each {{"dailyUsd", "monthlyUsd"}}, '
+                            "or null (none).")
+    parsed: Scoped = {}
+    for entry, limits in value.items():
+        if not isinstance(limits, dict) or not limits or set(limits) - set(_PERIODS):
+            raise _refuse(f"{name}.{entry}", 'must be {"dailyUsd"?, "monthlyUsd"?}: US dollars each.')
+        parsed[entry] = {period: _parse_usd(f"{name}.{entry}.{period}", limits.get(period), role)
+                         for period in _PERIODS}
+    return parsed
+
+
+def _scoped_looser(value: Scoped | None, ceiling: Scoped | None) -> bool:
+    """Looser: a name the ceiling limits is missing, or one of its periods is higher or unlimited."""
+    if ceiling is None:
+        return False
+    value = value or {}
+    return any(entry not in value or any(_usd_looseness(value[entry][p]) > _usd_looseness(limits[p])
+                                         for p in _PERIODS)
+               for entry, limits in ceiling.items())
+
+
+def _encode_scoped(value: Scoped | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return {"M": {entry: {"M": {p: _number(limits[p]) for p in _PERIODS if limits[p] is not None}}
+                  for entry, limits in value.items()}}
+
+
+def _read_scoped(attribute: Mapping[str, Any] | None) -> Scoped | None:
+    if not attribute or "M" not in attribute:
+        return None
+    return {entry: {p: _read_usd(limits.get("M", {}).get(p)) for p in _PERIODS}
+            for entry, limits in attribute["M"].items()}
+
+
+def _show_scoped(value: Scoped | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return {entry: {p: _float(v) for p, v in limits.items()} for entry, limits in value.items()}
+
+
 def _publisher_of(entry: str) -> str | None:
     head, slash, _ = entry.partition("/")
     return head.lower() if slash and head != "tier" else None
@@ -290,6 +340,10 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
     Field("tokensPerMinute", "tokensPerMinute", _parse_tokens, _tokens_looseness, _number, _read_int),
     Field("tokensPerDay", "tokensPerDay", _parse_tokens, _tokens_looseness, _number, _read_int),
     Field("expiresAt", "expiresAt", _parse_time, _time_looseness, _encode_time, _read_time, _show_time),
+    Field("budgets.byModel", "budgetsByModel", _parse_scoped, len, _encode_scoped, _read_scoped, _show_scoped,
+          _scoped_looser),
+    Field("budgets.byProvider", "budgetsByProvider", _parse_scoped, len, _encode_scoped, _read_scoped,
+          _show_scoped, _scoped_looser),
     Field("allow.models", "allowModels", _parse_list, len, _encode_list, _read_list, _show_list, _list_looser),
     Field("allow.providers", "allowProviders", _parse_list, len, _encode_list, _read_list, _show_list,
           _list_looser),
