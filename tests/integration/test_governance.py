@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import datetime as dt
+import json
 import time
 from decimal import Decimal
 from typing import Any
+from urllib.parse import quote
 
 import httpx2
 import pytest
@@ -398,3 +400,61 @@ def test_a_bad_model_or_provider_budget_is_a_400_naming_it(momor, admin_org, bud
     admin = admin_org.admin.access_token
     refused(api(momor, admin, "POST", body={"name": "bad", "budgets": budgets}), 400, param)
     assert api(momor, admin, "GET").json()["data"] == []
+
+
+# --- the audit log ----------------------------------------------------------------------------------
+
+
+def audit_log(momor: Any, credential: str, query: str = "") -> httpx2.Response:
+    return httpx2.get(f"{momor.url}/audit{query}", headers=bearer(credential), timeout=30)
+
+
+def test_every_change_over_the_key_api_is_in_the_audit_log_with_who_what_and_when_and_no_secret(momor, admin_org):
+    member, admin = admin_org.member, admin_org.admin
+    started = dt.datetime.now(dt.UTC)
+    key = made(api(momor, member.access_token, "POST", body={"name": "mine", "limits": {"budgetDailyUsd": 10}}))
+    change = {"name": "theirs", "limits": {"budgetDailyUsd": 5}, "allow": {"models": ["openai/*"]}}
+    assert api(momor, admin.access_token, "PATCH", f"/{key['id']}", change).status_code == 200
+    rotated = api(momor, admin.access_token, "POST", f"/{key['id']}/rotate", {"graceSeconds": 60}).json()
+    assert api(momor, admin.access_token, "DELETE", f"/{key['id']}").status_code == 200
+    refused(api(momor, member.access_token, "PATCH", f"/{key['id']}", {"limits": {"budgetDailyUsd": 50}}), 403)
+    answer = audit_log(momor, admin.access_token)
+    assert answer.status_code == 200, answer.text
+    entries = answer.json()["data"]
+    assert [e["action"] for e in entries] == ["key.revoke", "key.rotate", "key.change", "key.create"]  # newest first
+    assert all(e["target"] == key["id"] for e in entries)
+    create, change = entries[3], entries[2]
+    assert create["actor"] == {"id": member.caller_id, "name": member.email, "kind": "session", "role": "member"}
+    assert create["changes"] == {"name": {"from": None, "to": "mine"},
+                                 "limits.budgetDailyUsd": {"from": None, "to": 10.0}}
+    assert change["actor"]["id"] == admin.caller_id and change["actor"]["role"] == "admin"
+    assert change["changes"] == {"name": {"from": "mine", "to": "theirs"},
+                                 "limits.budgetDailyUsd": {"from": 10.0, "to": 5.0},
+                                 "allow.models": {"from": None, "to": ["openai/*"]}}
+    assert entries[0]["changes"] == {"disabled": {"from": False, "to": True}}
+    assert all(started - dt.timedelta(seconds=5) <= dt.datetime.fromisoformat(e["at"]) <= dt.datetime.now(dt.UTC)
+               for e in entries)
+    assert key["key"] not in answer.text and rotated["key"] not in answer.text  # never a secret
+    stored = json.dumps(aws.client("dynamodb").scan(TableName=get_config().need("api_keys_table"))["Items"])
+    audit_items = [i for i in json.loads(stored) if i["keyHash"]["S"].startswith("audit#")]
+    assert audit_items and all("expiresAt" in i for i in audit_items)
+    assert key["key"] not in json.dumps(audit_items) and rotated["key"] not in json.dumps(audit_items)
+    limited = audit_log(momor, admin.access_token, "?limit=1").json()["data"]
+    assert [e["action"] for e in limited] == ["key.revoke"]
+    later, last = (dt.datetime.now(dt.UTC) + dt.timedelta(hours=h) for h in (1, 2))
+    assert audit_log(momor, admin.access_token,
+                     f"?from={quote(later.isoformat())}&to={quote(last.isoformat())}").json()["data"] == []
+
+
+def test_the_audit_log_is_its_admins_only_and_its_own_organizations(momor, admin_org, cognito):
+    refused(audit_log(momor, admin_org.member.access_token), 403, "admins")
+    made(api(momor, admin_org.admin.access_token, "POST", body={"name": "here"}))
+    other = cognito.organization("Elsewhere")
+    assert audit_log(momor, cognito.person(other, "admin").access_token).json()["data"] == []
+
+
+@pytest.mark.parametrize("query", ["?limit=0", "?limit=many", "?from=yesterday", "?colour=red",
+                                   "?from=2026-01-01&to=2025-01-01", "?from=2020-01-01&to=2026-01-01"])
+def test_a_bad_audit_query_is_a_400(momor, admin_org, query):
+    answer = audit_log(momor, admin_org.admin.access_token, query)
+    assert answer.status_code == 400 and answer.headers["content-type"].startswith("application/problem+json")

@@ -70,6 +70,7 @@ ROUTES = [
     ("patch", "/keys/{id}", "UsageFunction", False),
     ("delete", "/keys/{id}", "UsageFunction", False),
     ("post", "/keys/{id}/rotate", "UsageFunction", False),
+    ("get", "/audit", "UsageFunction", False),
     ("get", "/models/{id+}", "CatalogFunction", False),
     ("get", "/v1/models/{id+}", "CatalogFunction", False),
 ]

@@ -11,6 +11,8 @@ documents `{"status", "detail"}`.
     PATCH /keys/{id}   {"name"?, "limits"?: {...}, "allow"?: {...}} -> the key
     POST /keys/{id}/rotate {"graceSeconds"?: 0} -> the key plus "key": its new secret, shown this once,
                        and "previousExpiresAt": when the old secret stops (401 from then on)
+    GET /audit         the organization's audit log, for its admins (api/audit_routes.py); every change
+                       made here appends to it (store/audit.py)
     DELETE /keys/{id}  revokes it (disabled, never deleted: its records keep naming it) ->
                        {"id", "revoked": true}; refused everywhere within MOMOR_API_KEY_CACHE_S
 
@@ -60,8 +62,9 @@ from ..door_http import json_response, parse_json_object, read_body
 from ..errors import RequestError
 from ..logs import logger
 from ..routing.allow_check import check_allow
-from ..store import key_admin, key_limits, spend_history
+from ..store import audit, key_admin, key_limits, spend_history
 from ..store.budgets import Period
+from .audit_routes import actor, audit_answer
 from .auth import Caller
 from .backend import Backend
 from .problem_routes import Handler, problem_route
@@ -174,6 +177,17 @@ async def _limits(body: dict[str, Any], caller: Caller, backend: Backend) -> key
     return limits
 
 
+def _changes(before: key_limits.Values, after: key_limits.Values, asked: key_limits.Values) -> dict[str, Any]:
+    """Each field the request set, as the audit log keeps it: what it was and what it is now."""
+    out = {}
+    for name in asked:
+        field = key_limits.FIELDS[name]
+        was, now = field.show(before.get(name)), field.show(after.get(name))
+        if was != now:
+            out[key_limits.qualified(name)] = {"from": was, "to": now}
+    return out
+
+
 async def _create(request: Request, caller: Caller, backend: Backend) -> Response:
     _may_manage(caller)
     body = await _body(request, FIELDS)
@@ -184,6 +198,8 @@ async def _create(request: Request, caller: Caller, backend: Backend) -> Respons
     plaintext, info = await key_admin.create(
         caller.org.id, name, owner=caller.person or caller.name, limits=limits,
         set_by=key_limits.recorded({}, limits, caller.role))
+    await audit.append(caller.org.id, actor(caller), "key.create", info.id,
+                       {"name": {"from": None, "to": name}} | _changes({}, info.limits, limits))
     return json_response({**await key_json(info), "key": plaintext}, 201)
 
 
@@ -205,6 +221,9 @@ async def _change(request: Request, caller: Caller, backend: Backend) -> Respons
                                           set_by=key_limits.recorded(current.set_by, limits, caller.role))
         except key_admin.Changed:
             continue
+        renamed = {"name": {"from": current.name, "to": info.name}} if info.name != current.name else {}
+        await audit.append(caller.org.id, actor(caller), "key.change", info.id,
+                           renamed | _changes(current.limits, info.limits, limits))
         return json_response(await key_json(info))
     raise RequestError("The key's limits were being changed at the same moment; try again.", status=409)
 
@@ -214,6 +233,8 @@ async def _revoke(request: Request, caller: Caller) -> Response:
     key = await _one(caller, request.path_params["key_id"])
     _may_touch(caller, key)
     await key_admin.revoke(key)
+    await audit.append(caller.org.id, actor(caller), "key.revoke", key.id,
+                       {"disabled": {"from": key.disabled, "to": True}})
     return json_response({"id": key.id, "revoked": True})
 
 
@@ -233,8 +254,11 @@ async def _rotate(request: Request, caller: Caller) -> Response:
     except key_admin.Changed:
         raise RequestError("The key was being rotated or revoked at the same moment; list it again.",
                            status=409) from None
-    return json_response({**await key_json(info), "key": plaintext,
-                          "previousExpiresAt": until.isoformat().replace("+00:00", "Z")})
+    previous = until.isoformat().replace("+00:00", "Z")
+    await audit.append(caller.org.id, actor(caller), "key.rotate", key.id,
+                       {"secret": {"from": "the old secret", "to": "a new secret"},
+                        "previousExpiresAt": {"from": None, "to": previous}})
+    return json_response({**await key_json(info), "key": plaintext, "previousExpiresAt": previous})
 
 
 async def _list(request: Request, caller: Caller) -> Response:
@@ -261,4 +285,5 @@ def routes(backend: Backend) -> list[Route]:
         Route("/keys/{key_id}", route(with_backend(_change)), methods=["PATCH"]),
         Route("/keys/{key_id}", route(_revoke), methods=["DELETE"]),
         Route("/keys/{key_id}/rotate", route(_rotate), methods=["POST"]),
+        Route("/audit", route(audit_answer), methods=["GET"]),
     ]
