@@ -518,3 +518,21 @@ def test_a_bad_list_of_saved_keys_is_a_deployment_error_naming_the_entry_and_nev
     _save_openai_keys(momor_aws, entry)
     answer = momor.post("/v1/chat/completions", {"model": "gpt-5-mini", **OPENAI})
     assert answer.status_code == 500 and words in answer.text and "'openai'" in answer.text, answer.text
+
+
+# --- a per-call cost ceiling ------------------------------------------------------------------------
+
+
+def test_a_call_estimated_above_the_keys_per_call_ceiling_is_refused_before_any_provider(momor, fake, admin_org):
+    admin = admin_org.admin.access_token
+    key = made(api(momor, admin, "POST", body={"name": "cheap calls", "limits": {"maxCostPerCallUsd": 0.0005}}))
+    assert key["limits"]["maxCostPerCallUsd"] == 0.0005
+    for dialect in ("native", "openai", "anthropic"):  # claude-sonnet-4-5 at its max_tokens: over $0.0005
+        refusal = call(momor, key["key"], dialect, "claude-sonnet-4-5")
+        assert refusal.status_code == 402 and "maxCostPerCallUsd" in refusal.text, refusal.text
+    assert fake.requests() == []
+    small = httpx2.post(momor.url + "/v1/chat/completions", headers=bearer(key["key"]), timeout=30,
+                        json={"model": "gpt-5-mini", "max_tokens": 100, **OPENAI})
+    assert small.status_code == 200, small.text
+    refused(api(momor, admin, "PATCH", f"/{key['id']}", {"limits": {"maxCostPerCallUsd": -1}}), 400,
+            "limits.maxCostPerCallUsd")

@@ -66,6 +66,8 @@ class Caller:
     """The key item's partition key (where the rate limiter reads its rateLimit); None for a session."""
     allow: tuple[Allowed, ...] = ()
     """The key's and the organization's allow-lists (issue 38), as the planner's `allow` rule reads them."""
+    max_cost_per_call: Decimal | None = None
+    """The key's `maxCostPerCallUsd` (api/flow.py refuses a call estimated above it)."""
     scoped: tuple[ScopedBudget, ...] = ()
     """The key's budgets by model and by provider (store/budgets.py ScopedBudget)."""
     tokens: tuple[TokenSubject, ...] = ()
@@ -129,7 +131,8 @@ async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:
                     zdr=key.zdr, budget_daily=key.budget_daily, budget_monthly=key.budget_monthly, key_hash=key_hash,
                     allow=_allow(allowed("your API key", key.allow_models, key.allow_providers), org),
                     tokens=_tokens(subject_of(key.id, key.tokens_per_minute, key.tokens_per_day), org),
-                    scoped=scoped_budgets(key.id, key.budgets_by_model, key.budgets_by_provider))
+                    scoped=scoped_budgets(key.id, key.budgets_by_model, key.budgets_by_provider),
+                    max_cost_per_call=key.max_cost_per_call)
     if len(_callers) >= _CALLERS_KEPT:
         _callers.clear()
     _callers[id(key)] = (key, org, key_hash, caller)

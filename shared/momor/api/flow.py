@@ -357,6 +357,14 @@ async def _prepare(
             raise
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
+    ceiling = getattr(caller, "max_cost_per_call", None)
+    if ceiling is not None and billed:  # the key's per-call ceiling: refused before any provider is asked
+        estimate = _hold(routed, candidates)
+        if estimate > ceiling:
+            raise RequestError(
+                f"This call may cost up to ${estimate.quantize(Decimal('0.000001'))} (its input and its output "
+                f"ceiling; a lower max_tokens lowers it), more than your API key's limits.maxCostPerCallUsd of "
+                f"${ceiling}.", status=402)
     await admission.check(recorder, lambda: _hold(routed, candidates) if billed else Decimal(0))
     if billed:
         candidates = await admission.check_scoped(recorder, candidates, lambda some: _hold(routed, some))

@@ -63,6 +63,8 @@ class Caller:
     allow_models: tuple[str, ...] | None = None
     allow_providers: tuple[str, ...] | None = None
     """The key's allow-lists as stored (`allowModels`, `allowProviders`: key_limits.py); None: no list."""
+    max_cost_per_call: Decimal | None = None
+    """`maxCostPerCallUsd`: a call whose estimated cost is more is refused before any provider is asked."""
     tokens_per_minute: int | None = None
     tokens_per_day: int | None = None
     """Input + output tokens a minute and a UTC day (`tokensPerMinute`, `tokensPerDay`: token_limits.py)."""
@@ -184,6 +186,7 @@ def from_item(item: dict[str, Any]) -> Caller:
         owner=item.get("owner", {}).get("S"),
         allow_models=key_limits.FIELDS["allow.models"].decode(item.get("allowModels")),
         allow_providers=key_limits.FIELDS["allow.providers"].decode(item.get("allowProviders")),
+        max_cost_per_call=_usd(item.get("maxCostPerCallUsd")),
         tokens_per_minute=key_limits.FIELDS["tokensPerMinute"].decode(item.get("tokensPerMinute")),
         tokens_per_day=key_limits.FIELDS["tokensPerDay"].decode(item.get("tokensPerDay")),
         budgets_by_model=key_limits.FIELDS["budgets.byModel"].decode(item.get("budgetsByModel")),

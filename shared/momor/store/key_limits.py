@@ -337,6 +337,7 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
     Field("budgetMonthlyUsd", "budgetMonthlyUsd", _parse_usd, _usd_looseness, _number, _read_usd, _float),
     Field("zdr", "zdr", _parse_flag, lambda on: 0 if on else 1, lambda on: {"BOOL": bool(on)},
           lambda attribute: bool(attribute and attribute.get("BOOL"))),
+    Field("maxCostPerCallUsd", "maxCostPerCallUsd", _parse_usd, _usd_looseness, _number, _read_usd, _float),
     Field("tokensPerMinute", "tokensPerMinute", _parse_tokens, _tokens_looseness, _number, _read_int),
     Field("tokensPerDay", "tokensPerDay", _parse_tokens, _tokens_looseness, _number, _read_int),
     Field("expiresAt", "expiresAt", _parse_time, _time_looseness, _encode_time, _read_time, _show_time),
