@@ -30,7 +30,10 @@ import sys
 
 from infra.create_api_key import _usd, use_table_and_region
 from momor.routing.selectors import parse_duration
-from momor.store import aws, key_admin, organizations
+from momor.store import audit, aws, key_admin, organizations
+
+SCRIPT = {"id": "infra/organization.py", "name": "an operator's script", "kind": "script", "role": "operator"}
+"""Who an audit entry names for a change made here (the script has no caller id of its own)."""
 
 
 def _max_age(text: str) -> str:
@@ -93,6 +96,13 @@ def main(argv: list[str] | None = None) -> None:
                                     allow_models=tuple(args.allow_model) if args.allow_model else None,
                                     allow_providers=tuple(args.allow_provider) if args.allow_provider else None,
                                     tokens_per_minute=args.tokens_per_minute, tokens_per_day=args.tokens_per_day)
+        audit.append_sync(made.id, SCRIPT, "organization.create", made.id, {
+            name: {"from": None, "to": value} for name, value in (
+                ("name", made.name), ("zdr", args.zdr), ("maxAge", args.max_age), ("deprecated", args.deprecated),
+                ("budgetDailyUsd", args.daily_usd), ("budgetMonthlyUsd", args.monthly_usd),
+                ("membersCreateKeys", args.members_create_keys), ("allowModels", args.allow_model),
+                ("allowProviders", args.allow_provider), ("tokensPerMinute", args.tokens_per_minute),
+                ("tokensPerDay", args.tokens_per_day)) if value not in (None, False)})
         print(f"organization {made.name!r}", file=sys.stderr)
         print(made.id)
         return
@@ -101,9 +111,14 @@ def main(argv: list[str] | None = None) -> None:
         if not organizations.remove_member(args.org, sub):
             raise SystemExit(f"{sub} is not in {args.org}")
         print(f"{sub} is no longer in {args.org}", file=sys.stderr)
+        audit.append_sync(args.org, SCRIPT, "member.remove", sub, {"member": {"from": True, "to": False}})
         _left(args.org, sub, keep=args.keep_keys)
         return
     joined = organizations.add_member(args.org, sub, args.role, email=args.email)
+    audit.append_sync(args.org, SCRIPT, "member.add", sub, {"role": {"from": None, "to": args.role}})
+    if joined.left:
+        audit.append_sync(joined.left, SCRIPT, "member.remove", sub,
+                          {"member": {"from": True, "to": False}, "movedTo": {"from": None, "to": args.org}})
     print(f"{sub} is now {args.role} of {args.org}", file=sys.stderr)
     if joined.left:
         print(f"{sub} left {joined.left}", file=sys.stderr)

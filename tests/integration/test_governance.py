@@ -536,3 +536,21 @@ def test_a_call_estimated_above_the_keys_per_call_ceiling_is_refused_before_any_
     assert small.status_code == 200, small.text
     refused(api(momor, admin, "PATCH", f"/{key['id']}", {"limits": {"maxCostPerCallUsd": -1}}), 400,
             "limits.maxCostPerCallUsd")
+
+
+def test_the_organization_script_leaves_its_changes_in_the_audit_log(momor, cognito, capsys):
+    from infra import organization as script
+
+    script.main(["create", "Audited", "--monthly-usd", "50", "--allow-provider", "openai"])
+    org_id = capsys.readouterr().out.strip()
+    admin = cognito.person(org_id, "admin")
+    elsewhere = cognito.organization("Before")
+    mover = cognito.person(elsewhere, "member")
+    script.main(["add-member", org_id, "--sub", mover.sub, "--role", "member", "--keep-keys"])
+    entries = audit_log(momor, admin.access_token).json()["data"]
+    assert [(e["action"], e["target"]) for e in entries] == [("member.add", mover.sub), ("organization.create", org_id)]
+    assert entries[0]["actor"]["kind"] == "script" and entries[0]["changes"] == {"role": {"from": None, "to": "member"}}
+    assert entries[1]["changes"]["budgetMonthlyUsd"] == {"from": None, "to": "50"}
+    assert entries[1]["changes"]["allowProviders"] == {"from": None, "to": ["openai"]}
+    left = audit_log(momor, cognito.person(elsewhere, "admin").access_token).json()["data"]
+    assert [(e["action"], e["changes"]["movedTo"]["to"]) for e in left] == [("member.remove", org_id)]

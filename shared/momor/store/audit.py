@@ -1,5 +1,6 @@
 """The audit log (issue 38): every change made over the key API (a key created, changed, rotated or
-revoked), who made it, when, and each field's value before and after; never a key's secret (a key
+revoked) and with infra/organization.py (an organization made, a member added, moved or removed),
+who made it, when, and each field's value before and after; never a key's secret (a key
 is named by its id, a secret is never an entry's value).
 
 Storage: the API-keys table, one item per organization and UTC day, `keyHash` = "audit#<org>#<YYYY-MM-DD>",
@@ -19,7 +20,7 @@ from typing import Any
 
 from ..config import get_config
 from ..logs import logger
-from . import dynamo
+from . import aws, dynamo
 
 AUDIT_DAYS = 400
 """How long entries are kept (the API-keys table's TTL removes a day's item after)."""
@@ -32,6 +33,27 @@ def _to_attribute(value: Any) -> dict[str, Any]:
     return {"S": json.dumps(value, sort_keys=True, default=str)}
 
 
+def _entry(actor: dict[str, Any], action: str, target: str, changes: dict[str, dict[str, Any]] | None
+           ) -> tuple[dt.datetime, dict[str, Any]]:
+    now = dt.datetime.now(dt.UTC)
+    return now, {"at": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"), "actor": actor,
+                 "action": action, "target": target, "changes": changes or {}}
+
+
+def append_sync(org_id: str, actor: dict[str, Any], action: str, target: str,
+                changes: dict[str, dict[str, Any]] | None = None) -> None:
+    """`append` for the scripts (infra/organization.py), through boto3; raises on failure (the
+    operator sees it)."""
+    now, entry = _entry(actor, action, target, changes)
+    aws.client("dynamodb").update_item(
+        TableName=get_config().need("api_keys_table"),
+        Key={"keyHash": {"S": f"audit#{org_id}#{now.date().isoformat()}"}},
+        UpdateExpression="SET #e = list_append(if_not_exists(#e, :none), :entry), #x = :x",
+        ExpressionAttributeNames={"#e": "entries", "#x": "expiresAt"},
+        ExpressionAttributeValues={":none": {"L": []}, ":entry": {"L": [_to_attribute(entry)]},
+                                   ":x": {"N": str(int(now.timestamp()) + AUDIT_DAYS * 86400)}})
+
+
 async def append(org_id: str, actor: dict[str, Any], action: str, target: str,
                  changes: dict[str, dict[str, Any]] | None = None) -> None:
     """One entry on the organization's day. Never raises: a failed write is logged (the change it
@@ -39,9 +61,7 @@ async def append(org_id: str, actor: dict[str, Any], action: str, target: str,
     table = get_config().api_keys_table
     if table is None:
         return
-    now = dt.datetime.now(dt.UTC)
-    entry = {"at": now.isoformat(timespec="milliseconds").replace("+00:00", "Z"), "actor": actor, "action": action,
-             "target": target, "changes": changes or {}}
+    now, entry = _entry(actor, action, target, changes)
     expires = int(now.timestamp()) + AUDIT_DAYS * 86400
     try:
         await dynamo.call("UpdateItem", {
