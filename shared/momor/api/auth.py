@@ -29,6 +29,7 @@ from starlette.requests import Request
 from ..config import get_config
 from ..door_http import headers_of
 from ..errors import RequestError
+from ..guardrails.policy import NONE, Policy, merged
 from ..routing.selectors import Allowed, allowed
 from ..store import apikeys, organizations
 from ..store.budgets import ORG_SUBJECT, ScopedBudget, scoped_budgets
@@ -72,6 +73,16 @@ class Caller:
     """The key's budgets by model and by provider (store/budgets.py ScopedBudget)."""
     tokens: tuple[TokenSubject, ...] = ()
     """The key's and the organization's token limits (store/token_limits.py); each must admit a call."""
+    cache: bool | None = None
+    """The API key's own response-cache default (None: its organization's; api/cached.py)."""
+    cache_ttl: int | None = None
+    key_guardrails: Policy = NONE
+    """The API key's own guardrail checks (the organization's are on `org`)."""
+
+    @property
+    def guardrails(self) -> Policy:
+        """The checks every call of this caller runs: the organization's, then the key's."""
+        return merged(self.org.guardrails, self.key_guardrails)
 
     @property
     def defaults(self) -> Defaults:
@@ -132,7 +143,9 @@ async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:
                     allow=_allow(allowed("your API key", key.allow_models, key.allow_providers), org),
                     tokens=_tokens(subject_of(key.id, key.tokens_per_minute, key.tokens_per_day), org),
                     scoped=scoped_budgets(key.id, key.budgets_by_model, key.budgets_by_provider),
-                    max_cost_per_call=key.max_cost_per_call)
+                    max_cost_per_call=key.max_cost_per_call,
+                    cache=key.cache, cache_ttl=key.cache_ttl,
+                    key_guardrails=key.guardrails)
     if len(_callers) >= _CALLERS_KEPT:
         _callers.clear()
     _callers[id(key)] = (key, org, key_hash, caller)

@@ -6,19 +6,20 @@ documents `{"status", "detail"}`.
     GET /me            {"id", "name", "email", "role", "managesKeys", "organization": {"id", "name",
                        "defaults": {"deprecated", "maxAge", "zdr"}, "membersCreateKeys"}}
     GET /keys          {"data": [key, ...]}: an admin's (or operator's) organization's keys; a member's own
-    POST /keys         {"name", "limits"?: {...}, "allow"?: {...}} -> 201, the key plus "key": the secret,
-                       shown this once
-    PATCH /keys/{id}   {"name"?, "limits"?: {...}, "allow"?: {...}} -> the key
     POST /keys/{id}/rotate {"graceSeconds"?: 0} -> the key plus "key": its new secret, shown this once,
                        and "previousExpiresAt": when the old secret stops (401 from then on)
     GET /audit         the organization's audit log, for its admins (api/audit_routes.py); every change
                        made here appends to it (store/audit.py)
+    POST /keys         {"name", "limits"?, "allow"?, "budgets"?, "expiresAt"?, "guardrails"?} -> 201, the
+                       key plus "key": the secret, shown this once
+    PATCH /keys/{id}   {"name"?, "limits"?, "allow"?, "budgets"?, "expiresAt"?, "guardrails"? | null} -> the key
     DELETE /keys/{id}  revokes it (disabled, never deleted: its records keep naming it) ->
                        {"id", "revoked": true}; refused everywhere within MOMOR_API_KEY_CACHE_S
 
     key = {"id", "name", "owner", "role", "created", "disabled", "limits": {"rateLimitPerMinute",
            "budgetDailyUsd", "budgetMonthlyUsd", "zdr"}, "adminLimits": {...}, "allow": {"models", "providers"},
-           "adminAllow": {...}, "expiresAt", "expired", "adminExpiresAt", "spend": {"todayUsd", "monthUsd"}}
+           "adminAllow": {...}, "budgets": {"byModel", "byProvider"}, "adminBudgets": {...}, "expiresAt",
+           "expired", "adminExpiresAt", "spend": {"todayUsd", "monthUsd"}, "guardrails": {"input", "output"}}
 
 `expiresAt` (ISO 8601 with its offset, in the future; null: never) is when the key stops working:
 a call with it after that is a 401 saying it expired. It is held like every limit: a member may move
@@ -28,6 +29,11 @@ an admin's expiry earlier, never later or away.
 `allow.providers` (provider names; a root stands for its regions) are what the key may reach: the
 planner's `allow` rule leaves the rest out, and a call left with nothing is a 403 in its dialect
 (issue 38). Each entry must name something the catalog has (a 400 naming it); null: no list.
+
+`guardrails` is the key's own guardrail policy (guardrails/policy.py), run after its organization's
+(GET /me shows that one): a key adds checks, never removes its organization's. Only an admin (or
+operator) sets or clears it (a member who could would take away checks an admin put on their key);
+null or {} clears it. A bad policy is a 400 naming the field.
 
 Who manages keys, decided here and nowhere else (issue 33):
 - a signed-in person (a Cognito session), or an API key whose role is admin or operator; an API key
@@ -60,6 +66,7 @@ from starlette.routing import Route
 
 from ..door_http import json_response, parse_json_object, read_body
 from ..errors import RequestError
+from ..guardrails.policy import NONE, Policy, parse
 from ..logs import logger
 from ..routing.allow_check import check_allow
 from ..store import audit, key_admin, key_limits, spend_history
@@ -85,7 +92,7 @@ def me(caller: Caller) -> dict[str, Any]:
     return {"id": caller.id, "name": caller.name, "email": caller.email, "role": caller.role,
             "managesKeys": manages_keys(caller),
             "organization": {"id": org.id, "name": org.name, "defaults": org.defaults.to_json(),
-                             "membersCreateKeys": org.members_create_keys}}
+                             "membersCreateKeys": org.members_create_keys, "guardrails": org.guardrails.to_json()}}
 
 
 def _usd(value: Decimal | None) -> float | None:
@@ -108,7 +115,8 @@ async def key_json(key: key_admin.KeyInfo) -> dict[str, Any]:
             "adminBudgets": key_limits.admin_limits(key.set_by, "budgets"),
             **key_limits.shown(key.limits, ""), "expired": _expired(key),
             "adminExpiresAt": key_limits.admin_limits(key.set_by, "").get("expiresAt"),
-            "spend": {"todayUsd": _usd(today), "monthUsd": _usd(month)}}
+            "spend": {"todayUsd": _usd(today), "monthUsd": _usd(month)},
+            "guardrails": key.guardrails.to_json()}
 
 
 def _expired(key: key_admin.KeyInfo) -> bool:
@@ -166,7 +174,7 @@ async def _body(request: Request, allowed: set[str]) -> dict[str, Any]:
     return body
 
 
-FIELDS = {"name", *key_limits.GROUPS, *key_limits.TOP}
+FIELDS = {"name", "guardrails", *key_limits.GROUPS, *key_limits.TOP}
 
 
 async def _limits(body: dict[str, Any], caller: Caller, backend: Backend) -> key_limits.Values:
@@ -188,6 +196,16 @@ def _changes(before: key_limits.Values, after: key_limits.Values, asked: key_lim
     return out
 
 
+def _guardrails(body: dict[str, Any], caller: Caller) -> Policy | None:
+    """The key's guardrails as the body sets them (None: not given; NONE: cleared), admins only."""
+    if "guardrails" not in body:
+        return None
+    if not caller.admin:
+        raise RequestError("Only an admin sets or clears a key's guardrails.", status=403, param="guardrails")
+    value = body["guardrails"]
+    return NONE if value in (None, {}) else parse(value, origin="key")
+
+
 async def _create(request: Request, caller: Caller, backend: Backend) -> Response:
     _may_manage(caller)
     body = await _body(request, FIELDS)
@@ -195,9 +213,10 @@ async def _create(request: Request, caller: Caller, backend: Backend) -> Respons
     assert name is not None
     limits = await _limits(body, caller, backend)
     key_limits.check(limits, {}, caller.role)
+    guardrails = _guardrails(body, caller) or NONE
     plaintext, info = await key_admin.create(
         caller.org.id, name, owner=caller.person or caller.name, limits=limits,
-        set_by=key_limits.recorded({}, limits, caller.role))
+        set_by=key_limits.recorded({}, limits, caller.role), guardrails=guardrails)
     await audit.append(caller.org.id, actor(caller), "key.create", info.id,
                        {"name": {"from": None, "to": name}} | _changes({}, info.limits, limits))
     return json_response({**await key_json(info), "key": plaintext}, 201)
@@ -210,6 +229,7 @@ async def _change(request: Request, caller: Caller, backend: Backend) -> Respons
     body = await _body(request, FIELDS)
     name = _name(body, required=False)
     limits = await _limits(body, caller, backend)
+    guardrails = _guardrails(body, caller)
     for _ in range(_RECHECKS):
         current = await key_admin.read(key.key_hash)
         if current is None:
@@ -218,7 +238,8 @@ async def _change(request: Request, caller: Caller, backend: Backend) -> Respons
         key_limits.check(limits, current.set_by, caller.role)
         try:
             info = await key_admin.change(current, name=name, limits=limits,
-                                          set_by=key_limits.recorded(current.set_by, limits, caller.role))
+                                          set_by=key_limits.recorded(current.set_by, limits, caller.role),
+                                          guardrails=guardrails)
         except key_admin.Changed:
             continue
         renamed = {"name": {"from": current.name, "to": info.name}} if info.name != current.name else {}

@@ -5,10 +5,11 @@ with `id` (a stable, non-secret caller id: the hash's first 16 hex digits), `nam
 `created` (ISO 8601), `disabled`, `expiresAt` (ISO 8601: refused from then on, with a 401 that says
 it expired), `zdr` (every call made with it is held to zero data
 retention), `org` (the organization it belongs to; items written before organizations belong to
-organizations.DEFAULT_ORG) and `role` (member | admin: the org's admin, who manages its keys |
-operator: the deployment's owner; the older `admin: true` reads as operator, as it always saw
-every call). A leaked table therefore leaks no usable key; keys are long random strings, so an
-unsalted fast hash is enough (there is no dictionary to try).
+organizations.DEFAULT_ORG), `guardrails` (the key's own guardrail policy, as JSON) and `role`
+(member | admin: the org's admin, who manages its keys | operator: the deployment's owner; the older
+`admin: true` reads as operator, as it always saw every call). A leaked table therefore leaks no
+usable key; keys are long random strings, so an unsalted fast hash is enough (there is no
+dictionary to try).
 
 Positive lookups are cached per process for MOMOR_API_KEY_CACHE_S seconds (config.py, default 60;
 0 turns the cache off), so a warm Lambda does not read DynamoDB on every call; the price is that a
@@ -33,6 +34,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..config import get_config
+from ..guardrails.policy import NONE, Policy, from_text
 from . import aws, dynamo, key_limits, organizations
 from .organizations import DEFAULT_ORG
 
@@ -76,6 +78,14 @@ class Caller:
     rotated: bool = False
     """`supersededBy` on the item: a new secret replaced this one (key_admin.rotate), which works
     until `expires` (the grace period the rotation gave it)."""
+    cache: bool | None = None
+    """`cache` on the item: the key's calls use the response cache (true) or not (false) unless a call
+    says (X-Momor-Cache); None: its organization's default (api/cached.py)."""
+    cache_ttl: int | None = None
+    """`cacheTtlS` on the item: how long its calls' answers are kept, unless a call says."""
+    guardrails: Policy = NONE
+    """The key's own guardrail checks (`guardrails` on the item, the policy's JSON), run after its
+    organization's (guardrails/policy.py)."""
 
 
 def key_hash(key: str) -> str:
@@ -193,7 +203,19 @@ def from_item(item: dict[str, Any]) -> Caller:
         budgets_by_provider=key_limits.FIELDS["budgets.byProvider"].decode(item.get("budgetsByProvider")),
         expires=key_limits.FIELDS["expiresAt"].decode(item.get("expiresAt")),
         rotated=SUPERSEDED in item,
+        cache=item["cache"]["BOOL"] if "BOOL" in item.get("cache", {}) else None,
+        cache_ttl=_seconds(item.get("cacheTtlS")),
+        guardrails=from_text(item.get("guardrails", {}).get("S"), origin="key"),
     )
+
+
+def _seconds(value: dict[str, str] | None) -> int | None:
+    """A TTL attribute in whole seconds; absent, unreadable or not positive means none set."""
+    try:
+        seconds = int(value["N"]) if value and "N" in value else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds > 0 else None
 
 
 def _usd(value: dict[str, str] | None) -> Decimal | None:
