@@ -17,11 +17,8 @@ import httpx2
 import pytest
 
 from momor.config import get_config
-from momor.routing import key_pool
-from momor.routing.circuits import process_breakers
-from momor.store import apikeys, aws, keys, organizations
-from tests.fakes.script import Hang, fail
-from tests.integration.conftest import SAVED_KEYS
+from momor.store import apikeys, aws, organizations
+from tests.fakes.script import Hang
 from tests.integration.test_tenant_keys import api, bearer, item_of, made, refused
 
 NATIVE = {"systemPrompt": "Be brief.", "messages": [{"type": "user", "value": "Hello"}]}
@@ -461,63 +458,6 @@ def test_the_audit_log_is_its_admins_only_and_its_own_organizations(momor, admin
 def test_a_bad_audit_query_is_a_400(momor, admin_org, query):
     answer = audit_log(momor, admin_org.admin.access_token, query)
     assert answer.status_code == 400 and answer.headers["content-type"].startswith("application/problem+json")
-
-
-# --- several saved keys per provider ----------------------------------------------------------------
-
-
-def _save_openai_keys(momor_aws: Any, entry: Any) -> None:
-    saved = {**SAVED_KEYS, "openai": entry}
-    momor_aws.client("secretsmanager").put_secret_value(SecretId=momor_aws.keys_secret, SecretString=json.dumps(saved))
-    keys.reset_saved_keys()
-    key_pool.reset()
-
-
-POOL = [{"key": "sk-openai-east-0101", "label": "east", "weight": 3, "rpm": 500, "tpm": 200000},
-        {"key": "sk-openai-west-0102", "label": "west", "weight": 1}]
-SECRET_OF = {"Bearer sk-openai-east-0101": "east", "Bearer sk-openai-west-0102": "west"}
-
-
-def test_two_saved_keys_weighted_three_to_one_serve_about_three_to_one(momor, momor_aws, fake):
-    _save_openai_keys(momor_aws, POOL)
-    answers = [momor.post("/v1/chat/completions", {"model": "gpt-5-mini", **OPENAI}) for _ in range(120)]
-    assert all(a.status_code == 200 for a in answers)
-    used = [SECRET_OF[r.headers["authorization"]] for r in fake.requests("openai")]
-    assert 72 <= used.count("east") <= 105 and used.count("east") + used.count("west") == 120, used.count("east")
-    record = momor.record(answers[-1].headers["x-momor-request-id"])
-    assert record["attempts"][0]["keyLabel"] == used[-1]
-    assert "sk-openai-" not in json.dumps(record)  # the record names the label, never the key
-
-
-def test_a_saved_key_answering_429_is_skipped_without_opening_the_offerings_circuit(momor, momor_aws, fake):
-    _save_openai_keys(momor_aws, POOL)
-    fake.script("openai", fail(429, headers={"retry-after": "30"}))
-    answer = momor.post("/v1/chat/completions", {"model": "gpt-5-mini", **OPENAI})
-    assert answer.status_code == 200, answer.text
-    attempts = momor.record(answer.headers["x-momor-request-id"])["attempts"]
-    assert [a["httpStatus"] for a in attempts] == [429, 200]
-    tired, other = attempts[0]["keyLabel"], attempts[1]["keyLabel"]
-    assert tired != other
-    for _ in range(5):  # cooling down: every call goes to the other key, the offering still first
-        assert momor.post("/v1/chat/completions", {"model": "gpt-5-mini", **OPENAI}).status_code == 200
-    used = [SECRET_OF[r.headers["authorization"]] for r in fake.requests("openai")]
-    assert used[0] == tired and used[1:] == [other] * 6
-    offering = next(c for c in momor.catalog["models"] if c["name"] == "gpt-5-mini")["offerings"][0]
-    assert process_breakers().state(f"openai/{offering['id']}") == "closed"
-
-
-@pytest.mark.parametrize(("entry", "words"), [
-    ([{"key": "a", "weight": 0}], "[0].weight"),
-    ([{"key": "a", "weight": "heavy"}], "[0].weight"),
-    ([{"key": "a", "label": "x"}, {"key": "b", "label": "x"}], "own label"),
-    ([{"key": "a", "rpm": -1}], "[0].rpm"),
-    ([], "at least one"),
-])
-def test_a_bad_list_of_saved_keys_is_a_deployment_error_naming_the_entry_and_never_a_key(momor, momor_aws, entry,
-                                                                                        words):
-    _save_openai_keys(momor_aws, entry)
-    answer = momor.post("/v1/chat/completions", {"model": "gpt-5-mini", **OPENAI})
-    assert answer.status_code == 500 and words in answer.text and "'openai'" in answer.text, answer.text
 
 
 # --- a per-call cost ceiling ------------------------------------------------------------------------

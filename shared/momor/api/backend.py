@@ -16,7 +16,6 @@ from starlette.requests import Request
 
 from ..catalog import Catalog
 from ..config import Config, get_config
-from ..routing import key_pool
 from ..routing.keys import KeyResolver, ResolvedKey
 from ..routing.plan import Candidate
 from ..store import budgets, keys, ratelimit, records
@@ -79,24 +78,15 @@ def _resolver(call_keys: dict[str, Any], zdr: bool, saved_keys: Mapping[str, key
     def resolve(candidate: Candidate) -> ResolvedKey | str:
         name = candidate.provider.name
         saved = keys.key_in(saved_keys, name)
-        if saved is not None and saved.pool:  # several saved keys: one by weight (routing/key_pool.py)
-            covered = tuple(k for k in saved.pool if k.zdr) if zdr else ()
-            saved = key_pool.choose(covered or saved.pool)
         if zdr:
             if saved is not None and (saved.zdr or candidate.provider.zdr):
-                return _saved(saved)
+                return ResolvedKey(saved.key, "saved", dict(saved.extra))
             return "zero data retention: no key for this provider is covered"
         per_call = keys.call_key(call_keys, name)
         if per_call is not None:
             return ResolvedKey(per_call.key, "call", dict(per_call.extra))
         if saved is not None:
-            return _saved(saved)
+            return ResolvedKey(saved.key, "saved", dict(saved.extra))
         return "no key for this provider"
 
     return resolve
-
-
-def _saved(key: keys.ProviderKey) -> ResolvedKey:
-    if key.label is None:
-        return ResolvedKey(key.key, "saved", dict(key.extra))
-    return ResolvedKey(key.key, "saved", dict(key.extra), key.label, key_pool.circuit_of(key))

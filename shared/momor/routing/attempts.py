@@ -34,7 +34,7 @@ from ..providers.base import Target
 from ..providers.kit import unsupported
 from ..providers.registry import answers_choices, reply_timeout
 from ..providers.transport import Timeouts, exchange
-from . import hedge, key_pool
+from . import hedge
 from .breaker import DEFERRED, PROBING, Breakers
 from .choices import several_answers
 from .circuits import breaker_order, process_breakers
@@ -210,23 +210,12 @@ class Session:
                                                 "the call's time budget ran out"))
                 return "budget"
             attempt = self.recorder.begin(candidate, resolved.source, resolved.key, call)
-            attempt.attempt.key_label = resolved.label
             self.breakers.begin(circuit)
             try:
                 serving = await self._start(candidate, resolved, call, caller_body, attempt)
             except ProviderError as exc:
                 attempt.fail(exc)
-                if resolved.circuit is not None:
-                    # One of several saved keys: its own circuit and cool-down (key_pool.py), not the
-                    # offering's; the next try takes another of the keys.
-                    self._key_failed(resolved.circuit, exc)
-                    self.breakers.release(circuit)
-                    next_key = self.resolve_key(candidate)
-                    if (isinstance(next_key, ResolvedKey) and next_key.circuit != resolved.circuit
-                            and classify(exc) == "retry" and retry < self.policy.retries):
-                        resolved = next_key  # another key of the pool is rested: tried at once
-                        continue
-                elif counts_against_breaker(exc):
+                if counts_against_breaker(exc):
                     self.breakers.failure(circuit)
                 else:  # it answered (a refusal of this request or key): the offering itself is up
                     self.breakers.success(circuit)
@@ -249,14 +238,6 @@ class Session:
             self.breakers.success(circuit)
             return serving
         return "failed"  # unreachable: the last retry returns from the except branch
-
-    def _key_failed(self, key_circuit: str, exc: ProviderError) -> None:
-        if exc.kind == "http" and exc.upstream_status == 429:
-            key_pool.cool(key_circuit, exc.retry_after)
-        if counts_against_breaker(exc):
-            self.breakers.failure(key_circuit)
-        else:
-            self.breakers.success(key_circuit)
 
     def _retry_delay(self, exc: ProviderError, retry: int) -> float | None:
         """How long to wait before retrying the same offering, or None to fail over instead."""

@@ -15,10 +15,6 @@ class ResolvedKey:
     source: str
     """"call" (sent with the call) or "saved" (the deployment's keys secret)."""
     extra: dict[str, Any] = field(default_factory=dict)
-    label: str | None = None
-    """The saved key's label, where its provider has several (the record names it; never the key)."""
-    circuit: str | None = None
-    """That key's own circuit (routing/key_pool.py): its failures count there, not on the offering's."""
 
 
 KeyResolver = Callable[[Candidate], "ResolvedKey | str"]

@@ -42,18 +42,12 @@ class ProviderKey:
     source: KeySource = "saved"
     entry: str = ""
     """The entry that matched: the provider's full name or its root."""
-    label: str | None = None
-    """A saved key of a list: its `label` (the record names the key that served by it, never by its value)."""
-    weight: float = 1.0
-    """Its share of the calls among the list's keys (issue 38)."""
-    pool: tuple[ProviderKey, ...] = ()
-    """A list entry: every key of it (this one is its first); the resolver spreads calls over them."""
 
     def __repr__(self) -> str:
         # extra may hold secrets too (a second credential), so only its names are shown.
         return (
-            f"ProviderKey(entry={self.entry!r}, label={self.label!r}, source={self.source!r}, zdr={self.zdr}, "
-            f"key=<hidden>, extra={sorted(self.extra)}, pool={len(self.pool)})"
+            f"ProviderKey(entry={self.entry!r}, source={self.source!r}, zdr={self.zdr}, "
+            f"key=<hidden>, extra={sorted(self.extra)})"
         )
 
     __str__ = __repr__
@@ -72,44 +66,8 @@ def _candidates(provider_name: str) -> tuple[str, ...]:
     return (provider_name,) if root == provider_name else (provider_name, root)
 
 
-POOL_FIELDS = ("label", "weight", "rpm", "tpm")
-"""A list member's own fields (rpm and tpm: the quota the provider gave the key, kept for the record)."""
-
-
-def _parse_pool(entry: str, value: list[Any], source: KeySource) -> ProviderKey:
-    """A list of saved keys for one provider (issue 38): each an object with its key, an optional label
-    (default `<entry>#<n>`), weight (a positive number, default 1), rpm and tpm."""
-    if source != "saved" or not value:
-        raise ValueError("a list of keys is for the saved keys only, and holds at least one")
-    members = []
-    for i, member in enumerate(value):
-        if not isinstance(member, Mapping):
-            raise ValueError(f"[{i}] must be an object holding key")
-        weight = member.get("weight", 1)
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight < 1e9:
-            raise ValueError(f"[{i}].weight must be a positive number")
-        label = member.get("label", f"{entry}#{i}")
-        if not isinstance(label, str) or not label or len(label) > 100:
-            raise ValueError(f"[{i}].label must be a non-empty string")
-        for quota in ("rpm", "tpm"):
-            if quota in member and (isinstance(member[quota], bool) or not isinstance(member[quota], int)
-                                    or member[quota] <= 0):
-                raise ValueError(f"[{i}].{quota} must be a positive whole number")
-        try:
-            key = _parse_entry(entry, {k: v for k, v in member.items() if k not in POOL_FIELDS}, source)
-        except ValueError as exc:
-            raise ValueError(f"[{i}]: {exc}") from None
-        members.append(ProviderKey(key.key, key.zdr, key.extra, source, entry, label, float(weight)))
-    if len({m.label for m in members}) < len(members):
-        raise ValueError("each key of a list needs its own label")
-    first = members[0]
-    return ProviderKey(first.key, first.zdr, first.extra, source, entry, first.label, first.weight, tuple(members))
-
-
 def _parse_entry(entry: str, value: Any, source: KeySource) -> ProviderKey:
     """One entry of either shape; raises ValueError naming what is wrong, never the value."""
-    if isinstance(value, list):
-        return _parse_pool(entry, value, source)
     if isinstance(value, str):
         if not value:
             raise ValueError("the key is empty")

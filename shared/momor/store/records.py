@@ -133,8 +133,6 @@ class Attempt:
     """Some of its output reached the caller."""
     hedged: bool = False
     """Cancelled because another attempt, started beside it, showed output first (routing/hedge.py)."""
-    key_label: str | None = None
-    """Which of its provider's saved keys it was sent with, by label (never the key), where there are several."""
 
     def to_dict(self) -> dict[str, Any]:
         shape = {
@@ -152,8 +150,6 @@ class Attempt:
         }
         if self.hedged:  # only then: a record's size is paid for on every call
             shape["hedged"] = True
-        if self.key_label is not None:
-            shape["keyLabel"] = self.key_label
         return shape
 
 
