@@ -2,6 +2,8 @@
 
     python -m infra.organization create NAME [--id ID] [--zdr] [--max-age P1Y] [--deprecated | --no-deprecated]
                                  [--daily-usd N] [--monthly-usd N] [--members-create-keys]
+                                 [--allow-model SELECTOR ...] [--allow-provider NAME ...]
+                                 [--tokens-per-minute N] [--tokens-per-day N]
                                  [--cache] [--cache-ttl SECONDS]
     python -m infra.organization add-member ORG_ID (--sub SUB | --username NAME --user-pool POOL_ID)
                                  [--role admin|member] [--email EMAIL] [--keep-keys]
@@ -37,7 +39,10 @@ from infra.create_api_key import _usd, use_table_and_region
 from momor.errors import RequestError
 from momor.guardrails import policy as guardrail_policy
 from momor.routing.selectors import parse_duration
-from momor.store import aws, key_admin, organizations
+from momor.store import audit, aws, key_admin, organizations
+
+SCRIPT = {"id": "infra/organization.py", "name": "an operator's script", "kind": "script", "role": "operator"}
+"""Who an audit entry names for a change made here (the script has no caller id of its own)."""
 
 
 def _max_age(text: str) -> str:
@@ -72,6 +77,13 @@ def main(argv: list[str] | None = None) -> None:
     create.add_argument("--daily-usd", type=_usd, default=None, metavar="N", help="spend limit per UTC day")
     create.add_argument("--monthly-usd", type=_usd, default=None, metavar="N", help="spend limit per UTC month")
     create.add_argument("--members-create-keys", action="store_true", help="members may create their own keys")
+    create.add_argument("--allow-model", action="append", metavar="SELECTOR",
+                        help="a model selector every call of it may reach (repeat; default: every model)")
+    create.add_argument("--tokens-per-minute", type=int, default=None, metavar="N",
+                        help="input + output tokens a minute, all its calls together")
+    create.add_argument("--tokens-per-day", type=int, default=None, metavar="N", help="the same, a UTC day")
+    create.add_argument("--allow-provider", action="append", metavar="NAME",
+                        help="a provider every call of it may reach (repeat; default: every provider)")
     create.add_argument("--cache", action="store_true",
                         help="its calls use the response cache unless their key or call says otherwise")
     create.add_argument("--cache-ttl", type=int, default=None, metavar="SECONDS",
@@ -105,7 +117,17 @@ def main(argv: list[str] | None = None) -> None:
                                           cache=args.cache, cache_ttl=args.cache_ttl)
         made = organizations.create(args.name, org_id=args.id, defaults=defaults,
                                     budget_daily=args.daily_usd, budget_monthly=args.monthly_usd,
-                                    members_create_keys=args.members_create_keys)
+                                    members_create_keys=args.members_create_keys,
+                                    allow_models=tuple(args.allow_model) if args.allow_model else None,
+                                    allow_providers=tuple(args.allow_provider) if args.allow_provider else None,
+                                    tokens_per_minute=args.tokens_per_minute, tokens_per_day=args.tokens_per_day)
+        audit.append_sync(made.id, SCRIPT, "organization.create", made.id, {
+            name: {"from": None, "to": value} for name, value in (
+                ("name", made.name), ("zdr", args.zdr), ("maxAge", args.max_age), ("deprecated", args.deprecated),
+                ("budgetDailyUsd", args.daily_usd), ("budgetMonthlyUsd", args.monthly_usd),
+                ("membersCreateKeys", args.members_create_keys), ("allowModels", args.allow_model),
+                ("allowProviders", args.allow_provider), ("tokensPerMinute", args.tokens_per_minute),
+                ("tokensPerDay", args.tokens_per_day)) if value not in (None, False)})
         print(f"organization {made.name!r}", file=sys.stderr)
         print(made.id)
         return
@@ -114,9 +136,14 @@ def main(argv: list[str] | None = None) -> None:
         if not organizations.remove_member(args.org, sub):
             raise SystemExit(f"{sub} is not in {args.org}")
         print(f"{sub} is no longer in {args.org}", file=sys.stderr)
+        audit.append_sync(args.org, SCRIPT, "member.remove", sub, {"member": {"from": True, "to": False}})
         _left(args.org, sub, keep=args.keep_keys)
         return
     joined = organizations.add_member(args.org, sub, args.role, email=args.email)
+    audit.append_sync(args.org, SCRIPT, "member.add", sub, {"role": {"from": None, "to": args.role}})
+    if joined.left:
+        audit.append_sync(joined.left, SCRIPT, "member.remove", sub,
+                          {"member": {"from": True, "to": False}, "movedTo": {"from": None, "to": args.org}})
     print(f"{sub} is now {args.role} of {args.org}", file=sys.stderr)
     if joined.left:
         print(f"{sub} left {joined.left}", file=sys.stderr)

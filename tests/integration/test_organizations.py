@@ -289,6 +289,7 @@ def test_an_admin_creates_a_key_it_works_they_revoke_it_and_it_stops(momor, pool
     key = made.json()
     assert key["key"].startswith("momor-") and key["name"] == "ci" and key["disabled"] is False
     assert key["limits"] == {"rateLimitPerMinute": 100, "budgetDailyUsd": 5.0, "budgetMonthlyUsd": None, "zdr": False,
+                             "maxCostPerCallUsd": None, "tokensPerMinute": None, "tokensPerDay": None,
                              "cache": None, "cacheTtlS": None}
     stored = json.dumps(api_keys_items())
     assert key["key"] not in stored  # stored hashed

@@ -70,6 +70,8 @@ ROUTES = [
     ("post", "/keys", "UsageFunction", False),
     ("patch", "/keys/{id}", "UsageFunction", False),
     ("delete", "/keys/{id}", "UsageFunction", False),
+    ("post", "/keys/{id}/rotate", "UsageFunction", False),
+    ("get", "/audit", "UsageFunction", False),
     ("get", "/models/{id+}", "CatalogFunction", False),
     ("get", "/v1/models/{id+}", "CatalogFunction", False),
     ("get", "/router/v1/models", "CatalogFunction", False),

@@ -19,6 +19,7 @@ A credential is never logged, recorded or put in an error: the 401 says what fai
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Literal
@@ -29,8 +30,11 @@ from ..config import get_config
 from ..door_http import headers_of
 from ..errors import RequestError
 from ..guardrails.policy import NONE, Policy, merged
+from ..routing.selectors import Allowed, allowed
 from ..store import apikeys, organizations
+from ..store.budgets import ORG_SUBJECT, ScopedBudget, scoped_budgets
 from ..store.organizations import Defaults, Organization
+from ..store.token_limits import TokenSubject, subject_of
 from . import cognito
 
 PERSON_PREFIX = "p-"
@@ -61,6 +65,14 @@ class Caller:
     """The API key's own spend limits (budgets.py); the organization's are on `org`."""
     key_hash: str | None = field(default=None, repr=False)
     """The key item's partition key (where the rate limiter reads its rateLimit); None for a session."""
+    allow: tuple[Allowed, ...] = ()
+    """The key's and the organization's allow-lists (issue 38), as the planner's `allow` rule reads them."""
+    max_cost_per_call: Decimal | None = None
+    """The key's `maxCostPerCallUsd` (api/flow.py refuses a call estimated above it)."""
+    scoped: tuple[ScopedBudget, ...] = ()
+    """The key's budgets by model and by provider (store/budgets.py ScopedBudget)."""
+    tokens: tuple[TokenSubject, ...] = ()
+    """The key's and the organization's token limits (store/token_limits.py); each must admit a call."""
     cache: bool | None = None
     """The API key's own response-cache default (None: its organization's; api/cached.py)."""
     cache_ttl: int | None = None
@@ -105,7 +117,17 @@ async def authenticate(request: Request) -> Caller:
     key = await apikeys.authenticate(presented, digest=digest)
     if key is None:
         raise Unauthorized("A valid Momor API key is required.")
+    if key.expires is not None and time.time() >= key.expires.timestamp():
+        raise Unauthorized(_expired(key))
     return await key_caller(key, digest)
+
+
+def _expired(key: apikeys.Caller) -> str:
+    at = key.expires.isoformat().replace("+00:00", "Z") if key.expires else ""
+    if key.rotated:
+        return (f"This API key was rotated: its old secret stopped working at {at}, when its grace period "
+                "ended. Use the key's new secret.")
+    return f"This API key expired at {at}. Ask for a new key, or for this one's expiresAt to be moved."
 
 
 async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:
@@ -118,6 +140,10 @@ async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:
         return kept[3]
     caller = Caller(id=key.id, name=key.name, kind="key", org=org, role=key.role, person=key.owner,
                     zdr=key.zdr, budget_daily=key.budget_daily, budget_monthly=key.budget_monthly, key_hash=key_hash,
+                    allow=_allow(allowed("your API key", key.allow_models, key.allow_providers), org),
+                    tokens=_tokens(subject_of(key.id, key.tokens_per_minute, key.tokens_per_day), org),
+                    scoped=scoped_budgets(key.id, key.budgets_by_model, key.budgets_by_provider),
+                    max_cost_per_call=key.max_cost_per_call,
                     cache=key.cache, cache_ttl=key.cache_ttl,
                     key_guardrails=key.guardrails)
     if len(_callers) >= _CALLERS_KEPT:
@@ -140,7 +166,19 @@ async def _session(token: str) -> Caller:
     operator = get_config().cognito_operator_group in session.groups
     return Caller(id=PERSON_PREFIX + session.sub, name=member.email or session.username, kind="session", org=org,
                   role="operator" if operator else member.role, person=session.sub,
-                  email=member.email or (session.username if "@" in session.username else None))
+                  email=member.email or (session.username if "@" in session.username else None),
+                  allow=_allow(None, org), tokens=_tokens(None, org))
+
+
+def _tokens(key: TokenSubject | None, org: Organization) -> tuple[TokenSubject, ...]:
+    mine = subject_of(ORG_SUBJECT + org.id, org.tokens_per_minute, org.tokens_per_day, "your organization's")
+    return tuple(t for t in (key, mine) if t is not None)
+
+
+def _allow(key: Allowed | None, org: Organization) -> tuple[Allowed, ...]:
+    """The allow-lists that bind a caller: its key's, and its organization's (each must pass)."""
+    mine = allowed("your organization", org.allow_models, org.allow_providers)
+    return tuple(a for a in (key, mine) if a is not None)
 
 
 async def _organization(org_id: str) -> Organization:

@@ -18,6 +18,7 @@ from ..redact import redact
 from ..routing.plan import Candidate
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
+from ..store import token_limits
 from ..store.records import CallRecord, cost_usd, total_cost
 from . import telemetry
 from .backend import Backend
@@ -85,10 +86,31 @@ async def _written(backend: Backend, recorder: Recorder, billed: Callable[[Candi
         await _settle(backend, recorder, None)  # nothing left to settle unless _write failed before it
 
 
+def _tokens_used(record: CallRecord) -> int:
+    """Input and output tokens every attempt of the call used (a token limit counts what providers did)."""
+    used = 0
+    for attempt in [*record.attempts, *record.classifier_attempts]:
+        usage = attempt.usage
+        if usage is not None:
+            used += (usage.input_tokens or 0) + (usage.output_tokens or 0) + (usage.thought_tokens or 0)
+    return used
+
+
 async def _settle(backend: Backend, recorder: Recorder, record: CallRecord | None) -> None:
     """The budget's hold released and the real cost added, however the call ended (failed, cut,
     cancelled). Without a record (a bug building it) the estimate held is taken as the cost: it is
     the most the call could have cost."""
+    scoped, recorder.scoped_spend = recorder.scoped_spend, None
+    for budget, spend in scoped or ():  # the key's budgets by model and provider: what was spent there
+        cost = spend.hold if record is None else sum(
+            (a.cost for a in record.attempts if a.cost is not None and budget.names(a.model, a.provider)), Decimal(0))
+        try:
+            await backend.settle_spend(spend, cost)
+        except Exception:
+            logger.exception("call cost not settled on a budget", extra={"request_id": recorder.request_id})
+    holds, recorder.token_holds = recorder.token_holds, None
+    for hold in holds or ():  # the key's token limits, and its organization's
+        await token_limits.settle(hold, _tokens_used(record) if record is not None else hold.estimate)
     spends, recorder.spend = recorder.spend, None
     for spend in spends or ():  # the key's, and its organization's
         try:

@@ -22,7 +22,8 @@ The answer (`object: "momor.explanation"`):
     refused      null, or {status, rule: plan | rateLimit | budget, detail}: the call would be refused
                  before any provider is asked (the plan then shows what was left out, and why)
 
-Rules: selector, unclassified, kind, except, deprecated, maxAge, cutoff, ignore, capability (a need
+Rules: selector, unclassified, kind, except, deprecated, maxAge, cutoff, ignore, allow (the key's or
+organization's allow-lists: a 403 when nothing is left), capability (a need
 of the call: deferred, or left out for a required responseSchema), breaker (circuit open: tried
 last), key (no key for the provider), zdr (no key zero data retention covers), plus any rule later
 added to the planner under its own name.
@@ -118,8 +119,8 @@ def refusal(exc: MomorError, log: PlanLog | None, recorder: Recorder, dialect: s
     """The explanation of a call refused before any provider would be asked (no candidate, a rate
     limit, a budget), or None when the refusal came before planning (the dialect's own error then).
     The record says the caller was answered (200) with an explanation of a refusal."""
-    if log is None or not log.planned or exc.status not in (400, 402, 429) or (
-            exc.status == 400 and log.refusal != exc.detail):
+    if log is None or not log.planned or exc.status not in (400, 402, 403, 429) or (
+            exc.status in (400, 403) and log.refusal != exc.detail):
         return None
     body = explanation(log, log.candidates)
     body["refused"] = _refused(exc)

@@ -48,15 +48,17 @@ from ..guardrails.refusal import OutputBlocked
 from ..guardrails.screen import Screening, screen
 from ..logs import logger
 from ..routing.attempts import Answer, Session
-from ..routing.estimate import cost_ceiling
+from ..routing.estimate import cost_ceiling, token_ceiling
 from ..routing.keys import KeyResolver
 from ..routing.org_defaults import with_org_defaults
-from ..routing.plan import Candidate, PlanLog, check_provider_names, logging_plans, plan
+from ..routing.plan import Candidate, PlanLog, check_provider_names, current_log, logging_plans, plan
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
+from ..store import token_limits
 from ..store.budgets import BudgetState, Spend, has_budget, org_budget
 from ..store.organizations import Organization
 from ..store.ratelimit import RateState
+from ..store.token_limits import TokenState
 from . import cached, explain, guardrail_services, telemetry
 from .backend import Backend, Caller
 from .call_record import record_call
@@ -115,6 +117,7 @@ class _Admission:
     def __init__(self) -> None:
         self.task: asyncio.Future[RateState] | None = None
         self.budget: BudgetState | None = None
+        self.tokens: TokenState | None = None
         self._caller: tuple[Backend, Caller] | None = None
 
     def start(self, backend: Backend, caller: Caller) -> None:
@@ -127,6 +130,62 @@ class _Admission:
         if state is not None and not state.allowed:
             raise RequestError(f"Rate limit exceeded: {state.limit} requests a window; retry in "
                                f"{state.retry_after} s.", status=429)
+
+    async def check_scoped(self, recorder: Recorder, candidates: list[Candidate],
+                           estimate: Callable[[list[Candidate]], Decimal]) -> list[Candidate]:
+        """Hold the call against each of its key's budgets by model and by provider that one of its
+        candidates falls under (the estimate on those candidates). A budget that refuses takes its
+        candidates out of the plan (rule `budget`, as an explanation shows it); the 402 only when none
+        is left."""
+        scoped = getattr(self._caller[1], "scoped", ()) if self._caller is not None else ()
+        if not scoped:
+            return candidates
+        backend = self._caller[0]
+        held: list[tuple[Any, Spend]] = []
+        refused: BudgetState | None = None
+        log = current_log()
+        for budget in scoped:
+            mine = [c for c in candidates if budget.names(c.model.name, c.provider.name)]
+            state = await backend.admit_budget(budget.subject, estimate(mine)) if mine else None
+            if state is None:
+                continue
+            if state.allowed:
+                if state.spend is not None:
+                    held.append((budget, state.spend))
+                continue
+            refused = state
+            candidates = [c for c in candidates if c not in mine]
+            for c in mine if log is not None else ():
+                log.leave_out(c, "budget", f"{budget.subject.whose} budget: {state.refusal().detail}")
+        if log is not None:
+            log.candidates = candidates
+        if not candidates and refused is not None:
+            _release_all(backend, [spend for _, spend in held])
+            self.budget = refused
+            raise refused.refusal()
+        recorder.scoped_spend = held or None
+        return candidates
+
+    async def check_tokens(self, recorder: Recorder, estimate: Callable[[], int]) -> None:
+        """Hold the call's token estimate against every token limit of its key and organization (none:
+        no trip); the 429 when one refuses, the holds already taken given back."""
+        subjects = getattr(self._caller[1], "tokens", ()) if self._caller is not None else ()
+        if not subjects:
+            return
+        tokens = estimate()
+        holds: list[Any] = []
+        for subject in subjects:
+            state = await token_limits.admit(subject, tokens)
+            if not state.allowed:
+                self.tokens = state
+                for hold in holds:
+                    await token_limits.settle(hold, 0)
+                raise state.refusal()
+            if state.hold is not None:
+                holds.append(state.hold)
+                if self.tokens is None or state.remaining < self.tokens.remaining:
+                    self.tokens = state
+        recorder.token_holds = holds or None
 
     async def check(self, recorder: Recorder, estimate: Callable[[], Decimal]) -> None:
         await self.limited()
@@ -162,6 +221,8 @@ class _Admission:
             headers = (await self.task).headers() if self.task else {}
         except MomorError:  # the limiter refused to decide (its store down, failing closed): no headers
             headers = {}
+        if self.tokens is not None:
+            headers = headers | self.tokens.headers()
         return headers | self.budget.headers() if self.budget is not None else headers
 
 
@@ -301,6 +362,9 @@ async def _prepare(
     recorder.streaming = routed.call.stream
     # The organization's defaults fill what the call left out, where its own provider fields apply.
     routed.prio = with_org_defaults(routed.prio, caller.defaults, routed.prio_where)
+    allow = getattr(caller, "allow", ())
+    if allow:  # the key's and organization's allow-lists: the planner's `allow` rule (routing/plan.py)
+        routed.prio = dataclasses.replace(routed.prio, allow=allow)
     check_provider_names(catalog, routed.prio, routed.prio_where)
     complete = getattr(door, "complete", None)
     if complete is not None:  # before the plan: it plans (once) what will be sent (Completes)
@@ -314,12 +378,24 @@ async def _prepare(
     screening = await _screened(caller, routed, recorder)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
+    ceiling = getattr(caller, "max_cost_per_call", None)
+    if ceiling is not None and billed:  # the key's per-call ceiling: refused before any provider is asked
+        estimate = _hold(routed, candidates)
+        if estimate > ceiling:
+            raise RequestError(
+                f"This call may cost up to ${estimate.quantize(Decimal('0.000001'))} (its input and its output "
+                f"ceiling; a lower max_tokens lowers it), more than your API key's limits.maxCostPerCallUsd of "
+                f"${ceiling}.", status=402)
     cache_plan = cached.plan_for(request, caller, routed, zdr)  # a bad X-Momor-Cache: 400 before any hold
     if screening is not None and (screening.masked or screening.rewrites_output):
         # A masked call's placeholders are the same for different values ([EMAIL_1]), and a kept answer
         # would skip the output checks and the restore: such calls neither read nor fill the cache.
         cache_plan = None
     await admission.check(recorder, lambda: _hold(routed, candidates) if billed else Decimal(0))
+    if billed:
+        candidates = await admission.check_scoped(recorder, candidates, lambda some: _hold(routed, some))
+    if billed and routed.hold is None:  # a generation: its input and output ceiling (token_limits.py)
+        await admission.check_tokens(recorder, lambda: token_ceiling(routed.call, candidates, adjust=routed.adjust))
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
     return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr,
                     deadline=invocation.deadline(request.scope), cache=cache_plan, screening=screening)

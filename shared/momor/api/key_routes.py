@@ -6,15 +6,29 @@ documents `{"status", "detail"}`.
     GET /me            {"id", "name", "email", "role", "managesKeys", "organization": {"id", "name",
                        "defaults": {"deprecated", "maxAge", "zdr"}, "membersCreateKeys"}}
     GET /keys          {"data": [key, ...]}: an admin's (or operator's) organization's keys; a member's own
-    POST /keys         {"name", "limits"?: {...}, "guardrails"?: {...}} -> 201, the key plus "key": the
-                       secret, shown this once
-    PATCH /keys/{id}   {"name"?, "limits"?: {...}, "guardrails"?: {...} | null} -> the key
+    POST /keys/{id}/rotate {"graceSeconds"?: 0} -> the key plus "key": its new secret, shown this once,
+                       and "previousExpiresAt": when the old secret stops (401 from then on)
+    GET /audit         the organization's audit log, for its admins (api/audit_routes.py); every change
+                       made here appends to it (store/audit.py)
+    POST /keys         {"name", "limits"?, "allow"?, "budgets"?, "expiresAt"?, "guardrails"?} -> 201, the
+                       key plus "key": the secret, shown this once
+    PATCH /keys/{id}   {"name"?, "limits"?, "allow"?, "budgets"?, "expiresAt"?, "guardrails"? | null} -> the key
     DELETE /keys/{id}  revokes it (disabled, never deleted: its records keep naming it) ->
                        {"id", "revoked": true}; refused everywhere within MOMOR_API_KEY_CACHE_S
 
     key = {"id", "name", "owner", "role", "created", "disabled", "limits": {"rateLimitPerMinute",
-           "budgetDailyUsd", "budgetMonthlyUsd", "zdr"}, "adminLimits": {...}, "spend": {"todayUsd", "monthUsd"},
-           "guardrails": {"input": [...], "output": [...]}}
+           "budgetDailyUsd", "budgetMonthlyUsd", "zdr"}, "adminLimits": {...}, "allow": {"models", "providers"},
+           "adminAllow": {...}, "budgets": {"byModel", "byProvider"}, "adminBudgets": {...}, "expiresAt",
+           "expired", "adminExpiresAt", "spend": {"todayUsd", "monthUsd"}, "guardrails": {"input", "output"}}
+
+`expiresAt` (ISO 8601 with its offset, in the future; null: never) is when the key stops working:
+a call with it after that is a 401 saying it expired. It is held like every limit: a member may move
+an admin's expiry earlier, never later or away.
+
+`allow.models` (model selectors: a name, `publisher/name`, `publisher/*`, `tier/X`) and
+`allow.providers` (provider names; a root stands for its regions) are what the key may reach: the
+planner's `allow` rule leaves the rest out, and a call left with nothing is a 403 in its dialect
+(issue 38). Each entry must name something the catalog has (a 400 naming it); null: no list.
 
 `guardrails` is the key's own guardrail policy (guardrails/policy.py), run after its organization's
 (GET /me shows that one): a key adds checks, never removes its organization's. Only an admin (or
@@ -54,8 +68,10 @@ from ..door_http import json_response, parse_json_object, read_body
 from ..errors import RequestError
 from ..guardrails.policy import NONE, Policy, parse
 from ..logs import logger
-from ..store import key_admin, key_limits, spend_history
+from ..routing.allow_check import check_allow
+from ..store import audit, key_admin, key_limits, spend_history
 from ..store.budgets import Period
+from .audit_routes import actor, audit_answer
 from .auth import Caller
 from .backend import Backend
 from .problem_routes import Handler, problem_route
@@ -94,8 +110,18 @@ async def key_json(key: key_admin.KeyInfo) -> dict[str, Any]:
     return {"id": key.id, "name": key.name, "owner": key.owner, "role": key.role, "created": key.created,
             "disabled": key.disabled, "limits": key_limits.shown(key.limits),
             "adminLimits": key_limits.admin_limits(key.set_by),
+            "allow": key_limits.shown(key.limits, "allow"), "adminAllow": key_limits.admin_limits(key.set_by, "allow"),
+            "budgets": key_limits.shown(key.limits, "budgets"),
+            "adminBudgets": key_limits.admin_limits(key.set_by, "budgets"),
+            **key_limits.shown(key.limits, ""), "expired": _expired(key),
+            "adminExpiresAt": key_limits.admin_limits(key.set_by, "").get("expiresAt"),
             "spend": {"todayUsd": _usd(today), "monthUsd": _usd(month)},
             "guardrails": key.guardrails.to_json()}
+
+
+def _expired(key: key_admin.KeyInfo) -> bool:
+    expires = key.limits.get("expiresAt")
+    return expires is not None and expires <= dt.datetime.now(dt.UTC)
 
 
 def _may_list(caller: Caller) -> None:
@@ -148,6 +174,28 @@ async def _body(request: Request, allowed: set[str]) -> dict[str, Any]:
     return body
 
 
+FIELDS = {"name", "guardrails", *key_limits.GROUPS, *key_limits.TOP}
+
+
+async def _limits(body: dict[str, Any], caller: Caller, backend: Backend) -> key_limits.Values:
+    """The body's limits and allow-lists, read (400s naming the field) and checked against the catalog."""
+    limits = key_limits.parse_body(body, caller.role)
+    if {"allow.models", "allow.providers", "budgets.byModel", "budgets.byProvider"} & limits.keys():
+        check_allow(limits, await backend.catalog())
+    return limits
+
+
+def _changes(before: key_limits.Values, after: key_limits.Values, asked: key_limits.Values) -> dict[str, Any]:
+    """Each field the request set, as the audit log keeps it: what it was and what it is now."""
+    out = {}
+    for name in asked:
+        field = key_limits.FIELDS[name]
+        was, now = field.show(before.get(name)), field.show(after.get(name))
+        if was != now:
+            out[key_limits.qualified(name)] = {"from": was, "to": now}
+    return out
+
+
 def _guardrails(body: dict[str, Any], caller: Caller) -> Policy | None:
     """The key's guardrails as the body sets them (None: not given; NONE: cleared), admins only."""
     if "guardrails" not in body:
@@ -158,27 +206,29 @@ def _guardrails(body: dict[str, Any], caller: Caller) -> Policy | None:
     return NONE if value in (None, {}) else parse(value, origin="key")
 
 
-async def _create(request: Request, caller: Caller) -> Response:
+async def _create(request: Request, caller: Caller, backend: Backend) -> Response:
     _may_manage(caller)
-    body = await _body(request, {"name", "limits", "guardrails"})
+    body = await _body(request, FIELDS)
     name = _name(body, required=True)
     assert name is not None
-    limits = key_limits.parse(body.get("limits"), caller.role)
+    limits = await _limits(body, caller, backend)
     key_limits.check(limits, {}, caller.role)
     guardrails = _guardrails(body, caller) or NONE
     plaintext, info = await key_admin.create(
         caller.org.id, name, owner=caller.person or caller.name, limits=limits,
         set_by=key_limits.recorded({}, limits, caller.role), guardrails=guardrails)
+    await audit.append(caller.org.id, actor(caller), "key.create", info.id,
+                       {"name": {"from": None, "to": name}} | _changes({}, info.limits, limits))
     return json_response({**await key_json(info), "key": plaintext}, 201)
 
 
-async def _change(request: Request, caller: Caller) -> Response:
+async def _change(request: Request, caller: Caller, backend: Backend) -> Response:
     _may_manage(caller)
     key = await _one(caller, request.path_params["key_id"])
     _may_touch(caller, key)
-    body = await _body(request, {"name", "limits", "guardrails"})
+    body = await _body(request, FIELDS)
     name = _name(body, required=False)
-    limits = key_limits.parse(body.get("limits"), caller.role)
+    limits = await _limits(body, caller, backend)
     guardrails = _guardrails(body, caller)
     for _ in range(_RECHECKS):
         current = await key_admin.read(key.key_hash)
@@ -192,6 +242,9 @@ async def _change(request: Request, caller: Caller) -> Response:
                                           guardrails=guardrails)
         except key_admin.Changed:
             continue
+        renamed = {"name": {"from": current.name, "to": info.name}} if info.name != current.name else {}
+        await audit.append(caller.org.id, actor(caller), "key.change", info.id,
+                           renamed | _changes(current.limits, info.limits, limits))
         return json_response(await key_json(info))
     raise RequestError("The key's limits were being changed at the same moment; try again.", status=409)
 
@@ -201,7 +254,32 @@ async def _revoke(request: Request, caller: Caller) -> Response:
     key = await _one(caller, request.path_params["key_id"])
     _may_touch(caller, key)
     await key_admin.revoke(key)
+    await audit.append(caller.org.id, actor(caller), "key.revoke", key.id,
+                       {"disabled": {"from": key.disabled, "to": True}})
     return json_response({"id": key.id, "revoked": True})
+
+
+async def _rotate(request: Request, caller: Caller) -> Response:
+    _may_manage(caller)
+    key = await _one(caller, request.path_params["key_id"])
+    _may_touch(caller, key)
+    body = await _body(request, {"graceSeconds"}) if await request.body() else {}
+    grace = body.get("graceSeconds", 0)
+    if isinstance(grace, bool) or not isinstance(grace, int) or not 0 <= grace <= key_admin.GRACE_MAX:
+        raise RequestError(f"graceSeconds must be a whole number of seconds from 0 to {key_admin.GRACE_MAX:,} "
+                           "(how long the old secret keeps working).", param="graceSeconds")
+    if key.disabled:
+        raise RequestError("This key is revoked: a revoked key gets no new secret.", status=409)
+    try:
+        plaintext, info, until = await key_admin.rotate(key, grace)
+    except key_admin.Changed:
+        raise RequestError("The key was being rotated or revoked at the same moment; list it again.",
+                           status=409) from None
+    previous = until.isoformat().replace("+00:00", "Z")
+    await audit.append(caller.org.id, actor(caller), "key.rotate", key.id,
+                       {"secret": {"from": "the old secret", "to": "a new secret"},
+                        "previousExpiresAt": {"from": None, "to": previous}})
+    return json_response({**await key_json(info), "key": plaintext, "previousExpiresAt": previous})
 
 
 async def _list(request: Request, caller: Caller) -> Response:
@@ -218,10 +296,15 @@ def routes(backend: Backend) -> list[Route]:
     def route(handler: Handler) -> Any:
         return problem_route(backend, handler, "key management failed")
 
+    def with_backend(handler: Any) -> Handler:
+        return lambda request, caller: handler(request, caller, backend)
+
     return [
         Route("/me", route(_me), methods=["GET"]),
         Route("/keys", route(_list), methods=["GET"]),
-        Route("/keys", route(_create), methods=["POST"]),
-        Route("/keys/{key_id}", route(_change), methods=["PATCH"]),
+        Route("/keys", route(with_backend(_create)), methods=["POST"]),
+        Route("/keys/{key_id}", route(with_backend(_change)), methods=["PATCH"]),
         Route("/keys/{key_id}", route(_revoke), methods=["DELETE"]),
+        Route("/keys/{key_id}/rotate", route(_rotate), methods=["POST"]),
+        Route("/audit", route(audit_answer), methods=["GET"]),
     ]

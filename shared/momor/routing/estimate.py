@@ -43,6 +43,31 @@ def cost_ceiling(call: Call, candidates: list[Candidate], *,
     return max(_on(call, c, input_tokens, billed_prices, adjust) for c in candidates)
 
 
+def token_ceiling(call: Call, candidates: list[Candidate], *,
+                  adjust: Callable[[Call, Candidate], Any] | None = None) -> int:
+    """The most tokens (input and output) the call may use on any of `candidates`: the same input
+    count and output ceiling the cost ceiling prices (a token limit's hold, store/token_limits.py)."""
+    if not candidates:
+        return 0
+    input_tokens = count_input_tokens(call)
+    sent = [(_sent(call, c, adjust), c) for c in candidates]
+    return max(input_tokens + _ceiling(s, c) * max(s.n, 1) for s, c in sent)
+
+
+def _sent(call: Call, candidate: Candidate, adjust: Callable[[Call, Candidate], Any] | None) -> Call:
+    if adjust is None:
+        return call
+    adjusted = adjust(call, candidate)
+    if inspect.isawaitable(adjusted):  # an adjustment that must wait for I/O: the call as written
+        getattr(adjusted, "close", lambda: None)()
+        return call
+    return adjusted
+
+
+def _ceiling(sent: Call, candidate: Candidate) -> int:
+    return sent.params.max_tokens or candidate.model.capabilities.max_output_tokens or DEFAULT_OUTPUT_CEILING
+
+
 def _on(call: Call, candidate: Candidate, input_tokens: int,
         billed_prices: Callable[[Candidate], Prices | None] | None,
         adjust: Callable[[Call, Candidate], Any] | None) -> Decimal:

@@ -21,6 +21,8 @@ The rules (seed 000):
   it, unless the caller accepts another model's vectors (`Needs.mixed_spaces`); and only models that
   offer the length asked for (rule `dimension`). Vectors of two models cannot be compared, so failing
   over to another model would corrupt the caller's index without a word.
+- A caller's key and organization may limit what it reaches (rule `allow`, issue 38): an offering
+  whose model or provider is outside an allow-list is left out; a call left with nothing is a 403.
 - Offerings that fit the call (tools, a response schema, a JSON object answer, attached media, n
   choices) come first; the others stay behind them as backup (seed 001). A native responseSchema
   is a requirement (seed 000): models without structuredOutput jsonSchema are left out.
@@ -119,6 +121,8 @@ class Rule:
     empty: str | Callable[[Scope], str] | None = None
     """NEED_RULES: the refusal when this rule leaves nothing to plan (and the param it names, after a
     |), or what makes it from the planning question."""
+    status: int = 400
+    """NEED_RULES: the refusal's status (403: the caller may not use what is left)."""
 
 
 def _provider_matches(entry: str, provider: Provider, catalog: Catalog) -> bool:
@@ -190,6 +194,29 @@ def _cutoff(c: Candidate, s: Scope) -> str | None:
 def _ignore(c: Candidate, s: Scope) -> str | None:
     # An exact name alone (seeds 000, 001).
     return f"{c.provider.name} is in ignore" if c.provider.name in s.prio.ignore else None
+
+
+def _allow_provider(entry: str, provider: Provider) -> bool:
+    """An allow-list's provider entry: its own name, or a root for every region of it."""
+    return entry == provider.name or ("@" not in entry and provider.root == entry)
+
+
+def _allow(c: Candidate, s: Scope) -> str | None:
+    for allowed in s.prio.allow:
+        if allowed.models is not None and not any(_model_matches(m, c.model) for m in allowed.models):
+            return f"{c.model.name} is not in {allowed.who}'s allow.models"
+        if allowed.providers is not None and not any(_allow_provider(p, c.provider) for p in allowed.providers):
+            return f"{c.provider.name} is not in {allowed.who}'s allow.providers"
+    return None
+
+
+def _not_allowed(s: Scope) -> str:
+    lists = "; ".join(
+        part for a in s.prio.allow for part in (
+            f"{a.who}'s allow.models lists {', '.join(str(m.written) for m in a.models)}" if a.models is not None
+            else "",
+            f"{a.who}'s allow.providers lists {', '.join(a.providers)}" if a.providers is not None else "") if part)
+    return f"No model this call names may be used here: {lists}.|model"
 
 
 def _schema_required(c: Candidate, s: Scope) -> str | None:
@@ -266,6 +293,8 @@ SELECT_RULES: list[Rule] = [
 ]
 """Applied to every offering under each selector, in this order: the first that answers leaves it out."""
 NEED_RULES: list[Rule] = [
+    # First: a model the caller may not use is refused as that (403), whatever else the call needs.
+    Rule("allow", _allow, empty=_not_allowed, status=403),
     Rule("capability", _schema_required,
          empty="responseSchema needs a model whose structuredOutput is jsonSchema, and no model the selectors "
                "name has one.|responseSchema"),
@@ -369,6 +398,11 @@ class PlanLog:
 
 
 _log: contextvars.ContextVar[PlanLog | None] = contextvars.ContextVar("momor_plan_log", default=None)
+
+
+def current_log() -> PlanLog | None:
+    """The log plans are telling now (a step after planning that leaves offerings out tells it too)."""
+    return _log.get()
 
 
 class logging_plans:
@@ -521,7 +555,7 @@ def _plan(catalog: Catalog, selectors: list[Selector], prio: Prioritization, nee
         if not planned:
             empty = rule.empty(scope) if callable(rule.empty) else rule.empty
             message, _, param = (empty or "No offering meets what the call needs.").partition("|")
-            raise RoutingError(message, param=param or None)
+            raise RoutingError(message, param=param or None, status=rule.status)
     # A stable partition: what fits the call first, the rest behind as backup.
     deferred: dict[str, LeftOut] = {}
     for c in planned:

@@ -190,6 +190,12 @@ class Recorder:
     spend: Any = None
     """[budgets.Spend] holding the call's estimate, one per limit that applies (the key's, its
     organization's): settled to the real cost once the record is built, however the call ended (api/call_record.py)."""
+    scoped_spend: Any = None
+    """[(budgets.ScopedBudget, budgets.Spend)]: holds on the key's budgets by model and by provider, settled
+    to what the call's attempts on each cost (api/call_record.py)."""
+    token_holds: Any = None
+    """[token_limits.Hold] holding the call's token estimate, one per token limit that applies: settled
+    to the tokens its attempts used once the record is built (api/call_record.py)."""
 
     latency_ms: float | None = None
     """Set when the call ends (`mark_end`), before its record is written after the answer."""

@@ -106,6 +106,32 @@ def parse_selectors(model: Any, models: Any, *, model_field: str = "model") -> l
 
 
 @dataclass(slots=True, frozen=True)
+class Allowed:
+    """What a caller's key or organization may reach (issue 38: `allow.models`, `allow.providers`), as
+    the planner's `allow` rule reads it: an offering passes when its model matches one of `models` and
+    its provider is one of `providers` (a root stands for its regions); None: no list, every one."""
+
+    who: str
+    """Whose list it is, as a refusal names it: `your API key`, `your organization`."""
+    models: tuple[Selector, ...] | None = None
+    providers: tuple[str, ...] | None = None
+
+
+def allowed(who: str, models: tuple[str, ...] | None, providers: tuple[str, ...] | None) -> Allowed | None:
+    """A stored allow-list read for the planner; an entry that no longer reads as a selector names
+    nothing (a list never widens by being unreadable). None when there is no list at all."""
+    if models is None and providers is None:
+        return None
+    parsed: list[Selector] = []
+    for entry in models or ():
+        try:
+            parsed.append(parse_selector(entry, "allow.models"))
+        except RoutingError:
+            parsed.append(Selector(name="\x00", written=entry))
+    return Allowed(who, None if models is None else tuple(parsed), providers)
+
+
+@dataclass(slots=True, frozen=True)
 class Prioritization:
     order: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
@@ -115,6 +141,8 @@ class Prioritization:
     written: dict[str, Any] = field(default_factory=dict)
     hedge: bool = True
     """false: never start the next candidate beside a late first token (routing/hedge.py)."""
+    allow: tuple[Allowed, ...] = ()
+    """The caller's key's and organization's allow-lists (api/flow.py puts them here); each binds."""
 
 
 _PRIORITIZATION_FIELDS = {"order", "ignore", "sort", "zdr", "deprecated", "maxAge", "hedge"}

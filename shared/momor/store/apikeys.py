@@ -2,7 +2,8 @@
 
 Only a key's SHA-256 (hex) is stored, as the partition key `keyHash` of MOMOR_API_KEYS_TABLE,
 with `id` (a stable, non-secret caller id: the hash's first 16 hex digits), `name`, `owner`,
-`created` (ISO 8601), `disabled`, `zdr` (every call made with it is held to zero data
+`created` (ISO 8601), `disabled`, `expiresAt` (ISO 8601: refused from then on, with a 401 that says
+it expired), `zdr` (every call made with it is held to zero data
 retention), `org` (the organization it belongs to; items written before organizations belong to
 organizations.DEFAULT_ORG), `guardrails` (the key's own guardrail policy, as JSON) and `role`
 (member | admin: the org's admin, who manages its keys | operator: the deployment's owner; the older
@@ -34,12 +35,14 @@ from typing import Any
 
 from ..config import get_config
 from ..guardrails.policy import NONE, Policy, from_text
-from . import aws, dynamo, organizations
+from . import aws, dynamo, key_limits, organizations
 from .organizations import DEFAULT_ORG
 
 _CACHE_MAX = 4096
 KEY_PREFIX = "momor-"
 ROLES = ("member", "admin", "operator")
+SUPERSEDED = "supersededBy"
+"""On a key item whose secret was rotated: the new item's hash (key_admin.rotate)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +62,22 @@ class Caller:
     """member | admin | operator (module docstring)."""
     owner: str | None = None
     """Who answers for the key: a person id when made in the console, any text when made by the script."""
+    allow_models: tuple[str, ...] | None = None
+    allow_providers: tuple[str, ...] | None = None
+    """The key's allow-lists as stored (`allowModels`, `allowProviders`: key_limits.py); None: no list."""
+    max_cost_per_call: Decimal | None = None
+    """`maxCostPerCallUsd`: a call whose estimated cost is more is refused before any provider is asked."""
+    tokens_per_minute: int | None = None
+    tokens_per_day: int | None = None
+    """Input + output tokens a minute and a UTC day (`tokensPerMinute`, `tokensPerDay`: token_limits.py)."""
+    budgets_by_model: dict[str, Any] | None = None
+    budgets_by_provider: dict[str, Any] | None = None
+    """{name: {"dailyUsd", "monthlyUsd"}} (`budgetsByModel`, `budgetsByProvider`: budgets.ScopedBudget)."""
+    expires: dt.datetime | None = None
+    """`expiresAt`: refused from then on (api/auth.py), from this cache too; None: never."""
+    rotated: bool = False
+    """`supersededBy` on the item: a new secret replaced this one (key_admin.rotate), which works
+    until `expires` (the grace period the rotation gave it)."""
     cache: bool | None = None
     """`cache` on the item: the key's calls use the response cache (true) or not (false) unless a call
     says (X-Momor-Cache); None: its organization's default (api/cached.py)."""
@@ -175,6 +194,15 @@ def from_item(item: dict[str, Any]) -> Caller:
         org=item.get("org", {}).get("S") or DEFAULT_ORG,
         role=role if role in ROLES else "member",
         owner=item.get("owner", {}).get("S"),
+        allow_models=key_limits.FIELDS["allow.models"].decode(item.get("allowModels")),
+        allow_providers=key_limits.FIELDS["allow.providers"].decode(item.get("allowProviders")),
+        max_cost_per_call=_usd(item.get("maxCostPerCallUsd")),
+        tokens_per_minute=key_limits.FIELDS["tokensPerMinute"].decode(item.get("tokensPerMinute")),
+        tokens_per_day=key_limits.FIELDS["tokensPerDay"].decode(item.get("tokensPerDay")),
+        budgets_by_model=key_limits.FIELDS["budgets.byModel"].decode(item.get("budgetsByModel")),
+        budgets_by_provider=key_limits.FIELDS["budgets.byProvider"].decode(item.get("budgetsByProvider")),
+        expires=key_limits.FIELDS["expiresAt"].decode(item.get("expiresAt")),
+        rotated=SUPERSEDED in item,
         cache=item["cache"]["BOOL"] if "BOOL" in item.get("cache", {}) else None,
         cache_ttl=_seconds(item.get("cacheTtlS")),
         guardrails=from_text(item.get("guardrails", {}).get("S"), origin="key"),

@@ -127,6 +127,9 @@ class Period:
 
 ORG_SUBJECT = "org:"
 """The head of an organization's budget subject id (keys' ids are hex digits, people's `p-...`)."""
+SCOPE = "~"
+"""Between a key's id and the model or provider a budget of it is for (`<id>~model:<name>`, issue 38):
+such a budget's counters start at its first budgeted call, as an organization's do."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +140,36 @@ class OrgBudget:
     budget_daily: Decimal | None
     budget_monthly: Decimal | None
     whose: str = "your organization's"
+
+
+@dataclass(frozen=True, slots=True)
+class ScopedBudget:
+    """A key's budget for one model or one provider (`budgets.byModel`, `budgets.byProvider`): held for
+    a call only where one of its candidates is that model's or provider's (api/flow.py), settled to
+    what its attempts there cost (api/call_record.py); a candidate whose budget refuses is passed over."""
+
+    kind: str
+    """model | provider."""
+    name: str
+    subject: OrgBudget
+
+    def names(self, model: str, provider: str) -> bool:
+        """Whether an offering (its canonical model, its provider's name) is this budget's."""
+        if self.kind == "model":
+            return model.lower() == self.name.lower()
+        return provider == self.name or provider.partition("@")[0] == self.name
+
+
+def scoped_budgets(caller_id: str, by_model: dict[str, Any] | None, by_provider: dict[str, Any] | None
+                   ) -> tuple[ScopedBudget, ...]:
+    out = []
+    for kind, scoped in (("model", by_model), ("provider", by_provider)):
+        for name, limits in (scoped or {}).items():
+            daily, monthly = limits.get("dailyUsd"), limits.get("monthlyUsd")
+            if daily is not None or monthly is not None:
+                out.append(ScopedBudget(kind, name, OrgBudget(f"{caller_id}{SCOPE}{kind}:{name}", daily, monthly,
+                                                              f"your API key's {name}")))
+    return tuple(out)
 
 
 def org_budget(org_id: str, daily: Decimal | None, monthly: Decimal | None) -> OrgBudget | None:
@@ -344,7 +377,8 @@ def _refused(caller: Caller, spend: Spend, item: dict[str, Any], *, last: bool) 
 async def _seed(spend: Spend) -> None:
     """The month's counters from the key's records (module docstring), once: a concurrent seeder's
     SET stands and this one's is dropped."""
-    if spend.caller_id.startswith(ORG_SUBJECT):  # an organization's: counted from its first budgeted call
+    if spend.caller_id.startswith(ORG_SUBJECT) or SCOPE in spend.caller_id:
+        # An organization's, or one model's or provider's within a key: counted from its first budgeted call.
         month, today = _ZERO, _ZERO
     else:
         month, today = await spend_history.spent_since(spend.caller_id, spend.period.month_start, spend.period.day)

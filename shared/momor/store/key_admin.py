@@ -11,6 +11,11 @@ if what admins set on the key is still what the caller's request was checked aga
 `Changed`: read again and check again). A revoked key is `disabled`: refused at once in this process,
 and in every other warm process within MOMOR_API_KEY_CACHE_S.
 
+A key's secret can be rotated (`rotate`): the item is copied under the new secret's hash, keeping
+its id (records, spend and the key set go on naming it), and the old item is kept, marked
+`supersededBy`, with an `expiresAt` the caller's grace period away; listings leave it out, and
+revoking the key disables it too.
+
 How many keys one person has is capped (MOMOR_KEYS_PER_PERSON): the ids of an owner's keys not
 revoked sit in a string set on `keyset#<org>#<owner>` in the same table, added to by one conditional
 update per key made (refused when the set is full, so concurrent requests cannot pass the cap) and
@@ -23,7 +28,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import json
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,8 +88,9 @@ def _table() -> str:
     return get_config().need("api_keys_table")
 
 
-async def org_keys(org_id: str, *, owner: str | None = None) -> list[KeyInfo]:
-    """The organization's keys (revoked ones included), oldest first; with `owner`, only theirs."""
+async def org_keys(org_id: str, *, owner: str | None = None, superseded: bool = False) -> list[KeyInfo]:
+    """The organization's keys (revoked ones included), oldest first; with `owner`, only theirs. A
+    rotated key's old secret (`supersededBy`) is its own item, left out unless `superseded`."""
     table = get_config().api_keys_table
     if table is None:
         return []
@@ -96,7 +104,7 @@ async def org_keys(org_id: str, *, owner: str | None = None) -> list[KeyInfo]:
         if start:
             request["ExclusiveStartKey"] = start
         answer = await dynamo.call("Query", request)
-        keys += [_info(item) for item in answer.get("Items", [])]
+        keys += [_info(item) for item in answer.get("Items", []) if superseded or apikeys.SUPERSEDED not in item]
         start = answer.get("LastEvaluatedKey")
         if not start:
             break
@@ -210,10 +218,54 @@ def _budgeted(info: KeyInfo) -> bool:
 
 
 async def revoke(info: KeyInfo) -> None:
-    """Disable the key: refused here at once, elsewhere within MOMOR_API_KEY_CACHE_S."""
+    """Disable the key: refused here at once, elsewhere within MOMOR_API_KEY_CACHE_S. Its old secrets
+    still in a rotation's grace period are disabled with it."""
     await asyncio.to_thread(apikeys.set_disabled, info.key_hash)
+    for old in await org_keys(info.org, superseded=True):
+        if old.id == info.id and old.key_hash != info.key_hash and not old.disabled:
+            await asyncio.to_thread(apikeys.set_disabled, old.key_hash)
     if info.owner:
         await _give_place(info.org, info.owner, info.id)
+
+
+GRACE_MAX = 30 * 24 * 3600
+"""A rotated key's old secret works at most this long after the rotation (seconds)."""
+
+
+async def rotate(info: KeyInfo, grace: int) -> tuple[str, KeyInfo, dt.datetime]:
+    """A new secret for the key: its item copied under the new secret's hash (the same id, limits,
+    owner and records), and the old item marked `supersededBy` with `expiresAt` at most `grace`
+    seconds from now (api/auth.py refuses it after). Returns the new plaintext (shown once), the key,
+    and when the old secret stops. Raises Changed when the key was rotated or revoked meanwhile."""
+    answer = await dynamo.call("GetItem", {"TableName": _table(), "Key": {"keyHash": {"S": info.key_hash}},
+                                           "ConsistentRead": True})
+    old = answer.get("Item")
+    if old is None or apikeys.SUPERSEDED in old or old.get("disabled", {}).get("BOOL", False):
+        raise Changed()
+    plaintext = apikeys.KEY_PREFIX + secrets.token_urlsafe(32)
+    digest = apikeys.key_hash(plaintext)
+    until = dt.datetime.now(dt.UTC).replace(microsecond=0) + dt.timedelta(seconds=grace)
+    own = key_limits.FIELDS["expiresAt"].decode(old.get("expiresAt"))
+    until = min(until, own) if own is not None else until
+    new = {**old, "keyHash": {"S": digest}, "rotatedAt": {"S": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")}}
+    await dynamo.call("PutItem", {"TableName": _table(), "Item": new,
+                                  "ConditionExpression": "attribute_not_exists(keyHash)"})
+    try:
+        await dynamo.call("UpdateItem", {
+            "TableName": _table(), "Key": {"keyHash": {"S": info.key_hash}},
+            "UpdateExpression": "SET #x = :until, #s = :new",
+            "ConditionExpression": "attribute_exists(keyHash) AND attribute_not_exists(#s) AND #d = :no",
+            "ExpressionAttributeNames": {"#x": "expiresAt", "#s": apikeys.SUPERSEDED, "#d": "disabled"},
+            "ExpressionAttributeValues": {":until": key_limits.FIELDS["expiresAt"].encode(until),
+                                          ":new": {"S": digest}, ":no": {"BOOL": False}}})
+    except dynamo.DynamoError as exc:
+        # Rotated or revoked at the same moment: the new secret is taken back, so one key has one successor.
+        await dynamo.call("DeleteItem", {"TableName": _table(), "Key": {"keyHash": {"S": digest}}})
+        if exc.code == "ConditionalCheckFailedException":
+            raise Changed() from None
+        raise
+    apikeys.forget(info.key_hash)
+    return plaintext, _info(new), until
 
 
 # --- the cap on a person's keys (module docstring) -------------------------------------------------

@@ -16,13 +16,21 @@ the deployment's own MOMOR_RATE_LIMIT binds a member as an admin's would.
 `rateLimitPerMinute: 0` means no rate limit at all (store/ratelimit.py), which only an admin or an
 operator may set: a member's 0 is refused with a 400 naming the field.
 
-Another limit (issue 38: token limits, allow-lists, expiry) is one more `Field` in FIELDS, with its
-own parse, order (`looseness`: larger is looser) and item codec; the rule, the key API and the item's
-writes take it as they are.
+Another limit is one more `Field` in FIELDS, with its own parse, order (`looseness`: larger is
+looser, or `looser` where values have no one order) and item codec; the rule, the key API and the
+item's writes take it as they are. Fields live in groups, each an object of the key API: `limits`
+(named bare, as they always were: `rateLimitPerMinute`), and `allow` (issue 38: `allow.models`, the
+model selectors a key may reach, and `allow.providers`), named `group.field` in FIELDS, in
+`limitsSetBy` and in a refusal's param. An allow-list is looser than another when it is missing (no
+list: everything) or has an entry the other does not cover (`_covers`): a member may drop entries
+from what an admin listed, or name one model of a publisher the admin listed whole (`anthropic/*` ->
+`anthropic/claude-haiku-4-5`), never add another. `expiresAt` (at the body's top) is when the key
+stops working (api/auth.py: a 401 saying so); later, or none, is looser.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -53,8 +61,21 @@ def _rank(role: str) -> int:
     return RANK.get(role, 0)
 
 
+GROUPS = ("limits", "allow", "budgets")
+"""The key API's objects of fields (module docstring); `limits` names its fields bare."""
+TOP = ("expiresAt",)
+"""Fields at the top of the key API's body, named bare as they are there."""
+LIST_MAX = 100
+"""Entries of an allow-list at most."""
+
+
+def qualified(name: str) -> str:
+    """A field's name as the key API's body has it: `limits.budgetDailyUsd`, `allow.models`."""
+    return name if "." in name or name in TOP else f"limits.{name}"
+
+
 def _refuse(name: str, detail: str, status: int = 400) -> RequestError:
-    return RequestError(f"limits.{name} {detail}", status=status, param=f"limits.{name}")
+    return RequestError(f"{qualified(name)} {detail}", status=status, param=qualified(name))
 
 
 # --- the fields ----------------------------------------------------------------------------------
@@ -69,6 +90,22 @@ def _parse_rate(name: str, value: Any, role: str) -> int | None:
         raise _refuse(name, "cannot be 0: that lifts the rate limit, which only an admin may do. Give a number "
                             "of requests a window, or null for the deployment's limit.")
     return value
+
+
+TOKENS_MAX = 10**12
+"""Tokens a window at most."""
+
+
+def _parse_tokens(name: str, value: Any, role: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= TOKENS_MAX:
+        raise _refuse(name, f"must be a whole number of tokens from 1 to {TOKENS_MAX:,}, or null (no limit).")
+    return value
+
+
+def _tokens_looseness(value: int | None) -> float:
+    return math.inf if value is None else value
 
 
 def _rate_looseness(value: int | None) -> float:
@@ -162,10 +199,159 @@ class Field:
     decode: Callable[[Mapping[str, Any] | None], Any]
     show: Callable[[Any], Any] = lambda value: value
     """The value in the key API's JSON."""
+    looser_than: Callable[[Any, Any], bool] | None = None
+    """(value, ceiling) -> whether value is looser: for values with no one order (allow-lists);
+    None: by `looseness`."""
+
+    def looser(self, value: Any, ceiling: Any) -> bool:
+        if self.looser_than is not None:
+            return self.looser_than(value, ceiling)
+        return bool(self.looseness(value) > self.looseness(ceiling))
 
 
 def _float(value: Decimal | None) -> float | None:
     return None if value is None else float(value)
+
+
+def _parse_list(name: str, value: Any, role: str) -> tuple[str, ...] | None:
+    """An allow-list: names as written (the key API checks them against the catalog), none twice."""
+    if value is None:
+        return None
+    if (not isinstance(value, list) or not value or len(value) > LIST_MAX
+            or not all(isinstance(v, str) and v.strip() and len(v) <= 200 for v in value)):
+        raise _refuse(name, f"must be a list of 1 to {LIST_MAX} names, or null (no list: every one).")
+    return tuple(dict.fromkeys(v.strip() for v in value))
+
+
+def _parse_time(name: str, value: Any, role: str) -> dt.datetime | None:
+    """An expiry: ISO 8601 with its offset (`2026-12-31T18:00:00Z`), in the future; null: none."""
+    if value is None:
+        return None
+    try:
+        at = dt.datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        at = None
+    if at is None or at.tzinfo is None:
+        raise _refuse(name, "must be a time in ISO 8601 with its offset (2026-12-31T18:00:00Z), or null (no expiry).")
+    if at <= dt.datetime.now(dt.UTC):
+        raise _refuse(name, f"is in the past ({value}): give a time to come, or null (no expiry).")
+    return at.astimezone(dt.UTC).replace(microsecond=0)
+
+
+def _time_looseness(value: dt.datetime | None) -> float:
+    return math.inf if value is None else value.timestamp()
+
+
+def _encode_time(value: dt.datetime | None) -> dict[str, Any] | None:
+    return None if value is None else {"S": value.isoformat()}
+
+
+def _read_time(attribute: Mapping[str, Any] | None) -> dt.datetime | None:
+    """A stored expiry; one that does not read as a time is long past (a key never outlives it by being
+    unreadable)."""
+    if not attribute or "S" not in attribute:
+        return None
+    try:
+        at = dt.datetime.fromisoformat(attribute["S"])
+    except ValueError:
+        return EXPIRED
+    return at if at.tzinfo is not None else at.replace(tzinfo=dt.UTC)
+
+
+EXPIRED = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _show_time(value: dt.datetime | None) -> str | None:
+    return None if value is None else value.isoformat().replace("+00:00", "Z")
+
+
+Scoped = dict[str, dict[str, Decimal | None]]
+"""A model's or provider's name -> {"dailyUsd", "monthlyUsd"} (budgets.byModel, budgets.byProvider)."""
+_PERIODS = ("dailyUsd", "monthlyUsd")
+
+
+def _parse_scoped(name: str, value: Any, role: str) -> Scoped | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or len(value) > LIST_MAX:
+        raise _refuse(name, f'must be an object of at most {LIST_MAX} names, each {{"dailyUsd", "monthlyUsd"}}, '
+                            "or null (none).")
+    parsed: Scoped = {}
+    for entry, limits in value.items():
+        if not isinstance(limits, dict) or not limits or set(limits) - set(_PERIODS):
+            raise _refuse(f"{name}.{entry}", 'must be {"dailyUsd"?, "monthlyUsd"?}: US dollars each.')
+        parsed[entry] = {period: _parse_usd(f"{name}.{entry}.{period}", limits.get(period), role)
+                         for period in _PERIODS}
+    return parsed
+
+
+def _scoped_looser(value: Scoped | None, ceiling: Scoped | None) -> bool:
+    """Looser: a name the ceiling limits is missing, or one of its periods is higher or unlimited."""
+    if ceiling is None:
+        return False
+    value = value or {}
+    return any(entry not in value or any(_usd_looseness(value[entry][p]) > _usd_looseness(limits[p])
+                                         for p in _PERIODS)
+               for entry, limits in ceiling.items())
+
+
+def _encode_scoped(value: Scoped | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return {"M": {entry: {"M": {p: _number(limits[p]) for p in _PERIODS if limits[p] is not None}}
+                  for entry, limits in value.items()}}
+
+
+def _read_scoped(attribute: Mapping[str, Any] | None) -> Scoped | None:
+    if not attribute or "M" not in attribute:
+        return None
+    return {entry: {p: _read_usd(limits.get("M", {}).get(p)) for p in _PERIODS}
+            for entry, limits in attribute["M"].items()}
+
+
+def _show_scoped(value: Scoped | None) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return {entry: {p: _float(v) for p, v in limits.items()} for entry, limits in value.items()}
+
+
+def _publisher_of(entry: str) -> str | None:
+    head, slash, _ = entry.partition("/")
+    return head.lower() if slash and head != "tier" else None
+
+
+def _covers(ceiling: str, entry: str) -> bool:
+    """Whether an allow-list entry `ceiling` allows all that `entry` does (module docstring)."""
+    ceiling, entry = ceiling.lower(), entry.lower()
+    if ceiling == entry or ceiling in ("*", "auto"):
+        return True
+    head, _, tail = ceiling.partition("/")
+    if tail in ("*", "auto") and head != "tier":  # a publisher's every model
+        return _publisher_of(entry) == head
+    return "/" not in ceiling and "@" not in ceiling and entry.startswith(ceiling + "@")  # a root's regions
+
+
+def _list_looser(value: tuple[str, ...] | None, ceiling: tuple[str, ...] | None) -> bool:
+    if ceiling is None:
+        return False
+    if value is None:
+        return True
+    return any(not any(_covers(c, v) for c in ceiling) for v in value)
+
+
+def _encode_list(value: tuple[str, ...] | None) -> dict[str, Any] | None:
+    return None if value is None else {"L": [{"S": v} for v in value]}
+
+
+def _read_list(attribute: Mapping[str, Any] | None) -> tuple[str, ...] | None:
+    """A stored allow-list; an entry that is not text is kept as one that names nothing (never widens)."""
+    if not attribute or "L" not in attribute:
+        return None
+    return tuple(v.get("S", "\x00") for v in attribute["L"])
+
+
+def _show_list(value: tuple[str, ...] | None) -> list[str] | None:
+    return None if value is None else list(value)
 
 
 FIELDS: dict[str, Field] = {f.name: f for f in (
@@ -174,6 +360,17 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
     Field("budgetMonthlyUsd", "budgetMonthlyUsd", _parse_usd, _usd_looseness, _number, _read_usd, _float),
     Field("zdr", "zdr", _parse_flag, lambda on: 0 if on else 1, lambda on: {"BOOL": bool(on)},
           lambda attribute: bool(attribute and attribute.get("BOOL"))),
+    Field("maxCostPerCallUsd", "maxCostPerCallUsd", _parse_usd, _usd_looseness, _number, _read_usd, _float),
+    Field("tokensPerMinute", "tokensPerMinute", _parse_tokens, _tokens_looseness, _number, _read_int),
+    Field("tokensPerDay", "tokensPerDay", _parse_tokens, _tokens_looseness, _number, _read_int),
+    Field("expiresAt", "expiresAt", _parse_time, _time_looseness, _encode_time, _read_time, _show_time),
+    Field("budgets.byModel", "budgetsByModel", _parse_scoped, len, _encode_scoped, _read_scoped, _show_scoped,
+          _scoped_looser),
+    Field("budgets.byProvider", "budgetsByProvider", _parse_scoped, len, _encode_scoped, _read_scoped,
+          _show_scoped, _scoped_looser),
+    Field("allow.models", "allowModels", _parse_list, len, _encode_list, _read_list, _show_list, _list_looser),
+    Field("allow.providers", "allowProviders", _parse_list, len, _encode_list, _read_list, _show_list,
+          _list_looser),
     # The response cache's default for the key's calls (issue 36; api/cached.py), which a call's
     # X-Momor-Cache overrides; settings rather than limits, so no role binds another.
     Field("cache", "cache", _parse_cache, _setting, lambda on: None if on is None else {"BOOL": on}, _read_bool),
@@ -184,16 +381,37 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
 # --- reading the API and the item ----------------------------------------------------------------
 
 
-def parse(limits: Any, role: str) -> Values:
-    """The key API's `limits` object: each field given, its value (a 400 naming a bad one)."""
+def _name(group: str, field: str) -> str:
+    return field if group == "limits" else f"{group}.{field}"
+
+
+def _group(name: str) -> tuple[str, str]:
+    if name in TOP:
+        return "", name
+    group, dot, field = name.partition(".")
+    return (group, field) if dot else ("limits", name)
+
+
+def parse(limits: Any, role: str, group: str = "limits") -> Values:
+    """One of the key API's objects of fields (GROUPS): each field given, its value (a 400 naming a
+    bad one), by its name in FIELDS."""
     if limits is None:
         return {}
     if not isinstance(limits, dict):
-        raise RequestError("limits must be an object.", param="limits")
-    unknown = sorted(set(limits) - set(FIELDS))
+        raise RequestError(f"{group} must be an object.", param=group)
+    unknown = sorted(f for f in limits if _name(group, f) not in FIELDS)
     if unknown:
-        raise RequestError(f"limits: unknown field {unknown[0]!r}.", param=f"limits.{unknown[0]}")
-    return {name: FIELDS[name].parse(name, value, role) for name, value in limits.items()}
+        raise RequestError(f"{group}.{unknown[0]}: unknown field {unknown[0]!r}.", param=f"{group}.{unknown[0]}")
+    return {_name(group, f): FIELDS[_name(group, f)].parse(_name(group, f), value, role)
+            for f, value in limits.items()}
+
+
+def parse_body(body: Mapping[str, Any], role: str) -> Values:
+    """Every group the key API's body gives (`limits`, `allow`), as one Values."""
+    values: Values = {name: FIELDS[name].parse(name, body[name], role) for name in TOP if name in body}
+    for group in GROUPS:
+        values |= parse(body.get(group), role, group)
+    return values
 
 
 def from_item(item: Mapping[str, Any]) -> Values:
@@ -218,14 +436,23 @@ def set_by_to_item(set_by: SetBy) -> dict[str, Any]:
                   for name, entries in set_by.items() if entries}}
 
 
-def shown(values: Values) -> dict[str, Any]:
-    return {name: FIELDS[name].show(value) for name, value in values.items()}
+def shown(values: Values, group: str = "limits") -> dict[str, Any]:
+    """The fields of one group as the key API shows them, by their names within it ("": the top's)."""
+    return {_group(name)[1]: FIELDS[name].show(value) for name, value in values.items() if _group(name)[0] == group}
 
 
-def admin_limits(set_by: SetBy) -> dict[str, Any]:
+def _tightest(name: str, entries: dict[str, Any]) -> Any:
+    field = FIELDS[name]
+    if field.looser_than is None:
+        return field.show(min(entries.values(), key=field.looseness))
+    # No one order: each role is held to the roles above it, so the lowest role's entry is within the others.
+    return field.show(entries[min(entries, key=_rank)])
+
+
+def admin_limits(set_by: SetBy, group: str = "limits") -> dict[str, Any]:
     """What binds a member, field by field: the tightest value an admin or operator set."""
-    return {name: FIELDS[name].show(min(entries.values(), key=FIELDS[name].looseness))
-            for name, entries in set_by.items() if entries}
+    return {_group(name)[1]: _tightest(name, entries) for name, entries in set_by.items()
+            if entries and _group(name)[0] == group}
 
 
 # --- the rule --------------------------------------------------------------------------------------
@@ -255,7 +482,7 @@ def check(requested: Values, set_by: SetBy, role: str) -> None:
     for name, value in requested.items():
         field = FIELDS[name]
         for who, ceiling in binding.get(name, {}).items():
-            if field.looseness(value) > field.looseness(ceiling):
+            if field.looser(value, ceiling):
                 raise _refuse(name, f"cannot be loosened here: {_said(name, who, ceiling)}. You may tighten it, "
                                     "not raise or remove it.", status=403)
 

@@ -88,6 +88,13 @@ class Organization:
     """person id -> when they joined (records' `created` form); none for people added before it was kept."""
     former: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     """person id -> (joined, left) of each time they were a member and left ("" joined: before it was kept)."""
+    allow_models: tuple[str, ...] | None = None
+    allow_providers: tuple[str, ...] | None = None
+    """What every call of the organization may reach (`allowModels`, `allowProviders`: lists of model
+    selectors and provider names, set by an operator with infra/organization.py); None: no list."""
+    tokens_per_minute: int | None = None
+    tokens_per_day: int | None = None
+    """Input + output tokens a minute and a UTC day for all its calls together (token_limits.py)."""
     guardrails: Policy = NONE
     """The guardrail checks every call of the organization runs: the floor its keys add to."""
 
@@ -177,8 +184,23 @@ def from_item(item: dict[str, Any]) -> Organization:
         former={person: tuple(tuple(span["S"].split("/", 1)) for span in spans.get("L", [])
                               if "/" in span.get("S", ""))
                 for person, spans in item.get(FORMER, {}).get("M", {}).items()},
+        allow_models=_list(item, "allowModels"),
+        allow_providers=_list(item, "allowProviders"),
+        tokens_per_minute=_whole(item, "tokensPerMinute"),
+        tokens_per_day=_whole(item, "tokensPerDay"),
         guardrails=from_text(item.get(GUARDRAILS, {}).get("S"), origin="organization"),
     )
+
+
+def _whole(item: dict[str, Any], name: str) -> int | None:
+    usd = _usd(item, name)
+    return int(usd) if usd is not None and usd >= 1 else None
+
+
+def _list(item: dict[str, Any], name: str) -> tuple[str, ...] | None:
+    """A stored allow-list; an entry that is not text names nothing (key_limits reads a key's the same way)."""
+    value = item.get(name)
+    return None if not value or "L" not in value else tuple(v.get("S", "\x00") for v in value["L"])
 
 
 _reading: dict[str, asyncio.Future[Organization | None]] = {}
@@ -235,7 +257,9 @@ async def membership(person_id: str) -> Membership:
 
 def create(name: str, *, org_id: str | None = None, defaults: Defaults = Defaults(),
            budget_daily: Decimal | None = None, budget_monthly: Decimal | None = None,
-           members_create_keys: bool = False) -> Organization:
+           members_create_keys: bool = False, allow_models: tuple[str, ...] | None = None,
+           allow_providers: tuple[str, ...] | None = None, tokens_per_minute: int | None = None,
+           tokens_per_day: int | None = None) -> Organization:
     """Write a new organization (its id made here unless given); an existing id is left as it is."""
     org_id = org_id or "o" + secrets.token_hex(6)
     item: dict[str, Any] = {"keyHash": {"S": org_key(org_id)}, "name": {"S": name}, "members": {"M": {}},
@@ -251,6 +275,12 @@ def create(name: str, *, org_id: str | None = None, defaults: Defaults = Default
     for attribute, usd in (("budgetDailyUsd", budget_daily), ("budgetMonthlyUsd", budget_monthly)):
         if usd is not None:
             item[attribute] = {"N": format(usd, "f")}
+    for attribute, tokens in (("tokensPerMinute", tokens_per_minute), ("tokensPerDay", tokens_per_day)):
+        if tokens is not None:
+            item[attribute] = {"N": str(tokens)}
+    for attribute, entries in (("allowModels", allow_models), ("allowProviders", allow_providers)):
+        if entries is not None:
+            item[attribute] = {"L": [{"S": e} for e in entries]}
     client = aws.client("dynamodb")
     with contextlib.suppress(client.exceptions.ConditionalCheckFailedException):  # it exists: left as it is
         client.put_item(TableName=get_config().need("api_keys_table"), Item=item,
