@@ -103,3 +103,22 @@ def test_on_lambda_the_body_limit_is_what_an_invocation_carries():
     assert lowered.max_inline_file_bytes == 750_000
     off_lambda = Config.from_env({})
     assert off_lambda.max_body_bytes == 30 * 1024 * 1024 and off_lambda.max_inline_file_bytes == 10 * 1024 * 1024
+
+
+def test_body_values_are_bounded_before_parsing(monkeypatch):
+    """door_http counts a body's values before it parses it (issue 33): past MOMOR_MAX_JSON_VALUES a 413;
+    commas inside strings are text, not values."""
+    from momor.door_http import parse_json_object
+
+    monkeypatch.setenv("MOMOR_MAX_JSON_VALUES", "1000")
+    reset_config()
+    try:
+        with pytest.raises(RequestError) as refused:
+            parse_json_object(b'{"a": [' + b"{}," * 1000 + b"{}]}")
+        assert refused.value.status == 413 and "MOMOR_MAX_JSON_VALUES" in refused.value.detail
+        text = '{"a": "' + "x, " * 5000 + '\\" , [{", "b": [1, 2]}'
+        assert parse_json_object(text.encode())["b"] == [1, 2]
+        assert parse_json_object(b'{"a": [' + b"1," * 900 + b"1]}")["a"][-1] == 1
+    finally:
+        monkeypatch.delenv("MOMOR_MAX_JSON_VALUES")
+        reset_config()

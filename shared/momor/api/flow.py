@@ -114,6 +114,21 @@ class _Admission:
         self.task = asyncio.ensure_future(backend.admit(caller))
         self._caller = backend, caller
 
+    def also(self, weight: int) -> None:
+        """Count `weight` more requests against the rate limit, once the body says the call is worth
+        more than one (`n` answers: each may be a provider call of its own, routing/choices.py). The
+        first request's trip started before the body was read and is not held back for this."""
+        if weight > 0 and self.task is not None and self._caller is not None:
+            first, (backend, caller) = self.task, self._caller
+
+            async def both() -> RateState:
+                state = await first
+                if not state.allowed or state.limit <= 0:
+                    return state
+                return await backend.admit(caller, weight)
+
+            self.task = asyncio.ensure_future(both())
+
     async def limited(self) -> None:
         """Raise the 429 when the caller is past its rate limit."""
         state = await self.task if self.task else None
@@ -276,6 +291,7 @@ async def _prepare(
     body = parse_json_object(await read_body(request))
     catalog = await backend.catalog()  # once per call, for the door and the plan alike
     routed = door.parse(body, request, catalog)
+    admission.also(routed.call.n - 1)  # a call of n answers counts as n calls
     recorder.selectors = routed.written_selectors
     recorder.streaming = routed.call.stream
     # The organization's defaults fill what the call left out, where its own provider fields apply.

@@ -34,7 +34,7 @@ from ..providers.base import Target
 from ..providers.registry import answers_choices, reply_timeout
 from ..providers.transport import Timeouts, exchange
 from . import hedge
-from .breaker import DEFERRED, PROBING, Breakers
+from .breaker import DEFERRED, NO_BREAKERS, PROBING, Breakers
 from .choices import several_answers
 from .circuits import breaker_order, process_breakers
 from .commit import aclose, finished, hold_until_output
@@ -198,8 +198,13 @@ class Session:
             self.recorder.skip(candidate, resolved)
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, resolved))
             return "skipped"
+        # A key the caller sent is the caller's alone: how it fares (exhausted, refused, rate limited)
+        # says nothing about the offering on the deployment's keys, so it never feeds the shared
+        # circuits or takes a half-open probe (issue 33: a caller's exhausted key opened the circuit
+        # for every organization). Its attempts are on the record like any other.
+        breakers = self.breakers if resolved.source != "call" else NO_BREAKERS
         circuit = candidate.circuit
-        if not await self.breakers.claim(circuit):  # issue 25: another instance took the probe
+        if not await breakers.claim(circuit):  # issue 25: another instance took the probe
             self.recorder.skip(candidate, PROBING)
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, PROBING))
             return "skipped"
@@ -209,15 +214,15 @@ class Session:
                                                 "the call's time budget ran out"))
                 return "budget"
             attempt = self.recorder.begin(candidate, resolved.source, resolved.key, call)
-            self.breakers.begin(circuit)
+            breakers.begin(circuit)
             try:
                 serving = await self._start(candidate, resolved, call, caller_body, attempt)
             except ProviderError as exc:
                 attempt.fail(exc)
                 if counts_against_breaker(exc):
-                    self.breakers.failure(circuit)
+                    breakers.failure(circuit)
                 else:  # it answered (a refusal of this request or key): the offering itself is up
-                    self.breakers.success(circuit)
+                    breakers.success(circuit)
                 decision = classify(exc)
                 if decision == "final":
                     exc.status = exc.upstream_status or 400
@@ -232,9 +237,9 @@ class Session:
                 # No verdict on the offering (the caller hung up, or Momor failed): the attempt says
                 # so, and a probe it was must not hold the circuit half-open for ever.
                 _unfinished(attempt, exc)
-                self.breakers.release(circuit)
+                breakers.release(circuit)
                 raise
-            self.breakers.success(circuit)
+            breakers.success(circuit)
             return serving
         return "failed"  # unreachable: the last retry returns from the except branch
 

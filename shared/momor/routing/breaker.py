@@ -129,6 +129,30 @@ class Breakers:
         return p95(self._first.get((key, stream), ()))
 
 
+class _Unwatched(Breakers):
+    """Breakers that keep nothing: what an attempt on a key the caller sent reports to (attempts.py).
+    That key's failures are the caller's own; the deployment's circuits never hear of them, and such
+    an attempt never takes (or waits for) a half-open probe."""
+
+    def begin(self, key: str) -> None:
+        pass
+
+    def release(self, key: str) -> None:
+        pass
+
+    def success(self, key: str) -> None:
+        pass
+
+    def failure(self, key: str) -> None:
+        pass
+
+    def first_token(self, key: str, seconds: float, stream: bool) -> None:
+        pass
+
+
+NO_BREAKERS: Breakers = _Unwatched()
+
+
 def shared_health(local: Breakers) -> Breakers:
     """`local`, or the shared breakers over it where the deployment keeps provider health in its
     store (routing/shared_health.py decides; named here so the attempt loop never names it)."""
