@@ -28,12 +28,12 @@ import anyio
 
 from ..call import Call
 from ..caller_body import CallerBody
-from ..errors import AttemptSummary, NoCandidateServed, ProviderError
+from ..errors import AttemptSummary, NoCandidateServed, ProviderError, RequestError
 from ..events import Assembler, Continued, Event, Usage
 from ..providers.base import Target
 from ..providers.registry import answers_choices, reply_timeout
 from ..providers.transport import Timeouts, exchange
-from . import hedge
+from . import hedge, resources
 from .breaker import DEFERRED, NO_BREAKERS, PROBING, Breakers
 from .choices import several_answers
 from .circuits import breaker_order, process_breakers
@@ -203,6 +203,10 @@ class Session:
         # circuits or takes a half-open probe (issue 33: a caller's exhausted key opened the circuit
         # for every organization). Its attempts are on the record like any other.
         breakers = self.breakers if resolved.source != "call" else NO_BREAKERS
+        if resolved.source != "call" and caller_body is not None:  # issue 33: the deployment's resources
+            refused = _resources_refused(candidate, caller_body)
+            if refused is not None:
+                raise refused
         circuit = candidate.circuit
         if not await breakers.claim(circuit):  # issue 25: another instance took the probe
             self.recorder.skip(candidate, PROBING)
@@ -395,6 +399,14 @@ async def _close_serving(serving: _Serving) -> None:
     if serving.rest is not None:
         rest, serving.rest = serving.rest, None
         await aclose(rest)
+
+
+def _resources_refused(candidate: Candidate, caller_body: CallerBody) -> RequestError | None:
+    """The 400 for a passthrough body naming the deployment's provider-side resources (routing/resources.py)."""
+    body = way_for(candidate.provider.wire, caller_body).body
+    if body is None:  # translated: such fields are never carried
+        return None
+    return resources.refusal(body, caller_body.wire, candidate.provider.caller_resources)
 
 
 def _unfinished(attempt: AttemptTimer, exc: BaseException, produced: Assembler | None = None) -> None:
