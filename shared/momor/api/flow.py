@@ -308,18 +308,20 @@ async def _prepare(
             raise
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
-    await admission.check(recorder, lambda: _hold(routed, candidates) if billed else Decimal(0))
+    await admission.check(recorder, lambda: _hold(routed, candidates, catalog) if billed else Decimal(0))
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
     return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr,
                     deadline=invocation.deadline(request.scope))
 
 
-def _hold(routed: Routed, candidates: list[Candidate]) -> Decimal:
+def _hold(routed: Routed, candidates: list[Candidate], catalog: Catalog) -> Decimal:
     """What a budget holds for the call before it is served: its route's own estimate (embeddings,
-    rerank), else the generation's ceiling."""
+    rerank), else the generation's ceiling; and what its side steps may cost (file conversions, the
+    router's classifier: `Routed.side_costs`)."""
+    side = routed.side_costs(routed, catalog, candidates) if routed.side_costs is not None else Decimal(0)
     if routed.hold is not None:
-        return routed.hold(candidates)
-    return cost_ceiling(routed.call, candidates, billed_prices=routed.billed_prices, adjust=routed.adjust)
+        return routed.hold(candidates) + side
+    return cost_ceiling(routed.call, candidates, billed_prices=routed.billed_prices, adjust=routed.adjust) + side
 
 
 async def generate(p: Prepared) -> Response:
