@@ -152,12 +152,3 @@ class _Unwatched(Breakers):
 
 NO_BREAKERS: Breakers = _Unwatched()
 
-
-def shared_health(local: Breakers) -> Breakers:
-    """`local`, or the shared breakers over it where the deployment keeps provider health in its
-    store (routing/shared_health.py decides; named here so the attempt loop never names it)."""
-    return _health.for_process(local)
-
-
-# Last: routing/shared_health.py builds on the names above (imported first, it finds them already defined).
-from . import shared_health as _health  # noqa: E402
