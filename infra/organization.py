@@ -2,6 +2,7 @@
 
     python -m infra.organization create NAME [--id ID] [--zdr] [--max-age P1Y] [--deprecated | --no-deprecated]
                                  [--daily-usd N] [--monthly-usd N] [--members-create-keys]
+                                 [--cache] [--cache-ttl SECONDS]
     python -m infra.organization add-member ORG_ID (--sub SUB | --username NAME --user-pool POOL_ID)
                                  [--role admin|member] [--email EMAIL] [--keep-keys]
     python -m infra.organization remove-member ORG_ID (--sub SUB | --username NAME --user-pool POOL_ID)
@@ -63,6 +64,10 @@ def main(argv: list[str] | None = None) -> None:
     create.add_argument("--daily-usd", type=_usd, default=None, metavar="N", help="spend limit per UTC day")
     create.add_argument("--monthly-usd", type=_usd, default=None, metavar="N", help="spend limit per UTC month")
     create.add_argument("--members-create-keys", action="store_true", help="members may create their own keys")
+    create.add_argument("--cache", action="store_true",
+                        help="its calls use the response cache unless their key or call says otherwise")
+    create.add_argument("--cache-ttl", type=int, default=None, metavar="SECONDS",
+                        help="how long its cached answers are kept (default MOMOR_CACHE_TTL_S)")
     member = commands.add_parser("add-member", help="put a person in an organization (out of any other)")
     remove = commands.add_parser("remove-member", help="take a person out of an organization")
     for command in (member, remove):
@@ -77,7 +82,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     use_table_and_region(args.table, args.region)
     if args.command == "create":
-        defaults = organizations.Defaults(deprecated=args.deprecated, max_age=args.max_age, zdr=args.zdr)
+        if args.cache_ttl is not None and args.cache_ttl <= 0:
+            raise SystemExit("--cache-ttl must be a positive number of seconds")
+        defaults = organizations.Defaults(deprecated=args.deprecated, max_age=args.max_age, zdr=args.zdr,
+                                          cache=args.cache, cache_ttl=args.cache_ttl)
         made = organizations.create(args.name, org_id=args.id, defaults=defaults,
                                     budget_daily=args.daily_usd, budget_monthly=args.monthly_usd,
                                     members_create_keys=args.members_create_keys)

@@ -6,6 +6,10 @@
                 MOMOR_API_KEY_CACHE_S (60: how long a disabled key may still work in a warm process),
                 MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30),
                 MOMOR_RESPONSES_TABLE (stored responses), MOMOR_RESPONSES_TTL_DAYS (30)
+    cache       MOMOR_CACHE_TABLE (the response cache, store/cache.py), MOMOR_CACHE_TTL_S (3600: how long an
+                answer is kept when neither the call, its key nor its organization says), MOMOR_CACHE_MAX_TTL_S
+                (604800: the most any of them may ask), MOMOR_CACHE_WAIT_MS (150: the most a look-up or
+                write may take before the call goes on without the cache)
     sessions    MOMOR_COGNITO_USER_POOL_ID, MOMOR_COGNITO_REGION, MOMOR_COGNITO_CLIENT_ID,
                 MOMOR_COGNITO_JWKS_URL (development: moto_server's), MOMOR_COGNITO_OPERATOR_GROUP;
                 the console's sign-in: MOMOR_COGNITO_DOMAIN (the hosted page, deployed) or
@@ -34,6 +38,8 @@
                 they are not public (egress.py; README "What Momor fetches")
     process     MOMOR_METRICS (0; 1: EMF metrics off Lambda too), MOMOR_ASGI_APP (the streaming
                 bootstrap's module:attr)
+    telemetry   MOMOR_OTEL_HEADERS_SECRET (none), MOMOR_OTEL_FLUSH_TIMEOUT_S (2) (api/telemetry.py; on
+                only when OpenTelemetry's own OTEL_EXPORTER_OTLP_ENDPOINT, or a per-signal one, is set)
 
 A bad value is a ConfigError naming its variable, raised when the configuration is first read:
 the apps read it when they are built (app.py), so a deployment with a typo fails to start
@@ -131,6 +137,15 @@ class Config:
     responses_table: str | None = _knob("MOMOR_RESPONSES_TABLE")  # stored responses (store/responses.py)
     responses_ttl_days: int = _knob("MOMOR_RESPONSES_TTL_DAYS", 30, kind=int, minimum=0)
     """Days a stored Responses-route answer is kept (`previous_response_id` reads it)."""
+    cache_table: str | None = _knob("MOMOR_CACHE_TABLE")  # the response cache (store/cache.py, api/cached.py)
+    """The DynamoDB table of the response cache; unset, the cache is off whatever a call asks."""
+    cache_ttl: int = _knob("MOMOR_CACHE_TTL_S", 3600, kind=int, minimum=1)
+    """Seconds an answer is kept when neither the call (X-Momor-Cache-TTL), its key nor its organization says."""
+    cache_max_ttl: int = _knob("MOMOR_CACHE_MAX_TTL_S", 604_800, kind=int, minimum=1)
+    """The longest TTL a call, key or organization may ask (a longer X-Momor-Cache-TTL is a 400)."""
+    cache_wait: float = _knob("MOMOR_CACHE_WAIT_MS", 0.15, kind=float, positive=True, scale=0.001)
+    """The most a cache look-up (or write) may take; past it the call goes to its provider, recorded as
+    the cache being unavailable."""
     usage_max_records: int = _knob("MOMOR_USAGE_MAX_RECORDS", 20_000, kind=int, minimum=1)  # store/usage.py
     # failures (routing/policy.py)
     retries: int = _knob("MOMOR_RETRIES", 2, kind=int, minimum=0, maximum=10)
@@ -215,6 +230,14 @@ class Config:
     metrics: bool = _knob("MOMOR_METRICS", False, kind=_flag)
     """1: write EMF metrics off Lambda too, as on Lambda (where they are always on); metrics.py."""
     asgi_app: str | None = _knob("MOMOR_ASGI_APP")
+    """The streaming bootstrap's app, module:attr (lambda_stream/runner.py; lambda_bootstrap.sh)."""
+    # OpenTelemetry export (api/telemetry.py): off unless OpenTelemetry's own OTEL_EXPORTER_OTLP_ENDPOINT
+    # (or a per-signal one) is set; the SDK's exporters read OTEL_* themselves. Momor's two knobs:
+    otel_headers_secret: str | None = _knob("MOMOR_OTEL_HEADERS_SECRET")
+    """A Secrets Manager secret whose string is the exporters' headers (`name=value,...`), read
+    once at the first export, instead of OTEL_EXPORTER_OTLP_HEADERS in the environment."""
+    otel_flush_timeout: float = _knob("MOMOR_OTEL_FLUSH_TIMEOUT_S", 2.0, kind=float, minimum=0.1, maximum=30)
+    """On Lambda: the exporters' timeout, which bounds the flush after each invocation."""
     """The streaming bootstrap's app, module:attr (lambda_stream/runner.py; lambda_bootstrap.sh)."""
     # signed-in sessions (api/cognito.py): the user pool whose access tokens are accepted
     cognito_user_pool_id: str | None = _knob("MOMOR_COGNITO_USER_POOL_ID")

@@ -288,7 +288,8 @@ def test_an_admin_creates_a_key_it_works_they_revoke_it_and_it_stops(momor, pool
     assert made.status_code == 201, made.text
     key = made.json()
     assert key["key"].startswith("momor-") and key["name"] == "ci" and key["disabled"] is False
-    assert key["limits"] == {"rateLimitPerMinute": 100, "budgetDailyUsd": 5.0, "budgetMonthlyUsd": None, "zdr": False}
+    assert key["limits"] == {"rateLimitPerMinute": 100, "budgetDailyUsd": 5.0, "budgetMonthlyUsd": None, "zdr": False,
+                             "cache": None, "cacheTtlS": None}
     stored = json.dumps(api_keys_items())
     assert key["key"] not in stored  # stored hashed
 

@@ -71,6 +71,8 @@ ROUTES = [
     ("delete", "/keys/{id}", "UsageFunction", False),
     ("get", "/models/{id+}", "CatalogFunction", False),
     ("get", "/v1/models/{id+}", "CatalogFunction", False),
+    ("get", "/router/v1/models", "CatalogFunction", False),
+    ("get", "/router/v1/models/{id+}", "CatalogFunction", False),
 ]
 FOLDERS = {
     "ModelsFunction": "models",
@@ -706,6 +708,36 @@ def test_every_route_and_only_those():
     assert declared == {(m, p) for m, p, _, _ in ROUTES}
 
 
+def _api_path(path: str) -> str:
+    """A Starlette route's path as API Gateway writes it: `{name:path}` is the greedy `{id+}`."""
+    return re.sub(r"\{[^}:]+:path\}", "{id+}", re.sub(r"\{[^}:]+\}", "{}", path))
+
+
+def _reaches(api_path: str, path: str) -> bool:
+    """Whether API Gateway's `api_path` answers `path` (a literal, or one written by `_api_path`)."""
+    pattern = "/".join(".+" if part.endswith("+}") else "[^/]+" if part.startswith("{") else re.escape(part)
+                       for part in api_path.split("/"))
+    return re.fullmatch(pattern, path) is not None
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_every_route_a_function_serves_is_on_the_api(monkeypatch, function):
+    """Each function's own app, read: every (method, path) it mounts reaches it through API Gateway,
+    so a route added in code and not in the template (the router alias's models list once) is caught."""
+    monkeypatch.setenv("MOMOR_CATALOG_FILE", "/nonexistent/catalog.json")  # no app reads it when built
+    app = importlib.import_module(f"functions.{FOLDERS[function]}.app").app
+    served = {(m.lower(), _api_path(r.path)) for r in app.router.routes for m in (r.methods or ()) if m != "HEAD"}
+    missing = [(m, p) for m, p in sorted(served)
+               if not any(p == o or p.startswith(o + "/") for o in LOCAL_ONLY)
+               and not any(m == am and _reaches(ap, p) for am, ap, f, _ in ROUTES if f == function)]
+    assert not missing
+
+
+LOCAL_ONLY = ("/responses",)
+"""Paths a function's app mounts that only the local server answers (the README says so: the
+Responses route's unversioned alias); every other route it mounts must be on the API."""
+
+
 @pytest.mark.parametrize(("method", "path", "function", "streamed"), ROUTES)
 def test_route_integration(method, path, function, streamed):
     integration = PATHS[path][method]["x-amazon-apigateway-integration"]
@@ -856,6 +888,12 @@ def test_tables():
     assert stored["KeySchema"] == [{"AttributeName": "responseKey", "KeyType": "HASH"}]
     assert stored["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
     assert T["Globals"]["Function"]["Environment"]["Variables"]["MOMOR_RESPONSES_TABLE"] == {"Ref": "ResponsesTable"}
+    # The response cache (store/cache.py): one item per kept answer (or input's vector), by scope and hash.
+    kept = props("CacheTable")
+    assert kept["KeySchema"] == [{"AttributeName": "cacheKey", "KeyType": "HASH"}]
+    assert kept["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
+    assert T["Globals"]["Function"]["Environment"]["Variables"]["MOMOR_CACHE_TABLE"] == {"Ref": "CacheTable"}
+    assert RESOURCES["CacheTable"]["DeletionPolicy"] == "Retain"
     for table in ("RecordsTable", "ApiKeysTable", "MemoryTurnsTable", "MemoryTable", "ResponsesTable"):
         p = props(table)
         assert p["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}

@@ -27,11 +27,12 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .. import invocation
+from .. import background, invocation, tracecontext
 from ..catalog import Catalog
 from ..door_http import (
     check_accept,
     check_content_type,
+    headers_of,
     id_headers,
     new_request_id,
     parse_json_object,
@@ -51,7 +52,7 @@ from ..routing.request import Routed
 from ..store.budgets import BudgetState, Spend, has_budget, org_budget
 from ..store.organizations import Organization
 from ..store.ratelimit import RateState
-from . import explain
+from . import cached, explain, telemetry
 from .backend import Backend, Caller
 from .call_record import record_call
 from .frame_stream import FrameStream
@@ -229,6 +230,8 @@ class Prepared:
     """The call runs under zero data retention (asked for, or the caller's organization holds it)."""
     plan_log: PlanLog | None = None
     """Why the plan left out what it left out (routing/plan.py); a route that plans again replaces it."""
+    cache: cached.CachePlan | None = None
+    """How the call uses the response cache (api/cached.py); None: not at all."""
 
 
 Operation = Callable[[Prepared], Awaitable[Response]]
@@ -243,6 +246,7 @@ async def routed_call(
     request_id = new_request_id()
     recorder = Recorder(request_id, route, door.dialect)
     recorder.gateway_request_id = _gateway_request_id(request)
+    recorder.trace = tracecontext.begin(headers_of(request).get("traceparent"), tracing=telemetry.tracing())
     admission = _Admission()
     explaining, plan_log = False, None
     try:
@@ -274,7 +278,12 @@ async def routed_call(
             await record_call(backend, recorder)
         raise
     response.headers.update(id_headers(request_id) | await admission.headers())
+    if recorder.trace is not None:  # where a user finds the call's trace from its answer
+        response.headers[TRACE_ID_HEADER] = recorder.trace.trace_hex
     return response
+
+
+TRACE_ID_HEADER = "X-Momor-Trace-Id"
 
 
 async def _prepare(
@@ -308,10 +317,11 @@ async def _prepare(
             raise
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
+    cache_plan = cached.plan_for(request, caller, routed, zdr)  # a bad X-Momor-Cache: 400 before any hold
     await admission.check(recorder, lambda: _hold(routed, candidates, catalog) if billed else Decimal(0))
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
     return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr,
-                    deadline=invocation.deadline(request.scope))
+                    deadline=invocation.deadline(request.scope), cache=cache_plan)
 
 
 def _hold(routed: Routed, candidates: list[Candidate], catalog: Catalog) -> Decimal:
@@ -325,9 +335,14 @@ def _hold(routed: Routed, candidates: list[Candidate], catalog: Catalog) -> Deci
 
 
 async def generate(p: Prepared) -> Response:
-    """The model's answer: whole, or a stream whose first bytes leave once a model has begun."""
+    """The model's answer: whole, or a stream whose first bytes leave once a model has begun; from
+    the response cache when the call uses it and its answer is kept there (api/cached.py)."""
     routed, recorder = p.routed, p.recorder
     recorder.plan = explain.compact(p.candidates, p.plan_log)  # the record's "why this route"
+    if p.cache is not None:
+        replayed = await _from_cache(p, p.cache)
+        if replayed is not None:
+            return replayed
     session = Session(
         routed.call,
         p.candidates,
@@ -335,7 +350,7 @@ async def generate(p: Prepared) -> Response:
         resolve_key=p.resolve_key,
         network_timeout=routed.network_timeout,
         rollover=routed.rollover,
-        keep_text=p.after_answer is not None,
+        keep_text=p.after_answer is not None or p.cache is not None,
         adjust=routed.adjust,
         deadline=p.deadline,
         caller_body=routed.caller_body,
@@ -350,7 +365,10 @@ async def generate(p: Prepared) -> Response:
             pass
         _note_finish(p, answer.assembler.finish)
         await record_call(p.backend, recorder, routed)
-        return p.door.answer(recorder.request_id, routed, answer.served, answer.assembler, answer.passthrough)
+        await _keep_later(p, answer.served, answer.assembler)
+        response = p.door.answer(recorder.request_id, routed, answer.served, answer.assembler, answer.passthrough)
+        response.headers.update(cached.header(p.cache))
+        return response
     # Without an after_answer, the door reads the answer's events directly (one generator layer less
     # for every event of the stream).
     events = answer.events if p.after_answer is None else _answered(p, answer)
@@ -358,8 +376,63 @@ async def generate(p: Prepared) -> Response:
         p.door.stream(recorder.request_id, routed, answer.served, events, answer.passthrough),
         ended=lambda: _stream_ended(p, answer),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, answer.served)},
+        headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, answer.served), **cached.header(p.cache)},
     )
+
+
+async def _from_cache(p: Prepared, plan: cached.CachePlan) -> Response | None:
+    """The kept answer, written by the caller's dialect whole or as its stream, with a record that says
+    it was a hit; None (a miss, or `refresh`) when the provider is to answer. The key is made here,
+    once the candidates are final (the router plans again in its operation)."""
+    routed, recorder = p.routed, p.recorder
+    plan.digest = cached.key_of(recorder.route, p.door.dialect, routed, p.candidates, await p.backend.catalog())
+    entry = await cached.lookup(plan) if plan.read else None
+    recorder.cache = plan.state = plan.state or {"status": "miss" if plan.read else "refresh"}
+    candidate = cached.served_by(entry, p.candidates) if entry is not None else None
+    if entry is None or candidate is None:
+        return None
+    billed = routed.billed_prices(candidate) if routed.billed_prices is not None else None
+    cached.record_hit(plan, entry, candidate, recorder, billed)
+    recorder.mark_first_byte()
+    recorder.status_code = 200
+    assembler = Assembler()
+
+    async def events() -> AsyncIterator[Event]:
+        for event in entry.events():
+            assembler.add(event)
+            yield event
+        recorder.end("complete")
+        if p.after_answer is not None:  # the Responses store, the router's memory: as for a live answer
+            await p.after_answer(assembler)
+
+    if not routed.call.stream:
+        async for _ in events():
+            pass
+        _note_finish(p, assembler.finish)
+        await record_call(p.backend, recorder, routed)
+        response = p.door.answer(recorder.request_id, routed, candidate, assembler, False)
+        response.headers.update(cached.header(plan))
+        return response
+
+    async def ended() -> None:
+        if recorder.outcome is None:
+            recorder.end("cancelled", "The caller left before the answer was complete.")
+        _note_finish(p, assembler.finish)
+        await record_call(p.backend, recorder, routed)
+
+    return FrameStream(
+        p.door.stream(recorder.request_id, routed, candidate, events(), False),
+        ended=ended,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, candidate), **cached.header(plan)},
+    )
+
+
+async def _keep_later(p: Prepared, served: Candidate, assembler: Assembler) -> None:
+    """A complete answer kept in the response cache after it has gone, as the record is (background.py)."""
+    plan = p.cache
+    if plan is not None and cached.keepable(p.recorder, assembler):
+        await background.later(f"cache:{p.recorder.request_id}", cached.keep(plan, p.recorder, served, assembler))
 
 
 async def _stream_ended(p: Prepared, answer: Answer) -> None:
@@ -371,6 +444,7 @@ async def _stream_ended(p: Prepared, answer: Answer) -> None:
         logger.exception("closing the stream failed", extra={"request_id": p.recorder.request_id})
     _note_finish(p, answer.assembler.finish)
     await record_call(p.backend, p.recorder, p.routed)
+    await _keep_later(p, answer.served, answer.assembler)
 
 
 def _note_finish(p: Prepared, finish: Finish | None) -> None:

@@ -57,6 +57,11 @@ class Caller:
     """member | admin | operator (module docstring)."""
     owner: str | None = None
     """Who answers for the key: a person id when made in the console, any text when made by the script."""
+    cache: bool | None = None
+    """`cache` on the item: the key's calls use the response cache (true) or not (false) unless a call
+    says (X-Momor-Cache); None: its organization's default (api/cached.py)."""
+    cache_ttl: int | None = None
+    """`cacheTtlS` on the item: how long its calls' answers are kept, unless a call says."""
 
 
 def key_hash(key: str) -> str:
@@ -165,7 +170,18 @@ def from_item(item: dict[str, Any]) -> Caller:
         org=item.get("org", {}).get("S") or DEFAULT_ORG,
         role=role if role in ROLES else "member",
         owner=item.get("owner", {}).get("S"),
+        cache=item["cache"]["BOOL"] if "BOOL" in item.get("cache", {}) else None,
+        cache_ttl=_seconds(item.get("cacheTtlS")),
     )
+
+
+def _seconds(value: dict[str, str] | None) -> int | None:
+    """A TTL attribute in whole seconds; absent, unreadable or not positive means none set."""
+    try:
+        seconds = int(value["N"]) if value and "N" in value else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds > 0 else None
 
 
 def _usd(value: dict[str, str] | None) -> Decimal | None:

@@ -7,6 +7,8 @@ ratelimit.py), so no new table and no new grant set:
                                deprecated (BOOL), maxAge (S, ISO 8601 or TimeSpan as the seeds take it),
                                zdr (BOOL: every call held to zero data retention), budgetDailyUsd,
                                budgetMonthlyUsd (N: spend limits on top of the keys' own),
+                               cache (BOOL), cacheTtlS (N): its calls use the response cache
+                               by default, their answers kept that long (api/cached.py),
                                joined (map person id -> when they joined), former (map person id ->
                                list of "<joined>/<left>": the times they were a member and left)
     keyHash = "person#<sub>"   org, role, email: where a signed-in person (Cognito `sub`) belongs
@@ -59,6 +61,10 @@ class Defaults:
     max_age: str | None = None
     """As written (P6M, 180.00:00:00); parsed where the call's own maxAge is."""
     zdr: bool = False
+    cache: bool = False
+    """Its calls use the response cache unless their key or the call says otherwise (api/cached.py)."""
+    cache_ttl: int | None = None
+    """How long their answers are kept (seconds); None: MOMOR_CACHE_TTL_S."""
 
     def to_json(self) -> dict[str, Any]:
         return {"deprecated": self.deprecated, "maxAge": self.max_age, "zdr": self.zdr}
@@ -132,6 +138,14 @@ def _bool(item: dict[str, Any], name: str) -> bool | None:
     return value.get("BOOL") if "BOOL" in value else None
 
 
+def _seconds(item: dict[str, Any], name: str) -> int | None:
+    try:
+        seconds = int(item[name]["N"]) if "N" in item.get(name, {}) else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds > 0 else None
+
+
 def _usd(item: dict[str, Any], name: str) -> Decimal | None:
     value = item.get(name, {}).get("N")
     try:
@@ -147,7 +161,8 @@ def from_item(item: dict[str, Any]) -> Organization:
         id=item["keyHash"]["S"].removeprefix(ORG_PREFIX),
         name=item.get("name", {}).get("S", ""),
         defaults=Defaults(deprecated=_bool(item, "deprecated"), max_age=item.get("maxAge", {}).get("S"),
-                          zdr=bool(_bool(item, "zdr"))),
+                          zdr=bool(_bool(item, "zdr")), cache=bool(_bool(item, "cache")),
+                          cache_ttl=_seconds(item, "cacheTtlS")),
         budget_daily=_usd(item, "budgetDailyUsd"),
         budget_monthly=_usd(item, "budgetMonthlyUsd"),
         members_create_keys=bool(_bool(item, "membersCreateKeys")),
@@ -222,6 +237,10 @@ def create(name: str, *, org_id: str | None = None, defaults: Defaults = Default
         item["deprecated"] = {"BOOL": defaults.deprecated}
     if defaults.max_age is not None:
         item["maxAge"] = {"S": defaults.max_age}
+    if defaults.cache:
+        item["cache"] = {"BOOL": True}
+    if defaults.cache_ttl is not None:
+        item["cacheTtlS"] = {"N": str(defaults.cache_ttl)}
     for attribute, usd in (("budgetDailyUsd", budget_daily), ("budgetMonthlyUsd", budget_monthly)):
         if usd is not None:
             item[attribute] = {"N": format(usd, "f")}
