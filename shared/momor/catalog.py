@@ -174,6 +174,12 @@ class Provider(_Strict):
     """Static headers sent on every request (never secrets: keys come from the keys secret)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Wire-specific settings (see each wire module's docstring)."""
+    caller_resources: list[Literal["data_sources", "file_search", "code_interpreter", "container", "mcp_servers"]] = (
+        Field(default_factory=list, alias="callerResources"))
+    """Provider-side resources a caller's passthrough body may name on the deployment's own keys
+    (routing/resources.py): Azure `data_sources`, Responses `file_search` and `code_interpreter` with
+    a container or files, Anthropic `container` and `mcp_servers`. Left out: none (a 400 naming the
+    field); with a key the caller sent they always pass."""
 
     @property
     def root(self) -> str:

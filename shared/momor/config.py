@@ -32,8 +32,11 @@
                 MOMOR_MAX_FILES_BYTES (20 MiB), MOMOR_MAX_SCHEMA_BYTES (256 KiB): seed 000's
                 defaults, which a deployment may lower but not raise; MOMOR_EMBED_MAX_INPUTS (2048:
                 inputs one embedding call may have), MOMOR_EMBED_CONCURRENCY (4: requests one call's
-                parts have under way at once), MOMOR_RERANK_MAX_DOCUMENTS (1000),
-                MOMOR_GUARDRAIL_WINDOW (512: characters a stream's output guardrails hold back). On AWS Lambda
+                parts have under way at once), MOMOR_RERANK_MAX_DOCUMENTS (1000); MOMOR_MAX_CHOICES (8:
+                the most `n` a chat call may ask, 128 at most), MOMOR_MAX_CONVERTED_FILES (10: files one
+                call's fileProcessing may convert), MOMOR_MAX_JSON_VALUES (300,000: values a JSON body
+                may hold, counted before it is parsed), MOMOR_GUARDRAIL_WINDOW (512: characters a
+                stream's output guardrails hold back). On AWS Lambda
                 (AWS_LAMBDA_FUNCTION_NAME set) MOMOR_MAX_BODY_BYTES is 5.87 MB at most (and by
                 default), what an invocation can carry (LAMBDA_MAX_BODY_BYTES), so an inline file
                 is 4.4 MB at most (its base64 is 4/3 of it); a file by URL keeps MOMOR_MAX_FILE_BYTES
@@ -213,6 +216,17 @@ class Config:
     guardrail_window: int = _knob("MOMOR_GUARDRAIL_WINDOW", 512, kind=int, minimum=16, maximum=65_536)
     """Characters of a streamed part an output guardrail holds back at most (guardrails/answer.py):
     any match of up to half of it is seen whole before any of it is sent."""
+    max_choices: int = _knob("MOMOR_MAX_CHOICES", 8, kind=int, minimum=1, maximum=128)
+    """The most answers (`n`) one Chat Completions call may ask (more: a 400 naming `n`). A wire that
+    answers one choice serves `n` by `n` provider calls (routing/choices.py), each counted against
+    the caller's rate limit and held against its budget; OpenAI's own maximum is 128."""
+    max_converted_files: int = _knob("MOMOR_MAX_CONVERTED_FILES", 10, kind=int, minimum=1, maximum=1000)
+    """Files one call's fileProcessing may convert (more: a 400 before any provider is asked): each
+    conversion may be a model's call of its own (routing/conversion.py)."""
+    max_json_values: int = _knob("MOMOR_MAX_JSON_VALUES", 300_000, kind=int, minimum=1000, maximum=10_000_000)
+    """Values (objects, arrays, strings, numbers...) a JSON body may hold, counted before it is parsed
+    (door_http.py): a body of small values takes far more memory parsed than written (5.8 MB of `{}`
+    was 280 MB), so more is a 413. 300,000 keeps OpenAI's largest embedding request (300,000 token ids)."""
     # fetching (egress.py)
     fetch_allow: str | None = _knob("MOMOR_FETCH_ALLOW", kind=_checked_allow_list)
     """Comma-separated host names and IP networks that file URLs (and a Vertex token endpoint) may

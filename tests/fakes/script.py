@@ -40,6 +40,9 @@ class Fail:
     status: int
     body: Any = None
     headers: dict[str, str] | None = None
+    echo: bool = False
+    """Quote the request's credential headers in the error's message, as a careless provider or a
+    proxy in front of one does ("invalid token: Bearer ya29...")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,8 +93,8 @@ def reply(
     return Reply(text, thinking, tool_calls, usage, finish, chunks)
 
 
-def fail(status: int, body: Any = None, headers: dict[str, str] | None = None) -> Fail:
-    return Fail(status, body, headers)
+def fail(status: int, body: Any = None, headers: dict[str, str] | None = None, echo: bool = False) -> Fail:
+    return Fail(status, body, headers, echo)
 
 
 def hang(seconds: float) -> Hang:

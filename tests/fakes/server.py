@@ -155,7 +155,8 @@ class FakeApp:
         record.step = step_to_json(step)["kind"] if step is not None else None
         if isinstance(step, Fail):
             record.status = step.status
-            payload = step.body if step.body is not None else wire.error_body(step.status, request_id=request_id)
+            payload = step.body if step.body is not None else wire.error_body(
+                step.status, _echoed(record.headers) if step.echo else None, request_id=request_id)
             await send_json(send, step.status, payload, {**headers, **(step.headers or {})})
             return
         if isinstance(step, Hang) and await pause(receive, step.seconds):
@@ -250,6 +251,15 @@ class FakeApp:
             await send_json(send, 200, {"ok": True, "queued": len(steps)}, {})
         else:
             await send_json(send, 404, {"error": f"no fake route {method} {path}"}, {})
+
+
+ECHOED = ("authorization", "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token")
+
+
+def _echoed(headers: dict[str, str]) -> str:
+    """A `Fail(echo=True)` step's message: the credentials the request carried, quoted back."""
+    sent = "; ".join(f"{name}: {headers[name]}" for name in ECHOED if name in headers)
+    return f"The credentials were refused: {sent}"
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

@@ -370,9 +370,13 @@ def test_puter_upstream_outage_is_retried(momor, fake):
     assert [r.status for r in fake.requests("puter")] == [400, 200]
 
 
-def test_a_refused_puter_token_reads_as_puters_own_words(momor, fake):
+def test_a_refused_puter_token_reads_as_a_refused_credential(momor, fake):
+    """Puter's refusal is a 401 (its envelope's code read as such), and a provider's words about a
+    credential are never quoted (issue 33: they may repeat it)."""
     response = momor.post("/models", native("gpt-5-nano", keys={"puter": "puter-invalid"}))
-    assert response.status_code >= 400 and "Authentication failed" in response.json()["detail"]
+    detail = response.json()["detail"]
+    assert response.status_code >= 400 and "refused the credentials it was sent (HTTP 401)" in detail, detail
+    assert "Authentication failed" not in detail
 
 
 # --- OpenRouter: reasoning_details (the `reasoningDetails` option) ---------------------------------

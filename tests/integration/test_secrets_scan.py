@@ -30,6 +30,7 @@ from momor.store import record_item
 from tests.fakes.script import fail, reply
 
 from .conftest import SAVED_KEYS
+from .test_gemini_vertex import CLAUDE_VERTEX, google  # noqa: F401 (google: the Vertex providers' fixture)
 
 pytestmark = pytest.mark.emulators
 
@@ -245,3 +246,35 @@ def test_the_scanner_finds_a_planted_key(momor, capture):
     assert {"powertools stdout", "records table", "planted answer"} <= where
     assert any(w.startswith("log momor:INFO") for w in where) and any(w.startswith("log some.library") for w in where)
     assert not capture.leaks(["sk-never-written-anywhere"])
+
+
+def test_a_minted_token_a_provider_echoes_in_a_401_travels_no_further(momor, fake, google, capture):  # noqa: F811
+    """Issue 33: the Vertex access token Momor mints from its saved service account was not in the
+    redaction set; a provider echoing the Authorization header in a 401 put a working token in the
+    caller's error, the record and the log line. No provider text is quoted for 401 and 403 at all."""
+    fake.script("vertex", fail(401, echo=True))
+    answer = capture.keep("vertex 401 echoing its bearer token", momor.post("/models", native(model=CLAUDE_VERTEX)))
+    assert answer.status_code >= 400, answer.text
+    sent = [r for r in fake.requests("vertex") if r.path != "/vertex/token"]
+    token = sent[0].headers["authorization"].removeprefix("Bearer ")
+    assert token in fake.state.tokens  # the one Momor minted, echoed by the provider
+    record = json.dumps(momor.record(answer.headers["x-momor-request-id"]))
+    assert "HTTP 401" in record and "credentials were refused" not in record + answer.text
+    momor.settle()
+    leaks = capture.leaks([token, google["private_key"]], skip_loggers=THIRD_PARTY_DEBUG)
+    assert not leaks, _report(leaks)
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_a_refused_credential_is_never_quoted(momor, fake, capture, status):
+    """On the OpenAI route a Chat Completions provider's error is passed through; a 401 or 403 is not
+    (its text is about the credential, which it may quote)."""
+    fake.script("openai", fail(status, echo=True))
+    body = {"model": "gpt-5-mini", "messages": [{"role": "user", "content": "Hello"}]}
+    answer = capture.keep("openai 401/403 echoing", momor.post("/v1/chat/completions", body))
+    assert answer.status_code >= 400
+    record = json.dumps(momor.record(answer.headers["x-momor-request-id"]))
+    assert "credentials were refused" not in record + answer.text and f"HTTP {status}" in record
+    momor.settle()
+    leaks = capture.leaks([*SAVED, momor.api_key, "credentials were refused"], skip_loggers=THIRD_PARTY_DEBUG)
+    assert not leaks, _report(leaks)

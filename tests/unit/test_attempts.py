@@ -241,6 +241,26 @@ async def test_the_breaker_opens_then_probes_then_closes():
     assert breakers.state("a/m-a") == "closed"
 
 
+async def test_a_callers_own_key_neither_probes_nor_closes_a_half_open_circuit():
+    """Issue 33: an attempt on a key the caller sent reports to no circuit: it takes no half-open
+    probe (the next call on the deployment's key still probes), and its answer closes nothing."""
+    now = [0.0]
+    breakers = Breakers(failures=1, cooldown=10, clock=lambda: now[0])
+    breakers.failure("a/m-a")
+    now[0] = 11
+    assert breakers.state("a/m-a") == "half_open"
+    script = Script(a=[ANSWER])
+    own = session(script, breakers=breakers, resolve=lambda c: ResolvedKey("callers-own", "call"))
+    assert (await own.open()).served.provider.name == "a"
+    assert breakers.state("a/m-a") == "half_open" and breakers.allows("a/m-a")  # still the next call's probe
+    script.steps["a"] = [http(503)]
+    failing = session(script, policy=Policy(retries=0), breakers=breakers,
+                      resolve=lambda c: ResolvedKey("callers-own", "call") if c.provider.name == "a"
+                      else ResolvedKey("k", "saved"))
+    await failing.open()  # a fails on the caller's key, b serves
+    assert breakers.state("a/m-a") == "half_open" and breakers.allows("a/m-a")  # the failure was not counted
+
+
 def test_backoff_grows_with_full_jitter_and_a_ceiling():
     policy = Policy(retry_base=0.1, retry_max=1.0)
     for retry, ceiling in ((1, 0.1), (2, 0.2), (3, 0.4), (8, 1.0)):

@@ -69,3 +69,25 @@ async def test_an_answer_without_a_finish_ends_the_joined_answer_without_one():
     cut = [e for e in _answer("one") if not isinstance(e, Finish)]
     assembler, _ = await _joined([cut, _answer("two")], True)
     assert assembler.finish is None and not any(p.choice == 1 for p in assembler.parts.values())
+
+
+async def test_a_whole_answers_calls_are_at_most_four_at_once():
+    """n calls go out FAN_OUT at a time (issue 33: n=300 made 300 concurrent provider calls)."""
+    import asyncio
+
+    from momor.routing.choices import FAN_OUT
+
+    under_way, most = 0, 0
+
+    async def exchange(wire, call, target, **how):
+        nonlocal under_way, most
+        under_way += 1
+        most = max(most, under_way)
+        await asyncio.sleep(0.01)
+        under_way -= 1
+        for event in _answer("hi"):
+            yield event
+
+    call = Call(system="", messages=[UserMessage(value="Hi")], n=10)
+    events = [e async for e in several_answers(exchange, None, call, None, stream=False)]  # type: ignore[arg-type]
+    assert most == FAN_OUT == 4 and isinstance(events[-1], Finish) and len(events[-1].others) == 9

@@ -116,3 +116,20 @@ def test_the_store_outage_settings():
     with pytest.raises(ConfigError, match="MOMOR_RATE_LIMIT_ON_STORE_FAILURE must be open or closed"):
         Config.from_env({"MOMOR_RATE_LIMIT_ON_STORE_FAILURE": "ajar"})
     assert Config.from_env({"MOMOR_RATE_LIMIT_ON_STORE_FAILURE": "closed"}).rate_limit_store_failure == "closed"
+def test_body_values_are_bounded_before_parsing(monkeypatch):
+    """door_http counts a body's values before it parses it (issue 33): past MOMOR_MAX_JSON_VALUES a 413;
+    commas inside strings are text, not values."""
+    from momor.door_http import parse_json_object
+
+    monkeypatch.setenv("MOMOR_MAX_JSON_VALUES", "1000")
+    reset_config()
+    try:
+        with pytest.raises(RequestError) as refused:
+            parse_json_object(b'{"a": [' + b"{}," * 1000 + b"{}]}")
+        assert refused.value.status == 413 and "MOMOR_MAX_JSON_VALUES" in refused.value.detail
+        text = '{"a": "' + "x, " * 5000 + '\\" , [{", "b": [1, 2]}'
+        assert parse_json_object(text.encode())["b"] == [1, 2]
+        assert parse_json_object(b'{"a": [' + b"1," * 900 + b"1]}")["a"][-1] == 1
+    finally:
+        monkeypatch.delenv("MOMOR_MAX_JSON_VALUES")
+        reset_config()

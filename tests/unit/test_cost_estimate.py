@@ -37,7 +37,8 @@ def test_the_output_ceiling_is_max_tokens_else_the_model_maximum_else_the_defaul
     capped = [dataclasses.replace(c, model=c.model.model_copy(update={"capabilities": c.model.capabilities.model_copy(
         update={"max_output_tokens": 1000})})) for c in planned("claude-y")]
     assert cost_ceiling(call(), capped) == (tokens * 3 + 1000 * 15) / MILLION
-    assert cost_ceiling(call(max_tokens=10, n=3), capped) == (tokens * 3 + 30 * 15) / MILLION  # n answers
+    # n answers: n outputs, and on a wire that answers one choice (Anthropic) n calls, each with the input
+    assert cost_ceiling(call(max_tokens=10, n=3), capped) == (3 * tokens * 3 + 30 * 15) / MILLION
 
 
 def test_billed_prices_and_the_routers_ceiling_count():
@@ -47,3 +48,23 @@ def test_billed_prices_and_the_routers_ceiling_count():
                           adjust=lambda sent, c: dataclasses.replace(sent, params=Parameters(max_tokens=50)))
     assert billed == (tokens * 1 + 50 * 10) / MILLION  # overflow bills gpt-x@openai's (1, 10)
     assert cost_ceiling(asked, []) == 0
+
+
+def test_the_routers_classifier_hold_is_its_calls_ceiling():
+    """routing/classify.hold (issue 33): what the classifier's call may cost, on the classifier's offerings."""
+    from pathlib import Path
+
+    from momor.call import Call as _Call
+    from momor.catalog import load_catalog_file
+    from momor.messages import UserMessage as _User
+    from momor.routing import classify
+    from momor.routing.estimate import cost_ceiling
+    from momor.routing.request import Routed
+    from momor.routing.selectors import Prioritization
+
+    catalog = load_catalog_file(Path(__file__).resolve().parents[2] / "infra" / "example-catalog.json")
+    call = _Call(system="", messages=[_User(value="Write a proof of the four colour theorem.")])
+    routed = Routed(call, [], Prioritization(), {}, None, None)
+    held = classify.hold(routed, catalog, [])
+    assert held > 0
+    assert held == cost_ceiling(classify._ask(catalog, call), classify._classifiers(catalog, Prioritization()))

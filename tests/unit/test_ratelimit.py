@@ -103,6 +103,15 @@ async def test_local_counter_admits_the_limit_then_refuses(clock, monkeypatch):
     assert all(s.limit == 3 for s in states)
 
 
+async def test_a_weighed_request_counts_all_or_nothing(clock, monkeypatch):
+    """A call of n answers counts n (api/flow.py): admitted whole, or refused without counting."""
+    monkeypatch.setenv(ratelimit.LIMIT_ENV, "5")
+    reset_config()
+    assert (await admit("caller-a", weight=4)).remaining == 1
+    assert not (await admit("caller-a", weight=2)).allowed  # two do not fit: nothing counted
+    assert (await admit("caller-a")).remaining == 0
+
+
 async def test_local_counter_is_per_caller(clock, monkeypatch):
     monkeypatch.setenv(ratelimit.LIMIT_ENV, "1")
     reset_config()

@@ -41,10 +41,11 @@ class Backend:
         """The caller (api/auth.py, the one place credentials are read); raises auth.Unauthorized (401)."""
         return await auth.authenticate(request)
 
-    async def admit(self, caller: Caller) -> ratelimit.RateState:
+    async def admit(self, caller: Caller, weight: int = 1) -> ratelimit.RateState:
         """Count the call against the caller's rate limit (atomic in DynamoDB); a key's own
-        `rateLimit` is read from its item, a person has MOMOR_RATE_LIMIT."""
-        return await ratelimit.admit(caller.id, key_hash=caller.key_hash)
+        `rateLimit` is read from its item, a person has MOMOR_RATE_LIMIT. `weight`: requests it
+        counts as (a call's further answers, api/flow.py)."""
+        return await ratelimit.admit(caller.id, key_hash=caller.key_hash, weight=weight)
 
     async def admit_api(self, caller: Caller) -> ratelimit.RateState:
         """Count a request to a route that is not a routed call (usage, records, stored responses, the

@@ -7,7 +7,7 @@ from __future__ import annotations
 from starlette.responses import Response
 
 from ..errors import RequestError
-from ..routing.conversion import Converter, converting_adjust, prepare
+from ..routing.conversion import Converter, check_count, converting_adjust, planned, prepare
 from ..routing.fetch import check_file_urls
 from .flow import Prepared, generate
 
@@ -22,6 +22,8 @@ async def generate_processed(p: Prepared) -> Response:
     await check_file_urls(p.routed.call.messages)  # a URL Momor will not fetch: 400 before any candidate
     catalog = await p.backend.catalog()
     converter = Converter(catalog, p.routed.prio, p.resolve_key, p.recorder, p.routed.network_timeout)
+    # Bounded before the first is made (issue 33); their cost was held with the call's (flow.py).
+    check_count(planned(p.routed.call, processing.type, processing.types, converter, p.candidates))
     convert_for = prepare(p.routed.call, processing.type, processing.types, converter)
     p.routed.adjust = converting_adjust(p.routed.call.messages, convert_for, p.routed.adjust)
     return await generate(p)

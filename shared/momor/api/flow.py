@@ -124,6 +124,21 @@ class _Admission:
         self.task = asyncio.ensure_future(backend.admit(caller))
         self._caller = backend, caller
 
+    def also(self, weight: int) -> None:
+        """Count `weight` more requests against the rate limit, once the body says the call is worth
+        more than one (`n` answers: each may be a provider call of its own, routing/choices.py). The
+        first request's trip started before the body was read and is not held back for this."""
+        if weight > 0 and self.task is not None and self._caller is not None:
+            first, (backend, caller) = self.task, self._caller
+
+            async def both() -> RateState:
+                state = await first
+                if not state.allowed or state.limit <= 0:
+                    return state
+                return await backend.admit(caller, weight)
+
+            self.task = asyncio.ensure_future(both())
+
     async def limited(self) -> None:
         """Raise the 429 when the caller is past its rate limit."""
         state = await self.task if self.task else None
@@ -358,6 +373,7 @@ async def _prepare(
     body = parse_json_object(await read_body(request))
     catalog = await backend.catalog()  # once per call, for the door and the plan alike
     routed = door.parse(body, request, catalog)
+    admission.also(routed.call.n - 1)  # a call of n answers counts as n calls
     recorder.selectors = routed.written_selectors
     recorder.streaming = routed.call.stream
     # The organization's defaults fill what the call left out, where its own provider fields apply.
@@ -380,7 +396,7 @@ async def _prepare(
     zdr = routed.prio.zdr or _caller_zdr(caller)
     ceiling = getattr(caller, "max_cost_per_call", None)
     if ceiling is not None and billed:  # the key's per-call ceiling: refused before any provider is asked
-        estimate = _hold(routed, candidates)
+        estimate = _hold(routed, candidates, catalog)
         if estimate > ceiling:
             raise RequestError(
                 f"This call may cost up to ${estimate.quantize(Decimal('0.000001'))} (its input and its output "
@@ -391,9 +407,9 @@ async def _prepare(
         # A masked call's placeholders are the same for different values ([EMAIL_1]), and a kept answer
         # would skip the output checks and the restore: such calls neither read nor fill the cache.
         cache_plan = None
-    await admission.check(recorder, lambda: _hold(routed, candidates) if billed else Decimal(0))
+    await admission.check(recorder, lambda: _hold(routed, candidates, catalog) if billed else Decimal(0))
     if billed:
-        candidates = await admission.check_scoped(recorder, candidates, lambda some: _hold(routed, some))
+        candidates = await admission.check_scoped(recorder, candidates, lambda some: _hold(routed, some, catalog))
     if billed and routed.hold is None:  # a generation: its input and output ceiling (token_limits.py)
         await admission.check_tokens(recorder, lambda: token_ceiling(routed.call, candidates, adjust=routed.adjust))
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
@@ -423,12 +439,14 @@ def _translated(body: Any) -> Any:
     return dataclasses.replace(body, body={}, wire="guardrails:translated")
 
 
-def _hold(routed: Routed, candidates: list[Candidate]) -> Decimal:
+def _hold(routed: Routed, candidates: list[Candidate], catalog: Catalog) -> Decimal:
     """What a budget holds for the call before it is served: its route's own estimate (embeddings,
-    rerank), else the generation's ceiling."""
+    rerank), else the generation's ceiling; and what its side steps may cost (file conversions, the
+    router's classifier: `Routed.side_costs`)."""
+    side = routed.side_costs(routed, catalog, candidates) if routed.side_costs is not None else Decimal(0)
     if routed.hold is not None:
-        return routed.hold(candidates)
-    return cost_ceiling(routed.call, candidates, billed_prices=routed.billed_prices, adjust=routed.adjust)
+        return routed.hold(candidates) + side
+    return cost_ceiling(routed.call, candidates, billed_prices=routed.billed_prices, adjust=routed.adjust) + side
 
 
 async def generate(p: Prepared) -> Response:

@@ -21,7 +21,7 @@ async def count_tokens(
     headers = {**target.provider.headers, **request.headers}
     timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_token, write=timeouts.idle,
                              pool=timeouts.connect)
-    with provider_errors(target):
+    with provider_errors(target, headers):
         headers.update(await credential_headers(wire, target))
         response = await client.post(request.url or target_url(target, request.path), json=request.body,
                                      headers=headers, timeout=timeout)

@@ -21,7 +21,7 @@ async def post_multipart(
     headers = {**target.provider.headers, **request.headers}
     timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_token, write=timeouts.idle,
                              pool=timeouts.connect)
-    with provider_errors(target):
+    with provider_errors(target, headers):
         response = await client.post(request.url or target_url(target, request.path), data=request.fields,
                                      files={"file": request.file}, headers=headers, timeout=timeout)
         if response.status_code >= 400:

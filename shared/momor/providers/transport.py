@@ -14,6 +14,7 @@ import asyncio
 import codecs
 import contextlib
 import json
+import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -85,7 +86,7 @@ async def exchange(
     request = wire.build_request(call, target, stream)
     headers = _request_headers(target, request.headers)
     url = request.url or target_url(target, request.path)
-    with provider_errors(target):
+    with provider_errors(target, headers):
         headers.update(await credential_headers(wire, target))  # a wire that signs in first (Vertex)
         async with contextlib.AsyncExitStack() as stack:
             response = await _open(stack, client, url, request.body, headers, timeouts)
@@ -216,17 +217,52 @@ async def _begin(stack: contextlib.AsyncExitStack, opening: Any, limit: float) -
         raise ProviderError("The provider closed the connection before answering.", kind="dropped") from exc
 
 
+CREDENTIAL_HEADERS = frozenset({
+    "authorization", "proxy-authorization", "x-api-key", "api-key", "x-goog-api-key", "x-amz-security-token",
+    "cookie",
+})
+"""Headers that carry a credential on some wire; any header whose name says key, token, secret,
+signature or auth is taken for one too (a catalog's own header for a gateway in front of a provider)."""
+_CREDENTIAL_WORDS = ("key", "token", "secret", "signature", "auth")
+_PARTS = re.compile(r"[\s,=]+")
+REFUSED_CREDENTIALS = (401, 403)
+"""Statuses whose provider text is never quoted: it is about the credential sent, and a provider (or
+a proxy in front of it) may echo that credential back."""
+
+
+def sent_secrets(target: Target, headers: dict[str, str] | None) -> tuple[str, ...]:
+    """Every credential an attempt sent: the key, and each credential header's value (a bearer token
+    Momor minted from a service account, a signature) whole and in its parts (the token of
+    `Bearer <token>`, the pieces of a SigV4 `Authorization`)."""
+    found = [target.api_key]
+    for name, value in (headers or {}).items():
+        lower = name.lower()
+        if lower in CREDENTIAL_HEADERS or any(word in lower for word in _CREDENTIAL_WORDS):
+            found.append(value)
+            found.extend(part for part in _PARTS.split(value) if len(part) >= 16)
+    return tuple(s for s in found if s)
+
+
 @contextlib.contextmanager
-def provider_errors(target: Target) -> Iterator[None]:
-    """Every transport failure as a ProviderError, with the key blanked from any provider text."""
+def provider_errors(target: Target, headers: dict[str, str] | None = None) -> Iterator[None]:
+    """Every transport failure as a ProviderError, with every credential sent (`headers`, read when
+    the failure happens: credentials minted inside the block count) blanked from any provider text,
+    and no provider text at all for a refused credential (401, 403)."""
     try:
         yield
     except ProviderError as exc:
         # A provider may repeat the key it was sent in its error text ("Incorrect API key
-        # provided: sk-..."): blank it here, before the text can reach a caller, record or log.
-        exc.detail = redact(exc.detail, (target.api_key,))
+        # provided: sk-..."), or the whole Authorization header: blank them here, before the text
+        # can reach a caller, record or log.
+        secrets = sent_secrets(target, headers)
+        if exc.upstream_status in REFUSED_CREDENTIALS and exc.body is not None:  # the provider's words
+            exc.detail = (f"The provider refused the credentials it was sent (HTTP {exc.upstream_status}); "
+                          "its error text is not quoted.")
+            exc.body, exc.provider_param = None, None
+        exc.detail = redact(exc.detail, secrets)
         exc.args = (exc.detail,)
-        exc.body = None if exc.body is None else redact_value(exc.body, (target.api_key,))
+        exc.body = None if exc.body is None else redact_value(exc.body, secrets)
+        exc.headers = {k: redact(v, secrets) for k, v in exc.headers.items()}
         raise
     except upstream_http.UpstreamError as exc:  # the lean client's failures carry the kinds and texts below
         raise ProviderError(str(exc), kind=exc.kind) from None
@@ -265,7 +301,7 @@ async def post_whole(wire: Any, request: Any, target: Target, *, timeouts: Timeo
     `request` is a WireRequest the wire built; its `map_error` reads a failure."""
     headers = _request_headers(target, request.headers)
     url = request.url or target_url(target, request.path)
-    with provider_errors(target):
+    with provider_errors(target, headers):
         headers.update(await credential_headers(wire, target))
         async with contextlib.AsyncExitStack() as stack:
             response = await _open(stack, client, url, request.body, headers, timeouts)

@@ -28,14 +28,14 @@ import anyio
 
 from ..call import Call
 from ..caller_body import CallerBody
-from ..errors import AttemptSummary, NoCandidateServed, ProviderError
+from ..errors import AttemptSummary, NoCandidateServed, ProviderError, RequestError
 from ..events import Assembler, Continued, Event, Usage
 from ..providers.base import Target
 from ..providers.kit import unsupported
 from ..providers.registry import answers_choices, reply_timeout
 from ..providers.transport import Timeouts, exchange
-from . import hedge
-from .breaker import DEFERRED, PROBING, Breakers
+from . import hedge, resources
+from .breaker import DEFERRED, NO_BREAKERS, PROBING, Breakers
 from .choices import several_answers
 from .circuits import breaker_order, process_breakers
 from .commit import aclose, finished, hold_until_output
@@ -198,6 +198,20 @@ class Session:
             self.recorder.skip(candidate, DEFERRED)
         return closed + opened
 
+    def _reporting_to(self, candidate: Candidate, resolved: ResolvedKey, caller_body: CallerBody | None) -> Breakers:
+        """The breakers an attempt on `resolved` reports to. A key the caller sent is the caller's
+        alone: how it fares (exhausted, refused, rate limited) says nothing about the offering on the
+        deployment's keys, so it never feeds the shared circuits or takes a half-open probe (issue 33:
+        a caller's exhausted key opened the circuit for every organization); its attempts are on the
+        record like any other. On the deployment's keys, a passthrough body naming the deployment's
+        provider-side resources is refused here (issue 33, routing/resources.py)."""
+        if resolved.source == "call":
+            return NO_BREAKERS
+        refused = _resources_refused(candidate, caller_body) if caller_body is not None else None
+        if refused is not None:
+            raise refused
+        return self.breakers
+
     async def _try(self, candidate: Candidate, call: Call, summaries: list[AttemptSummary],
                    caller_body: CallerBody | None) -> _Serving | str:
         """Attempts at one offering, retries included: what it serves, or why it does not."""
@@ -206,8 +220,9 @@ class Session:
             self.recorder.skip(candidate, resolved)
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, resolved))
             return "skipped"
+        breakers = self._reporting_to(candidate, resolved, caller_body)
         circuit = resolved.circuit or candidate.circuit  # one of several saved keys: its own circuit
-        if not await self.breakers.claim(circuit):  # issue 25: another instance took the probe
+        if not await breakers.claim(circuit):  # issue 25: another instance took the probe
             self.recorder.skip(candidate, PROBING)
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, PROBING))
             return "skipped"
@@ -217,15 +232,15 @@ class Session:
                                                 "the call's time budget ran out"))
                 return "budget"
             attempt = self.recorder.begin(candidate, resolved.source, resolved.key, call, resolved.label)
-            self.breakers.begin(circuit)
+            breakers.begin(circuit)
             try:
                 serving = await self._start(candidate, resolved, call, caller_body, attempt)
             except ProviderError as exc:
                 attempt.fail(exc)
                 if counts_against_breaker(exc):
-                    self.breakers.failure(circuit)
+                    breakers.failure(circuit)
                 else:  # it answered (a refusal of this request or key): the offering itself is up
-                    self.breakers.success(circuit)
+                    breakers.success(circuit)
                 decision = classify(exc)
                 if decision == "final":
                     exc.status = exc.upstream_status or 400
@@ -245,9 +260,9 @@ class Session:
                 # No verdict on the offering (the caller hung up, or Momor failed): the attempt says
                 # so, and a probe it was must not hold the circuit half-open for ever.
                 _unfinished(attempt, exc)
-                self.breakers.release(circuit)
+                breakers.release(circuit)
                 raise
-            self.breakers.success(circuit)
+            breakers.success(circuit)
             return serving
         return "failed"  # unreachable: the last retry returns from the except branch
 
@@ -381,8 +396,10 @@ class Session:
                                     kind="protocol")
         except ProviderError as exc:
             attempt.fail(exc, produced)
+            # A caller's own key reports to no shared circuit, mid-stream as before it (_try).
+            breakers = NO_BREAKERS if serving.key is not None and serving.key.source == "call" else self.breakers
             if counts_against_breaker(exc) and not isinstance(exc, OutOfTime):
-                self.breakers.failure(circuit)
+                breakers.failure(circuit)
             raise
         except BaseException as exc:
             _unfinished(attempt, exc, produced)
@@ -421,6 +438,14 @@ async def _close_serving(serving: _Serving) -> None:
     if serving.rest is not None:
         rest, serving.rest = serving.rest, None
         await aclose(rest)
+
+
+def _resources_refused(candidate: Candidate, caller_body: CallerBody) -> RequestError | None:
+    """The 400 for a passthrough body naming the deployment's provider-side resources (routing/resources.py)."""
+    body = way_for(candidate.provider.wire, caller_body).body
+    if body is None:  # translated: such fields are never carried
+        return None
+    return resources.refusal(body, caller_body.wire, candidate.provider.caller_resources)
 
 
 def _unfinished(attempt: AttemptTimer, exc: BaseException, produced: Assembler | None = None) -> None:

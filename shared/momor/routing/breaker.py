@@ -127,3 +127,28 @@ class Breakers:
     def first_token_p95(self, key: str, stream: bool) -> float | None:
         """The offering's observed p95 of `first_token` times, None until MIN_SAMPLES."""
         return p95(self._first.get((key, stream), ()))
+
+
+class _Unwatched(Breakers):
+    """Breakers that keep nothing: what an attempt on a key the caller sent reports to (attempts.py).
+    That key's failures are the caller's own; the deployment's circuits never hear of them, and such
+    an attempt never takes (or waits for) a half-open probe."""
+
+    def begin(self, key: str) -> None:
+        pass
+
+    def release(self, key: str) -> None:
+        pass
+
+    def success(self, key: str) -> None:
+        pass
+
+    def failure(self, key: str) -> None:
+        pass
+
+    def first_token(self, key: str, seconds: float, stream: bool) -> None:
+        pass
+
+
+NO_BREAKERS: Breakers = _Unwatched()
+

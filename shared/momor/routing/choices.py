@@ -8,6 +8,10 @@ become one answer as a wire that answers choices would give it: answer k's parts
 `PartStart.choice = k` at indices after the earlier answers', its log probabilities `choice = k`, the
 usage is every call's summed (each was billed), and one `Finish` ends it with the later answers'
 ends in `Finish.others`. A failure in any call fails the attempt like any failure.
+
+At most FAN_OUT of a whole answer's calls are under way at once: `n` is bounded (MOMOR_MAX_CHOICES)
+and counted `n` times against the caller's rate limit (api/flow.py), and a burst of `n` concurrent
+requests on the deployment's key would still look like abuse to a provider.
 """
 
 from __future__ import annotations
@@ -23,6 +27,9 @@ from ..events import ChoiceEnd, Delta, Event, Finish, Logprobs, PartEnd, PartSta
 from ..providers.base import Target
 
 Exchange = Callable[..., AsyncIterator[Event]]
+
+FAN_OUT = 4
+"""A whole answer's calls under way at once (a stream's are made one after another anyway)."""
 
 
 async def several_answers(exchange_fn: Exchange, wire: Any, call: Call, target: Target,
@@ -47,10 +54,11 @@ async def several_answers(exchange_fn: Exchange, wire: Any, call: Call, target: 
 
 async def _all_at_once(exchange_fn: Exchange, wire: Any, call: Call, target: Target, n: int,
                        how: dict[str, Any]) -> list[list[Event]]:
-    """Every whole answer's events, the calls made together; the first failure ends the others."""
+    """Every whole answer's events, FAN_OUT calls under way at a time; the first failure ends the others."""
+    gate = asyncio.Semaphore(FAN_OUT)
 
     async def one() -> list[Event]:
-        async with contextlib.aclosing(exchange_fn(wire, call, target, **how)) as events:  # type: ignore[type-var]
+        async with gate, contextlib.aclosing(exchange_fn(wire, call, target, **how)) as events:  # type: ignore[type-var]
             return [event async for event in events]
 
     tasks = [asyncio.ensure_future(one()) for _ in range(n)]

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
 
 from ..call import Call, Parameters
 from ..catalog import Catalog
 from ..errors import MomorError
 from ..messages import ContentMessage, UserMessage
 from .attempts import Session
+from .estimate import cost_ceiling
 from .families import Ask, candidates
 from .keys import KeyResolver
 from .plan import Needs
@@ -68,17 +71,12 @@ async def classify(
     catalog: Catalog, call: Call, recorder: Recorder, resolve_key: KeyResolver, prio: Prioritization
 ) -> Classification:
     settings = catalog.router
-    config = settings.classifier
-    if config is None:
+    if settings.classifier is None:
         return Classification(settings.default_tier, "default", "no classifier in the catalog")
-    ask = Call(
-        system=instructions(list(settings.tiers)),
-        messages=[UserMessage(value=prompt_text(call, config.prompt_chars) or "(empty)")],
-        params=Parameters(max_tokens=config.max_tokens, temperature=config.temperature),
-    )
+    ask = _ask(catalog, call)
     own = Recorder(recorder.request_id, recorder.route, recorder.dialect)
     try:
-        planned = candidates(Ask("model", selectors=(Selector(name=config.model),)), None, catalog, prio, Needs())
+        planned = _classifiers(catalog, prio)
         reply = await Session(ask, planned, own, resolve_key=resolve_key).open()
         async for _ in reply.events:
             pass
@@ -92,3 +90,32 @@ async def classify(
     if tier is None:
         return Classification(settings.default_tier, "default", f"the classifier answered {answer[:60]!r}")
     return Classification(tier, "classifier")
+
+
+def _ask(catalog: Catalog, call: Call) -> Call:
+    """What the classifier is asked for `call`."""
+    settings = catalog.router
+    config = settings.classifier
+    assert config is not None
+    return Call(
+        system=instructions(list(settings.tiers)),
+        messages=[UserMessage(value=prompt_text(call, config.prompt_chars) or "(empty)")],
+        params=Parameters(max_tokens=config.max_tokens, temperature=config.temperature),
+    )
+
+
+def _classifiers(catalog: Catalog, prio: Prioritization) -> list[Any]:
+    assert catalog.router.classifier is not None
+    return candidates(Ask("model", selectors=(Selector(name=catalog.router.classifier.model),)), None, catalog,
+                      prio, Needs())
+
+
+def hold(routed: Any, catalog: Catalog, planned: list[Any]) -> Decimal:
+    """`Routed.side_costs` for a classified router call: the most the classifier's call may cost (issue
+    33: it is inside the call's budget hold like the answer's own)."""
+    if catalog.router.classifier is None:
+        return Decimal(0)
+    try:
+        return cost_ceiling(_ask(catalog, routed.call), _classifiers(catalog, routed.prio))
+    except MomorError:  # no classifier can be planned: classify() falls back to the default tier, at no cost
+        return Decimal(0)

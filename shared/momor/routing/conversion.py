@@ -20,6 +20,12 @@ a tool result's content), under a line naming the file. Each conversion is done 
 whichever candidates need it, and listed on the record with what it cost (conversions made through
 a model keep their own attempts off the call's: they are not who answered). Local conversions run
 off the event loop within limits (convert_limits.py); a file they refuse is a 4xx naming it.
+
+Conversions are inside the call's budget (issue 33): before any provider is called, `planned` lists
+every conversion some candidate may need, which is at most MOMOR_MAX_CONVERTED_FILES files (more: a
+400), and `side_cost` is the most they may cost (each conversion through a model at its dearest
+candidate's ceiling, estimate.py), which api/flow.py adds to the call's budget hold, so a call whose
+conversions do not fit is a 402 before the first is made.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from ..messages import ContentMessage, File, ToolResultMessage, UserMessage, att
 from ..providers.registry import REGISTRY
 from . import processors
 from .attempts import Session
+from .estimate import cost_ceiling
 from .fetch import fetch_url, file_bytes
 from .keys import KeyResolver
 from .plan import Candidate, Needs, plan
@@ -272,6 +279,89 @@ def _with_files(message: Any, files: list[File], texts: list[str]) -> Any:
         return message.model_copy(update={"result": result.model_copy(update={"documents": files,
                                                                               "content": content})})
     return message
+
+
+def _files(messages: list[Any]) -> list[tuple[str, File]]:
+    """Every attached file with the name `converted_messages` gives its place."""
+    out = []
+    for i, message in enumerate(messages):
+        kind = "files" if isinstance(message, UserMessage) else "result.documents"
+        out += [(f"messages[{i}].{kind}[{j}]", file) for j, file in enumerate(attached_files(message))]
+    return out
+
+
+def planned(call: Call, mode: str, types: dict[str, str] | None, converter: Converter,
+            candidates: list[Candidate]) -> dict[tuple[str, str], File]:
+    """(where, how) -> file for every conversion some candidate of `candidates` may need, as `prepare`
+    would choose them; each is made at most once whichever candidates need it."""
+    files = _files(call.messages)
+    if not files:
+        return {}
+    if mode == "directed":
+        chosen = ((where, file, directed_choice(file.content_type, types or {})) for where, file in files)
+        return {(where, how): file for where, file, how in chosen if how is not None}
+    can_transcribe = any(m.kind == "transcription" and m.tier for m in converter.catalog.models)
+    can_describe = bool(converter.vision_candidates())
+    out: dict[tuple[str, str], File] = {}
+    for candidate in candidates:
+        for where, file in files:
+            how = auto_choice(file, candidate)
+            if how is None or (how == processors.TRANSCRIPTION and not can_transcribe) or (
+                    how == processors.IMAGE_DESCRIPTION and not can_describe):
+                continue
+            out[(where, how)] = file
+    return out
+
+
+def check_count(conversions: dict[tuple[str, str], File]) -> None:
+    """At most MOMOR_MAX_CONVERTED_FILES files converted for one call: each may be a model's call."""
+    most = get_config().max_converted_files
+    count = len({where for where, how in conversions if how != "fetch"})
+    if count > most:
+        raise RequestError(f"fileProcessing: this call would convert {count} files; a call may convert at most "
+                           f"{most} (MOMOR_MAX_CONVERTED_FILES).", param="fileProcessing")
+
+
+def side_cost(conversions: dict[tuple[str, str], File], converter: Converter) -> Decimal:
+    """The most `conversions` may cost: those made through a model at the ceiling of the dearest
+    offering that may make them (a local processor or a fetch costs nothing)."""
+    total = Decimal(0)
+    for (_, how), file in conversions.items():
+        if how == "fetch" or how in processors.LOCAL:
+            continue
+        try:
+            candidates = _converters_of(how, file, converter)
+        except RequestError:  # refused when made, naming the file (no cost either way)
+            continue
+        prompt = DESCRIBE_PROMPT if media_kind(file.content_type) == "image" else EXTRACT_PROMPT
+        total += cost_ceiling(Call(system="", messages=[UserMessage(value=prompt, files=[file])]), candidates)
+    return total
+
+
+def hold(routed: Any, catalog: Catalog, candidates: list[Candidate]) -> Decimal:
+    """`Routed.side_costs` for a call with file processing: the most its conversions may cost (a
+    call converting more files than allowed is refused here, before its hold)."""
+    processing = routed.processing
+    if processing is None:
+        return Decimal(0)
+    converter = Converter(catalog, routed.prio, lambda candidate: "no key is used to plan", Recorder("", "", ""))
+    conversions = planned(routed.call, processing.type, processing.types, converter, candidates)
+    check_count(conversions)
+    return side_cost(conversions, converter)
+
+
+def _converters_of(how: str, file: File, converter: Converter) -> list[Candidate]:
+    """The offerings that may make one conversion through a model (as `Converter._convert` plans it)."""
+    if how == processors.IMAGE_DESCRIPTION:
+        return converter.vision_candidates()
+    model = None if how == processors.TRANSCRIPTION else \
+        next((m for m in converter.catalog.models if m.name.lower() == how.lower()), None)
+    if how == processors.TRANSCRIPTION or (model is not None and model.kind == "transcription"):
+        selectors = [Selector(name=model.name)] if model is not None else [Selector()]
+        return plan(converter.catalog, selectors, converter.prio, kind="transcription")
+    if model is None:
+        return []
+    return plan(converter.catalog, [Selector(name=model.name)], converter.prio)
 
 
 def offering_key(model: str, provider: str) -> str:

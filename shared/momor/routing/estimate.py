@@ -10,9 +10,11 @@ candidate would be sent it (the router's default ceiling included), else the mod
 `maxOutputTokens`, else DEFAULT_OUTPUT_CEILING. Prices are the higher of the offering's own and
 the ones the caller is billed (overflow bills the asked model's). Cache prices are not used: a
 cache read is cheaper than fresh input, and a cache write (dearer on Anthropic) is rare enough that
-settlement, which adds the real cost, absorbs it. An audio file is counted as tokens.py counts any
-file (its bytes as text: an over-estimate for audio), and a per-minute price is not held (its
-duration is not known before the call): transcription holds are rough, their settlement exact.
+settlement, which adds the real cost, absorbs it. A call of `n` answers holds `n` outputs, and
+`n` inputs on an offering whose wire answers one choice (served by `n` calls). An audio file is
+counted as tokens.py counts any file (its bytes as text: an over-estimate for audio), and a
+per-minute price is not held (its duration is not known before the call): transcription holds
+are rough, their settlement exact.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 from ..call import Call
 from ..catalog import Prices
 from ..events import Usage
+from ..providers.registry import answers_choices
 from ..store.records import cost_usd
 from ..tokens import count_input_tokens
 from .plan import Candidate
@@ -80,7 +83,10 @@ def _on(call: Call, candidate: Candidate, input_tokens: int,
             sent = adjusted
     ceiling = (sent.params.max_tokens or candidate.model.capabilities.max_output_tokens
                or DEFAULT_OUTPUT_CEILING)
-    usage = Usage(input_tokens=input_tokens, output_tokens=ceiling * max(sent.n, 1))  # n answers, n outputs
+    answers = max(sent.n, 1)
+    # n answers are n outputs; on a wire that answers one choice they are n calls, each paying the input too.
+    calls = 1 if answers_choices(candidate.provider.wire) else answers
+    usage = Usage(input_tokens=input_tokens * calls, output_tokens=ceiling * answers)
     billed = billed_prices(candidate) if billed_prices is not None else None
     prices = [candidate.offering.prices] + ([billed] if billed is not None else [])
     return max(cost_usd(usage, p) for p in prices)

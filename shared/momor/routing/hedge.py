@@ -100,7 +100,10 @@ async def _in_turn(session: _Session, next_candidate: Callable[[], Candidate | N
 
 
 def _first_output(session: _Session, candidate: Candidate, serving: Any) -> None:
-    """The winner's time to its first output: the sample its offering's p95 is made of."""
+    """The winner's time to its first output: the sample its offering's p95 is made of (not on a
+    key the caller sent: the deployment's health never hears of those attempts, attempts.py)."""
+    if serving.attempt.attempt.key_source == "call":
+        return
     seconds = time.perf_counter() - serving.attempt.started
     session.breakers.first_token(candidate.circuit, seconds, session.call.stream)
 

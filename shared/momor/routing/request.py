@@ -13,7 +13,7 @@ from typing import Any
 
 from ..call import Call
 from ..caller_body import CallerBody
-from ..catalog import Prices
+from ..catalog import Catalog, Prices
 from ..messages import attached_files
 from .plan import Candidate, Needs
 from .selectors import Prioritization, Selector
@@ -56,6 +56,9 @@ class Routed:
     adjust_body: Callable[[dict[str, Any], Candidate], dict[str, Any]] | None = None
     """`caller_body.body` as one candidate is sent it, when that differs by candidate (the router's
     default max_tokens, as `adjust` does for the call). Returns a new dict, never changes its own."""
+    side_costs: Callable[[Routed, Catalog, list[Candidate]], Decimal] | None = None
+    """What the call's own steps besides its answer may cost at most (file conversions, the router's
+    classifier): added to the budget's hold (api/flow.py), so they are inside the budget too."""
     hold: Callable[[list[Candidate]], Decimal] | None = None
     """The budget's hold for an operation that is not a generation (an embedding, a rerank: what its
     inputs may cost on the dearest candidate); None: estimate.cost_ceiling of `call`."""

@@ -241,8 +241,8 @@ class BudgetState:
         if left > 0 and self.estimate > left:
             return RequestError(
                 f"Budget too low for this call: its estimated cost of up to ${self.estimate.quantize(_CENT_FRACTIONS)}"
-                f" (its input and its output ceiling; a lower max_tokens lowers it) is more than the"
-                f" ${left.quantize(_CENT_FRACTIONS, rounding=ROUND_DOWN)} left of {self.whose} {name} limit of"
+                f" (its input, its output ceiling and any file conversions; a lower max_tokens lowers it) is more"
+                f" than the ${left.quantize(_CENT_FRACTIONS, rounding=ROUND_DOWN)} left of {self.whose} {name} limit of"
                 f" ${limit}; {when}", status=402)
         return RequestError(
             f"Budget exhausted: {self.whose} {name} limit of ${limit} is spent (${spent.quantize(_CENT_FRACTIONS)}"

@@ -40,6 +40,7 @@ it with 503.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import threading
 import time
@@ -139,12 +140,15 @@ def _now() -> float:
     return time.time()
 
 
-async def admit(caller_id: str, *, key_hash: str | None = None, limit: int | None = None) -> RateState:
+async def admit(caller_id: str, *, key_hash: str | None = None, limit: int | None = None,
+                weight: int = 1) -> RateState:
     """Count one request for `caller_id` and say whether it may proceed.
 
     `key_hash` (apikeys.key_hash of the presented key) lets the limiter read the caller's own
     `rateLimit` from its API-key item, which is keyed by that hash, not by the caller id. `limit`,
     when given, is used as is and no item is read. Neither given: MOMOR_RATE_LIMIT.
+    `weight`: how many requests this one counts as (a chat call's further answers, `n`, each a
+    provider call: api/flow.py); counted in the store at once, never from a lease.
     Never raises for a store failure: see "Fail open" in the module docstring.
     """
     length = window_length()
@@ -156,7 +160,15 @@ async def admit(caller_id: str, *, key_hash: str | None = None, limit: int | Non
             return unlimited()
         now = _now()
         window = window_at(now, length)
-        return state_for(chosen, _local.count(caller_id, window, chosen), window, now)
+        return state_for(chosen, _local.count(caller_id, window, chosen, weight), window, now)
+    if weight > 1:
+        try:
+            return await bounded.within(STORE, _weighed_in_table(table, caller_id, key_hash, limit, fallback, length,
+                                                                 weight))
+        except MomorError:
+            raise
+        except Exception as exc:  # as any store failure, the bound's included: the setting decides
+            return _failed_open(caller_id, key_hash, limit, fallback, length, exc)
     now = _now()
     window = window_at(now, length)
     leased = _leases.take(caller_id, window, now)
@@ -220,6 +232,20 @@ async def _admit_in_table(
     return state
 
 
+async def _weighed_in_table(table: str, caller_id: str, key_hash: str | None, limit: int | None, fallback: int,
+                            length: int, weight: int) -> RateState:
+    """`weight` requests counted in one conditional update (all of them fit, or none is counted)."""
+    chosen = limit if limit is not None else await _limits.lookup(table, key_hash, fallback)
+    if chosen <= 0:
+        return unlimited()
+    now = _now()
+    window = window_at(now, length)
+    count = await _count_in_table(table, caller_id, window, chosen, weight) if weight <= chosen else None
+    held = _leases.held(caller_id, window)  # what this process leased and has not handed out is not left to others
+    state = state_for(chosen, count, window, now)
+    return dataclasses.replace(state, remaining=state.remaining + held) if count is not None else state
+
+
 LEASE_FRACTION = 20
 MAX_LEASE = 50
 
@@ -256,6 +282,11 @@ class _Leases:
         _, limit, left, count = lease
         size = lease_size(limit)
         return size > 1 and 2 * left <= size and limit - count >= size
+
+    def held(self, caller_id: str, window: Window) -> int:
+        """Requests this process leased for `caller_id` in `window` and has not handed out."""
+        lease = self._leases.get(caller_id)
+        return lease[2] if lease is not None and lease[0] == window.start else 0
 
     def window_limit(self, caller_id: str, window: Window) -> int | None:
         lease = self._leases.get(caller_id)
@@ -382,17 +413,17 @@ class _LocalCounter:
         self._counts: dict[str, tuple[int, int]] = {}
         self._lock = threading.Lock()  # admit may run on several threads' event loops
 
-    def count(self, caller_id: str, window: Window, limit: int) -> int | None:
+    def count(self, caller_id: str, window: Window, limit: int, weight: int = 1) -> int | None:
         with self._lock:
             start, count = self._counts.get(caller_id, (window.start, 0))
             if start != window.start:  # a new window: the old count is forgotten
                 count = 0
-            if count >= limit:
+            if count + weight > limit:
                 return None
             if len(self._counts) >= _CACHE_MAX and caller_id not in self._counts:
                 self._counts.clear()  # bounded; a local server never has this many callers
-            self._counts[caller_id] = (window.start, count + 1)
-            return count + 1
+            self._counts[caller_id] = (window.start, count + weight)
+            return count + weight
 
     def clear(self) -> None:
         with self._lock:

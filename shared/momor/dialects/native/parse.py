@@ -16,6 +16,7 @@ from ...config import describe_bytes, get_config
 from ...door_http import LARGE_FILES_BY_URL
 from ...errors import RequestError
 from ...messages import File, Message, Tool, attached_files
+from ...routing import conversion
 from ...routing.request import Routed, needs_of
 from ...routing.selectors import parse_prioritization, parse_selectors
 
@@ -258,7 +259,8 @@ def _parse(raw: dict[str, Any]) -> Routed:
         written_selectors=written_selectors(raw),
         network_timeout=network_timeout_seconds(timeout) if timeout is not None else None,
         rollover=body.stream_failure_behavior == "rollover",
-        processing=_file_processing(body.file_processing, prio.zdr),
+        processing=(processing := _file_processing(body.file_processing, prio.zdr)),
+        side_costs=conversion.hold if processing is not None else None,  # conversions are in the budget
     )
 
 

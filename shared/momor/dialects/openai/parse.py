@@ -29,6 +29,7 @@ from pydantic import ValidationError
 
 from ...call import Call, Parameters, ToolUse
 from ...caller_body import CallerBody
+from ...config import get_config
 from ...errors import RoutingError
 from ...messages import (
     ContentMessage,
@@ -109,7 +110,7 @@ def to_call(body: dict[str, Any], stream: bool) -> Call:
     schema, strict = map_response_format(fmt)
     if strict is not None:
         params = params.model_copy(update={"strict": strict})
-    n = body.get("n")
+    n = _choices(body.get("n"))
     return Call(
         system=system,
         messages=conversation,
@@ -117,11 +118,24 @@ def to_call(body: dict[str, Any], stream: bool) -> Call:
         tools=map_tools(body.get("tools")),
         response_schema=schema,
         stream=stream,
-        n=n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1,
+        n=n,
         json_object=isinstance(fmt, dict) and fmt.get("type") == "json_object",
         system_cache=_system_cache(messages),
         untranslatable=problems[0] if problems else None,
     )
+
+
+def _choices(n: Any) -> int:
+    """The answers the call asks (`n`), within MOMOR_MAX_CHOICES: each may be a provider call of its
+    own (routing/choices.py), so past the bound it is a 400 naming `n`, never n calls on the
+    deployment's key. A value of another type goes as written (seed 001: values are not checked)
+    and asks one answer of a translated offering."""
+    if not isinstance(n, int | float) or isinstance(n, bool):
+        return 1
+    most = get_config().max_choices
+    if n > most:
+        raise invalid(f"n may be at most {most} on this deployment (MOMOR_MAX_CHOICES), not {n:g}.", "n")
+    return n if isinstance(n, int) and n > 1 else 1
 
 
 # ---------------------------------------------------------------------------------------------

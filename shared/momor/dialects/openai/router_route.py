@@ -47,6 +47,7 @@ from ...events import Assembler, Event
 from ...logs import logger
 from ...routing import families, memory
 from ...routing.classify import classify
+from ...routing.classify import hold as classifier_hold
 from ...routing.plan import Candidate, logging_plans
 from . import parse as openai
 from . import write as openai_answer
@@ -193,6 +194,8 @@ class RouterDoor(OpenAIDoor):
             default = DEFAULT_MAX_TOKENS_STREAM if routed.call.stream else DEFAULT_MAX_TOKENS
             routed.adjust, routed.adjust_body = _ceiling(default), _body_ceiling(default)
         routed.reply = RouterReply(openai.include_usage(body), asked, route, messages)
+        if route.classified:  # the classifier's call is held with the answer's (issue 33)
+            routed.side_costs = classifier_hold
         return routed
 
     def answer(self, request_id: str, routed: Routed, candidate: Candidate, assembler: Assembler,
