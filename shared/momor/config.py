@@ -6,6 +6,9 @@
                 MOMOR_API_KEY_CACHE_S (60: how long a disabled key may still work in a warm process),
                 MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30),
                 MOMOR_RESPONSES_TABLE (stored responses), MOMOR_RESPONSES_TTL_DAYS (30)
+    outages     MOMOR_STORE_READ_WAIT_S (1: how long a call waits on a key, organization, catalog or
+                saved-keys read when a last good value can stand in), MOMOR_STORE_MAX_STALE_S (3600:
+                how old a last good value may be and still be served; store/last_good.py)
     sessions    MOMOR_COGNITO_USER_POOL_ID, MOMOR_COGNITO_REGION, MOMOR_COGNITO_CLIENT_ID,
                 MOMOR_COGNITO_JWKS_URL (development: moto_server's), MOMOR_COGNITO_OPERATOR_GROUP;
                 the console's sign-in: MOMOR_COGNITO_DOMAIN (the hosted page, deployed) or
@@ -116,6 +119,12 @@ class Config:
     api_key_cache: float = _knob("MOMOR_API_KEY_CACHE_S", 60.0, kind=float, minimum=0)
     """How long a verified API key (and its rateLimit and budgets) is trusted without asking the table:
     the bound on how long a disabled or deleted key keeps working in a warm process. 0: every call asks."""
+    # outages (store/last_good.py)
+    store_read_wait: float = _knob("MOMOR_STORE_READ_WAIT_S", 1.0, kind=float, minimum=0)
+    """How long a call waits on a store read (API key, organization, catalog, saved keys) when a last good
+    value can stand in; a store known to be failing is not waited on at all."""
+    store_max_stale: float = _knob("MOMOR_STORE_MAX_STALE_S", 3600.0, kind=float, minimum=0)
+    """How long after the store last confirmed it a last good value may still be served."""
     memory_table: str | None = _knob("MOMOR_MEMORY_TABLE")
     memory_ttl_days: int = _knob("MOMOR_MEMORY_TTL_DAYS", 30, kind=int, minimum=0)
     responses_table: str | None = _knob("MOMOR_RESPONSES_TABLE")  # stored responses (store/responses.py)

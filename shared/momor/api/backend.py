@@ -18,8 +18,9 @@ from ..catalog import Catalog
 from ..config import Config, get_config
 from ..routing.keys import KeyResolver, ResolvedKey
 from ..routing.plan import Candidate
-from ..store import budgets, keys, ratelimit, records
+from ..store import budgets, dynamo, keys, ratelimit, records
 from ..store.catalog_source import get_catalog_async
+from ..store.last_good import StoreUnavailable
 from . import auth
 
 Caller = auth.Caller
@@ -68,7 +69,10 @@ class Backend:
         await records.put_record_async(record, secrets=secrets)
 
     async def read_record(self, record_id: str, caller_id: str) -> dict[str, Any] | None:
-        return await records.get_record_async(record_id, caller_id)
+        try:
+            return await records.get_record_async(record_id, caller_id)
+        except (dynamo.DynamoError, OSError, TimeoutError):  # the table is down or slow: a 503 naming it, never a 500
+            raise StoreUnavailable("DynamoDB", "generation") from None
 
 
 def _resolver(call_keys: dict[str, Any], zdr: bool, saved_keys: Mapping[str, keys.ProviderKey]) -> KeyResolver:
