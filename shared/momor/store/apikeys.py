@@ -218,11 +218,6 @@ def forget(digest: str) -> None:
     _cache.forget(digest)
 
 
-def revoked(digest: str) -> None:
-    """A key just disabled or deleted here: refused in this process at once, even while DynamoDB is down."""
-    _cache.forget(digest, None, known=True)
-
-
 def reset_cache() -> None:
     """For tests: forget cached lookups and locally accepted keys (and the organizations they name)."""
     _cache.clear()

@@ -162,7 +162,7 @@ class LastGood(Generic[K, V]):
                 return await asyncio.wait_for(asyncio.shield(read_future), wait)
             except Exception:  # too slow or failed: the last good value stands in (the read reports itself)
                 pass
-        elif read_future.done() and read_future.exception() is None:
+        elif read_future.done() and not read_future.cancelled() and read_future.exception() is None:
             return read_future.result()
         newer = self._entries.get(key)  # forget() may have replaced it meanwhile
         report_stale(self.store, self.what)
