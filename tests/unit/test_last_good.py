@@ -64,6 +64,9 @@ async def test_a_failing_store_serves_the_last_good_value_until_max_stale_then_r
     store.failing, store.value = True, "changed"
     clock.now += 11
     assert await cache.get("k", store.read, ttl=10) == "item-secret-value"  # stale, the store failing
+    reads = store.reads
+    assert await cache.get("k", store.read, ttl=10) == "item-secret-value"
+    assert store.reads == reads, "a store that failed a moment ago is not asked again on every call"
     clock.now += 100  # past MOMOR_STORE_MAX_STALE_S since the store last confirmed it
     with pytest.raises(StoreUnavailable) as refused:
         await cache.get("k", store.read, ttl=10)

@@ -40,6 +40,9 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 _CACHE_MAX = 4096
+_RETRY_AFTER_S = 1.0
+"""After a key's read failed, its last good value serves without a new read for this long (a failing store
+is not asked once per call)."""
 _REPORT_EVERY_S = 30.0
 """Stale serves are counted and reported at most this often per store and kind (an outage is many)."""
 
@@ -135,6 +138,7 @@ class LastGood(Generic[K, V]):
         self._entries: dict[K, _Entry[V]] = {}
         self._reads: dict[K, tuple[asyncio.Future[V], float]] = {}
         self._generation: dict[K, int] = {}
+        self._retry_at: dict[K, float] = {}
         self._failing = False
         self._lock = threading.Lock()  # entries are touched from more than one loop in tests
 
@@ -147,6 +151,9 @@ class LastGood(Generic[K, V]):
         if entry is not None and now < entry.fresh_until:
             return entry.value
         usable = entry is not None and now - entry.confirmed <= max_stale()
+        if usable and now < self._retry_at.get(key, float("-inf")):  # its last read failed a moment ago
+            report_stale(self.store, self.what)
+            return entry.value  # type: ignore[union-attr]
         read_future, started = self._read(key, read, ttl, keep)
         if not usable:
             try:
@@ -191,11 +198,15 @@ class LastGood(Generic[K, V]):
             raise
         except Exception as exc:
             self._failing = True
+            if len(self._retry_at) >= _CACHE_MAX:
+                self._retry_at.clear()
+            self._retry_at[key] = self._clock() + _RETRY_AFTER_S
             known = key in self._entries
             report_failure(self.store, self.what, exc,
                            serving=f"serving the last good {self.what}" if known else f"refusing an unseen {self.what}")
             raise
         self._failing = False
+        self._retry_at.pop(key, None)
         with self._lock:
             if self._generation.get(key, 0) != generation:  # forgotten while this read ran: its answer is old
                 current = self._entries.get(key)
@@ -220,6 +231,7 @@ class LastGood(Generic[K, V]):
             else:
                 self._entries.pop(key, None)
             self._reads.pop(key, None)
+            self._retry_at.pop(key, None)
 
     def expire(self) -> None:
         """Every value must be read again before it is served fresh (the last good ones still stand in)."""
@@ -233,6 +245,7 @@ class LastGood(Generic[K, V]):
                 self._generation[key] = self._generation.get(key, 0) + 1
             self._entries.clear()
             self._reads.clear()
+            self._retry_at.clear()
             self._failing = False
 
 
