@@ -49,7 +49,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from .errors import MomorError
+from .egress import AllowList
+from .errors import ConfigError
 
 MIB = 1024 * 1024
 
@@ -61,12 +62,6 @@ and the caller would get API Gateway's error instead of Momor's 413 (README, "St
 and logs on Lambda"). It counts 6 MB in decimal and keeps 130 kB for the envelope. JSON bodies
 reach Lambda as text (the API declares no binary media types): one base64-encoded by API Gateway
 would take 4/3 of its size, and this limit would then have to be lowered to 4.4 MB."""
-
-
-class ConfigError(MomorError):
-    """The deployment's environment is incomplete or malformed (a server fault, not the caller's)."""
-
-    status = 500
 
 
 def _knob(env: str, default: Any = None, *, kind: type = str, minimum: float | None = None,
@@ -85,8 +80,6 @@ def _flag(text: str) -> bool:
 
 def _checked_allow_list(text: str) -> str:
     """MOMOR_FETCH_ALLOW as written, once egress.AllowList has read it (so a typo fails at start)."""
-    from .egress import AllowList  # egress reads the configuration: imported here, not at the top
-
     AllowList.parse(text)
     return text
 
@@ -314,6 +307,14 @@ def derived(fn: Any) -> Any:
     it too (apply it above `@functools.cache`)."""
     _derived.append(fn.cache_clear)
     return fn
+
+
+@derived
+@functools.cache
+def fetch_allow_list() -> AllowList:
+    """The deployment's MOMOR_FETCH_ALLOW, read once (a malformed entry is a ConfigError naming it).
+    Here rather than in egress.py, so the address rules import nothing of the configuration."""
+    return AllowList.parse(get_config().fetch_allow)
 
 
 ENV_VARS: tuple[str, ...] = tuple(f.metadata["env"] for f in fields(Config))

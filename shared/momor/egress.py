@@ -20,14 +20,13 @@ Nothing else widens the rules; the scheme is always http or https.
 from __future__ import annotations
 
 import asyncio
-import functools
 import ipaddress
 import re
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from .config import ConfigError, derived, get_config
+from .errors import ConfigError
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
@@ -77,13 +76,6 @@ class AllowList:
     def covers(self, address: Address) -> bool:
         inner = embedded_ipv4(address)
         return any(a in n for a in (address, inner) if a is not None for n in self.networks if a.version == n.version)
-
-
-@derived
-@functools.cache
-def allow_list() -> AllowList:
-    """The deployment's MOMOR_FETCH_ALLOW, read once (a malformed entry is a ConfigError naming it)."""
-    return AllowList.parse(get_config().fetch_allow)
 
 
 def _name(host: str) -> str:

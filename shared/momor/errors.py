@@ -51,6 +51,14 @@ class MomorError(Exception):
         return self.status in (408, 409, 429) or self.status >= 500
 
 
+class ConfigError(MomorError):
+    """The deployment's environment is incomplete or malformed (a server fault, not the caller's).
+    Here with the other errors (config.py re-exports it), so egress.py's rules raise it without
+    importing the configuration that reads them."""
+
+    status = 500
+
+
 class RequestError(MomorError):
     """The caller sent something Momor cannot serve as written."""
 

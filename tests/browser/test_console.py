@@ -78,6 +78,9 @@ def sign_in(browser, url: str, key: str) -> None:
     browser.get(url + "/console")
     browser.execute_script("sessionStorage.clear()")
     browser.get(url + "/console")
+    # The key field shows once the console has read how this deployment signs in: on a loaded machine that
+    # takes a moment, and typing before it raises "element not interactable".
+    WebDriverWait(browser, WAIT_S).until(lambda b: b.find_element(By.ID, "apikey").is_displayed())
     browser.find_element(By.ID, "apikey").send_keys(key)
     browser.find_element(By.ID, "signin-button").click()
     WebDriverWait(browser, WAIT_S).until(

@@ -126,7 +126,8 @@ def test_auto_leaves_an_image_alone_for_a_model_that_reads_it(momor, fake):
 
 def test_without_a_model_that_reads_images_auto_sends_the_image_as_is(momor, fake):
     catalog = json.loads(json.dumps(momor.catalog))
-    catalog["models"] = [m for m in catalog["models"] if "image" not in m["capabilities"].get("input", ["text"])]
+    catalog["models"] = [m for m in catalog["models"]
+                         if "image" not in m.get("capabilities", {}).get("input", ["text"])]
     momor.write_catalog(catalog)
     file = bytes_file(PNG, "dot.png", "image/png")
     auto = momor.post("/models", body(file))

@@ -10,7 +10,7 @@ import ipaddress
 import pytest
 
 from momor import egress
-from momor.config import Config, ConfigError, reset_config
+from momor.config import Config, ConfigError, fetch_allow_list, reset_config
 from momor.egress import AllowList, Refused
 
 NOT_PUBLIC = [
@@ -132,10 +132,10 @@ def test_a_malformed_allow_list_entry_is_a_config_error_naming_the_setting(entry
 def test_the_allow_list_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MOMOR_FETCH_ALLOW", "10.0.0.0/8,files.internal")
     reset_config()
-    assert egress.allow_list() == AllowList(frozenset({"files.internal"}), (ipaddress.ip_network("10.0.0.0/8"),))
+    assert fetch_allow_list() == AllowList(frozenset({"files.internal"}), (ipaddress.ip_network("10.0.0.0/8"),))
     monkeypatch.delenv("MOMOR_FETCH_ALLOW")
     reset_config()
-    assert egress.allow_list() == AllowList()
+    assert fetch_allow_list() == AllowList()
 
 
 def test_host_allowed_needs_a_listed_name_or_an_address_inside_a_listed_network() -> None:

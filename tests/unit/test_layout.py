@@ -213,6 +213,70 @@ def test_imports_run_one_way_down_the_layers():
     assert not upward, "imports against the layer order:\n" + "\n".join(upward)
 
 
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the momor modules it imports (an imported name resolves to the module that holds it)."""
+    files = {_module_name(path)[0]: path for path in _source_files()}
+
+    def module_of(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    return {name: {m for _, imported in imports_of(path) if (m := module_of(imported)) not in (None, name)}
+            for name, path in files.items()}
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every set of modules that import each other, directly or round a longer loop (Tarjan's
+    strongly connected components, iteratively: a deep package does not hit the recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                members = []
+                while True:
+                    member = stack.pop()
+                    members.append(member)
+                    if member == node:
+                        break
+                if len(members) > 1:
+                    circles.append(sorted(members))
+    return circles
+
+
+def test_no_two_modules_import_each_other():
+    # Issue 40: within a layer too, imports run one way (config.py and egress.py, breaker.py and
+    # shared_health.py imported each other; lazy imports count, as in the layer check).
+    circles = import_circles(import_graph())
+    assert not circles, "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in circles)
+
+
+def test_the_circle_scan_finds_a_circle():
+    assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
 def test_the_layer_scan_reads_relative_imports():
     # The scan itself: relative imports resolve to the modules the interpreter would load.
     modules = {module for _, module in imports_of(PACKAGE / "dialects" / "model_list.py")}

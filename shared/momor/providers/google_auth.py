@@ -37,6 +37,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .. import egress
+from ..config import fetch_allow_list
 from ..errors import ProviderError
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
@@ -94,7 +95,7 @@ def token_endpoint(info: Mapping[str, Any]) -> str:
         host = parts.hostname
     except ValueError:
         return GOOGLE_TOKEN_URI
-    if parts.scheme in egress.SCHEMES and host and egress.host_allowed(host, egress.allow_list()):
+    if parts.scheme in egress.SCHEMES and host and egress.host_allowed(host, fetch_allow_list()):
         return written
     return GOOGLE_TOKEN_URI
 

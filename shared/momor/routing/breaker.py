@@ -127,13 +127,3 @@ class Breakers:
     def first_token_p95(self, key: str, stream: bool) -> float | None:
         """The offering's observed p95 of `first_token` times, None until MIN_SAMPLES."""
         return p95(self._first.get((key, stream), ()))
-
-
-def shared_health(local: Breakers) -> Breakers:
-    """`local`, or the shared breakers over it where the deployment keeps provider health in its
-    store (routing/shared_health.py decides; named here so the attempt loop never names it)."""
-    return _health.for_process(local)
-
-
-# Last: routing/shared_health.py builds on the names above (imported first, it finds them already defined).
-from . import shared_health as _health  # noqa: E402

@@ -5,7 +5,8 @@ from __future__ import annotations
 import functools
 
 from ..config import derived
-from .breaker import Breakers, shared_health
+from . import shared_health
+from .breaker import Breakers
 from .plan import Candidate
 from .policy import current_policy
 
@@ -16,7 +17,7 @@ def process_breakers() -> Breakers:
     """The process's circuit breakers (one per offering), sized by the configuration; shared by
     every instance where the deployment has a store (routing/shared_health.py)."""
     policy = current_policy()
-    return shared_health(Breakers(policy.breaker_failures, policy.breaker_cooldown))
+    return shared_health.for_process(Breakers(policy.breaker_failures, policy.breaker_cooldown))
 
 
 def breaker_order(candidates: list[Candidate], breakers: Breakers) -> tuple[list[Candidate], list[Candidate]]:

@@ -29,7 +29,7 @@ import httpcore2
 import httpx2
 
 from .. import egress
-from ..config import describe_bytes
+from ..config import describe_bytes, fetch_allow_list
 from ..errors import RequestError
 from ..httpx_client import tls_context
 from ..messages import UserMessage, attached_files
@@ -52,7 +52,7 @@ async def fetch_url(url: str, where: str, *, limit: int, timeout: float = FETCH_
 
 
 async def _fetch(url: str, where: str, limit: int, resolve: egress.Resolver) -> tuple[bytes, str | None]:
-    allow = egress.allow_list()
+    allow = fetch_allow_list()
     for hop in range(MAX_REDIRECTS + 1):
         target, addresses = await _checked(url, where, allow, resolve, redirected=hop > 0)
         async with _pinned_client(addresses) as client, client.stream("GET", target,
@@ -78,7 +78,7 @@ async def check_file_urls(messages: Sequence[Any], resolve: egress.Resolver = eg
     fetch itself checks again (and pins the address); this only moves the refusal forward. A name
     that does not resolve passes here: a wire that takes the URL as written may never need it
     fetched, and a fetch refuses it then."""
-    allow = egress.allow_list()
+    allow = fetch_allow_list()
     for i, message in enumerate(messages):
         kind = "files" if isinstance(message, UserMessage) else "result.documents"  # as conversion.py names them
         for j, file in enumerate(attached_files(message)):
