@@ -6,9 +6,6 @@
                 MOMOR_API_KEY_CACHE_S (60: how long a disabled key may still work in a warm process),
                 MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30),
                 MOMOR_RESPONSES_TABLE (stored responses), MOMOR_RESPONSES_TTL_DAYS (30)
-    outages     MOMOR_STORE_READ_WAIT_S (1: how long a call waits on a key, organization, catalog or
-                saved-keys read when a last good value can stand in), MOMOR_STORE_MAX_STALE_S (3600:
-                how old a last good value may be and still be served; store/last_good.py)
     sessions    MOMOR_COGNITO_USER_POOL_ID, MOMOR_COGNITO_REGION, MOMOR_COGNITO_CLIENT_ID,
                 MOMOR_COGNITO_JWKS_URL (development: moto_server's), MOMOR_COGNITO_OPERATOR_GROUP;
                 the console's sign-in: MOMOR_COGNITO_DOMAIN (the hosted page, deployed) or
@@ -32,6 +29,9 @@
                 is 4.4 MB at most (its base64 is 4/3 of it); a file by URL keeps MOMOR_MAX_FILE_BYTES
     fetching    MOMOR_FETCH_ALLOW (none): hosts and IP networks a caller's file URL may reach although
                 they are not public (egress.py; README "What Momor fetches")
+    store reads MOMOR_STORE_READ_WAIT_S (1: how long a call waits on a key, organization, catalog or
+                saved-keys read when a last good value can stand in), MOMOR_STORE_MAX_STALE_S (3600:
+                how old a last good value may be and still be served; store/last_good.py)
     process     MOMOR_METRICS (0; 1: EMF metrics off Lambda too), MOMOR_ASGI_APP (the streaming
                 bootstrap's module:attr)
 
