@@ -7,6 +7,7 @@ the keys secret is cached with a max age, callers are cached briefly after a loo
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -24,6 +25,8 @@ from ..store.last_good import StoreUnavailable
 from . import auth
 
 Caller = auth.Caller
+READ_RECORD_TIMEOUT_S = 5.0
+"""GET /generations/{id}'s whole read, retries included: past it, a 503 naming DynamoDB."""
 API_BUCKET = ":api"
 """The caller's bucket for the routes that are not routed calls (api/route_limits.py)."""
 
@@ -70,7 +73,7 @@ class Backend:
 
     async def read_record(self, record_id: str, caller_id: str) -> dict[str, Any] | None:
         try:
-            return await records.get_record_async(record_id, caller_id)
+            return await asyncio.wait_for(records.get_record_async(record_id, caller_id), READ_RECORD_TIMEOUT_S)
         except (dynamo.DynamoError, OSError, TimeoutError):  # the table is down or slow: a 503 naming it, never a 500
             raise StoreUnavailable("DynamoDB", "generation") from None
 

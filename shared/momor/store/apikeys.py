@@ -27,6 +27,7 @@ memory only; it needs no table.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import hmac
@@ -127,7 +128,8 @@ def _clock() -> float:
 
 async def _lookup(table: str, digest: str) -> Caller | None:
     request = {"TableName": table, "Key": {"keyHash": {"S": digest}}, "ConsistentRead": True}
-    answer = await dynamo.call("GetItem", request, timeout=LOOKUP_TIMEOUT_S)
+    # The whole look-up, retries included, within the bound: a key never seen is refused in about that long.
+    answer = await asyncio.wait_for(dynamo.call("GetItem", request, timeout=LOOKUP_TIMEOUT_S), LOOKUP_TIMEOUT_S)
     item = answer.get("Item")
     if item is None:
         return None

@@ -29,6 +29,7 @@ stands in (last_good.py), and one never read answers 503 (StoreUnavailable), nev
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import datetime as dt
 import secrets
@@ -101,6 +102,12 @@ LOOKUP_TIMEOUT_S = 3.0
 """One look-up's wait on DynamoDB, as apikeys.LOOKUP_TIMEOUT_S."""
 
 
+async def _get_item(table: str, key: str) -> dict[str, Any]:
+    """One GetItem, retries included, within LOOKUP_TIMEOUT_S."""
+    request = {"TableName": table, "Key": {"keyHash": {"S": key}}}
+    return await asyncio.wait_for(dynamo.call("GetItem", request, timeout=LOOKUP_TIMEOUT_S), LOOKUP_TIMEOUT_S)
+
+
 def _ttl() -> float:
     return get_config().api_key_cache
 
@@ -159,8 +166,7 @@ async def get(org_id: str) -> Organization | None:
 
 
 async def _read(table: str, org_id: str) -> Organization | None:
-    answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"keyHash": {"S": org_key(org_id)}}},
-                               timeout=LOOKUP_TIMEOUT_S)
+    answer = await _get_item(table, org_key(org_id))
     item = answer.get("Item")
     org = from_item(item) if item is not None else None
     if org is None and org_id == DEFAULT_ORG:
@@ -177,8 +183,7 @@ async def membership(person_id: str) -> Membership:
 
 
 async def _read_person(table: str, person_id: str) -> Membership:
-    answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"keyHash": {"S": person_key(person_id)}}},
-                               timeout=LOOKUP_TIMEOUT_S)
+    answer = await _get_item(table, person_key(person_id))
     item = answer.get("Item")
     if item is None:
         return Membership(person_id, DEFAULT_ORG, "member")
