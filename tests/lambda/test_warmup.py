@@ -92,7 +92,7 @@ def test_outside_lambda_nothing_is_done(deployed, monkeypatch):
     monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME")
     warmup.start()
     warmup.finish(_app(), deployed)
-    assert aws_session._session is None and dynamo._signer is None and keys._saved.peek() is None
+    assert aws_session._session is None and dynamo._signer is None and keys.cached_keys() is None
     assert deployed not in httpx_client._clients
 
 
@@ -102,7 +102,7 @@ def test_an_unreadable_store_never_fails_the_init(deployed, monkeypatch):
     reset_config()
     warmup.start()
     warmup.finish(_app(), deployed)  # logs, does not raise
-    assert keys._saved.peek() is None and catalog_source._source is not None and catalog_source._source.cached is None
+    assert keys.cached_keys() is None and catalog_source._source is not None and catalog_source._source.cached is None
     assert deployed in httpx_client._clients  # what needs no store is done all the same
 
 

@@ -130,16 +130,33 @@ def _unavailable(exc: BaseException) -> Exception:
     return KeysUnavailable(f"the saved provider keys cannot be read: {exc}")
 
 
-_saved: LastGoodValue[tuple[str, dict[str, ProviderKey]]] = LastGoodValue(
-    "Secrets Manager", "saved provider keys", _read, ttl=lambda: get_config().keys_ttl, unavailable=_unavailable)
+_saved: LastGoodValue[tuple[str, dict[str, ProviderKey]]] | None = None
+"""Made by the first `saved_keys` (not at import: a function that never reads the keys, the catalog's,
+never reaches their fetch, tests/lambda/aws_usage.py's reading of what each function may call)."""
 _lock = threading.Lock()
 
 
+def _values() -> LastGoodValue[tuple[str, dict[str, ProviderKey]]]:
+    global _saved
+    with _lock:
+        if _saved is None:
+            _saved = LastGoodValue("Secrets Manager", "saved provider keys", _read,
+                                   ttl=lambda: get_config().keys_ttl, unavailable=_unavailable)
+        return _saved
+
+
 def _fresh() -> dict[str, ProviderKey] | None:
-    kept = _saved.peek()
-    if kept is not None and _saved.is_fresh() and kept[0] == get_config().keys_secret:
+    saved = _saved
+    kept = saved.peek() if saved is not None else None
+    if kept is not None and saved.is_fresh() and kept[0] == get_config().keys_secret:  # type: ignore[union-attr]
         return kept[1]
     return None
+
+
+def cached_keys() -> dict[str, ProviderKey] | None:
+    """The keys last read, fresh or not (None: none read yet); never fetches."""
+    kept = _saved.peek() if _saved is not None else None
+    return kept[1] if kept is not None else None
 
 
 def saved_keys() -> dict[str, ProviderKey]:
@@ -147,22 +164,29 @@ def saved_keys() -> dict[str, ProviderKey]:
     keys = _fresh()
     if keys is not None:
         return keys
-    secret_id, keys = _saved.get()
+    values = _values()
+    secret_id, keys = values.get()
     if secret_id != get_config().keys_secret:  # the setting changed (tests): the old secret's keys are not these
         with _lock:
-            if (kept := _saved.peek()) is not None and kept[0] != get_config().keys_secret:
-                _saved.clear()
-        secret_id, keys = _saved.get()
+            if (kept := values.peek()) is not None and kept[0] != get_config().keys_secret:
+                values.clear()
+        secret_id, keys = values.get()
     return keys
 
 
 def expire_saved_keys() -> None:
     """Fetch the keys again before they serve as fresh (a SnapStart restore); they stand in meanwhile."""
-    _saved.expire()
+    if _saved is not None:
+        _saved.expire()
 
 
 def refresh_in_background() -> threading.Event:
-    """Start fetching the keys now; the event is set when it ends."""
+    """Start fetching the keys read before again now; the event is set when it ends (at once when none
+    were read: the first call reads them)."""
+    if _saved is None:
+        done = threading.Event()
+        done.set()
+        return done
     return _saved.refresh_in_background()
 
 
@@ -226,4 +250,5 @@ async def saved_keys_async() -> dict[str, ProviderKey]:
 
 def reset_saved_keys() -> None:
     """For tests: drop the cached keys."""
-    _saved.clear()
+    if _saved is not None:
+        _saved.clear()

@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import os
 import threading
+from typing import Any
 
 from ..config import get_config
 from ..logs import logger
-from . import aws, aws_session
+from . import aws, aws_session, sigv4
 
 TIMEOUT_S = 2.0
 
@@ -43,24 +44,33 @@ def begin() -> threading.Thread | None:
 
 def check(table: str) -> bool:
     """One GetItem on `table`: True when DynamoDB answered (whatever it said), else a warning and False."""
-    base = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL")
-    region = aws_session.region()
-    url = (base or f"https://dynamodb.{region}.{aws_session.dns_suffix(region)}").rstrip("/") + "/"
-    body = json.dumps({"TableName": table, "Key": {"keyHash": {"S": "org#default"}}}).encode()
-    headers = {"X-Amz-Target": "DynamoDB_20120810.GetItem", "Content-Type": "application/x-amz-json-1.0"}
     try:
-        with aws.quick(TIMEOUT_S):
-            status, _, _ = aws._signed("dynamodb", "POST", url, headers, body, timeout=TIMEOUT_S)
+        status = _ask_dynamodb("GetItem", {"TableName": table, "Key": {"keyHash": {"S": "org#default"}}})
     except Exception as exc:  # unreachable, no credentials: no answer at all
         reason = type(exc).__name__
     else:
         if status < 500:
             return True
         reason = f"HTTP {status}"
-    logger.warning("DynamoDB is unreachable at start (%s); serving anyway: keys and organizations seen before "
-                   "serve from their last good values, a key never seen is answered 503 until DynamoDB answers",
-                   reason, extra={"store": "DynamoDB", "table": table})
+    logger.warning("DynamoDB is unreachable at start (%s); serving anyway: until it answers, keys and "
+                   "organizations seen before serve from their last good values and a key never seen is "
+                   "answered 503", reason, extra={"store": "DynamoDB", "table": table})
     return False
+
+
+def _ask_dynamodb(operation: str, payload: dict[str, Any]) -> int:
+    """One signed request, one attempt, TIMEOUT_S, on this thread (blocking: never the event loop's)."""
+    base = os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or os.environ.get("AWS_ENDPOINT_URL")
+    region = aws_session.region()
+    url = (base or f"https://dynamodb.{region}.{aws_session.dns_suffix(region)}").rstrip("/") + "/"
+    found = aws_session.credentials()
+    if found is None:
+        raise LookupError("no AWS credentials were found")
+    body = json.dumps(payload).encode()
+    headers = {"X-Amz-Target": "DynamoDB_20120810." + operation, "Content-Type": "application/x-amz-json-1.0"}
+    signed = sigv4.sign("POST", url, headers, body, service="dynamodb", region=region, credentials=found)
+    status, _, _ = aws._send("POST", url, signed, body, TIMEOUT_S)
+    return status
 
 
 def reset() -> None:
