@@ -208,6 +208,7 @@ def provision(
     api_keys_table: str = "momor-api-keys",
     memory_table: str = "momor-memory-turns",
     responses_table: str = "momor-responses",
+    cache_table: str | None = "momor-cache",
     catalog_bucket: str = "momor-catalog",
     catalog_key: str = "catalog.json",
     catalog_file: str | os.PathLike[str] | None = None,
@@ -221,8 +222,10 @@ def provision(
     _create_table(ddb, api_keys_table, "keyHash", org_index=True)
     _create_table(ddb, memory_table, "threadKey", sort_key="turn")  # one item per turn (store/memory.py)
     _create_table(ddb, responses_table, "responseKey")  # stored responses (store/responses.py)
+    if cache_table is not None:  # the response cache (store/cache.py); None: no cache (MOMOR_CACHE_TABLE unset)
+        _create_table(ddb, cache_table, "cacheKey")
     # Records expire, and so do the rate-limit windows kept in the API-keys table and memory threads.
-    for table in (records_table, api_keys_table, memory_table, responses_table):
+    for table in (records_table, api_keys_table, memory_table, responses_table, *[t for t in [cache_table] if t]):
         if _ttl_off(ddb, table):
             ddb.update_time_to_live(
                 TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"}
@@ -246,6 +249,7 @@ def provision(
         "MOMOR_API_KEYS_TABLE": api_keys_table,
         "MOMOR_MEMORY_TABLE": memory_table,
         "MOMOR_RESPONSES_TABLE": responses_table,
+        **({"MOMOR_CACHE_TABLE": cache_table} if cache_table is not None else {}),
         "MOMOR_CATALOG_BUCKET": catalog_bucket,
         "MOMOR_CATALOG_KEY": catalog_key,
         "MOMOR_KEYS_SECRET": keys_secret,

@@ -30,6 +30,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_KEYS = ROOT / "infra" / "example-keys.json"
@@ -154,6 +155,23 @@ def _best(fast: str, fallback: str) -> str:
     return fast if importlib.util.find_spec(fast) is not None else fallback
 
 
+def with_openapi(app: Any) -> Any:
+    """`app` with `GET /openapi.json`: the native routes' OpenAPI document, as the docs site
+    publishes it (infra/docs_reference.py builds both from the code). Local only: a deployed
+    function builds no schema on a request no caller makes (app.py)."""
+    from starlette.responses import JSONResponse
+
+    from infra.docs_reference import openapi
+
+    document = openapi()
+
+    async def serve(request: Any) -> JSONResponse:
+        return JSONResponse(document)
+
+    app.add_route("/openapi.json", serve, methods=["GET"])
+    return app
+
+
 def main(argv: list[str] | None = None) -> None:
     args = _args(argv)
     sys.path.insert(0, str(ROOT))
@@ -182,7 +200,7 @@ def main(argv: list[str] | None = None) -> None:
         print(sign_in, flush=True)
         # uvloop and httptools (the `local` extra): about a third of a streamed token's cost through
         # the server is the event loop and HTTP framing; asyncio + h11 are the fallback when absent.
-        uvicorn.run(all_routes(), host=args.host, port=args.port, log_level="info", lifespan="off",
+        uvicorn.run(with_openapi(all_routes()), host=args.host, port=args.port, log_level="info", lifespan="off",
                     loop=_best("uvloop", "asyncio"), http=_best("httptools", "h11"))
 
 

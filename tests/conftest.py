@@ -154,6 +154,7 @@ def momor_aws(aws: Endpoints, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsRe
         api_keys_table=f"api-keys-{tag}",
         memory_table=f"memory-{tag}",
         responses_table=f"responses-{tag}",
+        cache_table=None,  # the response cache's tests make their own (tests/integration/test_response_cache.py)
         catalog_bucket=f"catalog-{tag}",
         keys_secret=f"momor/keys-{tag}",
     )

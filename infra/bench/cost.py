@@ -55,9 +55,10 @@ EVENT_OVERHEAD_BYTES = 26
 counted as ingested here."""
 GB = 2**30
 
-TABLE_KEYS = {"RecordsTable": ("id",), "ApiKeysTable": ("keyHash",), "MemoryTable": ("threadKey",)}
+TABLE_KEYS = {"RecordsTable": ("id",), "ApiKeysTable": ("keyHash",), "MemoryTable": ("threadKey",),
+              "CacheTable": ("cacheKey",)}
 TABLE_ENV = {"MOMOR_RECORDS_TABLE": "RecordsTable", "MOMOR_API_KEYS_TABLE": "ApiKeysTable",
-             "MOMOR_MEMORY_TABLE": "MemoryTable"}
+             "MOMOR_MEMORY_TABLE": "MemoryTable", "MOMOR_CACHE_TABLE": "CacheTable"}
 
 
 # --- template.yaml ---------------------------------------------------------------------------------
@@ -135,6 +136,8 @@ def _kind(op: dict[str, Any], tables: dict[str, str]) -> str:
         return "callers" if key.startswith("callers#") else "record"
     if table == "MemoryTable":
         return "memory"
+    if table == "CacheTable":  # the response cache (store/cache.py): a look-up, or an answer kept
+        return "cache"
     key = op["payload"].get("Key", op["payload"].get("Item", {})).get("keyHash", {}).get("S", "")
     if key.startswith("rate#"):
         return "lease"
@@ -215,7 +218,7 @@ class _Tables:
 
     def __init__(self, env: dict[str, str], template: dict[str, Any]) -> None:
         self.names = {env[k]: v for k, v in TABLE_ENV.items() if k in env}
-        self.indexes = {t: table_indexes(template, t) for t in TABLE_KEYS}
+        self.indexes = {t: table_indexes(template, t) for t in TABLE_KEYS if t in template["Resources"]}
 
     def kind(self, op: dict[str, Any]) -> str:
         return _kind(op, self.names)
@@ -370,9 +373,9 @@ model pair); any other must have one value per deployment ("service")."""
 CONSTANT_DIMENSIONS = {"service"}
 
 
-def emitted_metrics() -> tuple[list[str], list[list[str]]]:
-    """The metric names and dimension sets momor/metrics.py writes for a provider x model pair: what it
-    writes for a call with a served and a failed attempt there (every metric it has), read back."""
+def emitted_metrics() -> list[tuple[list[str], list[str]]]:
+    """The metric names momor/metrics.py writes under each dimension set (what it writes for a call
+    with a served and a failed attempt at one provider x model pair, every metric it has), read back."""
     from decimal import Decimal
     from unittest import mock
 
@@ -387,18 +390,17 @@ def emitted_metrics() -> tuple[list[str], list[list[str]]]:
     with (mock.patch.object(metrics, "enabled", return_value=True),
           mock.patch.object(metrics, "write_line", lines.append)):
         metrics.emit(record)
-    names: set[str] = set()
-    sets: list[list[str]] = []
+    groups: dict[tuple[str, ...], set[str]] = {}
     for line in lines:
         for directive in json.loads(line)["_aws"]["CloudWatchMetrics"]:
-            names |= {m["Name"] for m in directive["Metrics"]}
-            sets += [d for d in directive["Dimensions"] if d not in sets]
-    if not names:
+            for dims in directive["Dimensions"]:
+                groups.setdefault(tuple(dims), set()).update(m["Name"] for m in directive["Metrics"])
+    if not groups:
         raise SystemExit("momor/metrics.py wrote no metric (POWERTOOLS_METRICS_DISABLED set?)")
-    other = {d for dims in sets for d in dims} - PAIR_DIMENSIONS - CONSTANT_DIMENSIONS
+    other = {d for dims in groups for d in dims} - PAIR_DIMENSIONS - CONSTANT_DIMENSIONS
     if other:  # its values multiply the count: say how many there are before pricing them
         raise SystemExit(f"momor/metrics.py writes dimensions {sorted(other)} this count does not know")
-    return sorted(names), sets
+    return [(sorted(names), list(dims)) for dims, names in groups.items()]
 
 
 def catalog_pairs(catalog: dict[str, Any]) -> int:
@@ -406,13 +408,29 @@ def catalog_pairs(catalog: dict[str, Any]) -> int:
     return len({(o["provider"], m["name"]) for m in catalog.get("models", []) for o in m.get("offerings", [])})
 
 
-def custom_metrics_line(pairs: int, s: Settings) -> str:
+def catalog_providers(catalog: dict[str, Any]) -> int:
+    """Providers a catalog's offerings name."""
+    return len({o["provider"] for m in catalog.get("models", []) for o in m.get("offerings", [])})
+
+
+def metric_count(groups: list[tuple[list[str], list[str]]], pairs: int, providers: int) -> int:
+    """Custom metrics: each name in each dimension set, for each combination of its values (a set with
+    the model: each pair; with the provider alone: each provider; the service alone: one)."""
+    def combinations(dims: list[str]) -> int:
+        return pairs if "model" in dims else providers if "provider" in dims else 1
+    return sum(rules.custom_metrics(len(names), 1, combinations(dims)) for names, dims in groups)
+
+
+def custom_metrics_line(pairs: int, s: Settings, providers: int | None = None) -> str:
     """The monthly cost of Momor's custom metrics, with its count and assumptions."""
-    names, sets = emitted_metrics()
-    count = rules.custom_metrics(len(names), len(sets), pairs)
+    groups = emitted_metrics()
+    providers = pairs if providers is None else providers
+    count = metric_count(groups, pairs, providers)
     monthly = count * price.CLOUDWATCH_CUSTOM_METRIC_MONTH
-    return (f"Custom metrics (CloudWatch EMF, momor/metrics.py): {len(names)} names ({', '.join(names)}) x "
-            f"{len(sets)} dimension set x {pairs} provider/model pairs = {count} metrics, "
+    parts = "; ".join(f"{len(names)} by {'/'.join(d for d in dims if d != 'service') or 'all'}"
+                      for names, dims in groups)
+    return (f"Custom metrics (CloudWatch EMF, momor/metrics.py): {parts} ({pairs} provider/model pairs, "
+            f"{providers} providers) = {count} metrics, "
             f"${monthly:.2f} a month if every pair is called in every hour of it (fewer hours, less: prorated); "
             f"at {s.calls_per_month:,.0f} calls a month, ${monthly / s.calls_per_month * 1e6:.2f} per million.")
 
@@ -452,7 +470,7 @@ def report(measured: list[Measured], per_op: dict, template: dict[str, Any], can
         for label, size in sizes_for(template, m.route, candidates):
             d = dollars(m, size, per_op, s)
             name = f"{label}: " if label else ""
-            lines.append(f"| {m.route} | {_shape(m.shape, s)} | {'yes' if m.budget else 'no'} | "
+            lines.append(f"| {m.route} | {_shape(m.shape, s, m.route)} | {'yes' if m.budget else 'no'} | "
                          f"{name}{size.memory_mb} MB {size.arch} | {d['Lambda']:.2f} | {d['API Gateway']:.2f} | "
                          f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['X-Ray']:.2f} | {d['Secrets+S3']:.3f} | "
                          f"**{d['total']:.2f}** |")
@@ -465,7 +483,7 @@ def report(measured: list[Measured], per_op: dict, template: dict[str, Any], can
         d = dollars(m, Size(1024, "x86_64"), per_op, s)
         kinds = ", ".join(f"{k} {w:.2f}w/{r:.2f}r" for k, (w, r) in sorted(m.units.items()))
         writes = ", ".join(f"{k} {n:.2f}" for k, n in sorted(m.writes.items())) or "none"
-        lines.append(f"| {m.route} | {_shape(m.shape, s)} | {'yes' if m.budget else 'no'} | {m.calls} | "
+        lines.append(f"| {m.route} | {_shape(m.shape, s, m.route)} | {'yes' if m.budget else 'no'} | {m.calls} | "
                      f"{rules.billed_ms(m.duration_s)} | {m.response_bytes:.0f} | {d['wu']:.2f} | {d['ru']:.2f} | "
                      f"{m.log_bytes:.0f} | {m.log_lines:.1f} | {kinds} | {writes} | "
                      f"{m.local[0]:.2f}w/{m.local[1]:.2f}r |")
@@ -498,13 +516,16 @@ def brief(measured: list[Measured], per_op: dict, template: dict[str, Any], cand
             for name, size in sizes_for(template, route, candidates):
                 d, b = dollars(plain, size, per_op, s), dollars(budget, size, per_op, s)
                 label = f"{size.memory_mb} MB {size.arch}" + (f" ({name})" if name else "")
-                lines.append(f"| {route} | {_shape(shape, s)} | {label} | {d['Lambda']:.2f} | {d['API Gateway']:.2f} | "
-                             f"{d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['X-Ray']:.2f} | {d['Secrets+S3']:.2f} | "
+                lines.append(f"| {route} | {_shape(shape, s, route)} | {label} | {d['Lambda']:.2f} | "
+                             f"{d['API Gateway']:.2f} | {d['DynamoDB']:.2f} | {d['Logs']:.2f} | {d['X-Ray']:.2f} | "
+                             f"{d['Secrets+S3']:.2f} | "
                              f"**{d['total']:.2f}** | {b['total']:.2f} |")
     return "\n".join(lines)
 
 
-def _shape(shape: str, s: Settings) -> str:
+def _shape(shape: str, s: Settings, route: str = "") -> str:
+    if route.endswith("cache hit"):  # no provider: the answer is the cache's
+        return "whole, no provider" if shape == "buffered" else "stream, no provider"
     return f"buffered, {s.provider_s:g} s provider" if shape == "buffered" else f"{s.stream_s:g} s stream"
 
 
@@ -569,7 +590,8 @@ def main(argv: list[str] | None = None) -> None:
                                     calls_per_month=args.calls_per_month)
     show = brief if args.brief else report
     print(show(measured, per_op, template, candidates, settings), file=sys.stdout)
-    print("\n" + custom_metrics_line(catalog_pairs(json.loads(args.catalog.read_text())), settings), file=sys.stdout)
+    catalog = json.loads(args.catalog.read_text())
+    print("\n" + custom_metrics_line(catalog_pairs(catalog), settings, catalog_providers(catalog)), file=sys.stdout)
 
 
 if __name__ == "__main__":

@@ -45,12 +45,21 @@ CLASSIFIER_ID = "cost-classifier-id"
 FAKE_LABEL = "costfake"
 PARAMS = ["maxTokens", "temperature", "topP", "toolUse", "stop", "seed"]
 
+CACHE_HIT = "/v1/chat/completions, cache hit"
+CACHE_REFRESH = "/v1/chat/completions, cache refresh"
+CACHE_HEADER = {CACHE_HIT: "use", CACHE_REFRESH: "refresh"}
+"""The X-Momor-Cache each cache route sends (the others send none: the cache is off for them)."""
+
 ROUTES = {
     # name: (path, dialect of the body, model asked for)
     "native /models": ("/models", "native", GEN_MODEL),
     "/v1/chat/completions": ("/v1/chat/completions", "openai", GEN_MODEL),
     "/messages": ("/messages", "anthropic", GEN_MODEL),
     "router (memory)": ("/router/v1/chat/completions", "openai", "auto"),
+    # The response cache (issue 36): the same call answered from the cache (its answer was kept by the
+    # warm-up), and `refresh` (the provider asked, its answer kept: the write a miss makes).
+    CACHE_HIT: ("/v1/chat/completions", "openai", GEN_MODEL),
+    CACHE_REFRESH: ("/v1/chat/completions", "openai", GEN_MODEL),
 }
 """The function each route runs on in template.yaml (its MemorySize and Architectures)."""
 FUNCTIONS = {
@@ -58,6 +67,8 @@ FUNCTIONS = {
     "/v1/chat/completions": "ChatCompletionsFunction",
     "/messages": "MessagesFunction",
     "router (memory)": "ChatCompletionsFunction",
+    CACHE_HIT: "ChatCompletionsFunction",
+    CACHE_REFRESH: "ChatCompletionsFunction",
 }
 
 
@@ -232,6 +243,8 @@ def _request(base: str, route: str, stream: bool, token: str) -> tuple[str, byte
     body = payloads.body(dialect, model, stream, "small")
     headers = {"authorization": f"Bearer {token}", "x-api-key": token, "content-type": "application/json",
                "anthropic-version": "2023-06-01"}
+    if route in CACHE_HEADER:
+        headers["x-momor-cache"] = CACHE_HEADER[route]
     return base + path, body, headers
 
 
@@ -245,7 +258,8 @@ def measure(settings: RunSettings) -> list[Call]:
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(catalog(fake.url), f)
         env = provision(endpoints, records_table=f"cost-records-{tag}", api_keys_table=f"cost-keys-{tag}",
-                        memory_table=f"cost-memory-{tag}", catalog_bucket=f"cost-catalog-{tag}",
+                        memory_table=f"cost-memory-{tag}", cache_table=f"cost-cache-{tag}",
+                        catalog_bucket=f"cost-catalog-{tag}",
                         keys_secret=f"cost/keys-{tag}", catalog_file=f.name, keys={FAKE_LABEL: "sk-cost-fake"})
         os.unlink(f.name)
         os.environ.update(endpoints.env() | env)
@@ -329,8 +343,9 @@ def _one(client: Any, fake: Any, base: str, route: str, shape: str, token: str, 
     from tests.fakes import hang, stall
 
     stream = shape == "stream"
-    fake.script(FAKE_LABEL, stall(after=1, seconds=settings.stream_s) if stream else hang(settings.provider_s),
-                model=GEN_ID)
+    if route != CACHE_HIT:  # a hit never reaches the provider: a step left queued would serve the next call
+        fake.script(FAKE_LABEL, stall(after=1, seconds=settings.stream_s) if stream else hang(settings.provider_s),
+                    model=GEN_ID)
     url, body, headers = _request(base, route, stream, token)
     timer.durations.clear()
     bytes0, lines0 = counted.bytes, counted.lines

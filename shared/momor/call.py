@@ -74,6 +74,26 @@ class Parameters(BaseModel):
     network_timeout: str | None = Field(None, alias="networkTimeout")
 
     _unchecked: dict[str, Any] = PrivateAttr(default_factory=dict)
+    _reasoning_default: str | None = PrivateAttr(default="none")
+
+    @property
+    def reasoning_default(self) -> str | None:
+        """What a call that names no reasoningEffort asks of a translated wire, by its dialect's rule:
+        "none" (seed 000's native route, and the Anthropic route, where no thinking is asked: leaving
+        it out asks the model not to reason), or None (seed 001's Chat Completions: nothing is sent,
+        and the model reasons at its own default, as the caller's body says on a passthrough)."""
+        return self._reasoning_default
+
+    def leaving_reasoning_to_the_model(self) -> Parameters:
+        """A copy whose left-out reasoningEffort sends nothing (`reasoning_default` None)."""
+        copy = self.model_copy()
+        copy._reasoning_default = None
+        return copy
+
+    @property
+    def sends_no_reasoning(self) -> bool:
+        """No reasoningEffort, and the dialect's rule for that is to send none: a wire says nothing."""
+        return self.reasoning_effort is None and self._reasoning_default is None
 
     @property
     def unchecked(self) -> dict[str, Any]:
@@ -119,6 +139,11 @@ class Call:
     system_cache: dict[str, Any] | None = None
     """A cache breakpoint the caller placed on the system prompt (Chat Completions' `cache_control`
     on a system or developer content part), for a wire that places breakpoints (Anthropic)."""
+    untranslatable: str | None = None
+    """What of the caller's own body the canonical call could not hold (a role, part or message its
+    dialect's reader does not know), or None. Seed 001 does not check these: an offering sent the
+    caller's body as written (passthrough) takes it and its provider answers; a translated one
+    cannot carry it, so that offering fails (unsupported) and the call moves on."""
 
     @property
     def answer_schema(self) -> dict[str, Any] | None:

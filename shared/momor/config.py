@@ -6,6 +6,10 @@
                 MOMOR_API_KEY_CACHE_S (60: how long a disabled key may still work in a warm process),
                 MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30),
                 MOMOR_RESPONSES_TABLE (stored responses), MOMOR_RESPONSES_TTL_DAYS (30)
+    cache       MOMOR_CACHE_TABLE (the response cache, store/cache.py), MOMOR_CACHE_TTL_S (3600: how long an
+                answer is kept when neither the call, its key nor its organization says), MOMOR_CACHE_MAX_TTL_S
+                (604800: the most any of them may ask), MOMOR_CACHE_WAIT_MS (150: the most a look-up or
+                write may take before the call goes on without the cache)
     sessions    MOMOR_COGNITO_USER_POOL_ID, MOMOR_COGNITO_REGION, MOMOR_COGNITO_CLIENT_ID,
                 MOMOR_COGNITO_JWKS_URL (development: moto_server's), MOMOR_COGNITO_OPERATOR_GROUP;
                 the console's sign-in: MOMOR_COGNITO_DOMAIN (the hosted page, deployed) or
@@ -23,7 +27,8 @@
                 MOMOR_MAX_FILES_BYTES (20 MiB), MOMOR_MAX_SCHEMA_BYTES (256 KiB): seed 000's
                 defaults, which a deployment may lower but not raise; MOMOR_EMBED_MAX_INPUTS (2048:
                 inputs one embedding call may have), MOMOR_EMBED_CONCURRENCY (4: requests one call's
-                parts have under way at once), MOMOR_RERANK_MAX_DOCUMENTS (1000). On AWS Lambda
+                parts have under way at once), MOMOR_RERANK_MAX_DOCUMENTS (1000),
+                MOMOR_GUARDRAIL_WINDOW (512: characters a stream's output guardrails hold back). On AWS Lambda
                 (AWS_LAMBDA_FUNCTION_NAME set) MOMOR_MAX_BODY_BYTES is 5.87 MB at most (and by
                 default), what an invocation can carry (LAMBDA_MAX_BODY_BYTES), so an inline file
                 is 4.4 MB at most (its base64 is 4/3 of it); a file by URL keeps MOMOR_MAX_FILE_BYTES
@@ -34,6 +39,8 @@
                 how old a last good value may be and still be served; store/last_good.py)
     process     MOMOR_METRICS (0; 1: EMF metrics off Lambda too), MOMOR_ASGI_APP (the streaming
                 bootstrap's module:attr)
+    telemetry   MOMOR_OTEL_HEADERS_SECRET (none), MOMOR_OTEL_FLUSH_TIMEOUT_S (2) (api/telemetry.py; on
+                only when OpenTelemetry's own OTEL_EXPORTER_OTLP_ENDPOINT, or a per-signal one, is set)
 
 A bad value is a ConfigError naming its variable, raised when the configuration is first read:
 the apps read it when they are built (app.py), so a deployment with a typo fails to start
@@ -101,14 +108,26 @@ def _checked_origin(text: str) -> str:
 class Config:
     # storage
     catalog_file: str | None = _knob("MOMOR_CATALOG_FILE")
+    """A catalog file on local disk (development and tests); the deployment reads S3 instead."""
     catalog_bucket: str | None = _knob("MOMOR_CATALOG_BUCKET")
+    """The S3 bucket holding the catalog (store/catalog_source.py)."""
     catalog_key: str | None = _knob("MOMOR_CATALOG_KEY")
+    """The catalog's object key in MOMOR_CATALOG_BUCKET."""
     catalog_ttl: float = _knob("MOMOR_CATALOG_TTL", 60.0, kind=float, minimum=0)
+    """Seconds between checks of the S3 catalog for a new version (by ETag): an upload is live within it, no
+    deployment needed."""
     keys_secret: str | None = _knob("MOMOR_KEYS_SECRET")
+    """The Secrets Manager secret holding the deployment's saved provider keys."""
     keys_ttl: int = _knob("MOMOR_KEYS_TTL", 300, kind=int, minimum=0)
+    """Seconds the saved provider keys are trusted before Secrets Manager is read again."""
     records_table: str | None = _knob("MOMOR_RECORDS_TABLE")
+    """The DynamoDB table of call records (`GET /generations/{id}`, `/usage`); unset: records go to the log
+    only."""
     record_ttl_days: int = _knob("MOMOR_RECORD_TTL_DAYS", 90, kind=int, minimum=0)
+    """Days a call record is kept (DynamoDB's TTL removes it after)."""
     api_keys_table: str | None = _knob("MOMOR_API_KEYS_TABLE")
+    """The DynamoDB table of Momor API keys, organizations, people, budgets, rate-limit windows and shared
+    provider health; unset: no keys are checked (development only)."""
     api_key_cache: float = _knob("MOMOR_API_KEY_CACHE_S", 60.0, kind=float, minimum=0)
     """How long a verified API key (and its rateLimit and budgets) is trusted without asking the table:
     the bound on how long a disabled or deleted key keeps working in a warm process. 0: every call asks."""
@@ -119,22 +138,50 @@ class Config:
     store_max_stale: float = _knob("MOMOR_STORE_MAX_STALE_S", 3600.0, kind=float, minimum=0)
     """How long after the store last confirmed it a last good value may still be served."""
     memory_table: str | None = _knob("MOMOR_MEMORY_TABLE")
+    """The DynamoDB table of the router's conversation memory (`/router/v1`)."""
     memory_ttl_days: int = _knob("MOMOR_MEMORY_TTL_DAYS", 30, kind=int, minimum=0)
+    """Days a remembered conversation turn is kept."""
     responses_table: str | None = _knob("MOMOR_RESPONSES_TABLE")  # stored responses (store/responses.py)
     responses_ttl_days: int = _knob("MOMOR_RESPONSES_TTL_DAYS", 30, kind=int, minimum=0)
+    """Days a stored Responses-route answer is kept (`previous_response_id` reads it)."""
+    cache_table: str | None = _knob("MOMOR_CACHE_TABLE")  # the response cache (store/cache.py, api/cached.py)
+    """The DynamoDB table of the response cache; unset, the cache is off whatever a call asks."""
+    cache_ttl: int = _knob("MOMOR_CACHE_TTL_S", 3600, kind=int, minimum=1)
+    """Seconds an answer is kept when neither the call (X-Momor-Cache-TTL), its key nor its organization says."""
+    cache_max_ttl: int = _knob("MOMOR_CACHE_MAX_TTL_S", 604_800, kind=int, minimum=1)
+    """The longest TTL a call, key or organization may ask (a longer X-Momor-Cache-TTL is a 400)."""
+    cache_wait: float = _knob("MOMOR_CACHE_WAIT_MS", 0.15, kind=float, positive=True, scale=0.001)
+    """The most a cache look-up (or write) may take; past it the call goes to its provider, recorded as
+    the cache being unavailable."""
     usage_max_records: int = _knob("MOMOR_USAGE_MAX_RECORDS", 20_000, kind=int, minimum=1)  # store/usage.py
     # failures (routing/policy.py)
     retries: int = _knob("MOMOR_RETRIES", 2, kind=int, minimum=0, maximum=10)
+    """Retries of one offering on a retryable failure (429, 5xx, a cut connection) before the call moves to
+    the next candidate."""
     retry_base: float = _knob("MOMOR_RETRY_BASE_MS", 0.25, kind=float, minimum=0, scale=0.001)
+    """The first retry's backoff in milliseconds (doubling, with jitter, up to MOMOR_RETRY_MAX_MS)."""
     retry_max: float = _knob("MOMOR_RETRY_MAX_MS", 4.0, kind=float, minimum=0, scale=0.001)
+    """The longest backoff between two retries, in milliseconds."""
     max_retry_after: float = _knob("MOMOR_MAX_RETRY_AFTER_S", 20.0, kind=float, minimum=0)
+    """The longest provider `Retry-After` Momor waits out; a longer one moves the call to the next candidate
+    instead."""
     call_budget: float = _knob("MOMOR_CALL_BUDGET_S", 300.0, kind=float, positive=True)
+    """A call's whole time, every attempt included."""
     connect_timeout: float = _knob("MOMOR_CONNECT_TIMEOUT_S", 10.0, kind=float, positive=True)
+    """Connecting to a provider."""
     response_timeout: float = _knob("MOMOR_RESPONSE_TIMEOUT_S", 30.0, kind=float, positive=True)
+    """Waiting for a provider's response headers (a streamed call's; a buffered answer's come with the whole
+    answer, under the first-token timeout)."""
     first_token_timeout: float = _knob("MOMOR_FIRST_TOKEN_TIMEOUT_S", 120.0, kind=float, positive=True)
+    """Waiting for the first visible output (text, reasoning or a tool call); for a buffered call, the whole
+    answer."""
     idle_timeout: float = _knob("MOMOR_IDLE_TIMEOUT_S", 60.0, kind=float, positive=True)
+    """The longest silence between two reads of a stream or a body: a stalled answer is an error, never a
+    finish."""
     breaker_failures: int = _knob("MOMOR_BREAKER_FAILURES", 5, kind=int, minimum=1)
+    """Failures in a row that open an offering's circuit (it is then tried only after every other candidate)."""
     breaker_cooldown: float = _knob("MOMOR_BREAKER_COOLDOWN_S", 30.0, kind=float, minimum=0)
+    """Seconds an open circuit waits before one half-open probe call."""
     health_cache: float = _knob("MOMOR_HEALTH_CACHE_S", 1.0, kind=float, minimum=0)
     """How long a process trusts what it read of the shared provider health (routing/shared_health.py); 0
     keeps health per process."""
@@ -145,14 +192,21 @@ class Config:
     """An offering's observed first-token p95 times this is when its first token is late."""
     # limits
     rate_limit: int = _knob("MOMOR_RATE_LIMIT", 600, kind=int, minimum=0)
+    """Requests a Momor API key or signed-in person may make per window, unless an admin set the key's own
+    limit; 0: no limit."""
     rate_window: int = _knob("MOMOR_RATE_WINDOW_S", 60, kind=int, minimum=1)
+    """The fixed rate-limit window, in seconds."""
     keys_per_person: int = _knob("MOMOR_KEYS_PER_PERSON", 50, kind=int, minimum=1)
     """How many keys not revoked one person (or admin key) may have made over the key API
     (store/key_admin.py): a further POST /keys is refused with 403 until one is revoked."""
     max_body_bytes: int = _knob("MOMOR_MAX_BODY_BYTES", 30 * MIB, kind=int, minimum=1, maximum=30 * MIB)
+    """The largest request body (at most 30 MiB: API Gateway's own limit is near it)."""
     max_file_bytes: int = _knob("MOMOR_MAX_FILE_BYTES", 10 * MIB, kind=int, minimum=1, maximum=10 * MIB)
+    """The largest single file a call carries or fetches."""
     max_files_bytes: int = _knob("MOMOR_MAX_FILES_BYTES", 20 * MIB, kind=int, minimum=1, maximum=20 * MIB)
+    """The largest total of a call's files."""
     max_schema_bytes: int = _knob("MOMOR_MAX_SCHEMA_BYTES", 256 * 1024, kind=int, minimum=1, maximum=256 * 1024)
+    """The largest `responseSchema` (or tool parameters schema) a call may send."""
     embed_max_inputs: int = _knob("MOMOR_EMBED_MAX_INPUTS", 2048, kind=int, minimum=1, maximum=100_000)
     """Inputs one embedding call may have (more: a 400 before any provider is asked). Past what an
     offering takes in one request, the call is sent in parts (routing/embed.py)."""
@@ -160,6 +214,9 @@ class Config:
     """Requests of one embedding call's parts under way at once."""
     rerank_max_documents: int = _knob("MOMOR_RERANK_MAX_DOCUMENTS", 1000, kind=int, minimum=1, maximum=100_000)
     """Documents one rerank call may have (more: a 400 before any provider is asked)."""
+    guardrail_window: int = _knob("MOMOR_GUARDRAIL_WINDOW", 512, kind=int, minimum=16, maximum=65_536)
+    """Characters of a streamed part an output guardrail holds back at most (guardrails/answer.py):
+    any match of up to half of it is seen whole before any of it is sent."""
     # fetching (egress.py)
     fetch_allow: str | None = _knob("MOMOR_FETCH_ALLOW", kind=_checked_allow_list)
     """Comma-separated host names and IP networks that file URLs (and a Vertex token endpoint) may
@@ -173,8 +230,17 @@ class Config:
     """1: write EMF metrics off Lambda too, as on Lambda (where they are always on); metrics.py."""
     asgi_app: str | None = _knob("MOMOR_ASGI_APP")
     """The streaming bootstrap's app, module:attr (lambda_stream/runner.py; lambda_bootstrap.sh)."""
+    # OpenTelemetry export (api/telemetry.py): off unless OpenTelemetry's own OTEL_EXPORTER_OTLP_ENDPOINT
+    # (or a per-signal one) is set; the SDK's exporters read OTEL_* themselves. Momor's two knobs:
+    otel_headers_secret: str | None = _knob("MOMOR_OTEL_HEADERS_SECRET")
+    """A Secrets Manager secret whose string is the exporters' headers (`name=value,...`), read
+    once at the first export, instead of OTEL_EXPORTER_OTLP_HEADERS in the environment."""
+    otel_flush_timeout: float = _knob("MOMOR_OTEL_FLUSH_TIMEOUT_S", 2.0, kind=float, minimum=0.1, maximum=30)
+    """On Lambda: the exporters' timeout, which bounds the flush after each invocation."""
+    """The streaming bootstrap's app, module:attr (lambda_stream/runner.py; lambda_bootstrap.sh)."""
     # signed-in sessions (api/cognito.py): the user pool whose access tokens are accepted
     cognito_user_pool_id: str | None = _knob("MOMOR_COGNITO_USER_POOL_ID")
+    """The Cognito user pool whose access tokens sign people in (the console, the key API); unset: no sign-in."""
     cognito_region: str | None = _knob("MOMOR_COGNITO_REGION")
     """The pool's region (default: the pool id's own prefix, `us-east-1_...`)."""
     cognito_client_id: str | None = _knob("MOMOR_COGNITO_CLIENT_ID")

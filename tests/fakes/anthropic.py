@@ -469,6 +469,7 @@ def ask(body: dict[str, Any]) -> Ask:
         tool_results=results,
         tools=tools,
         forced_tool=forced,
+        tool_schemas={t["name"]: t.get("input_schema") for t in body.get("tools") or [] if "name" in t},
         reasoning=(body.get("thinking") or {}).get("type") in ("enabled", "adaptive"),
         max_tokens=body.get("max_tokens"),
         stop=list(body.get("stop_sequences") or []),

@@ -22,6 +22,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
+from .instance import instance
 from .script import Reply
 
 # A word and the white space after it; white space before the first word stays with it (a continued
@@ -82,6 +83,8 @@ class Ask:
     """(tool name, result text) when the last message answers tool calls."""
     tools: list[str] = field(default_factory=list)
     forced_tool: str | None = None
+    tool_schemas: dict[str, Any] = field(default_factory=dict)
+    """Each tool's parameters schema, by name: a forced call's arguments are an instance of it."""
     reasoning: bool = False
     max_tokens: int | None = None
     stop: list[str] = field(default_factory=list)
@@ -148,10 +151,15 @@ def _default_output(ask: Ask, tool_id_prefix: str) -> tuple[str, list[ToolCall]]
         (name for name in ask.tools if f"call {name}" in ask.last_user_text), None
     )
     if called is not None:
-        arguments = json.dumps({"query": ask.last_user_text})
-        return "", [ToolCall(random_id(tool_id_prefix), called, arguments)]
+        schema = ask.tool_schemas.get(called) if called == ask.forced_tool else None
+        # A forced call (tool_choice naming it, or required) answers with arguments valid for the
+        # schema it was given, as structured-output clients validate them; one the text asks for
+        # keeps the fixed {"query": ...} the fakes' tests read.
+        found = instance(schema, ask.last_user_text) if isinstance(schema, dict) and schema.get("properties") \
+            else {"query": ask.last_user_text}
+        return "", [ToolCall(random_id(tool_id_prefix), called, json.dumps(found))]
     if ask.json_schema is not None:
-        return json.dumps(example_of(ask.json_schema, ask.json_schema, ask.last_user_text)), []
+        return json.dumps(instance(ask.json_schema, ask.last_user_text)), []
     if ask.json_object:
         return json.dumps({"echo": ask.last_user_text}), []
     return f"Echo: {ask.last_user_text}", []
@@ -217,33 +225,6 @@ def split_json(text: str) -> list[str]:
         return [text]
     third = len(text) // 3
     return [text[:third], text[third : 2 * third], text[2 * third :]]
-
-
-def example_of(schema: Any, root: dict[str, Any], text: str) -> Any:
-    """A small instance of a JSON schema (strings carry the user's text), for structured output."""
-    if not isinstance(schema, dict):
-        return text
-    if "$ref" in schema:
-        target: Any = root
-        for part in schema["$ref"].lstrip("#/").split("/"):
-            target = target[part]
-        return example_of(target, root, text)
-    for key in ("anyOf", "oneOf", "allOf"):
-        if schema.get(key):
-            return example_of(schema[key][0], root, text)
-    if "const" in schema:
-        return schema["const"]
-    if schema.get("enum"):
-        return schema["enum"][0]
-    kind = schema.get("type", "object")
-    if isinstance(kind, list):
-        kind = next((k for k in kind if k != "null"), "null")
-    simple = {"integer": 0, "number": 0, "boolean": False, "null": None, "string": text}
-    if kind in simple:
-        return simple[kind]
-    if kind == "array":
-        return [example_of(schema.get("items", {}), root, text)]
-    return {name: example_of(sub, root, text) for name, sub in schema.get("properties", {}).items()}
 
 
 def token_logprobs(text: str, top: int) -> list[tuple[str, float, list[tuple[str, float]]]]:

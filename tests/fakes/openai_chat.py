@@ -541,6 +541,8 @@ def ask(body: dict[str, Any], dialect: Dialect = OPENAI) -> Ask:
         tool_results=results,
         tools=tools,
         forced_tool=_forced_tool(body.get("tool_choice"), tools),
+        tool_schemas={t["function"]["name"]: t["function"].get("parameters") for t in body.get("tools") or []
+                      if isinstance(t.get("function"), dict)},
         reasoning=body.get("reasoning_effort") not in (None, "none", "minimal"),
         max_tokens=next((body[f] for f in dialect.ceiling_fields if body.get(f) is not None), None),
         stop=[stop] if isinstance(stop, str) else list(stop or []),

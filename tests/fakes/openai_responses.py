@@ -538,6 +538,7 @@ def ask(body: dict[str, Any]) -> Ask:
         tool_results=results,
         tools=tools,
         forced_tool=forced,
+        tool_schemas={t["name"]: t.get("parameters") for t in body.get("tools") or [] if t.get("type") == "function"},
         reasoning=effort not in (None, "none", "minimal"),
         max_tokens=body.get("max_output_tokens"),
         json_schema=fmt.get("schema") if fmt.get("type") == "json_schema" else None,

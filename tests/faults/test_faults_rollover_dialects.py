@@ -1,4 +1,4 @@
-"""Opt-in rollover on the OpenAI and Anthropic routes (`stream_failure_behavior: "rollover"`), through
+"""Opt-in rollover on the OpenAI and Anthropic routes (`provider.streamFailureBehavior: "rollover"`), through
 the official SDKs, against the fault fakes: a stream cut, stalled or malformed after output ends as
 one seamless answer (one id, one model, one finish, the whole text) finished by the other offering
 of `duo`; left out, or "stop", the seed's error ends the stream as before.
@@ -26,7 +26,8 @@ from .support import HOLD, SHORT, SLACK, attempts, no_garbage, record_of, sse, s
 pytestmark = pytest.mark.emulators
 
 USER = [{"role": "user", "content": TEXT}]
-ROLLOVER = {"stream_failure_behavior": "rollover"}
+ROLLOVER = {"streamFailureBehavior": "rollover"}
+"""In the provider object: the body Momor reads is model, models, provider and stream (seed 001)."""
 FAULTS = pytest.mark.parametrize("step", [cut(after=4), stall(after=4, seconds=HOLD), malformed(after=4)],
                                  ids=["cut", "stall", "malformed"])
 
@@ -53,8 +54,8 @@ def _rolled_over(momor: Any, fake: Any, request_id: str, first: str, second: str
     assert prefill["role"] == "assistant"
     sent = prefill["content"] if isinstance(prefill["content"], str) else prefill["content"][0]["text"]
     assert had.startswith(sent) and sent  # what the caller had, trimmed
-    for request in fake.requests():
-        assert "stream_failure_behavior" not in request.json  # Momor's field never reaches a provider
+    for request in fake.requests():  # Momor's fields never reach a provider
+        assert not {"stream_failure_behavior", "provider", "streamFailureBehavior"} & set(request.json)
 
 
 @FAULTS
@@ -64,7 +65,7 @@ def test_openai_route_rolls_over_seamlessly(momor, fake, tune, openai_client, st
     with stopwatch() as watch:
         chunks = list(openai_client.chat.completions.create(
             model="duo", messages=USER, max_tokens=100, stream=True,
-            extra_body={**ROLLOVER, "provider": {"order": ["flaky"]}}))
+            extra_body={"provider": {**ROLLOVER, "order": ["flaky"]}}))
     assert watch.seconds < SHORT + SLACK
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == ANSWER
@@ -81,8 +82,8 @@ def test_anthropic_route_rolls_over_seamlessly(momor, fake, tune, anthropic_clie
     fake.script("backup", step)
     with stopwatch() as watch, anthropic_client.messages.stream(
             model="duo", max_tokens=100, messages=USER,
-            extra_body={**ROLLOVER, "models": ["claude-sonnet-4-5"],
-                        "provider": {"order": ["backup"], "ignore": ["flaky"]}}) as stream:
+            extra_body={"models": ["claude-sonnet-4-5"],
+                        "provider": {**ROLLOVER, "order": ["backup"], "ignore": ["flaky"]}}) as stream:
         events = [event.type for event in stream]
         message = stream.get_final_message()
     assert watch.seconds < SHORT + SLACK
@@ -102,7 +103,7 @@ def test_without_rollover_a_cut_stream_ends_on_the_seeds_error(momor, fake, path
     body: dict[str, Any] = {"model": "duo", "max_tokens": 100, "messages": USER, "stream": True,
                             "provider": {"order": [lead]}}
     if behaviour is not None:
-        body["stream_failure_behavior"] = behaviour
+        body["provider"]["streamFailureBehavior"] = behaviour
     out = sse(momor, path, body)
     assert out.status == 200
     no_garbage(out.text)
@@ -118,8 +119,31 @@ def test_without_rollover_a_cut_stream_ends_on_the_seeds_error(momor, fake, path
 
 
 @pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages"])
-def test_a_stream_failure_behavior_momor_cannot_read_is_a_400(momor, fake, path):
-    out = sse(momor, path, {"model": "duo", "max_tokens": 100, "messages": USER, "stream": True,
-                            "stream_failure_behavior": "retry"})
-    assert out.status == 400 and "stream_failure_behavior" in out.text
+@pytest.mark.parametrize(("extra", "named"), [
+    ({"provider": {"streamFailureBehavior": "retry"}}, "provider.streamFailureBehavior"),
+    ({"stream_failure_behavior": "retry"}, "stream_failure_behavior"),
+], ids=["provider", "deprecated-body-field"])
+def test_a_stream_failure_behavior_momor_cannot_read_is_a_400(momor, fake, path, extra, named):
+    out = sse(momor, path, {"model": "duo", "max_tokens": 100, "messages": USER, "stream": True, **extra})
+    assert out.status == 400 and named in out.text
     assert fake.requests() == []
+
+
+@pytest.mark.parametrize(("path", "lead", "second"), [
+    ("/v1/chat/completions", "flaky", "backup"), ("/v1/messages", "backup", "anthropic"),
+])
+def test_the_deprecated_body_field_still_asks_for_rollover_and_reaches_no_provider(momor, fake, tune, path, lead,
+                                                                                   second):
+    tune(MOMOR_IDLE_TIMEOUT_S=SHORT)
+    fake.script(lead, cut(after=4))
+    body: dict[str, Any] = {"model": "duo", "max_tokens": 100, "messages": USER, "stream": True,
+                            "models": ["claude-sonnet-4-5"], "stream_failure_behavior": "rollover",
+                            "provider": {"order": [lead], "ignore": ["flaky"] if lead == "backup" else []}}
+    if path == "/v1/chat/completions":
+        del body["models"]
+    out = sse(momor, path, body)
+    assert out.status == 200
+    no_garbage(out.text)
+    assert fake.requests(second), "the stream was not rolled over"
+    for request in fake.requests():
+        assert not {"stream_failure_behavior", "provider"} & set(request.json)

@@ -117,3 +117,17 @@ def test_nova_at_high_effort_is_sent_no_max_tokens(momor, fake, providers):
     assert "inferenceConfig" not in fake.requests("bedrockwire")[-1].json
     _call(momor, "nova-2-lite", "medium", maxTokens=3000)
     assert fake.requests("bedrockwire")[-1].json["inferenceConfig"] == {"maxTokens": 3000}
+
+
+@pytest.mark.parametrize(("model", "label", "field"), [
+    ("command-a-reasoning", "coherewire", "thinking"), ("nova-2-lite", "bedrockwire", "additionalModelRequestFields"),
+    ("gpt-oss-120b", "bedrockwire", "additionalModelRequestFields"),
+])
+def test_a_chat_completions_call_without_reasoning_effort_is_sent_none(momor, fake, providers, model, label, field):
+    """Seed 001's rule on a translated wire: no reasoning_effort, no thinking field (the model's own
+    default); the native route keeps seed 000's (left out asks the model not to reason)."""
+    answer = momor.post("/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": "Hi"}]})
+    assert answer.status_code == 200, answer.text
+    assert field not in fake.requests(label)[-1].json
+    _call(momor, model, None)
+    assert field in fake.requests(label)[-1].json

@@ -10,6 +10,7 @@ variant marks gpt-5-nano deprecated), kind (low decision and transcription model
 
 from __future__ import annotations
 
+import json
 import random
 from typing import Any
 
@@ -250,3 +251,28 @@ def test_a_classified_router_route_is_explained_without_asking_the_classifier(mo
     assert router["tierSource"].startswith("default")
     assert body["candidates"][0]["tier"] == "medium"
     assert fake.requests() == []  # neither the classifier nor any candidate was asked
+
+
+LEAD = ("zen", "nvidia")
+"""Seed 003: auto checks Zen and NVIDIA first."""
+
+
+@pytest.mark.parametrize("extra", [{}, {"tools": [{"type": "function", "function": {
+    "name": "lookup", "parameters": {"type": "object", "properties": {}}}}]}], ids=["plain", "tools"])
+@pytest.mark.parametrize("tier", ["low", "medium", "high"])
+def test_auto_leads_with_zen_and_nvidia_within_the_tier_and_the_explanation_shows_it(momor, fake, tier, extra):
+    """Within the classified tier the Zen and NVIDIA families lead and the other families stay behind
+    them; the explanation's candidates are that order, family by family, as a real call tries them."""
+    catalog = json.loads(json.dumps(momor.catalog))
+    catalog["router"]["defaultTier"] = tier
+    momor.write_catalog(catalog)
+    with openai.OpenAI(base_url=momor.url + "/router/v1", api_key=momor.api_key, max_retries=0) as client:
+        raw = client.chat.completions.with_raw_response.create(model="auto", messages=USER, extra_headers=EXPLAIN,
+                                                               **extra)
+    body = raw.http_response.json()
+    assert body["router"]["tier"] == tier
+    in_tier = [c["provider"] for c in body["candidates"] if c["tier"] == tier]
+    leading = [p for p in in_tier if p in LEAD]
+    assert leading and in_tier[:len(leading)] == leading, in_tier
+    assert [c["tier"] for c in body["candidates"]][:len(in_tier)] == [tier] * len(in_tier)
+    assert [f["name"] for f in body["router"]["families"]][:2] == list(LEAD)

@@ -218,6 +218,20 @@ def test_openai_buffered_and_streamed(momor, fake, google, client):
     assert text == "Echo: Hi you"
 
 
+@pytest.mark.parametrize("model", [GEMINI, FLASH])
+def test_a_chat_completions_call_without_reasoning_effort_is_sent_no_thinking_config(momor, fake, google, client,
+                                                                                    model):
+    """Seed 001: a call with no reasoning_effort is sent none (the model thinks at its own default), on
+    Gemini and Vertex alike; the native route's own rule stays (left out is none: thinking off)."""
+    label = "gemini" if model == GEMINI else "vertex"
+    client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}])
+    assert "thinkingConfig" not in sent(fake, label).json.get("generationConfig", {})
+    client.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}], reasoning_effort="high")
+    assert sent(fake, label).json["generationConfig"]["thinkingConfig"]["thinkingBudget"] > 0
+    assert momor.post("/models", native("Hi", model=model)).status_code == 200
+    assert "thinkingConfig" in sent(fake, label).json["generationConfig"]  # seed 000: none, as its own rule says
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 def test_openai_two_turn_tool_conversation(momor, fake, google, client, streaming):
     messages: list[dict[str, Any]] = [{"role": "user", "content": "call get_weather for Paris"}]

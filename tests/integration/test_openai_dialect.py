@@ -6,16 +6,19 @@ what Momor rewrites) and the SDK -> the anthropic offering (translated both ways
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import time
+from typing import Literal
 
 import httpx2
 import openai
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from tests.fakes.script import cut, fail, reply
 
+from . import sdk_tool_loop
 from .conftest import SAVED_KEYS
 
 pytestmark = pytest.mark.emulators
@@ -137,16 +140,28 @@ def test_seed_goes_as_random_seed_to_mistral(momor, fake, client):
     assert sent["random_seed"] == 11 and "seed" not in sent
 
 
-def test_store_is_false_on_the_saved_key_only_where_the_provider_says_so(momor, fake, client):
-    catalog = momor.catalog
-    for provider in catalog["providers"]:
-        if provider["name"] == "openai":
-            provider.setdefault("options", {})["store"] = False
-    momor.write_catalog(catalog)
+def test_store_goes_to_openai_as_false_on_momors_key_by_default(momor, fake, client):
+    """Seed 001: on Momor's key OpenAI keeps nothing, whatever the caller sent, with no catalog option
+    (the test catalog's openai has none); another provider gets store as written."""
+    assert "store" not in next(p for p in momor.catalog["providers"] if p["name"] == "openai").get("options", {})
     client.chat.completions.create(model=GPT, messages=[user("hi")], store=True)
     assert fake.requests("openai")[-1].json["store"] is False
+    client.chat.completions.create(model=GPT, messages=[user("hi")])
+    assert fake.requests("openai")[-1].json["store"] is False
     client.chat.completions.create(model="llama-3.3-70b", messages=[user("hi")], store=True)
-    assert fake.requests("deepinfra")[-1].json["store"] is True  # no store option: as written
+    assert fake.requests("deepinfra")[-1].json["store"] is True  # not OpenAI: as written
+
+
+def test_a_call_without_reasoning_effort_is_sent_none_on_a_translated_wire(momor, fake, client):
+    """Seed 001: no reasoning_effort, none sent, on Puter's own wire too (it reasons at its default);
+    the native route keeps seed 000's rule (left out is none: the least depth the model takes)."""
+    client.chat.completions.create(model="gpt-5-nano", messages=[user("hi")])
+    assert "reasoning_effort" not in fake.requests("puter")[-1].json["args"]
+    client.chat.completions.create(model="gpt-5-nano", messages=[user("hi")], reasoning_effort="high")
+    assert fake.requests("puter")[-1].json["args"]["reasoning_effort"] == "high"
+    native = momor.post("/models", {"model": "gpt-5-nano", "systemPrompt": "Be brief.",
+                                    "messages": [{"type": "user", "value": "hi"}]})
+    assert native.status_code == 200 and fake.requests("puter")[-1].json["args"]["reasoning_effort"] == "low"
 
 
 def test_reasoning_effort_goes_as_a_depth_the_model_takes(momor, fake, client):
@@ -313,6 +328,28 @@ def test_streamed_tool_call_indices(momor, fake, client, model):
     assert all(c.id for c in calls) and final.choices[0].finish_reason == "tool_calls"
 
 
+@pytest.mark.parametrize("model", [GPT, CLAUDE])
+def test_the_sdks_tool_loop_runs_three_rounds_with_reasoning_on(momor, fake, client, model):
+    """The openai SDK's own loop (the assistant message appended as returned, reasoning_details
+    included) for three rounds with reasoning on: each round's replay is accepted, and on Claude
+    each tool turn carries the signed thinking of the turn that called it."""
+    label = served_by(model)
+    fake.script(label, reply(tool_calls=[{"name": "get_weather", "arguments": {"city": "Oslo"}}]),
+                reply(tool_calls=[{"name": "get_weather", "arguments": {"city": "Bergen"}}]))
+    loop = sdk_tool_loop.run(client, [user("Weather in Oslo and Bergen?")], [WEATHER],
+                             lambda name, args: f"{args['city']}: rain", rounds=3, model=model,
+                             reasoning_effort="low", max_completion_tokens=4000)
+    assert [len(a.choices[0].message.tool_calls or []) for a in loop.answers] == [1, 1, 0]
+    assert loop.answers[-1].choices[0].message.content == "Tool get_weather said: Bergen: rain"
+    last = [r.json for r in fake.requests(label) if r.json][-1]
+    if model == CLAUDE:
+        turns = [m for m in last["messages"] if m["role"] == "assistant"]
+        assert len(turns) == 2 and all(t["content"][0]["type"] == "thinking" and t["content"][0]["signature"]
+                                       for t in turns)
+    else:
+        assert [m["role"] for m in last["messages"]] == ["user", "assistant", "tool", "assistant", "tool"]
+
+
 # --- structured output -----------------------------------------------------------------------------
 
 
@@ -341,7 +378,60 @@ def test_structured_output_with_parse(momor, fake, client, model):
         assert sent["output_config"]["format"]["schema"]["required"] == ["name", "population"]
 
 
+class Step(BaseModel):
+    n: int = Field(ge=3, le=9)
+    label: Literal["first", "second"]
+
+
+class Plan(BaseModel):
+    """Constraints a fixed answer does not meet: a structured-output client validates all of them."""
+
+    title: str = Field(min_length=40)
+    steps: list[Step] = Field(min_length=2)
+    score: float = Field(gt=0.5)
+    due: dt.date
+    note: str | None
+
+
+@pytest.mark.parametrize("model", [GPT, CLAUDE])
+def test_the_fake_answers_forced_tools_and_schemas_with_valid_instances(momor, fake, client, model):
+    """The bundled fake (the dev server's provider) answers a json_schema format and a tool_choice naming
+    a function with values valid for the schema sent, so the SDK's own `parse` accepts both, as
+    instructor, pydantic-ai and LangChain's structured output need against the dev server."""
+    catalog = momor.catalog
+    for provider in catalog["providers"]:
+        if provider["name"] == "anthropic":
+            provider.setdefault("options", {})["structuredOutputs"] = True
+    momor.write_catalog(catalog)
+    answer = client.chat.completions.parse(model=model, messages=[user("Plan a trip")], response_format=Plan,
+                                           max_tokens=2000)
+    assert isinstance(answer.choices[0].message.parsed, Plan)
+    forced = client.chat.completions.parse(
+        model=model, messages=[user("Plan a trip")], tools=[openai.pydantic_function_tool(Plan)],
+        tool_choice={"type": "function", "function": {"name": "Plan"}}, max_tokens=2000)
+    [call] = forced.choices[0].message.tool_calls or []
+    assert call.function.name == "Plan" and isinstance(call.function.parsed_arguments, Plan)
+
+
 # --- reasoning -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model", [GPT, CLAUDE])
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_think_element_in_the_answer_stays_in_content(momor, fake, client, model, stream):
+    """Seed 001: reasoning a model writes inside its answer as a <think> element stays in content,
+    on a passthrough and a translated offering, whole and streamed: Momor does not read it as reasoning."""
+    text = "<think>The user greets me.</think>Hello!"
+    fake.script(served_by(model), reply(text=text, thinking="", chunks=3))
+    if stream:
+        chunks = list(client.chat.completions.create(model=model, messages=[user("hi")], stream=True))
+        deltas = [c.choices[0].delta for c in chunks if c.choices]
+        assert "".join(d.content or "" for d in deltas) == text
+        assert not any((d.model_extra or {}).get("reasoning") for d in deltas)
+    else:
+        message = client.chat.completions.create(model=model, messages=[user("hi")]).choices[0].message
+        assert message.content == text and not (message.model_extra or {}).get("reasoning")
+
 
 
 def test_reasoning_replayed_over_several_turns_with_tools_on_anthropic(momor, fake, client):
@@ -422,6 +512,9 @@ def test_401_is_authentication_error(momor):
         bad.chat.completions.create(model=GPT, messages=[user("hi")])
     assert raised.value.status_code == 401
     assert raised.value.body["type"] == "invalid_request_error" and raised.value.body["code"] == "invalid_api_key"
+    # OpenAI's own words first (older clients read the phrase), the key never echoed.
+    assert raised.value.body["message"].startswith("Incorrect API key provided")
+    assert "momor-wrong" not in raised.value.body["message"]
 
 
 @pytest.mark.parametrize(("kwargs", "fragment"), [
@@ -438,6 +531,43 @@ def test_routing_refusals_are_bad_request_invalid_value(momor, client, kwargs, f
     assert body["type"] == "invalid_request_error" and body["code"] == "invalid_value"
     assert fragment in body["message"] and body["param"] is None
     assert raised.value.response.headers["x-momor-request-id"]
+
+
+UNREAD = {  # what Momor's reader of Chat Completions does not know, each as a caller may write it
+    "function role": [user("Hi"), {"role": "function", "name": "lookup", "content": "42"}],
+    "audio format": [{"role": "user", "content": [
+        {"type": "input_audio", "input_audio": {"data": "AAAA", "format": "flac"}}]}],
+    "image address": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "ftp://example.com/a.png"}}]}],
+    "tool call without id": [user("Hi"), {"role": "assistant", "content": None, "tool_calls": [
+        {"type": "function", "function": {"name": "lookup", "arguments": "{}"}}]}, user("Go on.")],
+    "no messages": [],
+}
+
+
+@pytest.mark.parametrize("messages", list(UNREAD.values()), ids=list(UNREAD))
+def test_what_momor_cannot_read_is_the_providers_to_answer(momor, fake, messages):
+    """Seed 001: a message or part a provider does not take is that provider's to answer. A passthrough
+    offering is sent it as written and its answer is the caller's; a translated offering cannot carry
+    it, so that offering fails and the call moves on; with none left, a 400 naming what."""
+    response = momor.post("/v1/chat/completions", {"model": GPT, "messages": messages})
+    asked = fake.requests("openai")
+    assert asked and asked[-1].json["messages"] == messages  # as written
+    record = momor.record(response.headers["x-momor-request-id"])
+    assert [a["provider"] for a in record["attempts"]] == ["openai"] * len(record["attempts"])
+    served = record["attempts"][-1]["status"] == "ok"  # the provider's answer, whichever it gave
+    assert response.status_code in (200, 400) and (response.status_code == 200) == served
+
+    fake.reset()
+    moved = momor.post("/v1/chat/completions", {"model": CLAUDE, "models": [GPT], "messages": messages,
+                                                "max_tokens": 50})
+    assert fake.requests("anthropic") == [] and fake.requests("openai")[-1].json["messages"] == messages
+    first = momor.record(moved.headers["x-momor-request-id"])["attempts"][0]
+    assert (first["provider"], first["status"]) == ("anthropic", "failed") and "cannot carry" in first["error"]
+
+    alone = momor.post("/v1/chat/completions", {"model": CLAUDE, "messages": messages, "max_tokens": 50})
+    assert alone.status_code == 400 and "cannot carry" in alone.json()["error"]["message"]
+    assert fake.requests("anthropic") == []
 
 
 @pytest.mark.parametrize(("payload", "fragment"), [

@@ -126,7 +126,7 @@ def test_me_names_the_person_their_role_and_their_organization(momor, pool):
     assert answer.json() == {
         "id": f"p-{sub}", "name": "bo@example.com", "email": "bo@example.com", "role": "member", "managesKeys": True,
         "organization": {"id": org.id, "name": "Acme", "defaults": {"deprecated": None, "maxAge": "P1Y", "zdr": True},
-                         "membersCreateKeys": True}}
+                         "membersCreateKeys": True, "guardrails": {"input": [], "output": []}}}
 
 
 def test_a_person_in_no_organization_is_a_member_of_the_default_one(momor, pool):
@@ -288,7 +288,8 @@ def test_an_admin_creates_a_key_it_works_they_revoke_it_and_it_stops(momor, pool
     assert made.status_code == 201, made.text
     key = made.json()
     assert key["key"].startswith("momor-") and key["name"] == "ci" and key["disabled"] is False
-    assert key["limits"] == {"rateLimitPerMinute": 100, "budgetDailyUsd": 5.0, "budgetMonthlyUsd": None, "zdr": False}
+    assert key["limits"] == {"rateLimitPerMinute": 100, "budgetDailyUsd": 5.0, "budgetMonthlyUsd": None, "zdr": False,
+                             "cache": None, "cacheTtlS": None}
     stored = json.dumps(api_keys_items())
     assert key["key"] not in stored  # stored hashed
 

@@ -19,6 +19,7 @@ from momor.routing import memory
 from momor.store import apikeys, keys
 from tests.fakes.script import cut, fail, reply
 
+from . import sdk_tool_loop
 from .conftest import SAVED_KEYS
 
 pytestmark = pytest.mark.emulators
@@ -240,6 +241,42 @@ def test_two_keys_never_see_each_others_threads(router, fake):
     assert sent_messages(fake, "zen") == [
         user("Secret of key one."), {"role": "assistant", "content": "Echo: Secret of key one."}, user("Still mine?"),
     ]
+
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "weather", "description": "The weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}
+
+
+def test_the_sdk_tool_loop_is_remembered_once(router, fake, momor_aws):
+    """The SDK's tool loop resends [user, assistant(tool_calls), tool, ...] with the same chat id for
+    three rounds with reasoning on (two tool rounds, then the answer; the second round's assistant
+    turn also says something beside its call): the user turn is neither injected nor kept a second time, the
+    provider reads each round exactly as the SDK sent it, and the thread holds the question, the
+    text said beside the call and the final answer once each."""
+    fake.script("zen", reply(tool_calls=[{"name": "weather", "arguments": {"city": "Paris"}}]),
+                reply(text="Now Rome.", tool_calls=[{"name": "weather", "arguments": {"city": "Rome"}}]),
+                reply(text="Paris is sunny, Rome is rainy."))
+    question = user("Weather in Paris and Rome?")
+    with sdk(router) as client:
+        loop = sdk_tool_loop.run(client, [question], [WEATHER_TOOL], lambda name, args: f"{args['city']}: ok",
+                                 rounds=3, model="zen-small", reasoning_effort="low",
+                                 extra_body={"chat_id": "tools"})
+        assert [len(answer.choices[0].message.tool_calls or []) for answer in loop.answers] == [1, 1, 0]
+        assert all((a.choices[0].message.model_extra or {}).get("reasoning") for a in loop.answers)  # thinking on
+        received = [r.json["messages"] for r in fake.requests("zen") if r.json and r.json.get("model") != CLASSIFIER_ID]
+        assert len(received) == 3
+        for sent in received:  # each round as the SDK sent it: one user turn, no memory before it
+            assert sent[0] == question and [m["role"] for m in sent].count("user") == 1
+        assert [m["role"] for m in received[2]] == ["user", "assistant", "tool", "assistant", "tool"]
+        items = stored_items(momor_aws, router.caller_id, "tools")
+        kept = [m for item in items for m in json.loads(item["messages"]["S"])]
+        assert kept == [question, {"role": "assistant", "content": "Now Rome."},
+                        {"role": "assistant", "content": "Paris is sunny, Rome is rainy."}]
+        # The next turn, sent alone, reads the thread once.
+        client.chat.completions.create(model="zen-small", messages=[user("And tomorrow?")],
+                                       extra_body={"chat_id": "tools"})
+        assert sent_messages(fake, "zen") == [*kept, user("And tomorrow?")]
 
 
 def test_a_failed_call_keeps_nothing(router, fake):
@@ -555,3 +592,15 @@ async def test_each_turn_expires_memory_ttl_days_after_it_was_said(router, momor
                                           Item={**item, "expiresAt": {"N": str(int(time.time()) - 1)}})
     await store.append(router.caller_id, "ttl", [user("fresh")])
     assert (await store.load(router.caller_id, "ttl", 8)).turns == [user("fresh")]
+
+
+def test_the_sdk_lists_models_at_the_router_base_url(router):
+    """`models.list()` and `models.retrieve(id)` with base URL `<momor>/router/v1` (seed 003's SDK
+    setup) answer as at `/v1`; an unknown id is the SDK's NotFoundError."""
+    with sdk(router) as client, openai.OpenAI(base_url=router.url + "/v1", api_key=router.api_key,
+                                              max_retries=0) as plain:
+        listed = [m.id for m in client.models.list()]
+        assert listed and listed == [m.id for m in plain.models.list()]
+        assert client.models.retrieve(listed[0]).id == listed[0]
+        with pytest.raises(openai.NotFoundError):
+            client.models.retrieve("momor/no-such-model")

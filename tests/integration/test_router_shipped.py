@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 
 import openai
@@ -100,6 +101,30 @@ def test_each_seed_zen_name_is_an_exact_model(shipped, client, fake, zen_id):
     for variant in SEED_ZEN[zen_id]:  # the Zen fake refuses a variant its model does not take
         client.chat.completions.create(model=f"{zen_id}:{variant}", messages=[user("Think.")])
         assert zen_sent(fake)["model"] == zen_id and zen_sent(fake)["reasoning_effort"] == variant
+
+
+def readme_zen_variants():
+    """The router table's `<model>:<variant>` row of the README: Zen id -> the variants it says it takes."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    row = next(line for line in lines if line.startswith("| `<model>:<variant>`"))
+    found = re.findall(r"`([a-z0-9.-]+)`: (no variants|[a-z]+(?:/[a-z]+)*)", row)
+    return {name: [] if said == "no variants" else said.split("/") for name, said in found}
+
+
+def test_the_readmes_zen_variants_are_the_seeds_and_each_is_served(shipped, client, fake):
+    """What the README lists is what seed 003 lists and what is served: each variant reaches its
+    model as its reasoning_effort; a model listed with no variants takes none (`big-pickle:none` names
+    no model: routed as auto, never sent as big-pickle with a depth it does not take)."""
+    listed = readme_zen_variants()
+    assert listed == SEED_ZEN
+    for zen_id, variants in listed.items():
+        for variant in variants:
+            client.chat.completions.create(model=f"{zen_id}:{variant}", messages=[user("Think.")])
+            assert zen_sent(fake)["model"] == zen_id and zen_sent(fake)["reasoning_effort"] == variant
+        if not variants:
+            raw = client.chat.completions.with_raw_response.create(model=f"{zen_id}:none", messages=[user("Hi.")])
+            assert raw.headers["x-momor-tier"] == "medium"  # auto: classified, the default tier
+            assert record_of(shipped, raw.headers["x-momor-request-id"])["router"]["route"] == "auto"
 
 
 @pytest.mark.parametrize("tier", ["low", "medium", "high"])

@@ -142,7 +142,7 @@ def test_a_member_may_tighten_what_an_admin_set_never_raise_or_remove_it(momor, 
         "budgetDailyUsd": 2, "rateLimitPerMinute": 10, "zdr": True}})
     assert lowered.status_code == 200, lowered.text
     assert lowered.json()["limits"] == {"rateLimitPerMinute": 10, "budgetDailyUsd": 2.0, "budgetMonthlyUsd": 100.0,
-                                        "zdr": True}
+                                        "zdr": True, "cache": None, "cacheTtlS": None}
     assert api(momor, member, "PATCH", path, {"limits": {"budgetDailyUsd": 5}}).status_code == 200
     refused(api(momor, member, "PATCH", path, {"limits": {"budgetDailyUsd": 6}}), 403, "limits.budgetDailyUsd")
     # The admin lifts its daily limit: the member is free there again, and held everywhere else.

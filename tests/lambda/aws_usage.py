@@ -1,4 +1,5 @@
-"""What AWS the code does, read from the code: every S3, DynamoDB and Secrets Manager call, who reaches it.
+"""What AWS the code does, read from the code: every S3, DynamoDB, Secrets Manager, Comprehend and Bedrock
+Guardrails call, who reaches it.
 
 A test that pins a list of IAM actions passes until someone adds a call; this module derives the
 list instead, so a new call (or a call moved to another module) changes what the template must
@@ -49,10 +50,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_ROOT = ROOT / "shared"
 PACKAGE = "momor"
-SERVICES = ("s3", "dynamodb", "secretsmanager")
+SERVICES = ("s3", "dynamodb", "secretsmanager", "comprehend", "bedrock-runtime")
+RESOURCELESS = ("comprehend", "bedrock-runtime")
+"""Services whose resources no setting names (Comprehend's DetectPiiEntities has no resource-level
+permissions: `*`; a Bedrock guardrail is named by a caller's policy: the account's guardrails), so
+their sites read no settings field."""
 RESOURCE_ARGS = {"TableName", "Bucket", "Key", "SecretId"}
 """Call arguments that name what a call touches (S3's Key is the object; DynamoDB's Key is a dict)."""
-IAM_EXCEPTIONS = {"s3:HeadObject": "s3:GetObject", "s3:ListObjectsV2": "s3:ListBucket"}
+IAM_EXCEPTIONS = {"s3:HeadObject": "s3:GetObject", "s3:ListObjectsV2": "s3:ListBucket",
+                  "bedrock-runtime:ApplyGuardrail": "bedrock:ApplyGuardrail"}
 """Operations whose IAM action is not named after them."""
 
 
@@ -325,6 +331,8 @@ def _settings_read(node: ast.AST, fields: set[str]) -> set[str]:
 
 
 def _resource_settings(service: str, fn: ast.AST, module: Module, fields: set[str]) -> frozenset[str]:
+    if service in RESOURCELESS:
+        return frozenset()
     kind = {"dynamodb": "_table", "s3": "catalog_", "secretsmanager": "_secret"}[service]
     for scope in (fn, module.tree):
         named = {f for f in _settings_read(scope, fields) if kind in f}

@@ -71,6 +71,8 @@ ROUTES = [
     ("delete", "/keys/{id}", "UsageFunction", False),
     ("get", "/models/{id+}", "CatalogFunction", False),
     ("get", "/v1/models/{id+}", "CatalogFunction", False),
+    ("get", "/router/v1/models", "CatalogFunction", False),
+    ("get", "/router/v1/models/{id+}", "CatalogFunction", False),
 ]
 FOLDERS = {
     "ModelsFunction": "models",
@@ -105,9 +107,26 @@ def props(logical_id: str) -> dict[str, Any]:
     return RESOURCES[logical_id]["Properties"]
 
 
-def statements(logical_id: str) -> list[dict[str, Any]]:
+GUARDRAIL_CONDITIONS = {"ComprehendGuardrails", "BedrockGuardrails"}
+"""Conditions a policy entry may be granted under (`!If [condition, {Statement}, !Ref AWS::NoValue]`):
+the guardrail services a deployment chooses (GuardrailServices); read as granted, as when chosen."""
+
+
+def _policies(logical_id: str) -> list[dict[str, Any]]:
+    """The function's policy entries, a conditional one as its granted branch."""
     found = []
     for policy in props(logical_id).get("Policies", []):
+        if "Fn::If" in policy:
+            condition, granted, otherwise = policy["Fn::If"]
+            assert condition in GUARDRAIL_CONDITIONS and otherwise == {"Ref": "AWS::NoValue"}, policy
+            policy = granted
+        found.append(policy)
+    return found
+
+
+def statements(logical_id: str) -> list[dict[str, Any]]:
+    found = []
+    for policy in _policies(logical_id):
         if "Statement" in policy:
             found += policy["Statement"]
     return found
@@ -115,7 +134,23 @@ def statements(logical_id: str) -> list[dict[str, Any]]:
 
 def templates(logical_id: str) -> dict[str, Any]:
     """SAM policy templates the function uses (name -> parameters)."""
-    return {k: v for p in props(logical_id).get("Policies", []) for k, v in p.items() if k != "Statement"}
+    return {k: v for p in _policies(logical_id) for k, v in p.items() if k != "Statement"}
+
+
+def test_guardrail_services_are_granted_only_when_chosen():
+    """comprehend:DetectPiiEntities and bedrock:ApplyGuardrail sit behind GuardrailServices, off by default."""
+    assert T["Parameters"]["GuardrailServices"]["Default"] == "none"
+    for function in FUNCTIONS:
+        for policy in props(function).get("Policies", []):
+            actions = {a for st in policy.get("Statement", []) for a in _listed(st["Action"])}
+            assert not actions & {"comprehend:DetectPiiEntities", "bedrock:ApplyGuardrail"}, function
+    for condition, service in (("ComprehendGuardrails", "comprehend"), ("BedrockGuardrails", "bedrock")):
+        choices = T["Conditions"][condition]["Fn::Or"]
+        assert {c["Fn::Equals"][1] for c in choices} == {service, "both"}
+
+
+def _listed(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]
 
 
 # --- SAM CLI ----------------------------------------------------------------------------------------
@@ -706,6 +741,36 @@ def test_every_route_and_only_those():
     assert declared == {(m, p) for m, p, _, _ in ROUTES}
 
 
+def _api_path(path: str) -> str:
+    """A Starlette route's path as API Gateway writes it: `{name:path}` is the greedy `{id+}`."""
+    return re.sub(r"\{[^}:]+:path\}", "{id+}", re.sub(r"\{[^}:]+\}", "{}", path))
+
+
+def _reaches(api_path: str, path: str) -> bool:
+    """Whether API Gateway's `api_path` answers `path` (a literal, or one written by `_api_path`)."""
+    pattern = "/".join(".+" if part.endswith("+}") else "[^/]+" if part.startswith("{") else re.escape(part)
+                       for part in api_path.split("/"))
+    return re.fullmatch(pattern, path) is not None
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_every_route_a_function_serves_is_on_the_api(monkeypatch, function):
+    """Each function's own app, read: every (method, path) it mounts reaches it through API Gateway,
+    so a route added in code and not in the template (the router alias's models list once) is caught."""
+    monkeypatch.setenv("MOMOR_CATALOG_FILE", "/nonexistent/catalog.json")  # no app reads it when built
+    app = importlib.import_module(f"functions.{FOLDERS[function]}.app").app
+    served = {(m.lower(), _api_path(r.path)) for r in app.router.routes for m in (r.methods or ()) if m != "HEAD"}
+    missing = [(m, p) for m, p in sorted(served)
+               if not any(p == o or p.startswith(o + "/") for o in LOCAL_ONLY)
+               and not any(m == am and _reaches(ap, p) for am, ap, f, _ in ROUTES if f == function)]
+    assert not missing
+
+
+LOCAL_ONLY = ("/responses",)
+"""Paths a function's app mounts that only the local server answers (the README says so: the
+Responses route's unversioned alias); every other route it mounts must be on the API."""
+
+
 @pytest.mark.parametrize(("method", "path", "function", "streamed"), ROUTES)
 def test_route_integration(method, path, function, streamed):
     integration = PATHS[path][method]["x-amazon-apigateway-integration"]
@@ -856,6 +921,12 @@ def test_tables():
     assert stored["KeySchema"] == [{"AttributeName": "responseKey", "KeyType": "HASH"}]
     assert stored["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
     assert T["Globals"]["Function"]["Environment"]["Variables"]["MOMOR_RESPONSES_TABLE"] == {"Ref": "ResponsesTable"}
+    # The response cache (store/cache.py): one item per kept answer (or input's vector), by scope and hash.
+    kept = props("CacheTable")
+    assert kept["KeySchema"] == [{"AttributeName": "cacheKey", "KeyType": "HASH"}]
+    assert kept["TimeToLiveSpecification"] == {"AttributeName": "expiresAt", "Enabled": True}
+    assert T["Globals"]["Function"]["Environment"]["Variables"]["MOMOR_CACHE_TABLE"] == {"Ref": "CacheTable"}
+    assert RESOURCES["CacheTable"]["DeletionPolicy"] == "Retain"
     for table in ("RecordsTable", "ApiKeysTable", "MemoryTurnsTable", "MemoryTable", "ResponsesTable"):
         p = props(table)
         assert p["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
@@ -912,6 +983,10 @@ def needs(function: str) -> list[aws_usage.Site]:
 def resource_of(site: aws_usage.Site) -> Any:
     """The template's resource for a call: the ARN of what its settings' env vars name."""
     env = T["Globals"]["Function"]["Environment"]["Variables"]
+    if site.service == "comprehend":
+        return "*"
+    if site.service == "bedrock-runtime":
+        return {"Fn::Sub": "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:guardrail/*"}
     refs = {name: env[SETTING_ENV[name]]["Ref"] for name in site.settings}
     assert refs, f"{site}: cannot tell which resource it touches (its module reads no settings field)"
     if site.service == "dynamodb":
@@ -960,8 +1035,9 @@ def test_the_code_scan_finds_every_kind_of_call():
     found = {(site.action, site.function.rsplit(":", 1)[-1]) for site in SITES}
     assert ("dynamodb:PutItem", "put_record_async") in found  # dynamo.call("PutItem", ...)
     assert ("dynamodb:UpdateItem", "_count_in_table") in found  # a boto3 client held in a local
-    assert {site.service for site in SITES} == {"s3", "dynamodb", "secretsmanager"}
-    assert all(site.settings for site in SITES), [str(s) for s in SITES if not s.settings]
+    assert {site.service for site in SITES} == {"s3", "dynamodb", "secretsmanager", "comprehend", "bedrock-runtime"}
+    assert all(site.settings for site in SITES if site.service not in aws_usage.RESOURCELESS), [
+        str(s) for s in SITES if not s.settings and s.service not in aws_usage.RESOURCELESS]
     assert any(site.key_prefix == "rate#" for site in SITES)
     assert not aws_usage.unreadable_calls()
 

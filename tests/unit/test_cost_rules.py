@@ -304,14 +304,16 @@ def test_calls_are_traced_when_the_functions_or_the_api_stage_trace():
 
 def test_custom_metrics_are_each_name_for_each_provider_and_model_pair_called():
     """What momor/metrics.py writes (read back from it): six names in one dimension set whose values are
-    the attempt's provider and model, plus the constant service. 19 pairs (the example catalog's
-    offerings) make 114 metrics, $34.20 a month."""
-    names, sets = cost.emitted_metrics()
-    assert names == ["Attempts", "CostUSD", "Failures", "InputTokens", "LatencyMs", "OutputTokens"]
-    assert sets == [["provider", "model", "service"]]
-    assert rules.custom_metrics(len(names), len(sets), 19) == 114
-    line = cost.custom_metrics_line(19, cost.Settings(calls_per_month=10_000_000))
-    assert "= 114 metrics, $34.20 a month" in line and "$3.42 per million" in line
+    the attempt's provider and model, plus the constant service, and six over all (the alarms': the
+    service alone). 19 pairs (the example catalog's offerings) make 114 + 6 = 120 metrics, $36.00 a month."""
+    groups = cost.emitted_metrics()
+    assert groups == [(["Attempts", "CostUSD", "Failures", "InputTokens", "LatencyMs", "OutputTokens"],
+                       ["provider", "model", "service"]),
+                      (["Attempts", "BudgetRefusals", "CallFailures", "Calls", "Failovers", "Failures"], ["service"])]
+    assert rules.custom_metrics(6, 1, 19) == 114
+    assert cost.metric_count(groups, 19, 12) == 120
+    line = cost.custom_metrics_line(19, cost.Settings(calls_per_month=10_000_000), 12)
+    assert "= 120 metrics, $36.00 a month" in line and "$3.60 per million" in line
 
 
 def test_catalog_pairs_count_each_provider_with_each_model_once():

@@ -69,15 +69,26 @@ def test_model_may_be_a_list_and_models_alone_names_the_model():
     (body(provider={"zdr": "no"}), "zdr"),
     (body(provider=[1]), "provider"),
     (body(model=5), "model"),
+])
+def test_unreadable_routing_fields_are_400(payload, fragment):
+    with pytest.raises(RequestError) as raised:
+        door.parse(payload)
+    assert raised.value.status == 400 and fragment in raised.value.detail
+
+
+@pytest.mark.parametrize(("payload", "fragment"), [
     (body(messages="Hi"), "messages"),
+    (body(messages=[]), "messages"),
     (body(messages=[{"role": "robot", "content": "x"}]), "role"),
     (body(messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:x"}}]}]),
      "data: URL"),
 ])
-def test_unreadable_requests_are_400(payload, fragment):
-    with pytest.raises(RequestError) as raised:
-        door.parse(payload)
-    assert raised.value.status == 400 and fragment in raised.value.detail
+def test_a_message_momor_cannot_read_is_not_refused_but_named_for_translated_offerings(payload, fragment):
+    """Seed 001: not checked. The caller's body keeps it as written (a passthrough offering's to answer);
+    the canonical call leaves it out and names it, which fails only a translated offering."""
+    routed = door.parse(payload)
+    assert fragment in routed.call.untranslatable
+    assert routed.caller_body.body["messages"] == payload["messages"]
 
 
 def test_messages_become_canonical():
@@ -398,7 +409,8 @@ def test_error_chunk_is_seed_001s():
     (503, "server_error", "service_unavailable"), (504, "server_error", None),
 ])
 def test_error_objects(status, kind, code):
-    assert answer.error_object(status, "why") == {"error": {"message": "why", "type": kind, "param": None,
+    message = "Incorrect API key provided. why" if status == 401 else "why"  # OpenAI's own words first
+    assert answer.error_object(status, "why") == {"error": {"message": message, "type": kind, "param": None,
                                                             "code": code}}
 
 

@@ -23,7 +23,7 @@ from momor.providers.base import Target
 from momor.providers.registry import REGISTRY
 from momor.providers.transport import post_whole
 from momor.routing.policy import classify
-from momor.vectors import EmbedCall, RerankCall, as_floats, length
+from momor.vectors import EmbedCall, Embedded, RerankCall, as_floats, length
 from tests.fakes import FakeState, create_app, cut, fail, malformed
 from tests.fakes.interface import Setup, fake_module
 
@@ -62,6 +62,13 @@ class Harness:
             return await post_whole(self.wire, request, self.target, client=client)
 
     async def embed(self, call: EmbedCall) -> Any:
+        """One request, or one per input for a wire whose offering takes one (Titan: `batch_limit`),
+        as routing/embed.py cuts a call; the parts' vectors in input order."""
+        limit = getattr(self.wire, "batch_limit", lambda target: None)(self.target)
+        if limit == 1 and len(call.inputs) > 1:
+            parts = [await self.embed(call.part([i])) for i in range(len(call.inputs))]
+            return Embedded([v for part in parts for v in part.vectors],
+                            None if any(p.input_tokens is None for p in parts) else sum(p.input_tokens for p in parts))
         body, headers = await self.post(self.wire.build_embed(call, self.target))
         return self.wire.parse_embed(body, headers, self.target, call)
 

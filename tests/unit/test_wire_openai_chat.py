@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -354,12 +355,15 @@ def test_every_parameter_present_is_mapped_and_momor_only_ones_never_sent() -> N
         "metadata": {"team": "a"},
         "logprobs": True,
         "top_logprobs": 3,
+        "store": False,  # OpenAI on Momor's key keeps nothing (seed 001), not a parameter
     }
 
 
 def test_absent_parameters_are_left_off() -> None:
     body = build(Call(system="", messages=[user()]))
-    assert set(body) == {"model", "messages"}
+    assert set(body) == {"model", "messages", "store"}  # store: false on Momor's key, as above
+    own_key = dataclasses.replace(make_target(), key_source="call")
+    assert set(build(Call(system="", messages=[user()]), own_key)) == {"model", "messages"}
 
 
 def test_provider_options_rename_max_tokens_and_seed() -> None:

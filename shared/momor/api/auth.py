@@ -28,6 +28,7 @@ from starlette.requests import Request
 from ..config import get_config
 from ..door_http import headers_of
 from ..errors import RequestError
+from ..guardrails.policy import NONE, Policy, merged
 from ..store import apikeys, organizations
 from ..store.organizations import Defaults, Organization
 from . import cognito
@@ -60,6 +61,16 @@ class Caller:
     """The API key's own spend limits (budgets.py); the organization's are on `org`."""
     key_hash: str | None = field(default=None, repr=False)
     """The key item's partition key (where the rate limiter reads its rateLimit); None for a session."""
+    cache: bool | None = None
+    """The API key's own response-cache default (None: its organization's; api/cached.py)."""
+    cache_ttl: int | None = None
+    key_guardrails: Policy = NONE
+    """The API key's own guardrail checks (the organization's are on `org`)."""
+
+    @property
+    def guardrails(self) -> Policy:
+        """The checks every call of this caller runs: the organization's, then the key's."""
+        return merged(self.org.guardrails, self.key_guardrails)
 
     @property
     def defaults(self) -> Defaults:
@@ -106,7 +117,9 @@ async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:
     if kept is not None and kept[0] is key and kept[1] is org and kept[2] == key_hash:
         return kept[3]
     caller = Caller(id=key.id, name=key.name, kind="key", org=org, role=key.role, person=key.owner,
-                    zdr=key.zdr, budget_daily=key.budget_daily, budget_monthly=key.budget_monthly, key_hash=key_hash)
+                    zdr=key.zdr, budget_daily=key.budget_daily, budget_monthly=key.budget_monthly, key_hash=key_hash,
+                    cache=key.cache, cache_ttl=key.cache_ttl,
+                    key_guardrails=key.guardrails)
     if len(_callers) >= _CALLERS_KEPT:
         _callers.clear()
     _callers[id(key)] = (key, org, key_hash, caller)

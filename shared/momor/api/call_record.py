@@ -2,7 +2,8 @@
 pays), the log line, the record written to the store, the budget settled and the metrics.
 
 api/flow.py runs the call and hands its Recorder here; nothing here changes what the caller is
-answered. Where it is safe, the writing happens after the answer (background.py).
+answered. Where it is safe, the writing happens after the answer (background.py). The call's
+OpenTelemetry spans and metrics are made here too, from the same recorder (telemetry.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..routing.plan import Candidate
 from ..routing.recorder import Recorder
 from ..routing.request import Routed
 from ..store.records import CallRecord, cost_usd, total_cost
+from . import telemetry
 from .backend import Backend
 
 
@@ -37,8 +39,8 @@ def _billed_cost(recorder: Recorder, billed: Callable[[Candidate], Prices | None
     model's); None when those are the served offering's own. Failed attempts keep their cost."""
     served = recorder.served()
     prices = billed(served.candidate) if served is not None else None
-    if served is None or prices is None or served.attempt.usage is None:
-        return None
+    if served is None or prices is None or served.attempt.usage is None or served.attempt.key_source == "cache":
+        return None  # a cache hit (api/cached.py) costs nothing, whatever its prices
     others = sum((a.cost for a in recorder.attempts if a is not served.attempt and a.cost is not None), Decimal(0))
     return others + cost_usd(served.attempt.usage, prices)
 
@@ -71,6 +73,7 @@ async def _write(backend: Backend, recorder: Recorder, billed: Callable[[Candida
         metrics.emit(record)
     except Exception:
         logger.exception("call metrics not written", extra={"request_id": recorder.request_id})
+    telemetry.export(recorder, record)  # OpenTelemetry, when an endpoint is set; never raises
 
 
 async def _written(backend: Backend, recorder: Recorder, billed: Callable[[Candidate], Prices | None] | None = None

@@ -1,8 +1,8 @@
 """The life of one routed call, the same for every dialect.
 
     request id -> auth -> headers -> body -> dialect parse (-> the door's `complete`, if it has one:
-      stored state) -> plan -> attempt loop
-      -> buffered answer, or a stream whose first bytes leave once a model has begun
+      stored state) -> input guardrails -> plan -> attempt loop
+      -> output guardrails -> buffered answer, or a stream whose first bytes leave once a model has begun
       -> the record, written once whatever happened (refusals and failures included; call_record.py
          makes it: cost, log line, store, budget, metrics)
 
@@ -18,6 +18,7 @@ limited, planned and recorded the same way.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -27,11 +28,13 @@ import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from .. import invocation
+from .. import background, invocation, tracecontext
 from ..catalog import Catalog
+from ..config import get_config
 from ..door_http import (
     check_accept,
     check_content_type,
+    headers_of,
     id_headers,
     new_request_id,
     parse_json_object,
@@ -40,6 +43,9 @@ from ..door_http import (
 )
 from ..errors import MomorError, RequestError
 from ..events import Assembler, Event, Finish
+from ..guardrails.answer import guard_stream, guard_whole
+from ..guardrails.refusal import OutputBlocked
+from ..guardrails.screen import Screening, screen
 from ..logs import logger
 from ..routing.attempts import Answer, Session
 from ..routing.estimate import cost_ceiling
@@ -51,10 +57,11 @@ from ..routing.request import Routed
 from ..store.budgets import BudgetState, Spend, has_budget, org_budget
 from ..store.organizations import Organization
 from ..store.ratelimit import RateState
-from . import explain
+from . import cached, explain, guardrail_services, telemetry
 from .backend import Backend, Caller
 from .call_record import record_call
 from .frame_stream import FrameStream
+from .guardrail_services import has_remote
 
 
 class Door(Protocol):
@@ -214,6 +221,11 @@ class Prepared:
     """The call runs under zero data retention (asked for, or the caller's organization holds it)."""
     plan_log: PlanLog | None = None
     """Why the plan left out what it left out (routing/plan.py); a route that plans again replaces it."""
+    cache: cached.CachePlan | None = None
+    """How the call uses the response cache (api/cached.py); None: not at all."""
+    screening: Screening | None = None
+    """What the caller's guardrails did to the call's input, and what its answer must go through
+    (guardrails/); None when the caller has no guardrails."""
 
 
 Operation = Callable[[Prepared], Awaitable[Response]]
@@ -228,6 +240,7 @@ async def routed_call(
     request_id = new_request_id()
     recorder = Recorder(request_id, route, door.dialect)
     recorder.gateway_request_id = _gateway_request_id(request)
+    recorder.trace = tracecontext.begin(headers_of(request).get("traceparent"), tracing=telemetry.tracing())
     admission = _Admission()
     explaining, plan_log = False, None
     try:
@@ -259,7 +272,12 @@ async def routed_call(
             await record_call(backend, recorder)
         raise
     response.headers.update(id_headers(request_id) | await admission.headers())
+    if recorder.trace is not None:  # where a user finds the call's trace from its answer
+        response.headers[TRACE_ID_HEADER] = recorder.trace.trace_hex
     return response
+
+
+TRACE_ID_HEADER = "X-Momor-Trace-Id"
 
 
 async def _prepare(
@@ -290,12 +308,40 @@ async def _prepare(
             # that (429), as on every other call, not what the read found (an unknown id's 400).
             await admission.limited()
             raise
+    screening = await _screened(caller, routed, recorder)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
+    cache_plan = cached.plan_for(request, caller, routed, zdr)  # a bad X-Momor-Cache: 400 before any hold
+    if screening is not None and (screening.masked or screening.rewrites_output):
+        # A masked call's placeholders are the same for different values ([EMAIL_1]), and a kept answer
+        # would skip the output checks and the restore: such calls neither read nor fill the cache.
+        cache_plan = None
     await admission.check(recorder, lambda: _hold(routed, candidates) if billed else Decimal(0))
     resolve = _gated(await backend.key_resolver(routed.keys, zdr=zdr), routed.gate, recorder)
     return Prepared(door, backend, recorder, routed, candidates, resolve, zdr=zdr,
-                    deadline=invocation.deadline(request.scope))
+                    deadline=invocation.deadline(request.scope), cache=cache_plan, screening=screening)
+
+
+async def _screened(caller: Caller, routed: Routed, recorder: Recorder) -> Screening | None:
+    """The input guardrails, on the canonical call as it will be served (GuardrailRefused: 400 before
+    any provider is asked). A call they masked, or whose answer they check, goes to every offering
+    translated from that call, never in the caller's own words (its body still holds the values)."""
+    policy = getattr(caller, "guardrails", None)
+    if not policy:
+        return None
+    screening = Screening(policy)
+    recorder.guardrails = screening.verdicts  # by reference: a refusal's verdict and the output's join it
+    found = await guardrail_services.found(policy, routed.call, screening) if has_remote(policy) else None
+    screen(policy, routed.call, screening, found)
+    if screening.masked or screening.rewrites_output:
+        routed.caller_body = routed.caller_body and _translated(routed.caller_body)
+        routed.adjust_body = None
+    return screening
+
+
+def _translated(body: Any) -> Any:
+    """The caller's body kept only for what is not its words (Anthropic betas): no wire speaks it."""
+    return dataclasses.replace(body, body={}, wire="guardrails:translated")
 
 
 def _hold(routed: Routed, candidates: list[Candidate]) -> Decimal:
@@ -307,9 +353,14 @@ def _hold(routed: Routed, candidates: list[Candidate]) -> Decimal:
 
 
 async def generate(p: Prepared) -> Response:
-    """The model's answer: whole, or a stream whose first bytes leave once a model has begun."""
+    """The model's answer: whole, or a stream whose first bytes leave once a model has begun; from
+    the response cache when the call uses it and its answer is kept there (api/cached.py)."""
     routed, recorder = p.routed, p.recorder
     recorder.plan = explain.compact(p.candidates, p.plan_log)  # the record's "why this route"
+    if p.cache is not None:
+        replayed = await _from_cache(p, p.cache)
+        if replayed is not None:
+            return replayed
     session = Session(
         routed.call,
         p.candidates,
@@ -317,7 +368,7 @@ async def generate(p: Prepared) -> Response:
         resolve_key=p.resolve_key,
         network_timeout=routed.network_timeout,
         rollover=routed.rollover,
-        keep_text=p.after_answer is not None,
+        keep_text=p.after_answer is not None or p.cache is not None,
         adjust=routed.adjust,
         deadline=p.deadline,
         caller_body=routed.caller_body,
@@ -327,21 +378,95 @@ async def generate(p: Prepared) -> Response:
     answer = await session.open()
     recorder.mark_first_byte()
     recorder.status_code = 200
+    screening = p.screening if p.screening is not None and p.screening.rewrites_output else None
     if not routed.call.stream:
-        async for _ in _answered(p, answer):
+        async for _ in answer.events:
             pass
+        if screening is not None:
+            guard_whole(screening, answer.assembler)  # GuardrailRefused: the call's 400, and its record
+        if p.after_answer is not None:  # the answer as the caller gets it (restored, checked)
+            await p.after_answer(answer.assembler)
         _note_finish(p, answer.assembler.finish)
         await record_call(p.backend, recorder, routed)
-        return p.door.answer(recorder.request_id, routed, answer.served, answer.assembler, answer.passthrough)
+        await _keep_later(p, answer.served, answer.assembler)
+        response = p.door.answer(recorder.request_id, routed, answer.served, answer.assembler, answer.passthrough)
+        response.headers.update(cached.header(p.cache))
+        return response
     # Without an after_answer, the door reads the answer's events directly (one generator layer less
     # for every event of the stream).
     events = answer.events if p.after_answer is None else _answered(p, answer)
+    if screening is not None:
+        events = _guarded(p, screening, events)
     return FrameStream(
         p.door.stream(recorder.request_id, routed, answer.served, events, answer.passthrough),
         ended=lambda: _stream_ended(p, answer),
         media_type="text/event-stream",
-        headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, answer.served)},
+        headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, answer.served), **cached.header(p.cache)},
     )
+
+
+async def _from_cache(p: Prepared, plan: cached.CachePlan) -> Response | None:
+    """The kept answer, written by the caller's dialect whole or as its stream, with a record that says
+    it was a hit; None (a miss, or `refresh`) when the provider is to answer. The key is made here,
+    once the candidates are final (the router plans again in its operation)."""
+    routed, recorder = p.routed, p.recorder
+    plan.digest = cached.key_of(recorder.route, p.door.dialect, routed, p.candidates, await p.backend.catalog())
+    entry = await cached.lookup(plan) if plan.read else None
+    recorder.cache = plan.state = plan.state or {"status": "miss" if plan.read else "refresh"}
+    candidate = cached.served_by(entry, p.candidates) if entry is not None else None
+    if entry is None or candidate is None:
+        return None
+    billed = routed.billed_prices(candidate) if routed.billed_prices is not None else None
+    cached.record_hit(plan, entry, candidate, recorder, billed)
+    recorder.mark_first_byte()
+    recorder.status_code = 200
+    assembler = Assembler()
+
+    async def events() -> AsyncIterator[Event]:
+        for event in entry.events():
+            assembler.add(event)
+            yield event
+        recorder.end("complete")
+        if p.after_answer is not None:  # the Responses store, the router's memory: as for a live answer
+            await p.after_answer(assembler)
+
+    if not routed.call.stream:
+        async for _ in events():
+            pass
+        _note_finish(p, assembler.finish)
+        await record_call(p.backend, recorder, routed)
+        response = p.door.answer(recorder.request_id, routed, candidate, assembler, False)
+        response.headers.update(cached.header(plan))
+        return response
+
+    async def ended() -> None:
+        if recorder.outcome is None:
+            recorder.end("cancelled", "The caller left before the answer was complete.")
+        _note_finish(p, assembler.finish)
+        await record_call(p.backend, recorder, routed)
+
+    return FrameStream(
+        p.door.stream(recorder.request_id, routed, candidate, events(), False),
+        ended=ended,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", **p.door.stream_headers(routed, candidate), **cached.header(plan)},
+    )
+
+
+async def _keep_later(p: Prepared, served: Candidate, assembler: Assembler) -> None:
+    """A complete answer kept in the response cache after it has gone, as the record is (background.py)."""
+    plan = p.cache
+    if plan is not None and cached.keepable(p.recorder, assembler):
+        await background.later(f"cache:{p.recorder.request_id}", cached.keep(plan, p.recorder, served, assembler))
+async def _guarded(p: Prepared, screening: Screening, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
+    """A stream through the output guardrails; a block there is how the call ended (failed), not a
+    caller who left."""
+    try:
+        async for event in guard_stream(screening, events, get_config().guardrail_window):
+            yield event
+    except OutputBlocked as exc:
+        p.recorder.end("failed", exc.detail)
+        raise
 
 
 async def _stream_ended(p: Prepared, answer: Answer) -> None:
@@ -353,6 +478,7 @@ async def _stream_ended(p: Prepared, answer: Answer) -> None:
         logger.exception("closing the stream failed", extra={"request_id": p.recorder.request_id})
     _note_finish(p, answer.assembler.finish)
     await record_call(p.backend, p.recorder, p.routed)
+    await _keep_later(p, answer.served, answer.assembler)
 
 
 def _note_finish(p: Prepared, finish: Finish | None) -> None:

@@ -6,13 +6,20 @@ documents `{"status", "detail"}`.
     GET /me            {"id", "name", "email", "role", "managesKeys", "organization": {"id", "name",
                        "defaults": {"deprecated", "maxAge", "zdr"}, "membersCreateKeys"}}
     GET /keys          {"data": [key, ...]}: an admin's (or operator's) organization's keys; a member's own
-    POST /keys         {"name", "limits"?: {...}} -> 201, the key plus "key": the secret, shown this once
-    PATCH /keys/{id}   {"name"?, "limits"?: {...}} -> the key
+    POST /keys         {"name", "limits"?: {...}, "guardrails"?: {...}} -> 201, the key plus "key": the
+                       secret, shown this once
+    PATCH /keys/{id}   {"name"?, "limits"?: {...}, "guardrails"?: {...} | null} -> the key
     DELETE /keys/{id}  revokes it (disabled, never deleted: its records keep naming it) ->
                        {"id", "revoked": true}; refused everywhere within MOMOR_API_KEY_CACHE_S
 
     key = {"id", "name", "owner", "role", "created", "disabled", "limits": {"rateLimitPerMinute",
-           "budgetDailyUsd", "budgetMonthlyUsd", "zdr"}, "adminLimits": {...}, "spend": {"todayUsd", "monthUsd"}}
+           "budgetDailyUsd", "budgetMonthlyUsd", "zdr"}, "adminLimits": {...}, "spend": {"todayUsd", "monthUsd"},
+           "guardrails": {"input": [...], "output": [...]}}
+
+`guardrails` is the key's own guardrail policy (guardrails/policy.py), run after its organization's
+(GET /me shows that one): a key adds checks, never removes its organization's. Only an admin (or
+operator) sets or clears it (a member who could would take away checks an admin put on their key);
+null or {} clears it. A bad policy is a 400 naming the field.
 
 Who manages keys, decided here and nowhere else (issue 33):
 - a signed-in person (a Cognito session), or an API key whose role is admin or operator; an API key
@@ -45,6 +52,7 @@ from starlette.routing import Route
 
 from ..door_http import json_response, parse_json_object, read_body
 from ..errors import RequestError
+from ..guardrails.policy import NONE, Policy, parse
 from ..logs import logger
 from ..store import key_admin, key_limits, spend_history
 from ..store.budgets import Period
@@ -68,7 +76,7 @@ def me(caller: Caller) -> dict[str, Any]:
     return {"id": caller.id, "name": caller.name, "email": caller.email, "role": caller.role,
             "managesKeys": manages_keys(caller),
             "organization": {"id": org.id, "name": org.name, "defaults": org.defaults.to_json(),
-                             "membersCreateKeys": org.members_create_keys}}
+                             "membersCreateKeys": org.members_create_keys, "guardrails": org.guardrails.to_json()}}
 
 
 def _usd(value: Decimal | None) -> float | None:
@@ -86,7 +94,8 @@ async def key_json(key: key_admin.KeyInfo) -> dict[str, Any]:
     return {"id": key.id, "name": key.name, "owner": key.owner, "role": key.role, "created": key.created,
             "disabled": key.disabled, "limits": key_limits.shown(key.limits),
             "adminLimits": key_limits.admin_limits(key.set_by),
-            "spend": {"todayUsd": _usd(today), "monthUsd": _usd(month)}}
+            "spend": {"todayUsd": _usd(today), "monthUsd": _usd(month)},
+            "guardrails": key.guardrails.to_json()}
 
 
 def _may_list(caller: Caller) -> None:
@@ -139,16 +148,27 @@ async def _body(request: Request, allowed: set[str]) -> dict[str, Any]:
     return body
 
 
+def _guardrails(body: dict[str, Any], caller: Caller) -> Policy | None:
+    """The key's guardrails as the body sets them (None: not given; NONE: cleared), admins only."""
+    if "guardrails" not in body:
+        return None
+    if not caller.admin:
+        raise RequestError("Only an admin sets or clears a key's guardrails.", status=403, param="guardrails")
+    value = body["guardrails"]
+    return NONE if value in (None, {}) else parse(value, origin="key")
+
+
 async def _create(request: Request, caller: Caller) -> Response:
     _may_manage(caller)
-    body = await _body(request, {"name", "limits"})
+    body = await _body(request, {"name", "limits", "guardrails"})
     name = _name(body, required=True)
     assert name is not None
     limits = key_limits.parse(body.get("limits"), caller.role)
     key_limits.check(limits, {}, caller.role)
+    guardrails = _guardrails(body, caller) or NONE
     plaintext, info = await key_admin.create(
         caller.org.id, name, owner=caller.person or caller.name, limits=limits,
-        set_by=key_limits.recorded({}, limits, caller.role))
+        set_by=key_limits.recorded({}, limits, caller.role), guardrails=guardrails)
     return json_response({**await key_json(info), "key": plaintext}, 201)
 
 
@@ -156,9 +176,10 @@ async def _change(request: Request, caller: Caller) -> Response:
     _may_manage(caller)
     key = await _one(caller, request.path_params["key_id"])
     _may_touch(caller, key)
-    body = await _body(request, {"name", "limits"})
+    body = await _body(request, {"name", "limits", "guardrails"})
     name = _name(body, required=False)
     limits = key_limits.parse(body.get("limits"), caller.role)
+    guardrails = _guardrails(body, caller)
     for _ in range(_RECHECKS):
         current = await key_admin.read(key.key_hash)
         if current is None:
@@ -167,7 +188,8 @@ async def _change(request: Request, caller: Caller) -> Response:
         key_limits.check(limits, current.set_by, caller.role)
         try:
             info = await key_admin.change(current, name=name, limits=limits,
-                                          set_by=key_limits.recorded(current.set_by, limits, caller.role))
+                                          set_by=key_limits.recorded(current.set_by, limits, caller.role),
+                                          guardrails=guardrails)
         except key_admin.Changed:
             continue
         return json_response(await key_json(info))

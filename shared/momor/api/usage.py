@@ -7,7 +7,9 @@ organization admin's, every call of the organization (its keys' and its people's
 `group=person` break them down); an operator's, every call of the deployment. Nobody else's: an
 organization's calls are read by its callers' ids, so another organization's never come into it.
 See store/usage.py for what is counted and how the read is bounded. With the key's budget, when it
-has one: spend against each limit.
+has one: spend against each limit. `guardrails`: calls each guardrail masked, blocked and logged, per
+key, over the range's days (store/guardrail_counts.py), for the same callers, of the caller's own
+organization (an operator's too).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from starlette.routing import Route
 from .. import background
 from ..door_http import json_response
 from ..errors import RequestError
-from ..store import budgets, key_admin, organizations, usage
+from ..store import budgets, guardrail_counts, key_admin, organizations, usage
 from ..store.organizations import Organization
 from .auth import PERSON_PREFIX
 from .backend import Backend, Caller
@@ -55,6 +57,7 @@ async def _usage(request: Request, caller: Caller) -> dict[str, Any]:
     answer = usage.summarize(records, span, group)
     await usage.add_details(answer["latest"])
     budget = await budgets.current(caller)
+    rails = await guardrail_counts.counts(caller.org.id, span.days(), None if callers is None else set(callers))
     return {
         "scope": scope,
         "caller": {"id": caller.id, "name": caller.name, "admin": caller.admin, "role": caller.role,
@@ -63,6 +66,7 @@ async def _usage(request: Request, caller: Caller) -> dict[str, Any]:
         "records": len(records),
         **answer,
         "budget": budget.to_json() if budget is not None else None,
+        "guardrails": rails,
     }
 
 

@@ -184,6 +184,8 @@
     setFigure("kpi-failed", int(t.failed), t.failed);
     setFigure("kpi-saved", int(t.saved), t.saved);
     setFigure("kpi-failure-rate", pct(t.failureRate) + " failure rate", t.failureRate);
+    setFigure("kpi-cache-saved", usd(t.cacheSavedUsd || 0), t.cacheSavedUsd);
+    setFigure("kpi-cache-hits", int(t.cacheHits || 0) + " hits · " + pct(t.cacheHitRate || 0) + " hit rate", t.cacheHits);
     setFigure("kpi-tokens", int(t.inputTokens) + " in · " + int(t.outputTokens) + " out", t.inputTokens);
     setFigure("kpi-routes", u.groups.route.length + (u.groups.route.length === 1 ? " route" : " routes"));
     setFigure("kpi-latency", ms(t.latencyMs.p50), t.latencyMs.p50);
@@ -346,6 +348,8 @@
         el("td", { class: "num", "data-test": "calls" }, int(g.calls)),
         el("td", { class: "num", "data-test": "failed" }, int(g.failed) + (g.calls ? " (" + pct(g.failureRate) + ")" : "")),
         el("td", { class: "num hide-sm" }, int(g.saved)),
+        el("td", { class: "num hide-sm", "data-test": "cache" },
+          int(g.cacheHits || 0) + (g.cacheHits ? " (" + pct(g.cacheHitRate) + ") · " + usd(g.cacheSavedUsd) : "")),
         el("td", { class: "num hide-sm" }, int(g.inputTokens) + " / " + int(g.outputTokens)),
         el("td", { class: "num", "data-test": "cost" }, usd(g.costUsd)),
         el("td", { class: "num hide-sm" }, ms(g.latencyMs.p50) + " / " + ms(g.latencyMs.p95)));
@@ -395,6 +399,10 @@
       const status = el("span", { class: "pill " + (call.failed ? "bad" : "ok") }, String(call.status));
       const servedCell = el("td", {}, servedBy(call));
       if (call.saved) servedCell.append(el("span", { class: "pill saved", title: "saved by failover" }, "saved"));
+      if (call.served && call.served.cached) {
+        servedCell.append(el("span", { class: "pill cached", "data-test": "cached",
+          title: "answered from the response cache: " + usd(call.served.savedUsd) + " saved" }, "cached"));
+      }
       if (call.failed && call.error) servedCell.append(el("div", { class: "why-short", "data-test": "call-error" }, call.error));
       const row = el("tr", { "data-id": call.id, tabIndex: 0 },
         el("td", {}, when(call.created)), servedCell, el("td", { class: "hide-sm" }, call.route),

@@ -3,7 +3,7 @@ whoever asked, since both SDKs and Momor's own callers reach the same server:
 
 - the Anthropic SDK (it sends `anthropic-version` on every request), or a path of the
   Anthropic route: Anthropic's `{"type": "error", "error": {"type", "message"}}`;
-- any other path under /v1 (where the OpenAI SDK's base URL points): OpenAI's error object;
+- any other path under /v1 or /router (where the OpenAI SDK's base URL points): OpenAI's error object;
 - anything else: Momor's problem document.
 
 A routed call's errors are its door's to write (api/flow.py); this is for the rest.
@@ -18,6 +18,7 @@ from ..door_http import PROBLEM, json_response
 from ..errors import MomorError
 
 _ANTHROPIC_PATHS = ("/messages", "/v1/messages")
+_OPENAI_PATHS = ("/v1", "/router")
 
 
 def shape_for(request: Request) -> str:
@@ -25,7 +26,7 @@ def shape_for(request: Request) -> str:
     if "anthropic-version" in request.headers or any(
             path == p or path.startswith(p + "/") for p in _ANTHROPIC_PATHS):
         return "anthropic"
-    if path == "/v1" or path.startswith("/v1/"):
+    if any(path == p or path.startswith(p + "/") for p in _OPENAI_PATHS):
         return "openai"
     return "native"
 

@@ -8,6 +8,9 @@ both SDKs' `models.list()`: each entry carries OpenAI's fields (`id`, `object`, 
 rerank model's `rerank`, `offerings` with each provider and its prices in US dollars per
 million tokens). The page is always whole: `has_more` is false, `first_id`/`last_id` name its ends.
 
+The router alias serves the same list at /router/v1/models (and its entries at /router/v1/models/{id}),
+so an OpenAI SDK whose base URL is `<momor>/router/v1` lists models as one at `<momor>/v1` does.
+
 GET /models/{id} (and /v1/models/{id}) is one entry, as both SDKs' `models.retrieve(id)` read
 it; the id holds a `/`. An id the catalog does not serve is a 404 in the shape of the SDK that
 asked (dialects/error_shape.py).
@@ -34,6 +37,8 @@ from ..errors import MomorError, RequestError
 from .error_shape import error_response
 
 _EPOCH = dt.date(1970, 1, 1)
+PATHS = ("/models", "/v1/models", "/router/v1/models")
+"""Each lists the catalog; `<path>/{id}` is one entry. The third is the router alias's base URL (seed 003)."""
 
 
 def model_entry(model: Model) -> dict[str, Any]:
@@ -115,7 +120,7 @@ def routes(backend: Backend) -> list[Route]:
 
         return await answer(request, build)
 
-    return [route for path in ("/models", "/v1/models") for route in (
+    return [route for path in PATHS for route in (
         Route(path, list_models, methods=["GET"]),
         Route(path + "/{wanted:path}", retrieve_model, methods=["GET"]),
     )]

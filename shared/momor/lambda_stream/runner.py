@@ -23,6 +23,7 @@ from mangum.protocols.lifespan import LifespanCycle
 from mangum.types import ASGI
 
 from momor import background
+from momor.api import telemetry
 from momor.config import get_config
 from momor.lambda_stream.context import LambdaContext
 from momor.lambda_stream.cycle import StreamingHTTPCycle
@@ -118,6 +119,10 @@ async def serve(adapter: Mangum, api: RuntimeAPI, state: dict[str, Any]) -> None
         # Work the app left to finish after its answer (call records) ends before the next
         # event is asked for: the environment may be frozen once /next is called.
         await background.drain()
+        # Spans and metrics queued by those records leave too, bounded by the exporters' timeout
+        # (api/telemetry.py): a frozen environment must not hold them. Nothing to do when off.
+        if telemetry.enabled():
+            await asyncio.to_thread(telemetry.flush)
 
 
 def _report_init_error(loop: asyncio.AbstractEventLoop, api: RuntimeAPI, exc: BaseException) -> int:

@@ -73,6 +73,8 @@ class Target:
     translating the call. Never changed in place: a failed-over call sends it again."""
     betas: tuple[str, ...] = ()
     """Anthropic beta features the caller asked for (`caller_body.CallerBody.betas`)."""
+    traceparent: str | None = None
+    """The W3C `traceparent` this request carries (tracecontext.py), or None: sent by the transport."""
 
     @property
     def model_id(self) -> str:

@@ -47,8 +47,9 @@ def _depth(call: Call, target: Target) -> str | None:
     effort = call.params.reasoning_effort
     if not depths:
         return None
-    if effort is None:
-        return "none" if "reasoningEffort" in target.provider.parameters else None
+    if effort is None:  # none where the provider honours it (seed 000), unless the dialect sends nothing
+        honoured = "reasoningEffort" in target.provider.parameters and not call.params.sends_no_reasoning
+        return "none" if honoured else None
     if effort == "none":
         return "none"
     depth = nearest_depth(effort, depths)

@@ -119,8 +119,10 @@ def _thinking(params: Parameters, target: Target) -> dict[str, Any] | None:
     if not depths:
         return None  # not a reasoning model: it takes no `thinking`
     if effort is None:
-        # Seed 000: left out asks not to reason, where the provider honours reasoningEffort.
-        return {"type": "disabled"} if "reasoningEffort" in target.provider.parameters else None
+        # Seed 000: left out asks not to reason, where the provider honours reasoningEffort; where the
+        # call's dialect sends none for a left-out depth (seed 001), nothing: the model's default.
+        honoured = "reasoningEffort" in target.provider.parameters and not params.sends_no_reasoning
+        return {"type": "disabled"} if honoured else None
     depth = nearest_depth(effort, depths)
     if depth == "none" or effort == "none":
         return {"type": "disabled"}

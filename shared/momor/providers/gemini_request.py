@@ -249,7 +249,7 @@ def _map_tool_config(params: Parameters) -> dict[str, Any] | None:
 
 def _map_thinking_config(params: Parameters, target: Target) -> dict[str, Any] | None:
     depths = target.model.capabilities.reasoning
-    if not depths:
+    if not depths or params.sends_no_reasoning:  # left out where the dialect sends none: the model's default
         return None
     # Left out, reasoningEffort is none (seed 000); a model that cannot stop thinking gets its lowest depth.
     depth = nearest_depth(params.reasoning_effort or "none", depths)

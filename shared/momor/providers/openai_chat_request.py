@@ -31,6 +31,8 @@ from .kit import unsupported
 from .openai_tools import tool_choice
 
 WIRE_NAME = "openai_chat"
+OPENAI = "openai"
+"""The provider (catalog name or root) that is OpenAI itself: its key keeps nothing by default."""
 
 # Fields of a tool call the protocol defines; anything else a server adds (Gemini's OpenAI-compatible
 # endpoint puts a thought signature in `extra_content`) is kept as state and replayed to this wire.
@@ -296,16 +298,32 @@ def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
     if params.seed is not None:
         body[_option_str(options, "seedField", "seed")] = params.seed
     effort = _map_reasoning_effort(params.reasoning_effort, target.model.capabilities.reasoning)
-    if params.reasoning_effort in (None, "none") and "reasoningEffort" in target.provider.parameters:
+    not_to_reason = params.reasoning_effort in (None, "none") and not params.sends_no_reasoning
+    if not_to_reason and "reasoningEffort" in target.provider.parameters:
         # Seed 000: none, also what leaving it out sends, asks the model not to reason. A
-        # reasoning model left without reasoning_effort reasons at its default depth.
+        # reasoning model left without reasoning_effort reasons at its default depth. (Seed 001's
+        # dialect leaves it out as written: `Parameters.reasoning_default`.)
         effort = _least_reasoning(target.model.capabilities.reasoning)
     if effort is not None:
         body["reasoning_effort"] = effort
     store = options.get("store")
-    if isinstance(store, bool):
+    if stores_nothing(target):
+        body["store"] = False
+    elif isinstance(store, bool):
         body["store"] = store
     return body
+
+
+def stores_nothing(target: Target) -> bool:
+    """On the deployment's own key the provider keeps nothing: store=false goes whatever the caller
+    sent (seed 001). OpenAI (the provider named `openai`, or a region of it) is sent it by default,
+    unless the catalog's `store: true` option says otherwise; another Chat Completions provider only
+    where its `store: false` option asks (most refuse a field they do not know). A caller's own key
+    gets the body as written."""
+    if target.key_source != "saved":
+        return False
+    store = target.provider.options.get("store")
+    return store is False or (store is None and target.provider.root == OPENAI)
 
 
 def _unchecked_fields(options: dict[str, Any]) -> dict[str, str]:
@@ -372,7 +390,7 @@ def build_passthrough_request(raw: dict[str, Any], target: Target, stream: bool)
             del body["reasoning_effort"]
         else:
             body["reasoning_effort"] = depth
-    if options.get("store") is False and target.key_source == "saved":
+    if stores_nothing(target):
         body["store"] = False  # on the deployment's own key the provider keeps nothing (seed 001)
     if isinstance(body.get("messages"), list):
         field_name = _option_str(options, "reasoningField", None)

@@ -77,7 +77,8 @@ def build_request(call: Call, target: Target, stream: bool) -> WireRequest:
         body["text"] = {"format": _map_text_format(call.response_schema, call.params)}
     body.update(_map_parameters(call.params))
     place_unchecked(body, call.params.unchecked, _UNCHECKED_FIELDS, WIRE_NAME)
-    reasoning = map_reasoning(call.params.reasoning_effort, target.model.capabilities.reasoning)
+    reasoning = None if call.params.sends_no_reasoning else \
+        map_reasoning(call.params.reasoning_effort, target.model.capabilities.reasoning)
     include: list[str] = []
     if reasoning is not None:
         body["reasoning"] = reasoning

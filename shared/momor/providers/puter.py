@@ -172,7 +172,9 @@ def _map_parameters(params: Parameters, target: Target) -> dict[str, Any]:
     # gpt-5 models). Left out or `none` asks the model not to reason (seed 000), and a reasoning model
     # sent nothing reasons at its default depth: where the provider honours reasoningEffort, it is
     # sent `none` where it takes it, else its lowest depth.
-    if effort in (None, "none"):
+    if params.sends_no_reasoning:  # the dialect's rule for a left-out depth: nothing (seed 001)
+        depth = None
+    elif effort in (None, "none"):
         depth = least_depth(depths) if "reasoningEffort" in target.provider.parameters else None
     else:
         depth = nearest_depth(effort, depths) if depths else None

@@ -89,11 +89,12 @@ REGISTRY: tuple[WireFacts, ...] = (
               embeds_over="openai_embed"),
     WireFacts("gemini", "momor.providers.gemini", answers_choices=True, reasoning=True,
               options=("schemas", "thinking"), embeds_over="gemini_embed"),
-    WireFacts("vertex", "momor.providers.vertex", reasoning=True,
+    WireFacts("vertex", "momor.providers.vertex", reasoning=True, embeds_over="vertex_embed",
               options=("project", "location", "schemas", "thinking", "beta", "structuredOutputs")),
     WireFacts("cohere", "momor.providers.cohere", options=("authHeader",), embeds_over="cohere_embed",
               reranks_over="cohere_rerank"),
-    WireFacts("bedrock_converse", "momor.providers.bedrock_converse"),
+    WireFacts("bedrock_converse", "momor.providers.bedrock_converse", embeds_over="bedrock_embed",
+              reranks_over="bedrock_rerank"),
     WireFacts("openai_transcribe", "momor.providers.openai_transcribe", in_catalog=False,
               options=_ENDPOINT_OPTIONS),
     # OpenAI's /embeddings: 2048 inputs and 300,000 tokens a request (OpenAI's API reference).
@@ -106,6 +107,13 @@ REGISTRY: tuple[WireFacts, ...] = (
     WireFacts("cohere_rerank", "momor.providers.cohere_rerank", in_catalog=False),
     # Gemini's batchEmbedContents takes 100 requests (its API reference).
     WireFacts("gemini_embed", "momor.providers.gemini_embed", in_catalog=False, batch=100),
+    # Vertex AI's predict takes 250 instances and 20,000 tokens a request (its text embeddings reference).
+    WireFacts("vertex_embed", "momor.providers.vertex_embed", in_catalog=False, batch=250, batch_tokens=20_000,
+              options=("project", "location")),
+    # Bedrock's InvokeModel: Cohere Embed takes 96 texts a request, Titan one (its batch_limit).
+    WireFacts("bedrock_embed", "momor.providers.bedrock_embed", in_catalog=False, batch=96),
+    # bedrock-agent-runtime's Rerank (1000 sources a request: the catalog's rerank.maxDocuments).
+    WireFacts("bedrock_rerank", "momor.providers.bedrock_rerank", in_catalog=False),
 )
 
 _BY_NAME = {facts.name: facts for facts in REGISTRY}

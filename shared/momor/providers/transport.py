@@ -83,7 +83,7 @@ async def exchange(
     only the caller knows what it has passed on.
     """
     request = wire.build_request(call, target, stream)
-    headers = {**target.provider.headers, **request.headers}
+    headers = _request_headers(target, request.headers)
     url = request.url or target_url(target, request.path)
     with provider_errors(target):
         headers.update(await credential_headers(wire, target))  # a wire that signs in first (Vertex)
@@ -119,6 +119,13 @@ async def exchange(
                     yield event
                 for event in wire.parse_response(body, target):
                     yield event
+
+
+def _request_headers(target: Target, wire_headers: dict[str, str]) -> dict[str, str]:
+    headers = {**target.provider.headers, **wire_headers}
+    if target.traceparent is not None:  # W3C Trace Context: the provider's work joins the caller's trace
+        headers["traceparent"] = target.traceparent
+    return headers
 
 
 def _as_read(data: bytes, final: bool = False) -> bytes:
@@ -256,7 +263,7 @@ async def post_whole(wire: Any, request: Any, target: Target, *, timeouts: Timeo
     """One buffered JSON exchange that is not a generation (an embedding, a rerank: providers/vectors.py):
     the answer's body and headers, over the same lean client, timeouts and error mapping as `exchange`.
     `request` is a WireRequest the wire built; its `map_error` reads a failure."""
-    headers = {**target.provider.headers, **request.headers}
+    headers = _request_headers(target, request.headers)
     url = request.url or target_url(target, request.path)
     with provider_errors(target):
         headers.update(await credential_headers(wire, target))

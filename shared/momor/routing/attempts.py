@@ -31,6 +31,7 @@ from ..caller_body import CallerBody
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..events import Assembler, Continued, Event, Usage
 from ..providers.base import Target
+from ..providers.kit import unsupported
 from ..providers.registry import answers_choices, reply_timeout
 from ..providers.transport import Timeouts, exchange
 from . import hedge
@@ -265,11 +266,15 @@ class Session:
     async def _start(self, candidate: Candidate, key: ResolvedKey, call: Call, caller_body: CallerBody | None,
                      attempt: AttemptTimer) -> _Serving:
         way = way_for(candidate.provider.wire, caller_body)  # passthrough or not: decided here, once
+        if way.body is None and call.untranslatable is not None:
+            # What the caller wrote that the canonical call cannot hold: only its own words carry it.
+            raise unsupported(candidate.provider.wire, call.untranslatable)
         body = way.body
         if body is not None and self.adjust_body is not None:
             body = self.adjust_body(body, candidate)
         target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source,
-                        schema_asked=call.answer_schema is not None, passthrough_body=body, betas=self._betas)
+                        schema_asked=call.answer_schema is not None, passthrough_body=body, betas=self._betas,
+                        traceparent=trace.traceparent(attempt.span_id) if (trace := self.recorder.trace) else None)
         if self.adjust is not None:  # the route's per-candidate call (router defaults, file conversions)
             adjusted = self.adjust(call, candidate)
             call = await adjusted if inspect.isawaitable(adjusted) else adjusted
@@ -284,6 +289,7 @@ class Session:
             stream = self.exchange_fn(wire, call, target, stream=call.stream, timeouts=timeouts, words=way.words)
         # A stream is committed to at its first visible output, a buffered call once it is whole.
         produced, held = await hold_until_output(stream, streaming=call.stream, first_token=timeouts.first_token)
+        attempt.first_output = time.perf_counter()  # the attempt's time to first token (its span's event)
         return _Serving(candidate, attempt, produced, held, stream, way.passthrough)
 
     async def _events(self, serving: _Serving, sent: Assembler) -> AsyncIterator[Event]:

@@ -30,7 +30,11 @@ thread's most recent turns (its last turn and those before it, in order, anywher
 caller's own last message), those turns are neither injected again nor stored again: only the
 turns after them are new and kept, and only the thread's older turns that the caller did not send
 are injected (none when the caller's messages start with history of their own). Messages compare
-by role and content, as stored.
+by role and content, as stored. A request that ends on tool results (or an assistant turn) is the
+same exchange going on, not a new turn: the SDK's tool loop resends `[user, assistant(tool_calls),
+tool]` with the same chat id, whose user turn (and any text the assistant said beside its calls)
+the thread already holds, so its held turns may run to its end, and it injects and keeps nothing
+again; the loop's final text answer is kept once, after the turn that asked.
 
 One big turn never costs the thread its history. A turn larger than `TURN_BYTES` (a quarter of
 what memory looks back over) is stored shortened: its text cut, marked `[Momor memory: ... shortened ...]`,
@@ -175,13 +179,14 @@ def said(messages: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def resent(thread: list[dict[str, Any]], turns: list[dict[str, Any]]) -> tuple[int, int]:
+def resent(thread: list[dict[str, Any]], turns: list[dict[str, Any]], last_is_new: bool = True) -> tuple[int, int]:
     """(k, j): `turns[j-k:j]` are the thread's last k turns, the latest such run before the
-    caller's last turn (always new); (0, 0) when the caller's turns do not hold the thread's last."""
+    caller's last turn when that one is new (`last_is_new`: the request ends on a user message),
+    else anywhere up to the end; (0, 0) when the caller's turns do not hold the thread's last."""
     if not thread:
         return 0, 0
     as_stored = [shortened(t, TURN_BYTES) for t in turns]
-    for j in range(len(as_stored) - 1, 0, -1):
+    for j in range(len(as_stored) - (1 if last_is_new else 0), 0, -1):
         if as_stored[j - 1] != thread[-1]:
             continue
         k = 1
@@ -189,6 +194,14 @@ def resent(thread: list[dict[str, Any]], turns: list[dict[str, Any]]) -> tuple[i
             k += 1
         return k, j
     return 0, 0
+
+
+def ends_on_user(messages: list[Any]) -> bool:
+    """Whether the request's last message is a user message: a new turn. A request ending on tool
+    results (or an assistant turn) continues the exchange its earlier messages already hold: the
+    SDK's tool loop resends `[user, assistant(tool_calls), tool]`, whose user turn the thread has."""
+    last = messages[-1] if messages else None
+    return not isinstance(last, dict) or last.get("role") not in ("tool", "function", "assistant")
 
 
 def answered(assembler: Assembler) -> dict[str, Any] | None:
@@ -217,19 +230,20 @@ def with_memory(
 async def recall(ask: Ask, caller_id: str, chat_id: str, request_messages: list[Any]) -> Recall:
     """Load (or, for context false, clear) the thread's recent window; what to inject and what is new."""
     turns = said(request_messages)
+    last_is_new = ends_on_user(request_messages)
     if ask.mode == "off":
         await store.clear(caller_id, chat_id)
         return Recall(chat_id, caller_id, ask.mode, store.Thread(), [], turns)
     want = BOUNDS[ask.mode].messages
     thread = store.Thread() if ask.new else await store.load(caller_id, chat_id, want)
-    k, j = resent(thread.turns, turns)
+    k, j = resent(thread.turns, turns, last_is_new)
     if k and thread.more is not None and (k == len(thread.turns) or j == k):
         # Every turn read matched, so the caller may hold more of the thread than was read; and when
         # it holds only the thread's latest turns, the older ones to inject lie behind them: read
         # back that far (never past the horizon). A caller that resends its whole conversation (the
         # SDK's loop) so costs a read of what it resent; one that sends its new turn, the window.
         thread = await store.load(caller_id, chat_id, j + want, thread)
-        k, j = resent(thread.turns, turns)
+        k, j = resent(thread.turns, turns, last_is_new)
     if k == 0:
         return Recall(chat_id, caller_id, ask.mode, thread, recent(thread.turns, ask.mode), turns)
     # The caller holds the thread's last k turns: inject only older ones it lacks, and only when its

@@ -21,6 +21,7 @@ from ..errors import ProviderError
 from ..events import Assembler, Usage
 from ..store.records import Attempt, CallRecord, Served, cost_usd
 from ..tokens import BYTES_PER_TOKEN, count_input_tokens
+from ..tracecontext import TraceContext, new_span_id
 from .plan import Candidate
 
 
@@ -33,6 +34,10 @@ class AttemptTimer:
     call: Call | None = None
     """The call as this offering was sent it (a rollover's prefill included), for estimates."""
     started: float = field(default_factory=time.perf_counter)
+    span_id: int | None = None
+    """The attempt's span (telemetry on): the parent of the provider's work, sent as its traceparent."""
+    first_output: float | None = None
+    """When the offering's first visible output (or a buffered answer) arrived, by time.perf_counter()."""
 
     @property
     def ended(self) -> bool:
@@ -192,6 +197,12 @@ class Recorder:
     """The plan in compact form (api/explain.compact): candidate ids, offerings left out by rule."""
     operation: Any = None
     """An embedding's or a rerank's facts (vectors.EmbedFacts), for the record."""
+    cache: dict[str, Any] | None = None
+    """What the response cache did for the call (api/cached.py), when it was in play."""
+    trace: TraceContext | None = None
+    """The call's trace (tracecontext.py): the caller's traceparent, and span ids when telemetry is on."""
+    guardrails: list[Any] | None = None
+    """The caller's guardrails' verdicts (guardrails/verdicts.Verdict), for the record; None: no guardrails."""
 
     def mark_first_byte(self) -> None:
         self.first_byte_ms = round((time.perf_counter() - self.started) * 1000, 2)
@@ -211,6 +222,8 @@ class Recorder:
     def begin(self, candidate: Candidate, key_source: str, key: str, call: Call | None = None) -> AttemptTimer:
         self.secrets.add(key)
         timer = AttemptTimer(_attempt(candidate, key_source, "failed"), candidate, call)
+        if self.trace is not None and self.trace.span_id is not None:
+            timer.span_id = new_span_id()
         self.timers.append(timer)
         return timer
 
@@ -251,10 +264,13 @@ class Recorder:
             first_byte_ms=self.first_byte_ms,
             plan=self.plan,
             operation=self.operation.to_dict() if self.operation is not None else None,
+            cache=self.cache,
+            guardrails=[v.to_dict() for v in self.guardrails] if self.guardrails is not None else None,
         )
         if served is not None:
             m = served.candidate.model
-            record.served = Served(m.name, served.candidate.provider.name, m.tier, m.publisher)
+            saved = self.cache.get("savedUsd") if self.cache and self.cache.get("status") == "hit" else None
+            record.served = Served(m.name, served.candidate.provider.name, m.tier, m.publisher, saved)
             usages = [t.attempt.usage for t in self.timers if t.attempt.delivered and t.attempt.usage]
             record.usage = functools.reduce(Usage.plus, usages) if usages else None
         return record

@@ -30,22 +30,31 @@ from ..events import Assembler, Delta, Event, PartEnd, PartStart, Raw
 from ..messages import ContentMessage
 from .plan import Candidate
 
+OPTION = "streamFailureBehavior"
+"""The OpenAI and Anthropic dialects ask for rollover in their `provider` object, Momor's own,
+as `provider.streamFailureBehavior` (seed 000's field of the same name): "stop" (the default: seed
+001's error chunk, Anthropic's error event) or "rollover". So the body Momor reads is only `model`,
+`models`, `provider` and `stream` (seed 001), and no provider sees the option. With rollover, the
+door writes every chunk itself (its translating writer, fed the events decoded from a same-wire
+provider's own chunks), so the continuation cannot be told from the start: one id, one model,
+one finish."""
 OPT_IN = "stream_failure_behavior"
-"""The OpenAI and Anthropic dialects' field asking for rollover: seed 000's streamFailureBehavior in
-their own snake case, "stop" (the default: seed 001's error chunk, Anthropic's error event) or
-"rollover". Momor reads it and no provider sees it. With rollover, the door writes every chunk
-itself (its translating writer, fed the events decoded from a same-wire provider's own chunks), so
-the continuation cannot be told from the start: one id, one model, one finish."""
+"""Deprecated: the same choice as a top-level body field, still read (the provider object's wins)
+and, like the provider object, taken off the body before any provider sees it."""
 
 
 def asked_in(body: dict[str, Any]) -> bool:
     """Whether a dialect's request body asks for rollover; a value Momor cannot read is a 400."""
-    value = body.get(OPT_IN)
+    provider = body.get("provider")
+    value = provider.get(OPTION) if isinstance(provider, dict) else None
+    where = f"provider.{OPTION}"
+    if value is None:
+        value, where = body.get(OPT_IN), OPT_IN
     if value is None or value == "stop":
         return False
     if value == "rollover":
         return True
-    raise RoutingError(f'{OPT_IN} must be "stop" or "rollover".', param=OPT_IN)
+    raise RoutingError(f'{where} must be "stop" or "rollover".', param=where)
 
 
 @dataclasses.dataclass(slots=True, frozen=True)

@@ -4,10 +4,11 @@ Only a key's SHA-256 (hex) is stored, as the partition key `keyHash` of MOMOR_AP
 with `id` (a stable, non-secret caller id: the hash's first 16 hex digits), `name`, `owner`,
 `created` (ISO 8601), `disabled`, `zdr` (every call made with it is held to zero data
 retention), `org` (the organization it belongs to; items written before organizations belong to
-organizations.DEFAULT_ORG) and `role` (member | admin: the org's admin, who manages its keys |
-operator: the deployment's owner; the older `admin: true` reads as operator, as it always saw
-every call). A leaked table therefore leaks no usable key; keys are long random strings, so an
-unsalted fast hash is enough (there is no dictionary to try).
+organizations.DEFAULT_ORG), `guardrails` (the key's own guardrail policy, as JSON) and `role`
+(member | admin: the org's admin, who manages its keys | operator: the deployment's owner; the older
+`admin: true` reads as operator, as it always saw every call). A leaked table therefore leaks no
+usable key; keys are long random strings, so an unsalted fast hash is enough (there is no
+dictionary to try).
 
 Positive lookups are cached per process for MOMOR_API_KEY_CACHE_S seconds (config.py, default 60;
 0: every call asks), so a warm Lambda does not read DynamoDB on every call; the price is that a
@@ -38,6 +39,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..config import get_config
+from ..guardrails.policy import NONE, Policy, from_text
 from . import aws, dynamo, organizations
 from .last_good import LastGood
 from .organizations import DEFAULT_ORG
@@ -63,6 +65,14 @@ class Caller:
     """member | admin | operator (module docstring)."""
     owner: str | None = None
     """Who answers for the key: a person id when made in the console, any text when made by the script."""
+    cache: bool | None = None
+    """`cache` on the item: the key's calls use the response cache (true) or not (false) unless a call
+    says (X-Momor-Cache); None: its organization's default (api/cached.py)."""
+    cache_ttl: int | None = None
+    """`cacheTtlS` on the item: how long its calls' answers are kept, unless a call says."""
+    guardrails: Policy = NONE
+    """The key's own guardrail checks (`guardrails` on the item, the policy's JSON), run after its
+    organization's (guardrails/policy.py)."""
 
 
 def key_hash(key: str) -> str:
@@ -156,7 +166,19 @@ def from_item(item: dict[str, Any]) -> Caller:
         org=item.get("org", {}).get("S") or DEFAULT_ORG,
         role=role if role in ROLES else "member",
         owner=item.get("owner", {}).get("S"),
+        cache=item["cache"]["BOOL"] if "BOOL" in item.get("cache", {}) else None,
+        cache_ttl=_seconds(item.get("cacheTtlS")),
+        guardrails=from_text(item.get("guardrails", {}).get("S"), origin="key"),
     )
+
+
+def _seconds(value: dict[str, str] | None) -> int | None:
+    """A TTL attribute in whole seconds; absent, unreadable or not positive means none set."""
+    try:
+        seconds = int(value["N"]) if value and "N" in value else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds > 0 else None
 
 
 def _usd(value: dict[str, str] | None) -> Decimal | None:

@@ -125,11 +125,16 @@ def quick(timeout: float) -> Any:
         _quick.reset(token)
 
 
+_SIGNING = {"bedrock-runtime": "bedrock"}
+"""Services whose requests are signed under another name than boto3's for them."""
+
+
 def _signed(service: str, method: str, url: str, headers: dict[str, str], body: bytes,
             timeout: float) -> tuple[int, dict[str, str], bytes]:
     """One SigV4-signed request (sigv4.py), retried on throttling, 5xx and connection errors like
     boto3's standard mode (3 attempts; one within `quick`). Answers (status, lower-cased headers, body)
     whatever the status."""
+    service = _SIGNING.get(service, service)  # boto3's name for it -> the name its requests are signed under
     bound = _quick.get()
     attempts = 1 if bound is not None else _ATTEMPTS
     timeout = min(timeout, bound) if bound is not None else timeout
@@ -216,11 +221,57 @@ class LeanSecretsManager:
         raise AwsError(code, str(answer.get("message") or answer.get("Message") or ""), status)
 
 
-_LEAN = {"s3": LeanS3, "secretsmanager": LeanSecretsManager}
+class LeanComprehend:
+    """DetectPiiEntities as boto3's client answers it: {"Entities": [{"Score", "Type", "BeginOffset",
+    "EndOffset"}]} (JSON 1.1, botocore's comprehend model), for the `comprehend` guardrail check."""
+
+    def detect_pii_entities(self, *, Text: str, LanguageCode: str) -> dict[str, Any]:
+        url = (_endpoint("COMPREHEND") or f"https://comprehend.{region()}.{dns_suffix(region())}") + "/"
+        headers = {"X-Amz-Target": "Comprehend_20171127.DetectPiiEntities",
+                   "Content-Type": "application/x-amz-json-1.1"}
+        body = json.dumps({"Text": Text, "LanguageCode": LanguageCode}).encode()
+        status, _, data = _signed("comprehend", "POST", url, headers, body, timeout=5.0)
+        try:
+            answer = json.loads(data) if data else {}
+        except ValueError:
+            answer = {}
+        if status == 200 and isinstance(answer, dict):
+            return answer
+        answer = answer if isinstance(answer, dict) else {}
+        code = str(answer.get("__type", status)).rsplit("#", 1)[-1]
+        raise AwsError(code, str(answer.get("message") or answer.get("Message") or ""), status)
+
+
+class LeanBedrockRuntime:
+    """ApplyGuardrail as boto3's client answers it (REST-JSON, botocore's bedrock-runtime model:
+    POST /guardrail/{id}/version/{version}/apply, signed as `bedrock`), for the `bedrock` guardrail check."""
+
+    def apply_guardrail(self, *, guardrailIdentifier: str, guardrailVersion: str, source: str,
+                        content: list[dict[str, Any]]) -> dict[str, Any]:
+        base = _endpoint("BEDROCK_RUNTIME") or f"https://bedrock-runtime.{region()}.{dns_suffix(region())}"
+        path = (f"/guardrail/{urllib.parse.quote(guardrailIdentifier, safe='')}"
+                f"/version/{urllib.parse.quote(guardrailVersion, safe='')}/apply")
+        body = json.dumps({"source": source, "content": content}).encode()
+        status, got, data = _signed("bedrock-runtime", "POST", base + path, {"Content-Type": "application/json"},
+                                    body, timeout=5.0)
+        try:
+            answer = json.loads(data) if data else {}
+        except ValueError:
+            answer = {}
+        if status == 200 and isinstance(answer, dict):
+            return answer
+        answer = answer if isinstance(answer, dict) else {}
+        code = got.get("x-amzn-errortype", str(status)).split(":", 1)[0]
+        raise AwsError(code, str(answer.get("message") or answer.get("Message") or ""), status)
+
+
+_LEAN = {"s3": LeanS3, "secretsmanager": LeanSecretsManager, "comprehend": LeanComprehend,
+         "bedrock-runtime": LeanBedrockRuntime}
 
 
 def lean_client(service: str) -> Any:
-    """The process's lean caller for "s3" (get_object) or "secretsmanager" (get_secret_value)."""
+    """The process's lean caller for "s3" (get_object), "secretsmanager" (get_secret_value),
+    "comprehend" (detect_pii_entities) or "bedrock-runtime" (apply_guardrail)."""
     made = _lean.get(service)
     if made is None:
         made = _lean.setdefault(service, _LEAN[service]())

@@ -23,17 +23,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import get_config
 from ..errors import RequestError
+from ..guardrails.policy import NONE, Policy
 from . import apikeys, aws, budgets, dynamo, key_limits
 from .key_limits import SetBy, Values
+
+
+def policy_text(policy: Policy) -> str:
+    """A policy as its item stores it: its validated JSON."""
+    return json.dumps(policy.to_json(), separators=(",", ":"))
 
 BY_ORG = "byOrg"
 KEYSET_PREFIX = "keyset#"
 KEYSET = "keys"
+GUARDRAILS = "guardrails"
 _RESEATS = 3
 """Times a full or missing key set is counted again before the request is told to retry (409)."""
 
@@ -53,6 +61,8 @@ class KeyInfo:
     """Each of key_limits.FIELDS, by its API name."""
     set_by: SetBy = field(default_factory=dict)
     """What admins and operators set (key_limits.py): what binds the roles below them."""
+    guardrails: Policy = NONE
+    """The key's own guardrail checks (guardrails/policy.py), run after its organization's."""
 
 
 class Changed(Exception):
@@ -64,7 +74,7 @@ def _info(item: dict[str, Any]) -> KeyInfo:
     return KeyInfo(id=key.id, key_hash=item["keyHash"]["S"], name=key.name, owner=key.owner,
                    created=item.get("created", {}).get("S", ""), disabled=item.get("disabled", {}).get("BOOL", False),
                    org=key.org, role=key.role, limits=key_limits.from_item(item),
-                   set_by=key_limits.set_by_from_item(item))
+                   set_by=key_limits.set_by_from_item(item), guardrails=key.guardrails)
 
 
 def _table() -> str:
@@ -100,10 +110,13 @@ async def read(key_hash: str) -> KeyInfo | None:
     return _info(answer["Item"]) if "Item" in answer else None
 
 
-async def create(org_id: str, name: str, *, owner: str, limits: Values, set_by: SetBy) -> tuple[str, KeyInfo]:
+async def create(org_id: str, name: str, *, owner: str, limits: Values, set_by: SetBy,
+                 guardrails: Policy = NONE) -> tuple[str, KeyInfo]:
     """A new key of the organization, `owner`'s (within their MOMOR_KEYS_PER_PERSON): its plaintext
     (shown once) and what is stored. One PutItem: a failure leaves no key behind."""
     plaintext, item = apikeys.new_key_item(name, zdr=bool(limits.get("zdr")), owner=owner, org=org_id)
+    if guardrails:
+        item[GUARDRAILS] = {"S": policy_text(guardrails)}
     for limit, value in limits.items():
         encoded = key_limits.FIELDS[limit].encode(value)
         if encoded is not None:
@@ -121,16 +134,16 @@ async def create(org_id: str, name: str, *, owner: str, limits: Values, set_by: 
     return plaintext, _info(item)
 
 
-async def change(info: KeyInfo, *, name: str | None, limits: Values, set_by: SetBy) -> KeyInfo:
-    """Rename the key and set `limits` (None removes one), recording `set_by`; raises Changed when
-    what admins set is no longer `info.set_by` (the caller's request was checked against that)."""
+async def change(info: KeyInfo, *, name: str | None, limits: Values, set_by: SetBy,
+                 guardrails: Policy | None = None) -> KeyInfo:
+    """Rename the key and set `limits` (None removes one), recording `set_by`, and its `guardrails`
+    (None: left as they are; an empty policy removes them); raises Changed when what admins set is no
+    longer `info.set_by` (the caller's request was checked against that)."""
     names: dict[str, str] = {"#s": key_limits.SET_BY}
     values: dict[str, Any] = {}
     sets: list[str] = []
     removes: list[str] = []
-    if name is not None:
-        names["#n"], values[":n"] = "name", {"S": name}
-        sets.append("#n = :n")
+    _set_name_and_guardrails(name, guardrails, names, values, sets, removes)
     for n, (limit, value) in enumerate(limits.items()):
         attribute = key_limits.FIELDS[limit]
         names[f"#l{n}"] = attribute.attribute
@@ -174,6 +187,22 @@ async def change(info: KeyInfo, *, name: str | None, limits: Values, set_by: Set
         # its next call (budgets.py), as `create_api_key --update` makes it.
         await asyncio.to_thread(budgets.unseed, _table(), info.id)
     return changed
+
+
+def _set_name_and_guardrails(name: str | None, policy: Policy | None, names: dict[str, str],
+                             values: dict[str, Any], sets: list[str], removes: list[str]) -> None:
+    """The update's part that renames the key and sets (or, for an empty policy, removes) its guardrails."""
+    if name is not None:
+        names["#n"], values[":n"] = "name", {"S": name}
+        sets.append("#n = :n")
+    if policy is None:
+        return
+    names["#g"] = GUARDRAILS
+    if policy:
+        values[":g"] = {"S": policy_text(policy)}
+        sets.append("#g = :g")
+    else:
+        removes.append("#g")
 
 
 def _budgeted(info: KeyInfo) -> bool:

@@ -102,6 +102,29 @@ def _parse_flag(name: str, value: Any, role: str) -> bool:
     return value
 
 
+def _parse_cache(name: str, value: Any, role: str) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise _refuse(name, "must be true (the key's calls use the response cache), false, or null (its "
+                            "organization's default).")
+    return value
+
+
+def _parse_ttl(name: str, value: Any, role: str) -> int | None:
+    most = get_config().cache_max_ttl
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most):
+        raise _refuse(name, f"must be a whole number of seconds from 1 to {most:,} (MOMOR_CACHE_MAX_TTL_S), or null.")
+    return value
+
+
+def _read_bool(attribute: Mapping[str, Any] | None) -> bool | None:
+    return attribute["BOOL"] if attribute and "BOOL" in attribute else None
+
+
+def _setting(value: Any) -> int:
+    """A setting, not a limit (the response cache's): no value is looser than another, so any role may set it."""
+    return 0
+
+
 def _number(value: Any) -> dict[str, str] | None:
     return None if value is None else {"N": format(value, "f") if isinstance(value, Decimal) else str(value)}
 
@@ -151,6 +174,10 @@ FIELDS: dict[str, Field] = {f.name: f for f in (
     Field("budgetMonthlyUsd", "budgetMonthlyUsd", _parse_usd, _usd_looseness, _number, _read_usd, _float),
     Field("zdr", "zdr", _parse_flag, lambda on: 0 if on else 1, lambda on: {"BOOL": bool(on)},
           lambda attribute: bool(attribute and attribute.get("BOOL"))),
+    # The response cache's default for the key's calls (issue 36; api/cached.py), which a call's
+    # X-Momor-Cache overrides; settings rather than limits, so no role binds another.
+    Field("cache", "cache", _parse_cache, _setting, lambda on: None if on is None else {"BOOL": on}, _read_bool),
+    Field("cacheTtlS", "cacheTtlS", _parse_ttl, _setting, _number, lambda a: _read_int(a) or None),
 )}
 
 

@@ -7,6 +7,9 @@ ratelimit.py), so no new table and no new grant set:
                                deprecated (BOOL), maxAge (S, ISO 8601 or TimeSpan as the seeds take it),
                                zdr (BOOL: every call held to zero data retention), budgetDailyUsd,
                                budgetMonthlyUsd (N: spend limits on top of the keys' own),
+                               cache (BOOL), cacheTtlS (N): its calls use the response cache
+                               by default, their answers kept that long (api/cached.py),
+                               guardrails (S: the guardrail policy's JSON, guardrails/policy.py),
                                joined (map person id -> when they joined), former (map person id ->
                                list of "<joined>/<left>": the times they were a member and left)
     keyHash = "person#<sub>"   org, role, email: where a signed-in person (Cognito `sub`) belongs
@@ -32,12 +35,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import json
 import secrets
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
 from ..config import get_config
+from ..guardrails.policy import NONE, Policy, from_text
 from . import aws, dynamo
 from .last_good import LastGood
 
@@ -47,6 +52,7 @@ ORG_PREFIX = "org#"
 JOINED = "joined"
 FORMER = "former"
 PERSON_PREFIX = "person#"
+GUARDRAILS = "guardrails"
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,10 @@ class Defaults:
     max_age: str | None = None
     """As written (P6M, 180.00:00:00); parsed where the call's own maxAge is."""
     zdr: bool = False
+    cache: bool = False
+    """Its calls use the response cache unless their key or the call says otherwise (api/cached.py)."""
+    cache_ttl: int | None = None
+    """How long their answers are kept (seconds); None: MOMOR_CACHE_TTL_S."""
 
     def to_json(self) -> dict[str, Any]:
         return {"deprecated": self.deprecated, "maxAge": self.max_age, "zdr": self.zdr}
@@ -76,6 +86,8 @@ class Organization:
     """person id -> when they joined (records' `created` form); none for people added before it was kept."""
     former: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
     """person id -> (joined, left) of each time they were a member and left ("" joined: before it was kept)."""
+    guardrails: Policy = NONE
+    """The guardrail checks every call of the organization runs: the floor its keys add to."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +140,14 @@ def _bool(item: dict[str, Any], name: str) -> bool | None:
     return value.get("BOOL") if "BOOL" in value else None
 
 
+def _seconds(item: dict[str, Any], name: str) -> int | None:
+    try:
+        seconds = int(item[name]["N"]) if "N" in item.get(name, {}) else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and seconds > 0 else None
+
+
 def _usd(item: dict[str, Any], name: str) -> Decimal | None:
     value = item.get(name, {}).get("N")
     try:
@@ -143,7 +163,8 @@ def from_item(item: dict[str, Any]) -> Organization:
         id=item["keyHash"]["S"].removeprefix(ORG_PREFIX),
         name=item.get("name", {}).get("S", ""),
         defaults=Defaults(deprecated=_bool(item, "deprecated"), max_age=item.get("maxAge", {}).get("S"),
-                          zdr=bool(_bool(item, "zdr"))),
+                          zdr=bool(_bool(item, "zdr")), cache=bool(_bool(item, "cache")),
+                          cache_ttl=_seconds(item, "cacheTtlS")),
         budget_daily=_usd(item, "budgetDailyUsd"),
         budget_monthly=_usd(item, "budgetMonthlyUsd"),
         members_create_keys=bool(_bool(item, "membersCreateKeys")),
@@ -152,6 +173,7 @@ def from_item(item: dict[str, Any]) -> Organization:
         former={person: tuple(tuple(span["S"].split("/", 1)) for span in spans.get("L", [])
                               if "/" in span.get("S", ""))
                 for person, spans in item.get(FORMER, {}).get("M", {}).items()},
+        guardrails=from_text(item.get(GUARDRAILS, {}).get("S"), origin="organization"),
     )
 
 
@@ -206,6 +228,10 @@ def create(name: str, *, org_id: str | None = None, defaults: Defaults = Default
         item["deprecated"] = {"BOOL": defaults.deprecated}
     if defaults.max_age is not None:
         item["maxAge"] = {"S": defaults.max_age}
+    if defaults.cache:
+        item["cache"] = {"BOOL": True}
+    if defaults.cache_ttl is not None:
+        item["cacheTtlS"] = {"N": str(defaults.cache_ttl)}
     for attribute, usd in (("budgetDailyUsd", budget_daily), ("budgetMonthlyUsd", budget_monthly)):
         if usd is not None:
             item[attribute] = {"N": format(usd, "f")}
@@ -323,3 +349,21 @@ def _leave(client: Any, table: str, org_id: str, person_id: str) -> bool:
         ExpressionAttributeValues={":none": {"L": []}, ":span": {"L": [{"S": f"{since}/{_now()}"}]}})
     _orgs.forget(org_id)
     return True
+
+
+def set_guardrails(org_id: str, policy: Policy) -> Organization:
+    """Set the organization's guardrail policy (an empty one removes it); boto3, for the organization
+    script. Warm processes see it within MOMOR_API_KEY_CACHE_S."""
+    table = get_config().need("api_keys_table")
+    client = aws.client("dynamodb")
+    request: dict[str, Any] = {"TableName": table, "Key": {"keyHash": {"S": org_key(org_id)}},
+                               "ConditionExpression": "attribute_exists(keyHash)",
+                               "ExpressionAttributeNames": {"#g": GUARDRAILS}, "ReturnValues": "ALL_NEW"}
+    if policy:
+        request["UpdateExpression"] = "SET #g = :g"
+        request["ExpressionAttributeValues"] = {":g": {"S": json.dumps(policy.to_json(), separators=(",", ":"))}}
+    else:
+        request["UpdateExpression"] = "REMOVE #g"
+    answer = client.update_item(**request)
+    _orgs.forget(org_id)
+    return from_item(answer["Attributes"])

@@ -15,7 +15,8 @@ The item (attribute names as the GET route answers them):
                     (routing/hedge.py), its cost what the provider may bill for its input
     attemptsOmitted  how many attempts are left out of a very long list (ATTEMPTS_MAX), or absent
     served        {model, provider, tier, publisher} of the offering that delivered the answer (the
-                  last one, after a rollover), even when the answer then failed; or null
+                  last one, after a rollover), even when the answer then failed; or null. A response-
+                  cache hit adds `cached: true` and `savedUsd` (what /usage sums as saved)
     usage, cost   usage of the whole answer (every delivering attempt's, summed); cost in USD from
                   the catalog's prices, every attempt's (a DynamoDB number, written as Decimal).
                   A usage Momor estimated (the provider reported none) says `estimated: true`
@@ -27,6 +28,9 @@ The item (attribute names as the GET route answers them):
     kind, embedding | rerank   an embedding or rerank call only (a chat's record has neither): its kind,
                   and `{inputs, dimensions, parts}` (the inputs' count, the vectors' length, the requests
                   they were sent in) or `{inputs, searches}` (documents, search units billed)
+    cache         the response cache's part, when the call used it (api/cached.py): {status: hit | miss |
+                  refresh | unavailable, from: the call a hit was first answered by, savedUsd: what the
+                  hit would have cost}; a hit's one attempt has keySource `cache` and costs 0
     plan          why this route: {candidates: [model@provider, the first 8], more, leftOut: {rule: count},
                   deferred: {rule: count}, explain: true for an explained call, refused: the rule
                   that would refuse it} (api/explain.py)
@@ -61,7 +65,7 @@ from ..catalog import Prices
 from ..config import get_config
 from ..events import Usage
 from ..redact import redact
-from . import attributes, callers_seen, dynamo, record_item
+from . import attributes, callers_seen, dynamo, guardrail_counts, record_item
 
 ERROR_TEXT_MAX = 300
 ATTEMPTS_MAX = 60
@@ -155,6 +159,9 @@ class Served:
     provider: str
     tier: str | None
     publisher: str
+    saved_usd: Decimal | None = None
+    """A response-cache hit (api/cached.py): what the answer would have cost. On `served`, a plain
+    attribute the usage index projects, so /usage counts hits and savings (and only a hit pays its bytes)."""
 
 
 @dataclass(slots=True)
@@ -197,7 +204,13 @@ class CallRecord:
     person: str | None = None
     """The person: a signed-in session's Cognito sub, or the owner of a key made in the console."""
     operation: dict[str, Any] | None = None
+    guardrails: list[dict[str, Any]] | None = None
+    """The guardrails' verdicts (guardrails/verdicts.py: which check, where, how many spans; never a
+    value); None when the caller has no guardrails."""
     """An embedding's or a rerank's facts (vectors.EmbedFacts.to_dict: kind, inputs, ...); None for the rest."""
+    cache: dict[str, Any] | None = None
+    """The response cache's part (api/cached.py): {status: hit | miss | refresh | unavailable, and for a
+    hit `from` (the call first answered) and `savedUsd`}; None when the call did not use the cache."""
 
     def to_dict(self, ttl_days: int) -> dict[str, Any]:
         cost = total_cost(self)
@@ -219,7 +232,8 @@ class CallRecord:
             "attempts": [a.to_dict() for a in kept],
             **({"attemptsOmitted": omitted} if omitted > 0 else {}),
             "served": (
-                {"model": s.model, "provider": s.provider, "tier": s.tier, "publisher": s.publisher}
+                {"model": s.model, "provider": s.provider, "tier": s.tier, "publisher": s.publisher,
+                 **({"cached": True, "savedUsd": s.saved_usd} if s.saved_usd is not None else {})}
                 if (s := self.served)
                 else None
             ),
@@ -240,8 +254,12 @@ class CallRecord:
             facts = dict(self.operation)
             kind = facts.pop("kind")
             document["kind"], document[kind] = kind, facts
+        if self.cache is not None:  # only then: a record's size is paid for on every call
+            document["cache"] = self.cache
         if self.router is not None:
             document["router"] = {**self.router, "classifier": [a.to_dict() for a in self.classifier_attempts]}
+        if self.guardrails is not None:  # only for callers with guardrails, in the record's compressed detail
+            document["guardrails"] = self.guardrails
         return document
 
 
@@ -306,6 +324,9 @@ async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -
     await dynamo.call("PutItem", {"TableName": table, "Item": to_item(record, secrets=secrets)})
     if record.caller_id:  # so an admin's usage finds this key's calls of the day (callers_seen.py)
         await callers_seen.note(record.caller_id, record.created, config.record_ttl_days)
+    if record.guardrails and record.org:  # /usage's counts per guardrail and key (guardrail_counts.py)
+        await guardrail_counts.note(record.org, record.caller_id, record.created, record.guardrails,
+                                    config.record_ttl_days)
 
 
 async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | None:

@@ -350,6 +350,9 @@ class Stats:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost: Decimal = Decimal(0)
+    cache_hits: int = 0
+    """Calls answered from the response cache (api/cached.py), and what they would have cost."""
+    cache_saved: Decimal = Decimal(0)
     latency: list[float] = field(default_factory=list)
     first_byte: list[float] = field(default_factory=list)
 
@@ -364,6 +367,10 @@ class Stats:
         self.cache_write_tokens += int(usage.get("cacheWriteTokens") or 0)
         # str(): the float DynamoDB's Decimal became (records._plain) back to its exact digits.
         self.cost += Decimal(str(record.get("cost") or 0))
+        served = record.get("served") or {}
+        if served.get("cached"):
+            self.cache_hits += 1
+            self.cache_saved += Decimal(str(served.get("savedUsd") or 0))
         if isinstance(record.get("latencyMs"), int | float):
             self.latency.append(float(record["latencyMs"]))
         if isinstance(record.get("firstByteMs"), int | float):
@@ -380,6 +387,9 @@ class Stats:
             "cacheReadTokens": self.cache_read_tokens,
             "cacheWriteTokens": self.cache_write_tokens,
             "costUsd": float(self.cost),
+            "cacheHits": self.cache_hits,
+            "cacheHitRate": round(self.cache_hits / self.calls, 4) if self.calls else 0.0,
+            "cacheSavedUsd": float(self.cache_saved),
             "latencyMs": {"p50": percentile(self.latency, 50), "p95": percentile(self.latency, 95)},
             "firstByteMs": {"p50": percentile(self.first_byte, 50), "p95": percentile(self.first_byte, 95)},
         }

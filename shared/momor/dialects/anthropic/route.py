@@ -201,7 +201,7 @@ class AnthropicDoor:
                     if frame:
                         yield frame
         except ProviderError as exc:
-            yield writer.error(anthropic_answer.stream_error_status(exc), exc.detail)
+            yield writer.error(anthropic_answer.stream_error_status(exc), exc.detail, code=exc.code)
 
     def error(self, request_id: str, exc: MomorError) -> Response:
         return anthropic_error(request_id, exc.status, exc.detail, code=exc.code)

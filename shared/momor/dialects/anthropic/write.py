@@ -96,7 +96,8 @@ def error_body(status: int, message: str, *, code: str | None = None) -> dict[st
 def stream_error_status(exc: MomorError) -> int:
     """The status an in-stream failure is reported as: overloaded when the provider was, else 500."""
     upstream = exc.upstream_status if isinstance(exc, ProviderError) else None
-    return 529 if upstream in (503, 529) else 500
+    own = getattr(exc, "frame_status", None)  # Momor's own refusal of the answer (an output guardrail)
+    return own if own is not None else 529 if upstream in (503, 529) else 500
 
 
 def map_usage(usage: Usage) -> dict[str, int]:
@@ -367,8 +368,8 @@ class StreamWriter:
         out += self._frame("message_delta", {"delta": delta, "usage": map_usage(self.usage)})
         return out + self._frame("message_stop", {})
 
-    def error(self, status: int, message: str) -> bytes:
+    def error(self, status: int, message: str, *, code: str | None = None) -> bytes:
         if self.state in (StreamState.DONE, StreamState.FAILED):
             raise StreamOrderError(f"an error {self.state.value}")
         self.state = StreamState.FAILED
-        return sse("error", orjson.dumps(error_body(status, message)))
+        return sse("error", orjson.dumps(error_body(status, message, code=code)))

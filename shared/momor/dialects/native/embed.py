@@ -19,6 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...api import cached_embeddings
 from ...api.backend import Backend
 from ...api.flow import Prepared, routed_call
 from ...call import Call
@@ -84,8 +85,8 @@ class EmbedDoor(NativeDoor):
 
 async def _embed(p: Prepared) -> Response:
     call: EmbedCall = p.routed.reply
-    done = await embed.embed(call, p.candidates, p.recorder, resolve_key=p.resolve_key,
-                             network_timeout=p.routed.network_timeout, deadline=p.deadline)
+    served = await cached_embeddings.embed(p, call)  # the cache's inputs, then the provider for the rest
+    done = served.done
     p.recorder.status_code = 200
     p.recorder.end("complete")
     p.recorder.finish_reason = "stop"
@@ -101,7 +102,7 @@ async def _embed(p: Prepared) -> Response:
         "usage": usage.to_native(done.candidate.provider.name),
     })
     response.headers.update({"X-Momor-Model": done.candidate.model.public_id,
-                             "X-Momor-Provider": done.candidate.provider.name})
+                             "X-Momor-Provider": done.candidate.provider.name} | served.headers)
     return response
 
 

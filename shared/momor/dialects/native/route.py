@@ -45,10 +45,10 @@ class NativeDoor:
                 if frame:
                     yield frame
         except ProviderError as exc:
-            yield writer.error(502, exc.detail)
+            yield writer.error(getattr(exc, "frame_status", 502), exc.detail, code=exc.code)
 
     def error(self, request_id: str, exc: MomorError) -> Response:
-        return json_response(native.problem(exc.status, exc.detail), exc.status, PROBLEM)
+        return json_response(native.problem(exc.status, exc.detail, exc.code), exc.status, PROBLEM)
 
     def finish_word(self, finish: Finish) -> str:
         return finish.reason  # seed 000: the provider's own finish reason

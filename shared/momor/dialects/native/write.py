@@ -119,14 +119,16 @@ class StreamWriter:
             dumped["call"].setdefault("arguments", "{}")
         return dumped
 
-    def error(self, status: int, detail: str) -> bytes:
+    def error(self, status: int, detail: str, *, code: str | None = None) -> bytes:
         self.state = "closed"
-        return _frame("error", {"type": "error", "status": status, "detail": detail})
+        return _frame("error", {"type": "error", "status": status, "detail": detail,
+                                **({"code": code} if code else {})})
 
 
 def _frame(event: str, payload: dict[str, Any]) -> bytes:
     return sse(event, orjson.dumps(payload))
 
 
-def problem(status: int, detail: str) -> dict[str, Any]:
-    return {"status": status, "detail": detail}
+def problem(status: int, detail: str, code: str | None = None) -> dict[str, Any]:
+    """The problem document; `code` where Momor has a machine-readable one (guardrail_refused)."""
+    return {"status": status, "detail": detail, **({"code": code} if code else {})}

@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from ...api import cached_embeddings
 from ...api.backend import Backend
 from ...api.flow import Prepared, routed_call
 from ...call import Call
@@ -104,7 +105,8 @@ class EmbeddingsDoor(OpenAIDoor):
 
 async def _embed(p: Prepared) -> Response:
     call: EmbedCall = p.routed.reply.call
-    done = await embed.embed(call, p.candidates, p.recorder, resolve_key=p.resolve_key, deadline=p.deadline)
+    served = await cached_embeddings.embed(p, call)  # the cache's inputs, then the provider for the rest
+    done = served.done
     p.recorder.status_code = 200
     p.recorder.end("complete")
     p.recorder.finish_reason = "stop"
@@ -117,7 +119,7 @@ async def _embed(p: Prepared) -> Response:
         "model": done.candidate.model.public_id,
         "usage": {"prompt_tokens": done.input_tokens, "total_tokens": done.input_tokens},
     })
-    response.headers.update(served_headers(done.candidate))
+    response.headers.update(served_headers(done.candidate) | served.headers)
     return response
 
 

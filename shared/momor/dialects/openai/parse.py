@@ -94,10 +94,16 @@ def _written_selectors(body: dict[str, Any]) -> Any:
 
 
 def to_call(body: dict[str, Any], stream: bool) -> Call:
+    """The canonical call. A message or part it cannot read is not refused (seed 001: "not checked";
+    a provider that does not take it is that provider's to answer): it is left out of the canonical
+    messages and named in `Call.untranslatable`, so the caller's body still goes as written to a
+    passthrough offering and only a translated offering fails."""
     messages = body.get("messages")
+    problems: list[str] = []
     if not isinstance(messages, list) or not messages:
-        raise invalid("messages must be a non-empty array of messages.", "messages")
-    system, conversation = map_messages(messages)
+        problems.append("messages must be a non-empty array of messages.")
+        messages = []
+    system, conversation = map_messages(messages, problems)
     params = map_parameters(body)
     fmt = body.get("response_format")
     schema, strict = map_response_format(fmt)
@@ -114,6 +120,7 @@ def to_call(body: dict[str, Any], stream: bool) -> Call:
         n=n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1,
         json_object=isinstance(fmt, dict) and fmt.get("type") == "json_object",
         system_cache=_system_cache(messages),
+        untranslatable=problems[0] if problems else None,
     )
 
 
@@ -121,32 +128,44 @@ def to_call(body: dict[str, Any], stream: bool) -> Call:
 # Messages
 
 
-def map_messages(messages: list[Any]) -> tuple[str, list[Message]]:
-    """(system prompt, canonical messages) from Chat Completions messages."""
+def map_messages(messages: list[Any], problems: list[str] | None = None) -> tuple[str, list[Message]]:
+    """(system prompt, canonical messages) from Chat Completions messages. A message that cannot be
+    read raises a 400, or, given `problems`, is left out and its reason appended there."""
     system: list[str] = []
     out: list[Message] = []
     tool_names: dict[str, str] = {}
     for i, message in enumerate(messages):
-        where = f"messages[{i}]"
-        if not isinstance(message, dict):
-            raise invalid(f"{where} must be an object.", where)
-        role = message.get("role")
-        if role in ("system", "developer"):
-            text = _text_of(message.get("content"), where)
-            if text:
-                system.append(text)
-        elif role == "user":
-            out.append(_map_user(message.get("content"), where))
-        elif role == "assistant":
-            assistant = map_assistant(message, where)
-            tool_names.update({m.call.id: m.call.name for m in assistant if isinstance(m, ToolCallMessage)})
-            out.extend(assistant)
-        elif role == "tool":
-            out.append(_map_tool_result(message, tool_names, where))
-        else:
-            raise invalid(f"{where}.role: {role!r} is not one of system, developer, user, assistant, tool.",
-                          f"{where}.role")
+        if problems is None:
+            _map_message(message, i, system, out, tool_names)
+            continue
+        try:
+            _map_message(message, i, system, out, tool_names)
+        except RoutingError as exc:
+            problems.append(exc.detail)
     return "\n\n".join(system), out
+
+
+def _map_message(message: Any, i: int, system: list[str], out: list[Message], tool_names: dict[str, str]) -> None:
+    """One message into `system` or `out`, all or nothing (a message that raises adds nothing)."""
+    where = f"messages[{i}]"
+    if not isinstance(message, dict):
+        raise invalid(f"{where} must be an object.", where)
+    role = message.get("role")
+    if role in ("system", "developer"):
+        text = _text_of(message.get("content"), where)
+        if text:
+            system.append(text)
+    elif role == "user":
+        out.append(_map_user(message.get("content"), where))
+    elif role == "assistant":
+        assistant = map_assistant(message, where)
+        tool_names.update({m.call.id: m.call.name for m in assistant if isinstance(m, ToolCallMessage)})
+        out.extend(assistant)
+    elif role == "tool":
+        out.append(_map_tool_result(message, tool_names, where))
+    else:
+        raise invalid(f"{where}.role: {role!r} is not one of system, developer, user, assistant, tool.",
+                      f"{where}.role")
 
 
 def _cache_control(content: Any) -> dict[str, Any] | None:
@@ -409,7 +428,8 @@ def map_parameters(body: dict[str, Any]) -> Parameters:
         given["tool_use"] = tool_use
     # Seed 000: a Chat Completions call has no caching; Momor places no breakpoints of its own.
     given["caching"] = "none"
-    return _lenient_parameters(given)
+    # Seed 001: a call with no reasoning_effort is sent none, on a translated wire as on a passthrough.
+    return _lenient_parameters(given).leaving_reasoning_to_the_model()
 
 
 def _lenient_parameters(given: dict[str, Any]) -> Parameters:

@@ -89,10 +89,12 @@ class OpenAIDoor:
         except ProviderError as exc:
             # A Chat Completions stream never moves on once output has begun (unless the caller asked for
             # rollover, and no candidate could continue): one error chunk, no [DONE].
-            yield openai_answer.error_chunk(request_id, candidate, 502, exc.detail)
+            yield openai_answer.error_chunk(request_id, candidate, getattr(exc, "frame_status", 502), exc.detail,
+                                            kind=exc.code)
 
     def error(self, request_id: str, exc: MomorError) -> Response:
-        return json_response(openai_answer.error_object(exc.status, exc.detail, exc.provider_param), exc.status)
+        return json_response(openai_answer.error_object(exc.status, exc.detail, exc.provider_param, exc.code),
+                             exc.status)
 
     def finish_word(self, finish: Finish) -> str:
         return openai_answer.finish_reason(finish.stop)

@@ -310,15 +310,16 @@ class ChunkWriter:
 
 
 def error_chunk(request_id: str, candidate: Candidate, status: int, message: str,
-                created: int | None = None) -> bytes:
-    """The one chunk that ends a stream that failed after output (seed 001); no [DONE] follows."""
+                created: int | None = None, *, kind: str | None = None) -> bytes:
+    """The one chunk that ends a stream that failed after output (seed 001); no [DONE] follows.
+    `kind`: Momor's own code for the failure where it has one (guardrail_refused), as error.type."""
     return data_line({
         "id": request_id,
         "object": "chat.completion.chunk",
         "created": created or int(time.time()),
         "model": candidate.model.public_id,
         "provider": candidate.provider.name,
-        "error": {"code": status, "message": message},
+        "error": {"code": status, "message": message, **({"type": kind} if kind else {})},
         "choices": [{"index": 0, "delta": {"content": ""}, "finish_reason": "error"}],
     })
 
@@ -327,6 +328,9 @@ def error_chunk(request_id: str, candidate: Candidate, status: int, message: str
 # Errors before a stream opens
 
 
+BAD_KEY = "Incorrect API key provided"
+"""How OpenAI's 401 begins; older clients (litellm 1.80) tell an authentication error from a bad
+request by this phrase. The key itself is never echoed (OpenAI's shows part of it)."""
 _ERROR_KINDS: dict[int, tuple[str, str | None]] = {
     400: ("invalid_request_error", "invalid_value"),
     401: ("invalid_request_error", "invalid_api_key"),
@@ -347,4 +351,6 @@ def error_object(status: int, message: str, param: str | None = None, code: str 
     """OpenAI's error object; the SDK raises the exception type of the HTTP status. `code`: the
     refusal's own code where OpenAI has one, else the status's."""
     kind, default = _ERROR_KINDS.get(status, ("server_error" if status >= 500 else "invalid_request_error", None))
+    if status == 401 and not message.startswith(BAD_KEY):
+        message = f"{BAD_KEY}. {message}"
     return {"error": {"message": message, "type": kind, "param": param, "code": code or default}}

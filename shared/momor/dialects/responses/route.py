@@ -116,7 +116,7 @@ class ResponsesDoor:
                 yield writer.end()
         except ProviderError as exc:
             # A Responses stream never moves on once output has begun: it ends failed.
-            yield writer.failed(exc.status, exc.detail)
+            yield writer.failed(exc.status, exc.detail, code=exc.code)
 
     def error(self, request_id: str, exc: MomorError) -> Response:
         return json_response(write.error_object(exc.status, exc.detail, exc.param or exc.provider_param, exc.code),

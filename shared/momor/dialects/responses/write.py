@@ -239,9 +239,10 @@ class EventWriter:
         kind = "response.completed" if final["status"] == "completed" else "response.incomplete"
         return self._event(kind, response=final)
 
-    def failed(self, status: int, message: str) -> bytes:
-        """A failure after the stream began: response.failed, with OpenAI's error codes."""
-        code = "rate_limit_exceeded" if status == 429 else "server_error"
+    def failed(self, status: int, message: str, *, code: str | None = None) -> bytes:
+        """A failure after the stream began: response.failed, with OpenAI's error codes (or Momor's own:
+        guardrail_refused)."""
+        code = code or ("rate_limit_exceeded" if status == 429 else "server_error")
         order = sorted(self.items, key=self.index.__getitem__)
         response = {**self.response, "status": "failed", "error": {"code": code, "message": message},
                     "output": [self.items[i] for i in order], "usage": usage_object(self.usage)}

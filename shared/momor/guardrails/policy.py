@@ -1,0 +1,285 @@
+"""A guardrail policy: which checks run on a call's input and output, and what each does when it fires.
+
+    {"input": [CHECK, ...], "output": [CHECK, ...]}
+    CHECK = {"check": "pii" | "regex" | "denylist" | "comprehend", "action": "mask" | "block" | "log",
+             "name"?: str (default: the check's kind), "restore"?: bool (input mask only),
+             "entities"?: [pii entity, ...] (pii; default all) | [Comprehend type, ...] (comprehend),
+             "patterns": [...] (regex), "words": [...] (denylist), "languageCode"?, "minScore"?
+             (comprehend), "failure"?: "closed" | "open" (what a comprehend check does when it cannot run)}
+
+An organization's policy is the floor: a call runs its organization's checks, then its key's (`merged`),
+so a key adds checks and can never take one of its organization's away. `parse` validates what the key
+API and the organization script are given, with a 400 naming the field; a policy is stored as that
+validated JSON (`to_json`). The bedrock and moderation checks the issue names are refused as not
+available in this deployment until they are built, never silently skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import RequestError
+from .detectors import FINDERS, Finder, denylist, pattern
+from .spans import Span
+
+CHECKS = ("pii", "regex", "denylist", "comprehend", "bedrock")
+NOT_YET = ("moderation",)
+REMOTE = ("comprehend", "bedrock")
+"""Checks a service answers (api/guardrail_services.py), whose `failure` says what a call does when it cannot."""
+COMPREHEND_LANGUAGES = ("en", "es")
+"""The languages DetectPiiEntities detects PII in (its model lists more codes; the service refuses them
+with UnsupportedLanguageException)."""
+COMPREHEND_TYPES = (
+    "BANK_ACCOUNT_NUMBER", "BANK_ROUTING", "CREDIT_DEBIT_NUMBER", "CREDIT_DEBIT_CVV", "CREDIT_DEBIT_EXPIRY", "PIN",
+    "EMAIL", "ADDRESS", "NAME", "PHONE", "SSN", "DATE_TIME", "PASSPORT_NUMBER", "DRIVER_ID", "URL", "AGE",
+    "USERNAME", "PASSWORD", "AWS_ACCESS_KEY", "AWS_SECRET_KEY", "IP_ADDRESS", "MAC_ADDRESS", "LICENSE_PLATE",
+    "VEHICLE_IDENTIFICATION_NUMBER", "UK_NATIONAL_INSURANCE_NUMBER", "CA_SOCIAL_INSURANCE_NUMBER",
+    "US_INDIVIDUAL_TAX_IDENTIFICATION_NUMBER", "UK_UNIQUE_TAXPAYER_REFERENCE_NUMBER", "IN_PERMANENT_ACCOUNT_NUMBER",
+    "IN_NREGA", "INTERNATIONAL_BANK_ACCOUNT_NUMBER", "SWIFT_CODE", "UK_NATIONAL_HEALTH_SERVICE_NUMBER",
+    "CA_HEALTH_NUMBER", "IN_AADHAAR", "IN_VOTER_NUMBER")
+"""DetectPiiEntities' entity types (botocore's service model for comprehend), ALL left out: no list is all."""
+ACTIONS = ("mask", "block", "log")
+DIRECTIONS = ("input", "output")
+FIELDS = {"check", "action", "name", "restore", "entities", "patterns", "words", "failure", "languageCode",
+          "minScore", "guardrailId", "guardrailVersion"}
+_GUARDRAIL_ID = re.compile(r"[a-z0-9]+|arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+")
+_GUARDRAIL_VERSION = re.compile(r"[1-9][0-9]{0,7}|DRAFT")
+"""ApplyGuardrail's identifier and version patterns (botocore's bedrock-runtime model)."""
+MAX_CHECKS = 20
+MAX_PATTERNS = 20
+MAX_PATTERN_CHARS = 500
+MAX_WORDS = 500
+MAX_WORD_CHARS = 100
+_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    """What verdicts and refusals call it (never the text it matched)."""
+    check: str
+    action: str
+    origin: str = "key"
+    """Whose policy it comes from: `organization` or `key`."""
+    restore: bool = False
+    entities: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()
+    failure: str = "closed"
+    language: str = "en"
+    """comprehend: the text's language, as Comprehend names it."""
+    min_score: float = 0.5
+    """comprehend: the least confidence an entity is taken at."""
+    guardrail_id: str = ""
+    guardrail_version: str = ""
+    """bedrock: the Bedrock guardrail applied, and its version."""
+    finder: Finder = field(default=lambda text: [], compare=False, repr=False)
+
+    @property
+    def remote(self) -> bool:
+        """A service answers this check (api/guardrail_services.py), not a local detector."""
+        return self.check in REMOTE
+
+    def find(self, text: str) -> list[Span]:
+        return self.finder(text) if text else []
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "check": self.check, "action": self.action}
+        if self.action == "mask":
+            out["restore"] = self.restore
+        if self.check == "pii":
+            out["entities"] = list(self.entities)
+        if self.check == "regex":
+            out["patterns"] = list(self.patterns)
+        if self.check == "denylist":
+            out["words"] = list(self.words)
+        if self.check == "comprehend":
+            out |= {"entities": list(self.entities), "languageCode": self.language, "minScore": self.min_score}
+        if self.check == "bedrock":
+            out |= {"guardrailId": self.guardrail_id, "guardrailVersion": self.guardrail_version}
+        out["failure"] = self.failure
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    input: tuple[Check, ...] = ()
+    output: tuple[Check, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.input or self.output)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"input": [c.to_json() for c in self.input], "output": [c.to_json() for c in self.output]}
+
+
+NONE = Policy()
+
+
+def merged(org: Policy | None, key: Policy | None) -> Policy:
+    """The policy a call runs: its organization's checks first (the floor), then its key's."""
+    org, key = org or NONE, key or NONE
+    if not key:
+        return org
+    if not org:
+        return key
+    return Policy(org.input + key.input, org.output + key.output)
+
+
+def parse(value: Any, *, origin: str, where: str = "guardrails") -> Policy:
+    """A policy as written (a JSON object, or None for none), validated; RequestError (400) naming
+    the field otherwise."""
+    if value is None:
+        return NONE
+    if not isinstance(value, dict):
+        raise _bad(where, "must be an object with `input` and/or `output` lists of checks")
+    unknown = set(value) - set(DIRECTIONS)
+    if unknown:
+        raise _bad(f"{where}.{sorted(unknown)[0]}", "is not a guardrails field (input, output)")
+    lists: dict[str, tuple[Check, ...]] = {}
+    for direction in DIRECTIONS:
+        checks = value.get(direction, [])
+        at = f"{where}.{direction}"
+        if not isinstance(checks, list):
+            raise _bad(at, "must be a list of checks")
+        if len(checks) > MAX_CHECKS:
+            raise _bad(at, f"has more than {MAX_CHECKS} checks")
+        parsed = [_check(c, f"{at}[{i}]", direction, origin) for i, c in enumerate(checks)]
+        lists[direction] = tuple(_unique_names(parsed))
+    return Policy(lists["input"], lists["output"])
+
+
+def from_text(text: str | None, *, origin: str) -> Policy:
+    """A stored policy (validated when it was written)."""
+    return parse(json.loads(text), origin=origin) if text else NONE
+
+
+def _check(value: Any, at: str, direction: str, origin: str) -> Check:
+    if not isinstance(value, dict):
+        raise _bad(at, "must be an object such as {\"check\": \"pii\", \"action\": \"mask\"}")
+    unknown = set(value) - FIELDS
+    if unknown:
+        raise _bad(f"{at}.{sorted(unknown)[0]}", "is not a check field")
+    kind, action, name, restore, failure = _common(value, at, direction)
+    for only, owners in (("entities", ("pii", "comprehend")), ("patterns", ("regex",)), ("words", ("denylist",)),
+                         ("languageCode", ("comprehend",)), ("minScore", ("comprehend",)),
+                         ("guardrailId", ("bedrock",)), ("guardrailVersion", ("bedrock",))):
+        if only in value and kind not in owners:
+            raise _bad(f"{at}.{only}", f"applies only to a {' or '.join(owners)} check")
+    base = {"name": name, "check": kind, "action": action, "origin": origin, "restore": restore, "failure": failure}
+    return _detector(value, at, kind, base)
+
+
+def _common(value: dict[str, Any], at: str, direction: str) -> tuple[str, str, str, bool, str]:
+    """The fields every check has: (check, action, name, restore, failure)."""
+    kind = value.get("check")
+    if kind in NOT_YET:
+        raise _bad(f"{at}.check", f"{kind!r} is not available in this deployment yet; use "
+                   f"{', '.join(CHECKS)}")
+    if kind not in CHECKS:
+        raise _bad(f"{at}.check", f"must be one of {', '.join(CHECKS)}")
+    action = value.get("action")
+    if action not in ACTIONS:
+        raise _bad(f"{at}.action", f"must be one of {', '.join(ACTIONS)}")
+    name = value.get("name", kind)
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise _bad(f"{at}.name", "must be 1-64 letters, digits, '_', '.' or '-'")
+    restore = value.get("restore", False)
+    if not isinstance(restore, bool):
+        raise _bad(f"{at}.restore", "must be true or false")
+    if restore and (action != "mask" or direction != "input"):
+        raise _bad(f"{at}.restore", "applies only to an input check whose action is mask")
+    failure = value.get("failure", "closed")
+    if failure not in ("closed", "open"):
+        raise _bad(f"{at}.failure", "must be closed or open")
+    if kind in REMOTE and direction != "input":
+        raise _bad(f"{at}.check", f"{kind!r} runs on input only (a stream's output is not sent to it)")
+    return kind, action, name, restore, failure
+
+
+def _detector(value: dict[str, Any], at: str, kind: str, base: dict[str, Any]) -> Check:
+    """The check with its detector, from the fields of its kind."""
+    if kind == "pii":
+        entities = _strings(value.get("entities", list(FINDERS)), f"{at}.entities", 1, len(FINDERS), 16)
+        wrong = [e for e in entities if e not in FINDERS]
+        if wrong:
+            raise _bad(f"{at}.entities", f"{wrong[0]!r} is not one of {', '.join(FINDERS)}")
+        ordered = tuple(e for e in FINDERS if e in entities)  # run in FINDERS' order, whatever was written
+        return Check(**base, entities=ordered, finder=_pii_finder(ordered))
+    if kind == "comprehend":
+        return _comprehend(value, at, base)
+    if kind == "bedrock":
+        if base["restore"]:
+            raise _bad(f"{at}.restore", "does not apply to a bedrock check (its matches are masked, not kept)")
+        ident, version = value.get("guardrailId"), value.get("guardrailVersion")
+        if not isinstance(ident, str) or not _GUARDRAIL_ID.fullmatch(ident):
+            raise _bad(f"{at}.guardrailId", "must be a Bedrock guardrail's id or ARN")
+        if not isinstance(version, str) or not _GUARDRAIL_VERSION.fullmatch(version):
+            raise _bad(f"{at}.guardrailVersion", "must be a version number as a string, or DRAFT")
+        return Check(**base, guardrail_id=ident, guardrail_version=version)
+    if kind == "regex":
+        patterns = _strings(value.get("patterns"), f"{at}.patterns", 1, MAX_PATTERNS, MAX_PATTERN_CHARS)
+        try:
+            made = pattern.finder(patterns)
+        except re.error as exc:
+            raise _bad(f"{at}.patterns", f"holds a pattern that is not a regular expression ({exc})") from None
+        return Check(**base, patterns=tuple(patterns), finder=made)
+    words = _strings(value.get("words"), f"{at}.words", 1, MAX_WORDS, MAX_WORD_CHARS)
+    if not all(w.strip() for w in words):
+        raise _bad(f"{at}.words", "holds an empty word")
+    return Check(**base, words=tuple(words), finder=denylist.finder(words))
+
+
+def _comprehend(value: dict[str, Any], at: str, base: dict[str, Any]) -> Check:
+    types = _strings(value.get("entities", list(COMPREHEND_TYPES)), f"{at}.entities", 1, len(COMPREHEND_TYPES), 64)
+    wrong = [t for t in types if t not in COMPREHEND_TYPES]
+    if wrong:
+        raise _bad(f"{at}.entities", f"{wrong[0]!r} is not one of Comprehend's PII entity types")
+    language = value.get("languageCode", "en")
+    if language not in COMPREHEND_LANGUAGES:
+        raise _bad(f"{at}.languageCode", f"must be one of {', '.join(COMPREHEND_LANGUAGES)}")
+    score = value.get("minScore", 0.5)
+    if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+        raise _bad(f"{at}.minScore", "must be a number from 0 to 1")
+    return Check(**base, entities=tuple(t for t in COMPREHEND_TYPES if t in types), language=language,
+                 min_score=float(score))
+
+
+def _pii_finder(entities: tuple[str, ...]) -> Finder:
+    finders = [FINDERS[e] for e in entities]
+
+    def find(text: str) -> list[Span]:
+        return [span for f in finders for span in f(text)]
+
+    return find
+
+
+def _strings(value: Any, at: str, least: int, most: int, chars: int) -> list[str]:
+    if not isinstance(value, list) or not least <= len(value) <= most:
+        raise _bad(at, f"must be a list of {least} to {most} strings")
+    if not all(isinstance(v, str) and 0 < len(v) <= chars for v in value):
+        raise _bad(at, f"must hold only non-empty strings of at most {chars} characters")
+    return value
+
+
+def _unique_names(checks: list[Check]) -> list[Check]:
+    """Two checks of one list never share a name (`regex`, `regex-2`): a verdict names one check."""
+    seen: dict[str, int] = {}
+    out = []
+    for c in checks:
+        count = seen.get(c.name, 0) + 1
+        seen[c.name] = count
+        out.append(c if count == 1 else _renamed(c, f"{c.name}-{count}"))
+    return out
+
+
+def _renamed(check: Check, name: str) -> Check:
+    fields = {f: getattr(check, f) for f in Check.__slots__}  # type: ignore[attr-defined]
+    return Check(**{**fields, "name": name})
+
+
+def _bad(at: str, problem: str) -> RequestError:
+    return RequestError(f"{at} {problem}.", param=at)

@@ -1,0 +1,420 @@
+"""Guardrails over HTTP (issue 39), on each dialect, buffered and streamed: a card number and an
+e-mail in a prompt never reach the strict fake provider (it is sent placeholders) and come back
+restored in the answer (the fake echoes what it was sent); a blocked input is refused in the dialect's
+error shape before any provider is asked; an output block ends a stream with the dialect's error
+frame; the record carries verdicts and never a value; the key API sets a key's checks on top of its
+organization's and refuses a bad policy with a 400."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx2
+import pytest
+
+from momor.guardrails.policy import parse
+from momor.store import apikeys, aws, organizations
+from tests.fakes.script import reply
+
+pytestmark = pytest.mark.emulators
+
+CARD = "4111 1111 1111 1111"
+EMAIL = "jane.doe@example.com"
+PROMPT = f"My card is {CARD} and my mail is {EMAIL}; mail {EMAIL} the receipt."
+MASK = {"input": [{"check": "pii", "action": "mask", "restore": True, "entities": ["card", "email"]}]}
+BLOCK = {"input": [{"check": "denylist", "action": "block", "words": ["project falcon"], "name": "codenames"}]}
+MODELS = [("gpt-5-mini", "openai"), ("claude-sonnet-4-5", "anthropic")]
+
+
+def org_policy(policy: dict[str, Any]) -> None:
+    organizations.ensure_default()
+    organizations.set_guardrails(organizations.DEFAULT_ORG, parse(policy, origin="organization"))
+
+
+def ask(dialect: str, model: str, text: str, *, stream: bool) -> tuple[str, dict[str, Any]]:
+    """The path and body of one call in `dialect`."""
+    if dialect == "native":
+        return "/models", {"systemPrompt": "", "messages": [{"type": "user", "value": text}], "model": model,
+                           "streaming": stream}
+    if dialect == "openai":
+        return "/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": text}],
+                                        "stream": stream}
+    return "/v1/messages", {"model": model, "max_tokens": 200, "messages": [{"role": "user", "content": text}],
+                            "stream": stream}
+
+
+def answer_text(dialect: str, body: dict[str, Any]) -> str:
+    if dialect == "native":
+        return "".join(m["value"] for m in body["messages"] if m["type"] == "content")
+    if dialect == "openai":
+        return body["choices"][0]["message"]["content"]
+    return "".join(b["text"] for b in body["content"] if b["type"] == "text")
+
+
+def streamed_text(dialect: str, frames: list[tuple[str, Any]]) -> str:
+    if dialect == "native":
+        return "".join(d["value"] for e, d in frames if e == "delta")
+    if dialect == "openai":
+        return "".join(d["choices"][0]["delta"].get("content") or "" for _, d in frames
+                       if d != "[DONE]" and d.get("choices"))
+    return "".join(d["delta"].get("text", "") for e, d in frames if e == "content_block_delta")
+
+
+def record_of(momor: Any, request_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 5
+    while momor.get(f"/generations/{request_id}").status_code == 404 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return momor.record(request_id)
+
+
+def sent_to(fake: Any, provider: str) -> str:
+    requests = fake.requests(provider)
+    assert requests, f"{provider} was not asked"
+    return json.dumps([r.json for r in requests])
+
+
+@pytest.mark.parametrize("dialect", ["native", "openai", "anthropic"])
+@pytest.mark.parametrize(("model", "provider"), MODELS)
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_card_and_email_never_reach_the_provider_and_come_back_restored(momor, fake, dialect, model, provider,
+                                                                        stream):
+    org_policy(MASK)
+    path, body = ask(dialect, model, PROMPT, stream=stream)
+    if stream:
+        response, frames = momor.stream(path, body)
+        assert response.status_code == 200
+        text = streamed_text(dialect, frames)
+    else:
+        response = momor.post(path, body)
+        assert response.status_code == 200, response.text
+        text = answer_text(dialect, response.json())
+    sent = sent_to(fake, provider)
+    assert CARD not in sent and EMAIL not in sent and "4111" not in sent and "jane" not in sent
+    assert "[CARD_1]" in sent and sent.count("[EMAIL_1]") == 2  # one value, one placeholder, twice
+    assert text == f"Echo: {PROMPT}"  # the fake echoed placeholders; the caller reads its own values
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    verdicts = record["guardrails"]
+    assert verdicts == [{"guardrail": "pii", "origin": "organization", "direction": "input", "check": "pii",
+                         "action": "mask", "where": "message 0", "spans": 3, "entities": {"email": 2, "card": 1}}]
+    assert CARD not in json.dumps(record) and EMAIL not in json.dumps(record)
+
+
+def test_a_placeholder_split_across_stream_chunks_is_restored_whole(momor, fake):
+    org_policy(MASK)
+    fake.script("openai", reply(text="Sent to [EMAIL_1] for [CARD_1].",
+                                chunks=["Sent to [EM", "AIL", "_1] for [", "CARD_1", "]."]))
+    response, frames = momor.stream(*ask("openai", "gpt-5-mini", PROMPT, stream=True))
+    assert response.status_code == 200
+    assert streamed_text("openai", frames) == f"Sent to {EMAIL} for {CARD}."
+
+
+def refusal(dialect: str, response: httpx2.Response) -> str:
+    """The refusal's message, after checking it is the dialect's own error shape with the code."""
+    assert response.status_code == 400, response.text
+    body = response.json()
+    if dialect == "native":
+        assert response.headers["content-type"].startswith("application/problem+json")
+        assert body["code"] == "guardrail_refused" and body["status"] == 400
+        return body["detail"]
+    if dialect == "openai":
+        assert body["error"]["code"] == "guardrail_refused" and body["error"]["type"] == "invalid_request_error"
+        return body["error"]["message"]
+    assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
+    assert body["error"]["details"] == {"error_code": "guardrail_refused"}
+    return body["error"]["message"]
+
+
+@pytest.mark.parametrize("dialect", ["native", "openai", "anthropic"])
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_a_blocked_input_is_refused_before_any_provider_is_asked(momor, fake, dialect, stream):
+    org_policy(BLOCK)
+    path, body = ask(dialect, "gpt-5-mini", "Tell me about Project Falcon's launch.", stream=stream)
+    response = momor.post(path, body)
+    message = refusal(dialect, response)
+    assert "codenames" in message and "Falcon" not in message and "falcon" not in message
+    assert fake.requests() == []
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert record["status"] == 400 and record["attempts"] == []
+    assert record["guardrails"][0]["guardrail"] == "codenames" and record["guardrails"][0]["action"] == "block"
+
+
+OUTPUT_BLOCK = {"output": [{"check": "denylist", "action": "block", "words": ["forbidden"], "name": "words"}]}
+
+
+@pytest.mark.parametrize("dialect", ["native", "openai", "anthropic"])
+def test_an_output_block_ends_the_stream_with_the_dialects_error_frame(momor, fake, dialect):
+    org_policy(OUTPUT_BLOCK)
+    fake.script("openai", reply(text="This is fine. " * 60 + "Now the forbidden part. And more after it.",
+                                chunks=40))
+    response, frames = momor.stream(*ask(dialect, "gpt-5-mini", "Hello", stream=True))
+    assert response.status_code == 200
+    text = streamed_text(dialect, frames)
+    assert "forbidden" not in text and "more after" not in text and text.startswith("This is fine.")
+    last_event, last = frames[-1]
+    if dialect == "native":
+        assert last_event == "error" and last["code"] == "guardrail_refused" and last["status"] == 400
+    elif dialect == "openai":
+        assert last["error"]["type"] == "guardrail_refused" and last["choices"][0]["finish_reason"] == "error"
+    else:
+        assert last_event == "error" and last["error"]["details"] == {"error_code": "guardrail_refused"}
+    assert "words" in json.dumps(last)
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert record["outcome"] == "failed" and "words" in record["error"]
+    assert record["guardrails"][-1]["direction"] == "output"
+
+
+def test_an_output_block_refuses_a_buffered_answer(momor, fake):
+    org_policy(OUTPUT_BLOCK)
+    fake.script("openai", reply(text="the forbidden word"))
+    response = momor.post(*ask("openai", "gpt-5-mini", "Hello", stream=False))
+    assert "words" in refusal("openai", response) and "forbidden" not in response.text
+
+
+def admin_key() -> str:
+    from momor.config import get_config
+
+    plaintext, _ = apikeys.create_api_key("admin key", org=organizations.DEFAULT_ORG, owner="admin script")
+    aws.client("dynamodb").update_item(
+        TableName=get_config().need("api_keys_table"), Key={"keyHash": {"S": apikeys.key_hash(plaintext)}},
+        UpdateExpression="SET #r = :r", ExpressionAttributeNames={"#r": "role"},
+        ExpressionAttributeValues={":r": {"S": "admin"}})
+    return plaintext
+
+
+def keys_api(momor: Any, credential: str, method: str, path: str = "", body: Any = None) -> httpx2.Response:
+    return httpx2.request(method, f"{momor.url}/keys{path}", json=body, timeout=30,
+                          headers={"Authorization": f"Bearer {credential}", "Content-Type": "application/json"})
+
+
+def test_a_key_adds_checks_to_its_organizations_and_a_bad_policy_is_a_400(momor, fake):
+    org_policy(MASK)
+    admin = admin_key()
+    bad = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}", {"guardrails": {"input": [{"check": "pii"}]}})
+    assert bad.status_code == 400 and bad.json()["detail"].startswith("guardrails.input[0].action")
+    unknown = keys_api(momor, admin, "POST", "", {"name": "x", "guardrails": {"input": [
+        {"check": "moderation", "action": "block"}]}})
+    assert unknown.status_code == 400 and "not available" in unknown.json()["detail"]
+    changed = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}", {"guardrails": BLOCK})
+    assert changed.status_code == 200, changed.text
+    assert changed.json()["guardrails"]["input"][0]["name"] == "codenames"
+    me = momor.get("/me").json()
+    assert me["organization"]["guardrails"]["input"][0]["check"] == "pii"
+    # both run: the organization's mask, and the key's block
+    response = momor.post(*ask("native", "gpt-5-mini", f"{EMAIL}: project falcon", stream=False))
+    assert "codenames" in refusal("native", response)
+    response = momor.post(*ask("native", "gpt-5-mini", PROMPT, stream=False))
+    assert response.status_code == 200 and EMAIL not in sent_to(fake, "openai")
+    # clearing the key's checks leaves the organization's
+    cleared = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}", {"guardrails": None})
+    assert cleared.json()["guardrails"] == {"input": [], "output": []}
+    fake.reset()
+    response = momor.post(*ask("native", "gpt-5-mini", f"{EMAIL}: project falcon", stream=False))
+    assert response.status_code == 200 and EMAIL not in sent_to(fake, "openai")
+
+
+def test_a_member_key_cannot_set_guardrails(momor):
+    member = keys_api(momor, momor.api_key, "PATCH", f"/{momor.caller_id}", {"guardrails": None})
+    assert member.status_code == 403
+
+
+def test_usage_counts_calls_masked_blocked_and_logged_per_guardrail_and_key(momor, fake):
+    org_policy({"input": [MASK["input"][0], BLOCK["input"][0], {"check": "pii", "action": "log", "name": "seen"}]})
+    for text in (PROMPT, PROMPT, "nothing to see", "about project falcon"):
+        momor.post(*ask("native", "gpt-5-mini", text, stream=False))
+    momor.settle()
+    rows = momor.get("/usage").json()["guardrails"]
+    mine = {(r["guardrail"], r["origin"]): (r["masked"], r["blocked"], r["logged"]) for r in rows
+            if r["key"] == momor.caller_id}
+    assert mine == {("pii", "organization"): (2, 0, 0), ("seen", "organization"): (0, 0, 2),
+                    ("codenames", "organization"): (0, 1, 0)}
+    other = apikeys.create_api_key("another key")[0]  # a member's key sees its own counts only: none
+    assert momor.get("/usage", api_key=other).json()["guardrails"] == []
+
+
+# --- Amazon Comprehend's DetectPiiEntities, through its strict fake -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def comprehend_server():
+    from tests.fakes.comprehend import FakeComprehend
+
+    from .conftest import _Server
+
+    fake_comprehend = FakeComprehend()
+    with _Server(fake_comprehend) as server:
+        server.fake = fake_comprehend
+        yield server
+
+
+@pytest.fixture
+def comprehend(comprehend_server, monkeypatch):
+    comprehend_server.fake.requests.clear()
+    comprehend_server.fake.down = False
+    monkeypatch.setenv("AWS_ENDPOINT_URL_COMPREHEND", comprehend_server.url)
+    return comprehend_server
+
+
+def test_the_comprehend_fake_speaks_what_boto3_sends_and_refuses_what_comprehend_refuses(comprehend):
+    import boto3
+
+    client = boto3.client("comprehend", endpoint_url=comprehend.url, region_name="us-east-1",
+                          aws_access_key_id="AKIDFAKE", aws_secret_access_key="fake-secret")
+    got = client.detect_pii_entities(Text=f"my name is Jane Doe, mail {EMAIL}", LanguageCode="en")
+    assert [(e["Type"], e["BeginOffset"], e["EndOffset"]) for e in got["Entities"]] == [
+        ("NAME", 11, 19), ("EMAIL", 26, 26 + len(EMAIL))]
+    with pytest.raises(client.exceptions.TextSizeLimitExceededException):
+        client.detect_pii_entities(Text="a" * 100_001, LanguageCode="en")
+    with pytest.raises(client.exceptions.UnsupportedLanguageException):
+        client.detect_pii_entities(Text="bonjour", LanguageCode="fr")
+    comprehend.fake.down = True
+    with pytest.raises(client.exceptions.InternalServerException):
+        client.detect_pii_entities(Text="hello", LanguageCode="en")
+
+
+COMPREHEND_MASK = {"input": [{"check": "comprehend", "action": "mask", "restore": True,
+                              "entities": ["NAME", "EMAIL"], "name": "aws-pii"}]}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_comprehend_masks_what_it_finds_and_the_answer_is_restored(momor, fake, comprehend, stream):
+    org_policy(COMPREHEND_MASK)
+    text = f"Hi, my name is Jane Doe and my mail is {EMAIL}."
+    path, body = ask("openai", "gpt-5-mini", text, stream=stream)
+    if stream:
+        response, frames = momor.stream(path, body)
+        answer = streamed_text("openai", frames)
+    else:
+        response = momor.post(path, body)
+        answer = answer_text("openai", response.json())
+    assert response.status_code == 200
+    assert comprehend.fake.requests == [{"Text": text, "LanguageCode": "en"}]
+    sent = sent_to(fake, "openai")
+    assert "Jane" not in sent and EMAIL not in sent and "[NAME_1]" in sent and "[EMAIL_1]" in sent
+    assert answer == f"Echo: {text}"
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert record["guardrails"][0]["entities"] == {"NAME": 1, "EMAIL": 1}
+
+
+def test_comprehend_down_fails_closed_with_a_503_naming_the_guardrail_or_open_when_told(momor, fake, comprehend):
+    comprehend.fake.down = True
+    org_policy(COMPREHEND_MASK)
+    response = momor.post(*ask("anthropic", "gpt-5-mini", f"mail {EMAIL}", stream=False))
+    assert response.status_code == 503, response.text
+    assert response.json()["error"]["details"] == {"error_code": "guardrail_unavailable"}
+    assert "aws-pii" in response.json()["error"]["message"] and EMAIL not in response.text
+    assert fake.requests() == []  # never sent unchecked
+    opened = {"input": [{**COMPREHEND_MASK["input"][0], "failure": "open"}]}
+    org_policy(opened)
+    response = momor.post(*ask("anthropic", "gpt-5-mini", f"mail {EMAIL}", stream=False))
+    assert response.status_code == 200
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert "InternalServerException" in record["guardrails"][0]["failed"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_the_responses_route_masks_and_restores_too(momor, fake, stream):
+    import openai
+
+    org_policy(MASK)
+    client = openai.OpenAI(base_url=momor.url + "/v1", api_key=momor.api_key, max_retries=0)
+    if stream:
+        events = list(client.responses.create(model="gpt-5-mini", input=PROMPT, stream=True))
+        text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+        assert events[-1].response.output_text == text
+    else:
+        text = client.responses.create(model="gpt-5-mini", input=PROMPT).output_text
+    assert text == f"Echo: {PROMPT}"
+    sent = sent_to(fake, "openai")
+    assert CARD not in sent and EMAIL not in sent and "[CARD_1]" in sent
+
+
+# --- Amazon Bedrock Guardrails' ApplyGuardrail, through its strict fake -----------------------------
+
+
+@pytest.fixture(scope="module")
+def bedrock_server():
+    from tests.fakes.bedrock_guardrail import FakeBedrockGuardrail
+
+    from .conftest import _Server
+
+    fake_bedrock = FakeBedrockGuardrail()
+    with _Server(fake_bedrock) as server:
+        server.fake = fake_bedrock
+        yield server
+
+
+@pytest.fixture
+def bedrock(bedrock_server, monkeypatch):
+    bedrock_server.fake.requests.clear()
+    bedrock_server.fake.down = False
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", bedrock_server.url)
+    return bedrock_server
+
+
+def test_the_bedrock_guardrail_fake_speaks_what_boto3_sends(bedrock):
+    import boto3
+
+    from tests.fakes.bedrock_guardrail import GUARDRAIL
+
+    client = boto3.client("bedrock-runtime", endpoint_url=bedrock.url, region_name="us-east-1",
+                          aws_access_key_id="AKIDFAKE", aws_secret_access_key="fake-secret")
+    got = client.apply_guardrail(guardrailIdentifier=GUARDRAIL, guardrailVersion="1", source="INPUT",
+                                 content=[{"text": {"text": f"mail {EMAIL}"}}])
+    assert got["action"] == "GUARDRAIL_INTERVENED" and got["outputs"] == [{"text": "mail {EMAIL}"}]
+    assert got["assessments"][0]["sensitiveInformationPolicy"]["piiEntities"][0]["match"] == EMAIL
+    blocked = client.apply_guardrail(guardrailIdentifier=GUARDRAIL, guardrailVersion="DRAFT", source="INPUT",
+                                     content=[{"text": {"text": "buy crypto"}}])
+    assert blocked["assessments"][0]["topicPolicy"]["topics"][0]["action"] == "BLOCKED"
+    with pytest.raises(client.exceptions.ResourceNotFoundException):
+        client.apply_guardrail(guardrailIdentifier="other", guardrailVersion="1", source="INPUT",
+                               content=[{"text": {"text": "x"}}])
+    bedrock.fake.down = True
+    with pytest.raises(client.exceptions.ServiceUnavailableException):
+        client.apply_guardrail(guardrailIdentifier=GUARDRAIL, guardrailVersion="1", source="INPUT",
+                               content=[{"text": {"text": "x"}}])
+
+
+def bedrock_policy(action: str, **extra: Any) -> dict[str, Any]:
+    from tests.fakes.bedrock_guardrail import GUARDRAIL
+
+    return {"input": [{"check": "bedrock", "action": action, "guardrailId": GUARDRAIL, "guardrailVersion": "1",
+                       "name": "company-guardrail", **extra}]}
+
+
+def test_bedrock_masks_its_findings_refuses_a_denied_topic_and_fails_closed(momor, fake, bedrock):
+    org_policy(bedrock_policy("mask"))
+    response = momor.post(*ask("native", "gpt-5-mini", f"mail {EMAIL} today", stream=False))
+    assert response.status_code == 200, response.text
+    assert bedrock.fake.requests[-1]["content"] == [{"text": {"text": f"mail {EMAIL} today"}}]
+    sent = sent_to(fake, "openai")
+    assert EMAIL not in sent and "[EMAIL_1]" in sent
+    fake.reset()
+    topic = momor.post(*ask("native", "gpt-5-mini", "tell me about crypto", stream=False))
+    assert "company-guardrail" in refusal("native", topic) and fake.requests() == []
+    bedrock.fake.down = True
+    down = momor.post(*ask("openai", "gpt-5-mini", "hello", stream=False))
+    assert down.status_code == 503 and down.json()["error"]["code"] == "guardrail_unavailable"
+    assert "company-guardrail" in down.json()["error"]["message"] and fake.requests() == []
+    org_policy(bedrock_policy("mask", failure="open"))
+    assert momor.post(*ask("openai", "gpt-5-mini", "hello", stream=False)).status_code == 200
+
+
+def test_the_organization_script_sets_checks_and_refuses_a_bad_policy(momor, fake, capsys):
+    from infra import organization as script
+
+    organizations.ensure_default()
+    def printed_policy() -> dict[str, Any]:  # the server's call log lines share stdout here
+        return json.loads(next(line for line in capsys.readouterr().out.splitlines() if line.startswith('{"input"')))
+
+    script.main(["guardrails", "default", json.dumps(BLOCK)])
+    printed = printed_policy()
+    assert printed["input"][0]["name"] == "codenames" and printed["input"][0]["words"] == ["project falcon"]
+    assert "codenames" in refusal("openai", momor.post(*ask("openai", "gpt-5-mini", "Project Falcon?",
+                                                             stream=False)))
+    with pytest.raises(SystemExit, match=r"guardrails.input\[0\].action"):
+        script.main(["guardrails", "default", '{"input": [{"check": "pii"}]}'])
+    script.main(["guardrails", "default", "--clear"])
+    assert printed_policy() == {"input": [], "output": []}
+    assert momor.post(*ask("openai", "gpt-5-mini", "Project Falcon?", stream=False)).status_code == 200
