@@ -1,4 +1,4 @@
-"""Local AWS for development and tests: moto_server (S3, Secrets Manager, Cognito) and DynamoDB Local.
+"""Local AWS for development and tests: moto_server (S3, Secrets Manager, Cognito, SQS) and DynamoDB Local.
 
     with Emulators() as endpoints:        # both on free 127.0.0.1 ports, ready when this returns
         os.environ.update(endpoints.env())
@@ -58,6 +58,7 @@ class Endpoints:
             "AWS_ENDPOINT_URL_S3": self.moto,
             "AWS_ENDPOINT_URL_SECRETS_MANAGER": self.moto,
             "AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER": self.moto,  # the user pool (infra/cognito_dev.py)
+            "AWS_ENDPOINT_URL_SQS": self.moto,  # the spill queue (momor/store/spill.py)
             "AWS_ACCESS_KEY_ID": "test",
             "AWS_SECRET_ACCESS_KEY": "test",
             "AWS_DEFAULT_REGION": REGION,
@@ -214,6 +215,7 @@ def provision(
     catalog_file: str | os.PathLike[str] | None = None,
     keys_secret: str = "momor/provider-keys",
     keys: dict[str, Any] | None = None,
+    spill_queue: str = "momor-spill",
 ) -> dict[str, str]:
     """Create the tables, bucket (with the catalog, if given) and keys secret; return the MOMOR_*
     variables naming them. Creating what already exists is not an error, so it can run twice."""
@@ -244,7 +246,12 @@ def provision(
     except sm.exceptions.ResourceExistsException:
         sm.put_secret_value(SecretId=keys_secret, SecretString=secret)
 
+    # Writes DynamoDB did not take, kept for `momor records replay` (store/spill.py); creating it again
+    # answers the same URL.
+    queue_url = endpoints.client("sqs").create_queue(QueueName=spill_queue)["QueueUrl"]
+
     return {
+        "MOMOR_SPILL_QUEUE_URL": queue_url,
         "MOMOR_RECORDS_TABLE": records_table,
         "MOMOR_API_KEYS_TABLE": api_keys_table,
         "MOMOR_MEMORY_TABLE": memory_table,

@@ -80,7 +80,14 @@ def _aws(args: argparse.Namespace) -> Iterator[str]:
     moto_server's URL (where the user pool is made)."""
     from infra.emulators import Emulators, Endpoints, provision
 
-    keys = json.loads(Path(args.keys).read_text())
+    raw_keys = Path(args.keys).read_text()
+    from momor.store.keys import KeysError, check_saved_keys
+
+    try:  # a bad entry (a weight of 0) stops the start, named, rather than failing every call
+        check_saved_keys(args.keys, raw_keys)
+    except KeysError as exc:
+        raise SystemExit(str(exc)) from None
+    keys = json.loads(raw_keys)
     if _endpoint_given():
         base = os.environ.get("AWS_ENDPOINT_URL", "")
         endpoints = Endpoints(

@@ -6,6 +6,11 @@
                 MOMOR_API_KEY_CACHE_S (60: how long a disabled key may still work in a warm process),
                 MOMOR_MEMORY_TABLE (the router's conversation memory), MOMOR_MEMORY_TTL_DAYS (30),
                 MOMOR_RESPONSES_TABLE (stored responses), MOMOR_RESPONSES_TTL_DAYS (30)
+    store outages   MOMOR_STORE_WAIT_S (0.8: the most one bookkeeping step waits on its store),
+                MOMOR_RATE_LIMIT_ON_STORE_FAILURE (open), MOMOR_BUDGET_STORE_FAILURE (open),
+                MOMOR_STORE_RETRY_S (30: how long a failed write is retried in process before it is
+                spilled), MOMOR_SPILL_QUEUE_URL (the SQS queue failed writes are spilled to)
+                (store/bounded.py, store/deferred.py, store/spill.py)
     cache       MOMOR_CACHE_TABLE (the response cache, store/cache.py), MOMOR_CACHE_TTL_S (3600: how long an
                 answer is kept when neither the call, its key nor its organization says), MOMOR_CACHE_MAX_TTL_S
                 (604800: the most any of them may ask), MOMOR_CACHE_WAIT_MS (150: the most a look-up or
@@ -225,6 +230,20 @@ class Config:
     budget_store_failure: str = _knob("MOMOR_BUDGET_STORE_FAILURE", "open")
     """When the spend-limit store (DynamoDB) fails: `open` admits a budgeted call uncounted (settled
     once the store answers again), `closed` refuses it with 503 (store/budgets.py)."""
+    # store outages (store/bounded.py, store/deferred.py, store/spill.py)
+    store_wait: float = _knob("MOMOR_STORE_WAIT_S", 0.8, kind=float, positive=True, maximum=2.5)
+    """The most one bookkeeping step on a call's path (a rate-limit lease, a budget hold, shared health,
+    memory, a record written before the answer) waits on its store, retries included; past it the
+    step's failure setting decides at once. The steps of one call wait 2.5 s in all at most."""
+    rate_limit_store_failure: str = _knob("MOMOR_RATE_LIMIT_ON_STORE_FAILURE", "open")
+    """When the rate-limit store fails: `open` admits the request uncounted, `closed` refuses it with 503."""
+    store_retry: float = _knob("MOMOR_STORE_RETRY_S", 30.0, kind=float, minimum=0)
+    """How long a write that failed (a record, a memory turn, a budget settlement) is retried in the
+    background before it is spilled to MOMOR_SPILL_QUEUE_URL. On Lambda it is spilled at once: a frozen
+    environment may never run again."""
+    spill_queue_url: str | None = _knob("MOMOR_SPILL_QUEUE_URL")
+    """The SQS queue (the template's SpillQueue) where writes the store did not take are kept until
+    `momor records replay` writes them (store/spill.py)."""
     # the process (metrics.py, lambda_stream/runner.py)
     metrics: bool = _knob("MOMOR_METRICS", False, kind=_flag)
     """1: write EMF metrics off Lambda too, as on Lambda (where they are always on); metrics.py."""
@@ -286,6 +305,9 @@ class Config:
         config._check_catalog()
         if config.budget_store_failure not in ("open", "closed"):
             raise ConfigError(f"MOMOR_BUDGET_STORE_FAILURE must be open or closed, not {config.budget_store_failure!r}")
+        if config.rate_limit_store_failure not in ("open", "closed"):
+            raise ConfigError("MOMOR_RATE_LIMIT_ON_STORE_FAILURE must be open or closed, not "
+                              f"{config.rate_limit_store_failure!r}")
         return config
 
     def need(self, name: str) -> str:

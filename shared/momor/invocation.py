@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from typing import Any
 
 MARGIN_S = 10.0
-"""Kept back from the invocation's end: the error frame, then the record's DynamoDB write (5 s
-per try in momor.dynamo), before Lambda's timeout."""
+"""Kept back from the invocation's end: the error frame, then the record's DynamoDB write (within
+MOMOR_STORE_WAIT_S, store/bounded.py; else its spill to SQS), before Lambda's timeout."""
 
 
 def deadline(scope: Mapping[str, Any]) -> float | None:

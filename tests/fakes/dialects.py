@@ -132,7 +132,9 @@ _COMPAT_FIELDS = frozenset({
 OPENAI = Dialect("openai")
 AZURE_EU = Dialect(
     "azure", routes=(_AZURE_DEPLOYMENT_ROUTE, _AZURE_V1_ROUTE), key_header="api-key", resource="momor-eu",
-    deployments=frozenset({"gpt41mini-eu"}), api_versions=frozenset({"2024-10-21", "2025-04-01-preview"}),
+    # a second deployment: a saved-keys list may name one per key (issue 38)
+    deployments=frozenset({"gpt41mini-eu", "gpt41mini-eu-b"}),
+    api_versions=frozenset({"2024-10-21", "2025-04-01-preview"}),
     error_body=azure_error, filter_results=True,
 )
 AZURE_US = Dialect(

@@ -70,6 +70,10 @@ class FakeProviders:
         """Queue steps for requests to `label` (and only `model`, if given), first in first out."""
         self.state.script(label, *steps, model=model)
 
+    def refuse_key(self, key: str, status: int = 429) -> None:
+        """Answer every request sent with the API key `key` with `status` (until reset)."""
+        self.state.refuse_key(key, status)
+
     def requests(self, label: str | None = None) -> list[RecordedRequest]:
         return self.state.requests(label)
 

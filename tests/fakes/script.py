@@ -158,6 +158,20 @@ class FakeState:
     """Vertex: access tokens issued -> the service account they were issued to."""
     token_lifetime: int = 3599
     """Vertex: expires_in of the tokens issued."""
+    refused_keys: dict[str, int] = field(default_factory=dict)
+    """API keys the fake answers with this status whatever is scripted (one exhausted key of several)."""
+
+    def refuse_key(self, key: str, status: int = 429) -> None:
+        with self._lock:
+            self.refused_keys[key] = status
+
+    def refusal_for(self, headers: dict[str, str]) -> int | None:
+        """The status for a request sent with a refused key (Bearer, x-api-key or Azure's api-key)."""
+        if not self.refused_keys:
+            return None
+        sent = (headers.get("authorization", "").partition(" ")[2], headers.get("x-api-key"), headers.get("api-key"))
+        with self._lock:
+            return next((self.refused_keys[k] for k in sent if k in self.refused_keys), None)
 
     def add_service_account(self, email: str, public_pem: bytes) -> None:
         with self._lock:
@@ -189,4 +203,5 @@ class FakeState:
             self._queues.clear()
             self._requests.clear()
             self.tokens.clear()
+            self.refused_keys.clear()
             self.token_lifetime = 3599

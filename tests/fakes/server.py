@@ -149,6 +149,9 @@ class FakeApp:
             return
         model_of = getattr(wire, "model_of", lambda b: b.get("model"))
         step = self.state.next_step(record.label, model_of(body))
+        refused = self.state.refusal_for(record.headers)
+        if refused is not None:  # this key is exhausted, whatever was scripted for the label
+            step = Fail(refused, headers={"retry-after": "60"} if refused == 429 else None)
         record.step = step_to_json(step)["kind"] if step is not None else None
         if isinstance(step, Fail):
             record.status = step.status

@@ -26,6 +26,7 @@ import uvicorn
 
 from momor import background
 from momor.app import all_routes
+from momor.routing import key_spread
 from momor.routing.circuits import process_breakers
 from momor.store import apikeys, keys
 from tests.fakes import FakeProviders
@@ -239,6 +240,7 @@ def momor(momor_aws: Any, fake: FakeProviders, momor_server: _Server, tmp_path: 
     reset_momor_caches()
     keys.reset_saved_keys()
     process_breakers().reset()  # circuits opened by an earlier test must not steer this one
+    key_spread.reset()  # nor its saved keys' counts and cool-downs
     plaintext, caller = apikeys.create_api_key("integration test")
     yield Momor(momor_server.url, plaintext, caller.id, catalog, path, momor_server)
     # A write left pending would run after this test's tables and env are gone.

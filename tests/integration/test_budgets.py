@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
@@ -17,7 +18,7 @@ import openai
 import pytest
 
 from momor.config import reset_config
-from momor.store import apikeys, budgets, dynamo
+from momor.store import apikeys, bounded, budgets, deferred, dynamo
 from momor.store.apikeys import Caller
 from tests.fakes.script import fail, stall
 
@@ -150,7 +151,7 @@ def test_the_race_at_the_store_never_passes_the_limit(momor_aws, monkeypatch):
     the spend never passes the limit, and ends within one estimate of it."""
     # Failing open past the store's timeout is another rule (and a busy test machine can be slow):
     # here every admission must be counted.
-    monkeypatch.setattr(budgets, "DYNAMODB_TIMEOUT_S", 60.0)
+    monkeypatch.setattr(bounded, "wait_s", lambda: 60.0)
     threads, estimate, cost, limit = 12, Decimal("0.02"), Decimal("0.01"), Decimal("0.25")
     caller = Caller(id="race-caller", name="race", budget_daily=limit)
     admitted = [0] * threads
@@ -220,7 +221,7 @@ def test_fifty_concurrent_calls_overspend_by_at_most_one_estimate(momor, momor_a
     estimate at admission, atomically, so the calls admitted together fit under the limit."""
     # Fifty trips to DynamoDB Local on one item on a busy machine can outlast the store's timeout, and
     # failing open is another rule (tested below): here every admission must be counted.
-    monkeypatch.setattr(budgets, "DYNAMODB_TIMEOUT_S", 60.0)
+    monkeypatch.setattr(bounded, "wait_s", lambda: 60.0)
     hold = estimate_of(momor)
     limit = (hold * 5).quantize(Decimal("0.000000001"))  # room for five calls' holds
     key = key_with(daily=limit)
@@ -335,25 +336,44 @@ class _Unreachable:
         raise dynamo.DynamoError("TransportError", "connection refused", 0)
 
 
-def test_store_failure_open_admits_uncounted_and_settles_when_the_store_answers(momor, momor_aws, monkeypatch):
+def _wait_for_deferred(timeout: float = 20.0) -> None:
+    """Until the server's kept writes (store/deferred.py) have all landed."""
+    end = time.monotonic() + timeout
+    while deferred.pending() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert deferred.pending() == 0
+
+
+def test_store_failure_open_admits_uncounted_and_settles_once_when_the_store_answers(momor, momor_aws,
+                                                                                     monkeypatch):
     key = key_with(daily="5")
+    caller_id = asyncio.run(apikeys.authenticate(key)).id
     assert post(momor, key, body=SMALL).status_code == 200  # the month's item, seeded
     momor.settle()
     _, _, before = _hold_left(momor_aws, key)
-    monkeypatch.setattr(budgets, "dynamo", _Unreachable())
+    real, down = dynamo.call, [True]
+
+    async def store(*args, **kwargs):
+        if down[0]:
+            raise dynamo.DynamoError("TransportError", "connection refused", 0)
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(dynamo, "call", store)  # the whole store: the hold, the settlement, the record
     uncounted = post(momor, key, body=SMALL)
     assert uncounted.status_code == 200  # MOMOR_BUDGET_STORE_FAILURE defaults to open
     momor.settle()
+    item, _ = spend_item(momor_aws, caller_id)
+    assert deferred.pending() >= 1 and Decimal(item["month"]["N"]) == before  # kept, not lost
+    down[0] = False  # the store answers again: the kept settlement lands, once
+    _wait_for_deferred()
     cost = cost_of(momor, key, uncounted)
-    assert budgets.backlog_usd() == cost and _hold_left(momor_aws, key)[2] == before  # kept, not lost
-    monkeypatch.undo()  # the store answers again: the next trip applies the backlog
-    later = post(momor, key, body=SMALL)
-    assert later.status_code == 200
-    momor.settle()
-    last = cost_of(momor, key, later)
-    assert budgets.backlog_usd() == 0
     held, _, month = _hold_left(momor_aws, key)
-    assert held == 0 and month == before + cost + last
+    assert held == 0 and month == before + cost
+    asyncio.run(deferred.apply(deferred.Write("budgets", "replayed", budgets.settlement(
+        budgets.Spend(momor_aws.api_keys_table, caller_id, budgets.Period.at(dt.datetime.now(dt.UTC)), 0,
+                      Decimal("0.5"), uncounted.headers["x-momor-request-id"], certain=False), cost),
+        budgets.runs())))
+    assert _hold_left(momor_aws, key)[2] == before + cost  # a settlement replayed is not counted twice
 
 
 def test_store_failure_closed_refuses_with_503_before_any_provider(momor, monkeypatch, fake):

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from momor.config import reset_config
-from momor.store import apikeys, ratelimit
+from momor.store import apikeys, bounded, ratelimit
 from momor.store.ratelimit import admit
 
 pytestmark = pytest.mark.emulators
@@ -28,7 +28,7 @@ def limiter(momor_aws, monkeypatch):
     monkeypatch.setattr(ratelimit, "_now", lambda: now[0])
     # These tests are about exact counting: threads that each open a new event loop and pool on a
     # busy machine must not fail open on the limiter's short production timeout.
-    monkeypatch.setattr(ratelimit, "DYNAMODB_TIMEOUT_S", 30.0)
+    monkeypatch.setattr(bounded, "wait_s", lambda: 30.0)
     ratelimit.reset_local()
     yield now
     ratelimit.reset_local()

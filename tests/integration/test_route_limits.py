@@ -12,7 +12,7 @@ import httpx2
 import pytest
 
 from momor.config import get_config, reset_config
-from momor.store import apikeys, aws, ratelimit
+from momor.store import apikeys, aws, bounded, ratelimit
 
 LIMIT = 2
 CHAT = {"model": "openai/gpt-5-mini", "messages": [{"role": "user", "content": "Hello"}]}
@@ -25,7 +25,7 @@ def still_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """One rate window for the whole test, whatever the wall clock does (the server runs in this process),
     and a limiter that waits for the store rather than admitting uncounted on a slow machine."""
     monkeypatch.setattr(ratelimit, "_now", lambda: float(WINDOW_START + 1))
-    monkeypatch.setattr(ratelimit, "DYNAMODB_TIMEOUT_S", 30.0)
+    monkeypatch.setattr(bounded, "wait_s", lambda: 30.0)
     ratelimit.reset_local()
     yield
     ratelimit.reset_local()

@@ -20,6 +20,7 @@ import openai
 import pytest
 
 from momor.routing import families
+from tests.docs_text import documentation
 
 from .conftest import ROOT
 
@@ -105,7 +106,7 @@ def test_each_seed_zen_name_is_an_exact_model(shipped, client, fake, zen_id):
 
 def readme_zen_variants():
     """The router table's `<model>:<variant>` row of the README: Zen id -> the variants it says it takes."""
-    lines = (ROOT / "README.md").read_text().splitlines()
+    lines = documentation().splitlines()
     row = next(line for line in lines if line.startswith("| `<model>:<variant>`"))
     found = re.findall(r"`([a-z0-9.-]+)`: (no variants|[a-z]+(?:/[a-z]+)*)", row)
     return {name: [] if said == "no variants" else said.split("/") for name, said in found}

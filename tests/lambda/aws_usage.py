@@ -1,5 +1,5 @@
-"""What AWS the code does, read from the code: every S3, DynamoDB, Secrets Manager, Comprehend and Bedrock
-Guardrails call, who reaches it.
+"""What AWS the code does, read from the code: every S3, DynamoDB, Secrets Manager, SQS, Comprehend and
+Bedrock Guardrails call, who reaches it.
 
 A test that pins a list of IAM actions passes until someone adds a call; this module derives the
 list instead, so a new call (or a call moved to another module) changes what the template must
@@ -50,7 +50,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_ROOT = ROOT / "shared"
 PACKAGE = "momor"
-SERVICES = ("s3", "dynamodb", "secretsmanager", "comprehend", "bedrock-runtime")
+SERVICES = ("s3", "dynamodb", "secretsmanager", "sqs", "comprehend", "bedrock-runtime")
 RESOURCELESS = ("comprehend", "bedrock-runtime")
 """Services whose resources no setting names (Comprehend's DetectPiiEntities has no resource-level
 permissions: `*`; a Bedrock guardrail is named by a caller's policy: the account's guardrails), so
@@ -333,7 +333,7 @@ def _settings_read(node: ast.AST, fields: set[str]) -> set[str]:
 def _resource_settings(service: str, fn: ast.AST, module: Module, fields: set[str]) -> frozenset[str]:
     if service in RESOURCELESS:
         return frozenset()
-    kind = {"dynamodb": "_table", "s3": "catalog_", "secretsmanager": "_secret"}[service]
+    kind = {"dynamodb": "_table", "s3": "catalog_", "secretsmanager": "_secret", "sqs": "_queue_url"}[service]
     for scope in (fn, module.tree):
         named = {f for f in _settings_read(scope, fields) if kind in f}
         if service == "s3":
@@ -467,7 +467,7 @@ def call_sites(fields: Iterable[str], package_root: Path = PACKAGE_ROOT) -> list
 def unreadable_calls(package_root: Path = PACKAGE_ROOT) -> list[str]:
     """Every AWS call the scan cannot turn into a Site: it fails the template test, so a new kind of
     call is read (or refused) here before it meets AccessDenied on AWS. Strict on purpose:
-    - a client of a service outside SERVICES (`client("sqs")`), a service that is not a literal
+    - a client of a service outside SERVICES (`client("sns")`), a service that is not a literal
       (outside a factory that takes it as its own parameter), and boto3's resource API;
     - a client the scan cannot follow: kept anywhere but a local name or used at once (`self._c =
       client(...)`, `return client(...)`);

@@ -103,3 +103,16 @@ def test_on_lambda_the_body_limit_is_what_an_invocation_carries():
     assert lowered.max_inline_file_bytes == 750_000
     off_lambda = Config.from_env({})
     assert off_lambda.max_body_bytes == 30 * 1024 * 1024 and off_lambda.max_inline_file_bytes == 10 * 1024 * 1024
+
+
+def test_the_store_outage_settings():
+    """The bound on bookkeeping may not pass 2.5 s (the issue's ceiling for a call's waits in all), and
+    the rate limiter's failure setting is open or closed, like the budgets'."""
+    defaults = Config.from_env({})
+    assert (defaults.store_wait, defaults.rate_limit_store_failure, defaults.store_retry) == (0.8, "open", 30.0)
+    assert defaults.spill_queue_url is None
+    with pytest.raises(ConfigError, match="MOMOR_STORE_WAIT_S"):
+        Config.from_env({"MOMOR_STORE_WAIT_S": "3"})
+    with pytest.raises(ConfigError, match="MOMOR_RATE_LIMIT_ON_STORE_FAILURE must be open or closed"):
+        Config.from_env({"MOMOR_RATE_LIMIT_ON_STORE_FAILURE": "ajar"})
+    assert Config.from_env({"MOMOR_RATE_LIMIT_ON_STORE_FAILURE": "closed"}).rate_limit_store_failure == "closed"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
 
 import httpx2
 import pytest
@@ -28,6 +29,9 @@ async def dynamo_at(monkeypatch):
                 seen.append(httpx2.Request("POST", f"{url}{lines[0].split()[1].lstrip('/')}", headers=headers,
                                            content=body))
                 answer = answers.pop(0)
+                if answer is None:  # no answer at all: the connection is cut
+                    writer.close()
+                    return
                 writer.write(b"HTTP/1.1 %d X\r\ncontent-type: application/x-amz-json-1.0\r\n"
                              b"content-length: %d\r\n\r\n" % (answer.status_code, len(answer.content))
                              + answer.content)
@@ -87,3 +91,19 @@ async def test_retries_are_bounded(dynamo_at):
     with pytest.raises(dynamo.DynamoError):
         await dynamo.call("PutItem", {})
     assert len(seen) == 3
+
+
+async def test_a_connection_lost_without_an_answer_is_retried(dynamo_at):
+    answers, seen = dynamo_at
+    answers += [None, httpx2.Response(200, json={"ok": {"BOOL": True}})]  # None: the connection closed
+    assert await dynamo.call("PutItem", {"TableName": "t", "Item": {}}) == {"ok": {"BOOL": True}}
+    assert len(seen) == 2
+
+
+async def test_a_deadline_ends_the_retries_and_allows_more_than_the_default_tries(dynamo_at):
+    answers, seen = dynamo_at
+    answers += [_error(400, "ProvisionedThroughputExceededException")] * 40
+    with pytest.raises(dynamo.DynamoError) as info:
+        await dynamo.call("PutItem", {}, deadline=time.monotonic() + 1.5)
+    assert info.value.code == "ProvisionedThroughputExceededException"
+    assert dynamo.ATTEMPTS < len(seen) <= dynamo.ATTEMPTS_MAX

@@ -22,7 +22,7 @@ class SlowStore:
         self.answer = asyncio.Event()
         self.settled: list[tuple[budgets.Spend, Decimal]] = []
 
-    async def admit_budget(self, caller, estimate):
+    async def admit_budget(self, caller, estimate, call_id=None):
         await self.answer.wait()
         return budgets.BudgetState(Decimal(1), None, Decimal(0), Decimal(0), SPEND.period, True, SPEND)
 

@@ -218,3 +218,37 @@ async def test_the_resolver_never_fetches_on_the_event_loop_once_the_cache_expir
     resolved = resolve(candidate)
     assert resolved.key == KEY and resolved.source == "saved"  # type: ignore[union-attr]
     assert secrets_calls.calls == 1  # answered from the keys the call read, not fetched again
+
+
+POOL_OK = [{"key": "sk-pool-east-9001", "label": "east", "weight": 3, "rpm": 500, "tpm": 200000, "org": "o1"},
+           {"key": "sk-pool-west-9002"}]
+
+
+def test_a_list_of_saved_keys_is_a_pool_with_labels_weights_and_quotas() -> None:
+    pool = keys._parse_secret("test", json.dumps({"openai": POOL_OK}))["openai"]
+    assert isinstance(pool, keys.KeyPool)
+    east, west = pool.keys
+    assert (east.label, east.weight, east.rpm, east.tpm, dict(east.extra)) == ("east", 3.0, 500, 200000, {"org": "o1"})
+    assert (west.label, west.weight, west.rpm, west.tpm) == ("2", 1.0, None, None)  # label: its place
+    assert "sk-pool" not in repr(pool)
+
+
+@pytest.mark.parametrize(("second", "says"), [
+    ({"key": "sk-pool-west-9002", "weight": 0}, "key 2 (2): weight must be a positive number"),
+    ({"key": "sk-pool-west-9002", "weight": "1"}, "key 2 (2): weight must be a positive number"),
+    ({"key": "sk-pool-west-9002", "rpm": 1.5}, "key 2 (2): rpm must be a positive whole number"),
+    ({"key": "sk-pool-west-9002", "tpm": -1}, "key 2 (2): tpm must be a positive whole number"),
+    ({"key": "sk-pool-west-9002", "label": "east"}, "key 2: label 'east' is used twice"),
+    ({"key": ""}, "key 2: key must be a non-empty string"),
+    ("sk-pool-west-9002", "key 2: must be an object holding key"),
+])
+def test_a_bad_pooled_key_is_refused_naming_the_field_never_the_key(second: Any, says: str) -> None:
+    with pytest.raises(KeysError) as raised:
+        keys.check_saved_keys("keys.json", json.dumps({"openai": [POOL_OK[0], second]}))
+    assert f"keys.json, entry 'openai': {says}" in str(raised.value)
+    assert "sk-pool" not in str(raised.value)
+
+
+def test_an_empty_list_of_saved_keys_is_refused() -> None:
+    with pytest.raises(KeysError, match="at least one"):
+        keys.check_saved_keys("keys.json", '{"openai": []}')

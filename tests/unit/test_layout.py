@@ -18,6 +18,8 @@ import re
 import tokenize
 from pathlib import Path
 
+from tests.docs_text import documentation
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "shared" / "momor"
 SKIP = {".venv", ".sam-venv", "node_modules", ".git"}
@@ -152,6 +154,7 @@ LAYERS = ("entry", "dialects", "api", "routing", "providers", "store", "core")
 LAYER_OF = {
     "momor.app": "entry",  # the composition root: the one module that imports every dialect
     "momor.lambda_stream": "entry",
+    "momor.cli": "entry",  # the operator's commands (momor records replay)
     "momor.dialects": "dialects",
     "momor.api": "api",
     "momor.metrics": "api",  # the record's metrics: reads store.records
@@ -272,6 +275,14 @@ def test_no_two_modules_import_each_other():
     assert not circles, "modules that import each other:\n" + "\n".join(" <-> ".join(c) for c in circles)
 
 
+def test_no_dialect_reaches_a_store_but_through_the_flow():
+    # Issue 40: the Responses route read and wrote stored responses itself; it goes through
+    # api/response_state.py now, as every other dialect goes through the flow.
+    direct = [f"{name} imports {m}" for name, imported in import_graph().items() if layer_of(name) == "dialects"
+              for m in imported if layer_of(m) == "store"]
+    assert not direct, "dialects importing the store:\n" + "\n".join(direct)
+
+
 def test_the_circle_scan_finds_a_circle():
     assert import_circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert import_circles({"a": {"b"}, "b": set()}) == []
@@ -287,7 +298,7 @@ def test_the_layer_scan_reads_relative_imports():
 
 
 def _recipes() -> str:
-    readme = (ROOT / "README.md").read_text()
+    readme = documentation()
     start = readme.index("Where to add:")
     return readme[start:readme.index("\n\n", start)]
 

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from momor.config import ConfigError, reset_config
-from momor.store import dynamo, ratelimit
+from momor.errors import MomorError
+from momor.store import bounded, dynamo, ratelimit
 from momor.store.dynamo import DynamoError
 from momor.store.ratelimit import RateState, Window, admit, seconds_to_reset, state_for, window_at
 
@@ -219,11 +220,36 @@ async def test_store_failure_fails_open_and_warns(clock, with_table, monkeypatch
 
 async def test_a_store_that_does_not_answer_fails_open_in_time(clock, with_table, monkeypatch):
     monkeypatch.setattr(dynamo, "call", as_dynamo(BrokenDynamo(hang=1.0)))
-    monkeypatch.setattr(ratelimit, "DYNAMODB_TIMEOUT_S", 0.05)
+    monkeypatch.setattr(bounded, "wait_s", lambda: 0.05)
     started = time.monotonic()
     state = await admit("a", limit=5)
     assert state.allowed and state.failed_open
     assert time.monotonic() - started < 0.9  # did not wait for the hung call
+
+
+async def test_a_store_failure_refuses_with_503_when_set_closed(clock, with_table, monkeypatch):
+    monkeypatch.setattr(dynamo, "call", as_dynamo(BrokenDynamo()))
+    monkeypatch.setenv("MOMOR_RATE_LIMIT_ON_STORE_FAILURE", "closed")
+    reset_config()
+    with pytest.raises(MomorError) as refused:
+        await admit("a", limit=5)
+    assert refused.value.status == 503 and "store is unavailable" in str(refused.value)
+
+
+async def test_a_store_that_missed_its_bound_is_not_waited_for_again(clock, with_table, monkeypatch):
+    """One request pays the bound; the next ones, while the store is taken as down, decide at once."""
+    hung, asked = as_dynamo(BrokenDynamo(hang=1.0)), []
+
+    async def counted(operation, payload, **kwargs):
+        asked.append(operation)
+        return await hung(operation, payload, **kwargs)
+
+    monkeypatch.setattr(dynamo, "call", counted)
+    monkeypatch.setattr(bounded, "wait_s", lambda: 0.05)
+    assert (await admit("a", limit=5)).failed_open
+    first = len(asked)
+    states = [await admit("a", limit=5) for _ in range(5)]
+    assert first >= 1 and all(s.failed_open for s in states) and len(asked) == first  # not asked again
 
 
 async def test_fail_open_with_no_limit_stays_unlimited(clock, with_table, monkeypatch):
@@ -237,7 +263,7 @@ def as_dynamo(fake):
     """`dynamo.call` (the lean JSON-protocol caller) over a fake with boto3's method names: the
     protocol's payload keys are the same as boto3's arguments."""
 
-    async def call(operation, payload):
+    async def call(operation, payload, **_):
         if getattr(fake, "hang", 0):
             await asyncio.sleep(fake.hang)  # a store that does not answer
         method = {"UpdateItem": "update_item", "GetItem": "get_item"}[operation]
@@ -354,7 +380,7 @@ class PacedDynamo(CountingDynamo):
         self.path_task: asyncio.Task | None = None
 
     def as_call(self):
-        async def call(operation, payload):
+        async def call(operation, payload, **_):
             if asyncio.current_task() is self.path_task:
                 self.on_path += 1
             else:
@@ -398,7 +424,7 @@ async def test_a_lease_reserved_ahead_that_fails_leaves_the_next_request_to_ask(
     calls = fake.as_call()
     failing = [False]
 
-    async def call(operation, payload):
+    async def call(operation, payload, **_):
         if failing[0]:
             raise ConnectionError("Could not connect to the endpoint URL")
         return await calls(operation, payload)

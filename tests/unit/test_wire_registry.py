@@ -17,6 +17,7 @@ from momor.providers import registry, wire_for
 from momor.providers.registry import CATALOG_WIRES, REGISTRY
 from momor.routing.conversion import URL_MEDIA
 from momor.routing.transcribe import TRANSCRIPTION_WIRES
+from tests.docs_text import section as docs_section
 from tests.fakes.interface import MatrixEntry, fake_module
 from tests.unit.test_vector_conformance import EMBED_CASES, RERANK_CASES
 from tests.unit.test_wire_conformance import CASES, TRANSCRIPTION_CASES
@@ -76,8 +77,7 @@ def test_catalog_wires_and_the_schema_enum_are_the_registrys():
 
 
 def test_every_catalog_wire_is_in_the_readmes_catalog_documentation():
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## The catalog", 1)[1].split("\n## ", 1)[0]
+    section = docs_section("The catalog")
     bullet = re.search(r"- `providers\[\]`:.*?`wire` \((.*?)\)", section, re.S)
     assert bullet, "README's catalog section lost its providers[] wire list"
     assert set(re.findall(r"`(\w+)`", bullet.group(1))) == set(CATALOG_WIRES)

@@ -17,6 +17,8 @@ from starlette.requests import Request
 
 from ..catalog import Catalog
 from ..config import Config, get_config
+from ..routing import key_spread
+from ..routing.circuits import process_breakers
 from ..routing.keys import KeyResolver, ResolvedKey
 from ..routing.plan import Candidate
 from ..store import budgets, dynamo, keys, ratelimit, records
@@ -54,22 +56,26 @@ class Backend:
         same limit as its calls."""
         return await ratelimit.admit(caller.id + API_BUCKET, key_hash=caller.key_hash)
 
-    async def admit_budget(self, caller: Caller, estimate: Decimal) -> budgets.BudgetState | None:
-        """Hold the call's estimated cost against the key's spend limits, if it has any (budgets.py)."""
-        return await budgets.admit(caller, estimate) if budgets.has_budget(caller) else None
+    async def admit_budget(self, caller: Caller, estimate: Decimal, call_id: str | None = None
+                           ) -> budgets.BudgetState | None:
+        """Hold the call's estimated cost against the key's spend limits, if it has any (budgets.py),
+        once for the call `call_id` however often the store is asked."""
+        return await budgets.admit(caller, estimate, call_id) if budgets.has_budget(caller) else None
 
     async def settle_spend(self, spend: budgets.Spend, cost: Decimal) -> None:
         """The call has ended: release its hold, add what it cost (budgets.py)."""
         await budgets.settle(spend, cost)
 
-    async def key_resolver(self, call_keys: dict[str, Any], *, zdr: bool) -> KeyResolver:
+    async def key_resolver(self, call_keys: dict[str, Any], *, zdr: bool, preview: bool = False) -> KeyResolver:
         # The saved keys are read once per call (off the event loop when stale) and the resolver
         # keeps them: failover may come long after, when the cache has expired, and refetching
         # then would be a blocking Secrets Manager call on the event loop, stalling every call.
-        return _resolver(call_keys, zdr, await keys.saved_keys_async())
+        # `preview` (an explanation): a provider's several saved keys are looked at, none taken.
+        return _resolver(call_keys, zdr, await keys.saved_keys_async(), preview)
 
-    async def write_record(self, record: records.CallRecord, secrets: Iterable[str]) -> None:
-        await records.put_record_async(record, secrets=secrets)
+    async def write_record(self, record: records.CallRecord, secrets: Iterable[str]) -> bool:
+        """True: in the table; False: kept to be written later or spilled (store/deferred.py)."""
+        return await records.put_record_async(record, secrets=secrets)
 
     async def read_record(self, record_id: str, caller_id: str) -> dict[str, Any] | None:
         try:
@@ -78,22 +84,36 @@ class Backend:
             raise StoreUnavailable("DynamoDB", "generation") from None
 
 
-def _resolver(call_keys: dict[str, Any], zdr: bool, saved_keys: Mapping[str, keys.ProviderKey]) -> KeyResolver:
+def _resolver(call_keys: dict[str, Any], zdr: bool,
+              saved_keys: Mapping[str, keys.ProviderKey | keys.KeyPool], preview: bool = False) -> KeyResolver:
     """Per-call keys override saved ones; under zdr only a covered saved key serves (seed 000:
-    saved keys marked zdr, or Momor's keys its own agreements cover; never a key sent with the call)."""
+    saved keys marked zdr, or Momor's keys its own agreements cover; never a key sent with the call).
+    A provider with several saved keys has one chosen per attempt (routing/key_spread.py)."""
 
     def resolve(candidate: Candidate) -> ResolvedKey | str:
         name = candidate.provider.name
         saved = keys.key_in(saved_keys, name)
         if zdr:
+            if isinstance(saved, keys.KeyPool):
+                return _spread(saved, candidate, preview, lambda key: key.zdr or candidate.provider.zdr)
             if saved is not None and (saved.zdr or candidate.provider.zdr):
                 return ResolvedKey(saved.key, "saved", dict(saved.extra))
             return "zero data retention: no key for this provider is covered"
         per_call = keys.call_key(call_keys, name)
         if per_call is not None:
             return ResolvedKey(per_call.key, "call", dict(per_call.extra))
+        if isinstance(saved, keys.KeyPool):
+            return _spread(saved, candidate, preview)
         if saved is not None:
             return ResolvedKey(saved.key, "saved", dict(saved.extra))
         return "no key for this provider"
 
     return resolve
+
+
+def _spread(pool: keys.KeyPool, candidate: Candidate, preview: bool, eligible: Any = None) -> ResolvedKey | str:
+    chosen = key_spread.choose(pool, candidate.circuit, process_breakers(), eligible, take=not preview)
+    if isinstance(chosen, str):
+        return chosen
+    key, slot = chosen
+    return ResolvedKey(key.key, "saved", dict(key.extra), label=key.label, slot=slot)

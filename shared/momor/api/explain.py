@@ -138,7 +138,8 @@ async def explain(p: Any, dialect: str, route: str) -> Response:
         with logging_plans() as p.plan_log:
             candidates, router = await _router_plan(p.backend, routed, ask)
     log = p.plan_log or PlanLog()
-    resolve = await p.backend.key_resolver(routed.keys, zdr=p.zdr)  # the same resolver, without the gate
+    # The same resolver, without the gate, and taking none of a provider's several saved keys.
+    resolve = await p.backend.key_resolver(routed.keys, zdr=p.zdr, preview=True)
     body = explanation(log, candidates, resolve=resolve, gate=routed.gate, zdr=p.zdr)
     p.recorder.plan = {**compact(candidates, log), "explain": True}
     p.recorder.status_code = 200

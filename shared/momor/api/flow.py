@@ -137,7 +137,7 @@ class _Admission:
         cost = estimate()
         spends: list[Spend] = []
         for subject in subjects:  # the key's limits, then its organization's: every one must admit the call
-            held = asyncio.ensure_future(backend.admit_budget(subject, cost))
+            held = asyncio.ensure_future(backend.admit_budget(subject, cost, recorder.request_id))
             try:
                 state = await asyncio.shield(held)
             except asyncio.CancelledError:  # the caller left during the trip: a hold taken is released
@@ -158,7 +158,10 @@ class _Admission:
 
     async def headers(self) -> dict[str, str]:
         """X-RateLimit-* and X-Momor-Budget-Remaining for every answer to a known caller."""
-        headers = (await self.task).headers() if self.task else {}
+        try:
+            headers = (await self.task).headers() if self.task else {}
+        except MomorError:  # the limiter refused to decide (its store down, failing closed): no headers
+            headers = {}
         return headers | self.budget.headers() if self.budget is not None else headers
 
 

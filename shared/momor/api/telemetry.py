@@ -448,6 +448,8 @@ def _attempt_attributes(recorder: Recorder, timer: AttemptTimer, operation: str,
     }
     if a.hedged:
         attributes["momor.attempt.hedged"] = True
+    if a.key_label is not None:  # one of a provider's several saved keys: its label, never the key
+        attributes["momor.key_label"] = a.key_label
     url = urlsplit(candidate.provider.base_url or "")
     if url.hostname:
         attributes[SERVER_ADDRESS] = url.hostname

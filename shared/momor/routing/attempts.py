@@ -63,6 +63,13 @@ class _Serving:
     rest: AsyncIterator[Event] | None
     passthrough: bool
     """It was sent the caller's own body and answers in its own words (routing/passthrough.py)."""
+    key: ResolvedKey | None = None
+    """The key it was sent with (one of several saved keys counts its tokens: routing/key_spread.py)."""
+
+    @property
+    def circuit(self) -> str:
+        """The circuit its attempt counts against: its saved key's own, when the provider has several."""
+        return (self.key.circuit if self.key is not None else None) or self.candidate.circuit
 
 
 @dataclass(slots=True, frozen=True)
@@ -199,7 +206,7 @@ class Session:
             self.recorder.skip(candidate, resolved)
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, resolved))
             return "skipped"
-        circuit = candidate.circuit
+        circuit = resolved.circuit or candidate.circuit  # one of several saved keys: its own circuit
         if not await self.breakers.claim(circuit):  # issue 25: another instance took the probe
             self.recorder.skip(candidate, PROBING)
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, PROBING))
@@ -209,7 +216,7 @@ class Session:
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name,
                                                 "the call's time budget ran out"))
                 return "budget"
-            attempt = self.recorder.begin(candidate, resolved.source, resolved.key, call)
+            attempt = self.recorder.begin(candidate, resolved.source, resolved.key, call, resolved.label)
             self.breakers.begin(circuit)
             try:
                 serving = await self._start(candidate, resolved, call, caller_body, attempt)
@@ -223,6 +230,11 @@ class Session:
                 if decision == "final":
                     exc.status = exc.upstream_status or 400
                     raise
+                if resolved.slot is not None and decision == "retry" and retry < self.policy.retries:
+                    other = self._other_key(candidate, resolved, exc)
+                    if other is not None:  # the same offering at once, on another of its saved keys
+                        resolved, circuit = other, other.circuit or candidate.circuit
+                        continue
                 delay = self._retry_delay(exc, retry) if decision == "retry" else None
                 if delay is not None:
                     await asyncio.sleep(delay)
@@ -238,6 +250,16 @@ class Session:
             self.breakers.success(circuit)
             return serving
         return "failed"  # unreachable: the last retry returns from the except branch
+
+    def _other_key(self, candidate: Candidate, failed: ResolvedKey, exc: ProviderError) -> ResolvedKey | None:
+        """After a pooled key's retryable failure (a 429 cools it down first), another of the
+        provider's saved keys to retry with, or None (none is ready: retry as for one key)."""
+        if failed.slot is not None and exc.upstream_status == 429:
+            failed.slot.limited(exc.retry_after)
+        other = self.resolve_key(candidate)
+        if isinstance(other, str) or other.label == failed.label:
+            return None
+        return other
 
     def _retry_delay(self, exc: ProviderError, retry: int) -> float | None:
         """How long to wait before retrying the same offering, or None to fail over instead."""
@@ -290,7 +312,7 @@ class Session:
         # A stream is committed to at its first visible output, a buffered call once it is whole.
         produced, held = await hold_until_output(stream, streaming=call.stream, first_token=timeouts.first_token)
         attempt.first_output = time.perf_counter()  # the attempt's time to first token (its span's event)
-        return _Serving(candidate, attempt, produced, held, stream, way.passthrough)
+        return _Serving(candidate, attempt, produced, held, stream, way.passthrough, key)
 
     async def _events(self, serving: _Serving, sent: Assembler) -> AsyncIterator[Event]:
         """The served candidate's events: those held back, then the rest as they arrive.
@@ -336,7 +358,7 @@ class Session:
     async def _served_events(self, serving: _Serving) -> AsyncIterator[Event]:
         """One offering's events to the end of its answer; its attempt ends ok, failed or
         cancelled, with what it produced."""
-        attempt, produced, circuit = serving.attempt, serving.produced, serving.candidate.circuit
+        attempt, produced, circuit = serving.attempt, serving.produced, serving.circuit
         attempt.attempt.delivered = True  # what it produced from here on reaches the caller
         try:
             held, serving.held = serving.held, []
@@ -372,6 +394,9 @@ class Session:
                     with anyio.CancelScope(shield=True):
                         await aclose(rest)
         attempt.succeed(produced)
+        if serving.key is not None and serving.key.slot is not None:
+            # One of several saved keys: its minute's tokens (routing/key_spread.py).
+            serving.key.slot.used((produced.usage.input_tokens or 0) + (produced.usage.output_tokens or 0))
 
     async def _roll_over(
         self, sent: Assembler, failed: _Serving, exc: ProviderError

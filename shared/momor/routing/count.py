@@ -40,7 +40,7 @@ async def count_input_tokens(
         if isinstance(key, str):
             recorder.skip(candidate, key)
             continue
-        timer = recorder.begin(candidate, key.source, key.key)
+        timer = recorder.begin(candidate, key.source, key.key, key_label=key.label)
         target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source,
                         passthrough_body=way.body, betas=caller_body.betas if caller_body is not None else ())
         try:

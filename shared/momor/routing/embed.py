@@ -301,7 +301,7 @@ async def _offering(run: _Run, offer: _Offer, part: list[int]) -> bool:
         if left <= 0:  # no attempt starts past the call's budget (or the invocation's end)
             run.summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, OUT_OF_TIME))
             return False
-        timer = run.recorder.begin(candidate, offer.key.source, offer.key.key)
+        timer = run.recorder.begin(candidate, offer.key.source, offer.key.key, key_label=offer.key.label)
         breakers.begin(candidate.circuit)
         try:
             request = wire.build_embed(sent, target)  # type: ignore[attr-defined]

@@ -60,6 +60,7 @@ from ..caller_body import CallerBody
 from ..events import Assembler
 from ..logs import logger
 from ..messages import ContentMessage, Message
+from ..store import bounded, deferred
 from ..store import memory as store
 from ..tokens import MESSAGE_OVERHEAD, text_tokens
 
@@ -228,7 +229,12 @@ def with_memory(
 
 
 async def recall(ask: Ask, caller_id: str, chat_id: str, request_messages: list[Any]) -> Recall:
-    """Load (or, for context false, clear) the thread's recent window; what to inject and what is new."""
+    """Load (or, for context false, clear) the thread's recent window; what to inject and what is new.
+    Within the store's bound (MOMOR_STORE_WAIT_S): past it, a StoreUnavailable (the route's 503)."""
+    return await bounded.within("memory", _recall(ask, caller_id, chat_id, request_messages))
+
+
+async def _recall(ask: Ask, caller_id: str, chat_id: str, request_messages: list[Any]) -> Recall:
     turns = said(request_messages)
     last_is_new = ends_on_user(request_messages)
     if ask.mode == "off":
@@ -252,18 +258,24 @@ async def recall(ask: Ask, caller_id: str, chat_id: str, request_messages: list[
     return Recall(chat_id, caller_id, ask.mode, thread, older, turns[j:], k)
 
 
-async def remember(found: Recall, assembler: Assembler) -> None:
-    """Keep the new turn once the answer is complete. A store failure is logged, never the
-    caller's problem: the answer is already good."""
+async def remember(found: Recall, assembler: Assembler) -> bool | None:
+    """Keep the new turn once the answer is complete: True when it is stored, False when the store did
+    not take it in time and it is written later (store/deferred.py: retried, else spilled and
+    replayed; the caller's answer says so), None when there was nothing to keep. A store failure is
+    never the caller's problem: the answer is already good."""
     if found.mode == "off":
-        return
+        return None
     new = [shortened(t, TURN_BYTES) for t in found.fresh]
     answer = answered(assembler)
     if answer is not None:
         new.append(shortened(answer, TURN_BYTES))
     if not new:
-        return
+        return None
     try:
-        await store.append(found.caller_id, found.chat_id, new)
+        put = store.turn_put(found.caller_id, found.chat_id, new)
     except Exception:
         logger.exception("memory turn not kept", extra={"chat_id_length": len(found.chat_id)})
+        return None
+    # Within the store's bound; a turn the store does not take in time is written later (retried,
+    # else spilled and replayed: store/deferred.py), never silently dropped.
+    return await deferred.write(deferred.Write("memory", found.caller_id, [put], store.runs()))

@@ -219,9 +219,11 @@ class Recorder:
         timer.attempt.error, timer.attempt.latency_ms, timer.attempt.cost = reason, 0.0, Decimal(0)
         self.timers.append(timer)
 
-    def begin(self, candidate: Candidate, key_source: str, key: str, call: Call | None = None) -> AttemptTimer:
+    def begin(self, candidate: Candidate, key_source: str, key: str, call: Call | None = None,
+              key_label: str | None = None) -> AttemptTimer:
         self.secrets.add(key)
         timer = AttemptTimer(_attempt(candidate, key_source, "failed"), candidate, call)
+        timer.attempt.key_label = key_label
         if self.trace is not None and self.trace.span_id is not None:
             timer.span_id = new_span_id()
         self.timers.append(timer)

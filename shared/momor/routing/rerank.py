@@ -141,7 +141,7 @@ async def _offering(call: RerankCall, candidate: Candidate, key: ResolvedKey, wi
         if left <= 0:
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, OUT_OF_TIME))
             return None
-        timer = recorder.begin(candidate, key.source, key.key)
+        timer = recorder.begin(candidate, key.source, key.key, key_label=key.label)
         breakers.begin(circuit)
         try:
             request = wire.build_rerank(call, target)  # type: ignore[attr-defined]

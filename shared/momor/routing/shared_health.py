@@ -40,7 +40,7 @@ provider call:
 outlives it (background.soon: the streaming runtime drains them before it may be frozen); a buffered
 Lambda freezes them with the environment until its next invocation.
 
-When the store cannot be reached (an error, or no answer within TIMEOUT_S), each process falls back
+When the store cannot be reached (an error, or no answer within MOMOR_STORE_WAIT_S), each process falls back
 to its own breakers (the `Breakers` this wraps, which counts every verdict all along), as before
 shared health, and asks the store again after DOWN_S. Without an API-keys table (local development
 with --api-key only), or with MOMOR_HEALTH_CACHE_S=0, the process breakers are used alone.
@@ -62,13 +62,16 @@ import orjson
 from .. import background
 from ..config import get_config
 from ..logs import logger
-from ..store import dynamo
+from ..store import bounded, dynamo
 from .breaker import SAMPLES, Breakers, State, p95
 
-TIMEOUT_S = 2.0
-"""The longest a call waits for the health store before it routes on its own breakers (as the rate
-limiter waits for its store: a process's first DynamoDB call resolves credentials and connects,
-which on a busy machine passed half a second)."""
+
+def _wait_s() -> float:
+    """The longest a call waits for the health store before it routes on its own breakers:
+    MOMOR_STORE_WAIT_S, as for every bookkeeping step (store/bounded.py)."""
+    return bounded.wait_s()
+
+
 DOWN_S = 10.0
 """After a store failure, how long a process routes on its own breakers before it asks again."""
 FLUSH_EVERY = 16
@@ -192,7 +195,7 @@ class SharedBreakers(Breakers):
 
     async def _read(self, stale: list[str], now: float) -> None:
         try:
-            async with asyncio.timeout(TIMEOUT_S):
+            async with asyncio.timeout(_wait_s()):
                 answer = await self._store("BatchGetItem", {"RequestItems": {self.table: {
                     "Keys": [{"keyHash": {"S": _key(k)}} for k in stale]}}})
         except (dynamo.DynamoError, TimeoutError) as exc:
@@ -245,7 +248,7 @@ class SharedBreakers(Breakers):
             return True
         until = now + self.cooldown
         try:
-            async with asyncio.timeout(TIMEOUT_S):
+            async with asyncio.timeout(_wait_s()):
                 await self._store("UpdateItem", {
                     "TableName": self.table, "Key": {"keyHash": {"S": _key(key)}},
                     "UpdateExpression": "SET probeUntil = :until, probeBy = :me, expiresAt = :exp",
@@ -376,7 +379,7 @@ class SharedBreakers(Breakers):
 
     async def _store(self, operation: str, payload: dict[str, Any]) -> dict[str, Any]:
         self.calls[operation] = self.calls.get(operation, 0) + 1
-        return await dynamo.call(operation, payload, timeout=TIMEOUT_S)
+        return await dynamo.call(operation, payload, deadline=time.monotonic() + _wait_s())
 
     def _write(self, key: str, update: str, values: dict[str, Any] | None = None, *,
                condition: str | None = None, on_conflict=None) -> None:

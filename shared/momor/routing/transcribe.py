@@ -104,7 +104,7 @@ async def _offering(
         if left <= 0:  # no attempt starts past the call's budget (or the invocation's end)
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, OUT_OF_TIME))
             return None
-        timer = recorder.begin(candidate, key.source, key.key)
+        timer = recorder.begin(candidate, key.source, key.key, key_label=key.label)
         breakers.begin(circuit)
         try:
             request = wire.build_request(audio, target, language=language, prompt=prompt)  # type: ignore[attr-defined]

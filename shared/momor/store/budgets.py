@@ -13,6 +13,9 @@ UTC month, `keyHash` = "spend#<caller id>#<YYYY-MM>", holding
     month   USD committed this month: spent, plus the holds of calls still running
     d<DD>   USD committed on day DD (calls admitted that day)
     held, h<DD>   the holds still outstanding, of the month and of day DD (so spent = month - held)
+    open    the call ids whose holds are outstanding (a string set: a hold is taken and released once)
+    uncounted   the call ids settled without a known hold (admitted while the store failed): it
+            grows only by a month's outage calls, about 10,000 of which fill DynamoDB's 400 KB item
     calls   calls admitted; seeded: when the counters were seeded (below); expiresAt (TTL)
 One item for both periods, so admission is one round trip whatever limits are set.
 
@@ -32,14 +35,24 @@ set at noon counts the morning's spend, a month's counters start from the key's 
 (spend_history.py): an admission that finds the item unseeded (its first budgeted call of the
 month, or the first after `set_limits` gave a key with no limit one) sums the month's records,
 SETs the counters (plus any outstanding holds), marks the item `seeded`, and admits again.
-Concurrent seeders are harmless: the SET is conditional on `seeded` being absent.
+Concurrent seeders are harmless: the SET is conditional on `seeded` being absent. The seed reads a
+month of records, so it is the one budget step outside MOMOR_STORE_WAIT_S (each hold is within it):
+the month's first budgeted call of a key waits for it, once.
+
+Exactly once. Every update is keyed by the call's id (its request id), so a retry whose first
+answer was lost, or a settlement replayed from the spill, is applied once: a hold adds the id to
+`open` on the condition it is not there yet, a settlement removes it on the condition it is, and a
+ConditionalCheckFailedException on a settlement means "applied already" (deferred.py).
 
 Store failure (MOMOR_BUDGET_STORE_FAILURE, config.py): `open` (the default) admits a call
-uncounted when DynamoDB errs or does not answer in time, logging a warning, so an outage of the
-store never takes the router down; `closed` refuses it with 503. Either way a settlement that
-cannot be written (an uncounted call's cost, or a counted call's) joins a small in-process backlog,
-applied on the next successful trip to the store: a call admitted uncounted is counted once the
-store answers again (unless the process ends first; its record still has the cost).
+uncounted when DynamoDB errs or does not answer within MOMOR_STORE_WAIT_S (store/bounded.py),
+logging a warning, so an outage of the store never takes the router down; `closed` refuses it with
+503. A hold whose answer was lost may have landed all the same, so such a call settles in two
+steps: its cost is added once (on the condition its id is not in `uncounted` yet, and added to it),
+then a hold of it that did land is released (on the condition its id is in `open`). A late hold
+that lands after the first step is refused (a hold's condition is that its id is in neither set).
+A settlement the store does not take in time is retried in the background, else spilled
+(deferred.py, spill.py): the counted spend after an outage is what was spent.
 
 Organizations (issue 26): an organization's own daily and monthly limits (organizations.py) apply on
 top of its keys' own, held and settled the same way on the item "spend#org:<org id>#<YYYY-MM>"
@@ -51,10 +64,10 @@ counts from then on.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime as dt
 import time
+import uuid
 from dataclasses import dataclass, replace
 from decimal import ROUND_DOWN, Decimal
 from typing import Any
@@ -62,13 +75,12 @@ from typing import Any
 from ..config import get_config
 from ..errors import MomorError, RequestError
 from ..logs import logger
-from . import aws, dynamo, spend_history
+from . import aws, bounded, deferred, dynamo, spend_history
 from .apikeys import Caller
 
-DYNAMODB_TIMEOUT_S = 2.0
+STORE = "budgets"
+"""The budgets' name for store/bounded.py (how long a hold waits: MOMOR_STORE_WAIT_S) and deferred.py."""
 REMAINING_HEADER = "X-Momor-Budget-Remaining"
-BACKLOG_MAX = 10_000
-"""Items (key and month) the unsettled backlog keeps; past it an amount is logged and dropped."""
 _CENT_FRACTIONS = Decimal("0.000001")
 _ZERO = Decimal(0)
 
@@ -147,16 +159,15 @@ class Spend:
     period: Period
     expires: int
     hold: Decimal = _ZERO
-    """The estimate held at admission (0: admitted uncounted, the store having failed open)."""
+    """The estimate held at admission (or asked to be held, when `certain` is False)."""
+    call_id: str = ""
+    """The call's id: what makes its hold and its settlement land once (module docstring)."""
+    certain: bool = True
+    """False: the store failed during admission, so whether the hold landed is not known."""
 
     @property
     def day_attribute(self) -> str:
         return self.period.day_attribute
-
-    @property
-    def slot(self) -> tuple[str, str, Period, int]:
-        """The backlog's key: every amount for one item and day sums into one entry."""
-        return self.table, self.caller_id, self.period, self.expires
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,23 +263,25 @@ class _Changed(Exception):
     """The item read after a refused hold would admit the call: it changed in between."""
 
 
-async def admit(caller: Caller, estimate: Decimal = _ZERO) -> BudgetState | None:
-    """Hold `estimate` against the caller's limits (see the module docstring); None: no budget.
-    A store failure admits uncounted (MOMOR_BUDGET_STORE_FAILURE=open) or raises a 503 (closed)."""
+async def admit(caller: Caller, estimate: Decimal = _ZERO, call_id: str | None = None) -> BudgetState | None:
+    """Hold `estimate` against the caller's limits for the call `call_id` (see the module docstring);
+    None: no budget. A store failure admits uncounted (MOMOR_BUDGET_STORE_FAILURE=open) or raises a
+    503 (closed), within MOMOR_STORE_WAIT_S."""
     table = get_config().api_keys_table
     if table is None or not has_budget(caller):
         return None
     period = Period.at(_now())
-    spend = Spend(table, caller.id, period, int(period.month_resets.timestamp()) + 31 * 86_400, estimate)
+    spend = Spend(table, caller.id, period, int(period.month_resets.timestamp()) + 31 * 86_400, estimate,
+                  call_id or uuid.uuid4().hex)
     try:
-        state = await _hold_seeded(caller, spend)
+        return await _hold_seeded(caller, spend)
     except Exception as exc:  # the store failed
         return _store_failed(caller, spend, exc)
-    await _flush_backlog()
-    return state
 
 
 HOLD_TRIES = 4
+SEED_WRITE_S = 2.0
+"""How long the seed's own write may take, its retries included (the seed is outside MOMOR_STORE_WAIT_S)."""
 
 
 async def _hold_seeded(caller: Caller, spend: Spend) -> BudgetState:
@@ -276,21 +289,23 @@ async def _hold_seeded(caller: Caller, spend: Spend) -> BudgetState:
     changed since (seeded, or a hold released by another process): then the hold is tried again."""
     for _ in range(HOLD_TRIES - 1):
         try:
-            return await _hold(caller, spend)
+            return await bounded.within(STORE, _hold(caller, spend))
         except _Unseeded:
-            await _seed(spend)
+            await _seed(spend)  # outside the bound: once per key and month (module docstring)
         except _Changed:
             pass
-    return await _hold(caller, spend, last=True)
+    return await bounded.within(STORE, _hold(caller, spend, last=True))
 
 
 async def _hold(caller: Caller, spend: Spend, *, last: bool = False) -> BudgetState:
     """The conditional UpdateItem; raises _Unseeded when the item must be seeded first, _Changed when
     the item read after a refusal would admit the call (unless `last`: then it is refused)."""
     names = {"#calls": "calls", "#exp": "expiresAt", "#s": "seeded", "#m": "month", "#d": spend.day_attribute,
-             "#h": "held", "#hd": spend.period.held_attribute}
-    values: dict[str, Any] = {":one": {"N": "1"}, ":exp": {"N": str(spend.expires)}, ":e": _n(spend.hold)}
-    conditions = ["attribute_exists(#s)"]
+             "#h": "held", "#hd": spend.period.held_attribute, "#o": "open", "#u": "uncounted"}
+    values: dict[str, Any] = {":one": {"N": "1"}, ":exp": {"N": str(spend.expires)}, ":e": _n(spend.hold),
+                              ":id": {"S": spend.call_id}, ":ids": {"SS": [spend.call_id]}}
+    # Once per call: a retried hold whose first try landed is refused here (and found in `open` below).
+    conditions = ["attribute_exists(#s)", "NOT contains(#o, :id)", "NOT contains(#u, :id)"]
     for alias, limit in (("m", caller.budget_monthly), ("d", caller.budget_daily)):
         if limit is None:
             continue
@@ -301,16 +316,19 @@ async def _hold(caller: Caller, spend: Spend, *, last: bool = False) -> BudgetSt
         conditions.append(f"(attribute_not_exists(#{alias}) OR #{alias} <= :{alias})")
     try:
         # The key built in the call itself: the IAM test reads its "spend#" head from here.
-        answer = await asyncio.wait_for(dynamo.call("UpdateItem", {
+        answer = await dynamo.call("UpdateItem", {
             "TableName": spend.table, "Key": {"keyHash": {"S": spend_key(spend.caller_id, spend.period)}},
-            "UpdateExpression": "ADD #calls :one, #m :e, #d :e, #h :e, #hd :e SET #exp = :exp",
+            "UpdateExpression": "ADD #calls :one, #m :e, #d :e, #h :e, #hd :e, #o :ids SET #exp = :exp",
             "ConditionExpression": " AND ".join(conditions),
             "ExpressionAttributeNames": names, "ExpressionAttributeValues": values,
-            "ReturnValues": "ALL_NEW"}), DYNAMODB_TIMEOUT_S)
+            "ReturnValues": "ALL_NEW"}, deadline=bounded.deadline())
     except dynamo.DynamoError as exc:
         if exc.code != "ConditionalCheckFailedException":
             raise
-        return _refused(caller, spend, await _read(spend), last=last)
+        item = await _read(spend)
+        if spend.call_id in item.get("open", {}).get("SS", ()):  # a retry of ours: the first try landed
+            return _state(caller, spend, item, True, spend.hold)
+        return _refused(caller, spend, item, last=last)
     return _state(caller, spend, answer.get("Attributes", {}), True, spend.hold)
 
 
@@ -331,7 +349,7 @@ async def _seed(spend: Spend) -> None:
     else:
         month, today = await spend_history.spent_since(spend.caller_id, spend.period.month_start, spend.period.day)
     try:
-        await asyncio.wait_for(dynamo.call("UpdateItem", {
+        await dynamo.call("UpdateItem", {
             "TableName": spend.table, "Key": {"keyHash": {"S": spend_key(spend.caller_id, spend.period)}},
             # Outstanding holds stay committed: their calls settle (cost - hold) later.
             "UpdateExpression": "SET #s = :now, #m = if_not_exists(#h, :zero) + :m, "
@@ -341,7 +359,7 @@ async def _seed(spend: Spend) -> None:
                                          "#hd": spend.period.held_attribute, "#exp": "expiresAt"},
             "ExpressionAttributeValues": {":now": {"N": str(int(time.time()))}, ":zero": {"N": "0"},
                                           ":m": _n(month), ":d": _n(today), ":exp": {"N": str(spend.expires)}},
-        }), DYNAMODB_TIMEOUT_S)
+        }, deadline=time.monotonic() + SEED_WRITE_S)
     except dynamo.DynamoError as exc:
         if exc.code != "ConditionalCheckFailedException":
             raise
@@ -354,79 +372,76 @@ def _store_failed(caller: Caller, spend: Spend, exc: Exception) -> BudgetState:
     if closed:
         raise MomorError("This API key's spend limit cannot be checked now (its store is unavailable); retry "
                          "shortly.", status=503)
-    # Uncounted: nothing held; the call's cost settles (or joins the backlog) when it ends.
+    # Uncounted: whether the hold landed is not known; the call settles in two steps (module docstring).
     return BudgetState(caller.budget_daily, caller.budget_monthly, _ZERO, _ZERO, spend.period, True,
-                       replace(spend, hold=_ZERO))
+                       replace(spend, certain=False))
 
 
 async def _read(spend: Spend) -> dict[str, Any]:
-    answer = await asyncio.wait_for(
-        dynamo.call("GetItem", {"TableName": spend.table,
-                                "Key": {"keyHash": {"S": spend_key(spend.caller_id, spend.period)}},
-                                "ConsistentRead": True}),
-        DYNAMODB_TIMEOUT_S,
-    )
+    answer = await dynamo.call("GetItem", {"TableName": spend.table,
+                                           "Key": {"keyHash": {"S": spend_key(spend.caller_id, spend.period)}},
+                                           "ConsistentRead": True}, deadline=bounded.deadline())
     return answer.get("Item", {})
 
 
 # ---------------------------------------------------------------------------------------------
-# Settlement, and the backlog of what could not be settled
-
-_backlog: dict[tuple[str, str, Period, int], tuple[Decimal, Decimal]] = {}
-"""Per item and day: (USD to add to the committed counters, USD to add to the holds)."""
+# Settlement, once per call
 
 
 async def settle(spend: Spend, cost: Decimal) -> None:
     """The call has ended: release its hold and add its real cost, on the month and the day it was
-    admitted on. Never raises: an amount the store does not take joins the backlog."""
-    await _apply(spend.slot, cost - spend.hold, -spend.hold)
-    await _flush_backlog()
+    admitted on, exactly once (module docstring). Never raises: what the store does not take in time
+    is written later (deferred.py)."""
+    await deferred.write(deferred.Write(STORE, spend.call_id, settlement(spend, cost), runs()))
 
 
-async def _apply(slot: tuple[str, str, Period, int], committed: Decimal, held: Decimal) -> bool:
-    if not committed and not held:
-        return True
-    table, caller_id, period, expires = slot
-    try:
-        await asyncio.wait_for(dynamo.call("UpdateItem", {
-            "TableName": table,
-            "Key": {"keyHash": {"S": spend_key(caller_id, period)}},
-            "UpdateExpression": "ADD #m :c, #d :c, #h :h, #hd :h SET #exp = :exp",
-            "ExpressionAttributeNames": {"#m": "month", "#d": period.day_attribute, "#h": "held",
-                                         "#hd": period.held_attribute, "#exp": "expiresAt"},
-            "ExpressionAttributeValues": {":c": _n(committed), ":h": _n(held), ":exp": {"N": str(expires)}},
-        }), DYNAMODB_TIMEOUT_S)
-    except Exception as exc:
-        _keep(slot, committed, held, exc)
-        return False
-    return True
+RELEASE_STEP = "budgets.release"
+COUNT_STEP = "budgets.count"
 
 
-def _keep(slot: tuple[str, str, Period, int], committed: Decimal, held: Decimal, exc: Exception | None) -> None:
-    """Into the backlog (summed per slot), unless it is full."""
-    if slot not in _backlog and len(_backlog) >= BACKLOG_MAX:
-        logger.error("budget backlog full; a settlement is lost (the call's record keeps its cost)",
-                     extra={"caller_id": slot[1], "usd": format(committed, "f")})
-        return
-    before = _backlog.get(slot, (_ZERO, _ZERO))
-    _backlog[slot] = (before[0] + committed, before[1] + held)
-    if exc is not None:
-        logger.warning("budget settlement not written; kept for the next store trip",
-                       extra={"caller_id": slot[1], "error": f"{type(exc).__name__}: {exc}"[:300]})
+def settlement(spend: Spend, cost: Decimal) -> list[tuple[str, dict[str, Any]]]:
+    """The settlement as deferred.py steps, each applied once whatever is retried (module docstring):
+    a known hold released with the cost; else the cost counted, then a hold that did land released."""
+    at = {"table": spend.table, "callerId": spend.caller_id, "day": spend.period.day.isoformat(),
+          "expires": spend.expires, "callId": spend.call_id}
+    if spend.certain:
+        return [(RELEASE_STEP, at | {"committed": format(cost - spend.hold, "f"), "hold": format(spend.hold, "f")})]
+    return [(COUNT_STEP, at | {"cost": format(cost, "f")}),
+            (RELEASE_STEP, at | {"committed": format(-spend.hold, "f"), "hold": format(spend.hold, "f")})]
 
 
-async def _flush_backlog() -> None:
-    """Apply what earlier trips could not (the store has just answered); stop at the first failure."""
-    while _backlog:
-        slot = next(iter(_backlog))
-        committed, held = _backlog.pop(slot)
-        if not await _apply(slot, committed, held):
-            return
+async def _release(args: dict[str, Any], deadline: float | None) -> None:
+    """Release the call's hold and add `committed`, if its id is in `open` (else: applied already)."""
+    caller_id, period = args["callerId"], Period(dt.date.fromisoformat(args["day"]))
+    await dynamo.call("UpdateItem", {
+        "TableName": args["table"], "Key": {"keyHash": {"S": spend_key(caller_id, period)}},
+        "UpdateExpression": "ADD #m :c, #d :c, #h :h, #hd :h DELETE #o :ids SET #exp = :exp",
+        "ConditionExpression": "contains(#o, :id)",
+        "ExpressionAttributeNames": {"#m": "month", "#d": period.day_attribute, "#h": "held",
+                                     "#hd": period.held_attribute, "#exp": "expiresAt", "#o": "open"},
+        "ExpressionAttributeValues": {":c": _n(Decimal(args["committed"])), ":h": _n(-Decimal(args["hold"])),
+                                      ":id": {"S": args["callId"]}, ":ids": {"SS": [args["callId"]]},
+                                      ":exp": {"N": str(args["expires"])}},
+    }, deadline=deadline)
 
 
-def backlog_usd() -> Decimal:
-    """USD waiting in this process's backlog (for tests and logs)."""
-    return sum((committed for committed, _ in _backlog.values()), _ZERO)
+async def _count(args: dict[str, Any], deadline: float | None) -> None:
+    """Add an uncounted call's cost, if its id is not in `uncounted` yet (else: applied already)."""
+    caller_id, period = args["callerId"], Period(dt.date.fromisoformat(args["day"]))
+    await dynamo.call("UpdateItem", {
+        "TableName": args["table"], "Key": {"keyHash": {"S": spend_key(caller_id, period)}},
+        "UpdateExpression": "ADD #m :c, #d :c, #u :ids SET #exp = :exp",
+        "ConditionExpression": "NOT contains(#u, :id)",
+        "ExpressionAttributeNames": {"#m": "month", "#d": period.day_attribute, "#u": "uncounted",
+                                     "#exp": "expiresAt"},
+        "ExpressionAttributeValues": {":c": _n(Decimal(args["cost"])), ":id": {"S": args["callId"]},
+                                      ":ids": {"SS": [args["callId"]]}, ":exp": {"N": str(args["expires"])}},
+    }, deadline=deadline)
+
+
+def runs() -> dict[str, deferred.Applier]:
+    """What a settlement's steps do (the Write's `run`; spill.replay)."""
+    return {RELEASE_STEP: _release, COUNT_STEP: _count}
 
 
 async def current(caller: Caller) -> BudgetState | None:

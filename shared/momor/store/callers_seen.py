@@ -64,7 +64,7 @@ async def note(caller_id: str, created: dt.datetime, ttl_days: int) -> None:
     _noted.add(noted)
 
 
-async def _add(table: str, day: dt.date, caller_id: str, ttl_days: int) -> None:
+async def _add(table: str, day: dt.date, caller_id: str, ttl_days: int, deadline: float | None = None) -> None:
     expires = dt.datetime.combine(day + dt.timedelta(days=1 + ttl_days), dt.time(), dt.UTC)
     await dynamo.call("UpdateItem", {
         "TableName": table,
@@ -72,7 +72,26 @@ async def _add(table: str, day: dt.date, caller_id: str, ttl_days: int) -> None:
         "UpdateExpression": "ADD #c :c SET #e = :e",
         "ExpressionAttributeNames": {"#c": "callers", "#e": "expiresAt"},
         "ExpressionAttributeValues": {":c": {"SS": [caller_id]}, ":e": {"N": str(int(expires.timestamp()))}},
-    })
+    }, deadline=deadline)
+
+
+NOTE_STEP = "callers.note"
+
+
+def step_for(caller_id: str, created: dt.datetime, ttl_days: int) -> tuple[str, dict[str, Any]] | None:
+    """The note as a deferred.py step (a set ADD: applying it twice changes nothing), for a record
+    kept to be written later; None when this process has already noted the caller that day."""
+    table = get_config().need("records_table")
+    day = created.astimezone(dt.UTC).date().isoformat()
+    if (table, caller_id, day) in _noted:
+        return None
+    return NOTE_STEP, {"callerId": caller_id, "day": day, "ttlDays": ttl_days}
+
+
+async def apply_note(args: dict[str, Any], deadline: float | None) -> None:
+    await _add(get_config().need("records_table"), dt.date.fromisoformat(args["day"]), args["callerId"],
+               int(args["ttlDays"]), deadline)
+
 
 
 async def seen(days: list[str]) -> set[str]:

@@ -8,12 +8,18 @@ request is the operation's JSON (items already in attribute-value form), signed 
 (sigv4.py, checked against botocore's signer) with the environment's credentials or botocore's chain
 (so every credential source boto3 knows still works), and sent with the lean HTTP/1.1 client (upstream_http.py;
 httpx2 where a proxy is configured). Everything else (table admin, usage queries) keeps using boto3
-(`aws.py`). A transport failure is a DynamoError too (`TransportError`, or httpx2's error behind a
-proxy): callers fail open or log it, as with any DynamoDB error.
+(`aws.py`). A transport failure is a DynamoError too (`TransportError`, behind a proxy as well):
+callers fail open or defer the write, as with any DynamoDB error.
 
 Endpoint: AWS_ENDPOINT_URL_DYNAMODB, else AWS_ENDPOINT_URL, else the region's public endpoint in its
-partition's domain (aws_session.dns_suffix), as boto3 chooses it. Throttling and 5xx answers are retried twice
-with a short backoff.
+partition's domain (aws_session.dns_suffix), as boto3 chooses it.
+
+Retries: throttling (ProvisionedThroughputExceeded, ThrottlingException, RequestLimitExceeded), 5xx and
+connection errors are retried with full-jitter exponential backoff (a random wait up to
+BACKOFF_BASE_S * 2^n, at most BACKOFF_CAP_S) until `deadline` (a `time.monotonic()` instant: the
+step's bound, store/bounded.py), else ATTEMPTS tries. Every operation Momor retries is idempotent
+or made so: puts by id, set ADDs, conditional budget updates keyed by call id (budgets.py); a
+rate-limit count retried after a lost answer can only count too much, never too little.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import time
 from typing import Any
 
+import httpx2
 import orjson
 
 from .. import upstream_http
@@ -30,8 +38,14 @@ from ..httpx_client import shared_client
 from . import aws_session, sigv4
 
 _TARGET = "DynamoDB_20120810."
-_RETRYABLE = ("ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
-              "InternalServerError", "ServiceUnavailable")
+RETRYABLE = frozenset({"ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+                       "InternalServerError", "ServiceUnavailable", "TransportError"})
+"""What is worth another try: throttling, the store's own failures, no answer at all."""
+ATTEMPTS = 3
+"""Tries without a deadline; with one, as many as fit before it (at most ATTEMPTS_MAX)."""
+ATTEMPTS_MAX = 12
+BACKOFF_BASE_S = 0.025
+BACKOFF_CAP_S = 0.4
 
 
 class DynamoError(Exception):
@@ -89,20 +103,31 @@ def forget() -> None:
 aws_session.on_reset(forget)
 
 
-async def call(operation: str, payload: dict[str, Any], *, timeout: float = 5.0) -> dict[str, Any]:
-    """Make one DynamoDB call (`PutItem`, `UpdateItem`, `GetItem`, ...) and return its answer."""
+async def call(operation: str, payload: dict[str, Any], *, timeout: float = 5.0,
+               deadline: float | None = None) -> dict[str, Any]:
+    """Make one DynamoDB call (`PutItem`, `UpdateItem`, `GetItem`, ...) and return its answer.
+    `timeout` bounds each try; `deadline` (time.monotonic()) the whole call, retries included."""
     signer = _current()
     body = orjson.dumps(payload)
-    for attempt in range(3):
-        status, content = await _post(signer.url, body, signer.headers(operation, body), timeout)
-        answer = orjson.loads(content) if content else {}
-        if status == 200:
-            return answer
-        code = str(answer.get("__type", "UnknownError")).rsplit("#", 1)[-1]
-        error = DynamoError(code, str(answer.get("message") or answer.get("Message") or ""), status)
-        if attempt == 2 or not (code in _RETRYABLE or status >= 500):
+    attempts = ATTEMPTS if deadline is None else ATTEMPTS_MAX
+    for attempt in range(attempts):
+        wait = timeout if deadline is None else max(min(timeout, deadline - time.monotonic()), 0.05)
+        try:
+            status, content = await _post(signer.url, body, signer.headers(operation, body), wait)
+        except DynamoError as exc:  # no answer: refused, reset, timed out
+            error = exc
+        else:
+            answer = orjson.loads(content) if content else {}
+            if status == 200:
+                return answer
+            code = str(answer.get("__type", "UnknownError")).rsplit("#", 1)[-1]
+            error = DynamoError(code, str(answer.get("message") or answer.get("Message") or ""), status)
+        if not (error.code in RETRYABLE or error.status >= 500) or attempt == attempts - 1:
             raise error
-        await asyncio.sleep(random.uniform(0.02, 0.05) * (2**attempt))
+        pause = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))  # full jitter
+        if deadline is not None and time.monotonic() + pause >= deadline:
+            raise error
+        await asyncio.sleep(pause)
     raise AssertionError("unreachable")
 
 
@@ -110,7 +135,10 @@ async def _post(url: str, body: bytes, headers: dict[str, str], timeout: float) 
     """One POST through the lean HTTP/1.1 client (upstream_http.py: a third of httpx2's CPU per call), or
     httpx2 where the environment names a proxy."""
     if upstream_http.proxied():
-        response = await shared_client().post(url, content=body, headers=headers, timeout=timeout)
+        try:
+            response = await shared_client().post(url, content=body, headers=headers, timeout=timeout)
+        except httpx2.TransportError as exc:
+            raise DynamoError("TransportError", f"DynamoDB could not be reached ({type(exc).__name__})", 0) from exc
         return response.status_code, response.content
     try:
         answer = await upstream_http.post(url, headers, body, connect_timeout=timeout, head_timeout=timeout)

@@ -6,6 +6,15 @@ Saved keys live in ONE Secrets Manager secret (MOMOR_KEYS_SECRET) whose SecretSt
      "azure":    {"key": "...", "zdr": true, "apiVersion": "2025-01-01"},
      "azure@eu": {"key": "...", "zdr": true}}
 
+An entry's value may also be a list of such objects, several keys for one provider (a `KeyPool`):
+
+    {"openai": [{"key": "...", "label": "east", "weight": 3, "rpm": 500, "tpm": 200000},
+                {"key": "...", "label": "west", "weight": 1}]}
+
+each with a `label` (the name records give it; default its place, "1", "2", ...), a `weight` (a
+positive number, default 1) and the per-minute quota its provider gave it (`rpm` requests, `tpm`
+tokens; absent: none). routing/key_spread.py spreads calls over them.
+
 An entry is a provider's name (`azure@eu`) or root (`azure`); a lookup tries the exact name,
 then the root. `zdr` marks a key covered by a zero-data-retention agreement; every other
 value is handed to the provider's wire as `extra`. The secret is fetched at most once per
@@ -22,6 +31,7 @@ A key string never appears in repr(), str(), logs or error messages: errors name
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Mapping
@@ -45,16 +55,33 @@ class ProviderKey:
     source: KeySource = "saved"
     entry: str = ""
     """The entry that matched: the provider's full name or its root."""
+    label: str = ""
+    """Within a KeyPool: the key's name on records and circuits (never its value); else empty."""
+    weight: float = 1.0
+    rpm: int | None = None
+    """Within a KeyPool: requests per minute its provider allows it (None: no quota)."""
+    tpm: int | None = None
+    """Within a KeyPool: tokens per minute its provider allows it (None: no quota)."""
 
     def __repr__(self) -> str:
         # extra may hold secrets too (a second credential), so only its names are shown.
         return (
-            f"ProviderKey(entry={self.entry!r}, source={self.source!r}, zdr={self.zdr}, "
+            f"ProviderKey(entry={self.entry!r}, label={self.label!r}, source={self.source!r}, zdr={self.zdr}, "
             f"key=<hidden>, extra={sorted(self.extra)})"
         )
 
     __str__ = __repr__
 
+
+@dataclass(frozen=True, slots=True)
+class KeyPool:
+    """Several saved keys for one entry (a list in the secret); ProviderKey's repr hides each value."""
+
+    entry: str
+    keys: tuple[ProviderKey, ...]
+
+POOL_FIELDS = ("label", "weight", "rpm", "tpm")
+"""A pooled key's own settings: never handed to the provider's wire as `extra`."""
 
 
 
@@ -85,7 +112,7 @@ def _parse_entry(entry: str, value: Any, source: KeySource) -> ProviderKey:
     zdr = value.get("zdr", False)
     if not isinstance(zdr, bool):
         raise ValueError("zdr must be true or false")
-    extra = {k: v for k, v in value.items() if k not in ("key", "zdr")}
+    extra = {k: v for k, v in value.items() if k not in ("key", "zdr", *POOL_FIELDS)}
     # A caller cannot vouch for zdr: their key's retention terms are not Momor's agreements.
     return ProviderKey(key=key, zdr=zdr and source == "saved", extra=extra, source=source, entry=entry)
 
@@ -121,7 +148,11 @@ class KeysUnavailable(KeysError):
     status = 503
 
 
-def _read(previous: tuple[str, dict[str, ProviderKey]] | None) -> tuple[str, dict[str, ProviderKey]]:
+Saved = tuple[str, dict[str, "ProviderKey | KeyPool"]]
+"""What one read of the secret gives: its id and its keys by entry."""
+
+
+def _read(previous: Saved | None) -> Saved:
     secret_id = get_config().need("keys_secret")
     return secret_id, _parse_secret(secret_id, _fetch(secret_id))
 
@@ -130,13 +161,13 @@ def _unavailable(exc: BaseException) -> Exception:
     return KeysUnavailable(f"the saved provider keys cannot be read: {exc}")
 
 
-_saved: LastGoodValue[tuple[str, dict[str, ProviderKey]]] | None = None
+_saved: LastGoodValue[Saved] | None = None
 """Made by the first `saved_keys` (not at import: a function that never reads the keys, the catalog's,
 never reaches their fetch, tests/lambda/aws_usage.py's reading of what each function may call)."""
 _lock = threading.Lock()
 
 
-def _values() -> LastGoodValue[tuple[str, dict[str, ProviderKey]]]:
+def _values() -> LastGoodValue[Saved]:
     global _saved
     with _lock:
         if _saved is None:
@@ -145,7 +176,7 @@ def _values() -> LastGoodValue[tuple[str, dict[str, ProviderKey]]]:
         return _saved
 
 
-def _fresh() -> dict[str, ProviderKey] | None:
+def _fresh() -> dict[str, ProviderKey | KeyPool] | None:
     saved = _saved
     kept = saved.peek() if saved is not None else None
     if kept is not None and saved.is_fresh() and kept[0] == get_config().keys_secret:  # type: ignore[union-attr]
@@ -153,13 +184,13 @@ def _fresh() -> dict[str, ProviderKey] | None:
     return None
 
 
-def cached_keys() -> dict[str, ProviderKey] | None:
+def cached_keys() -> dict[str, ProviderKey | KeyPool] | None:
     """The keys last read, fresh or not (None: none read yet); never fetches."""
     kept = _saved.peek() if _saved is not None else None
     return kept[1] if kept is not None else None
 
 
-def saved_keys() -> dict[str, ProviderKey]:
+def saved_keys() -> dict[str, ProviderKey | KeyPool]:
     """Every saved key by entry; Secrets Manager is asked at most once per MOMOR_KEYS_TTL (module docstring)."""
     keys = _fresh()
     if keys is not None:
@@ -204,19 +235,56 @@ def _fetch(secret_id: str) -> str:
     return answer["SecretString"]
 
 
-def _parse_secret(secret_id: str, raw: str) -> dict[str, ProviderKey]:
+def _parse_secret(secret_id: str, raw: str) -> dict[str, ProviderKey | KeyPool]:
     document, problem = _load_json(raw)
     if problem:
         raise KeysError(f"saved keys secret {secret_id} is not JSON ({problem})")
     if not isinstance(document, dict):
         raise KeysError(f"saved keys secret {secret_id} must be a JSON object of provider names")
-    keys = {}
+    keys: dict[str, ProviderKey | KeyPool] = {}
     for entry, value in document.items():
         try:
-            keys[entry] = _parse_entry(entry, value, "saved")
+            keys[entry] = _parse_pool(entry, value) if isinstance(value, list) else _parse_entry(entry, value, "saved")
         except ValueError as exc:
             raise KeysError(f"saved keys secret {secret_id}, entry {entry!r}: {exc}") from None
     return keys
+
+
+def _parse_pool(entry: str, values: list[Any]) -> KeyPool:
+    """A list of keys for one entry; ValueError names the key (by place) and the field at fault."""
+    if not values:
+        raise ValueError("a list of keys must hold at least one")
+    pooled: list[ProviderKey] = []
+    for place, value in enumerate(values, 1):
+        where = f"key {place}"
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{where}: must be an object holding key")
+        try:
+            key = _parse_entry(entry, value, "saved")
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from None
+        label = value.get("label", str(place))
+        if not isinstance(label, str) or not label or not (label.isascii() and label.isprintable()):
+            raise ValueError(f"{where}: label must be a non-empty printable string")
+        if any(p.label == label for p in pooled):
+            raise ValueError(f"{where}: label {label!r} is used twice")
+        weight = value.get("weight", 1)
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or not 0 < weight < float("inf"):
+            raise ValueError(f"{where} ({label}): weight must be a positive number")
+        quota = {}
+        for name in ("rpm", "tpm"):
+            limit = value.get(name)
+            if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
+                raise ValueError(f"{where} ({label}): {name} must be a positive whole number")
+            quota[name] = limit
+        pooled.append(dataclasses.replace(key, label=label, weight=float(weight), **quota))
+    return KeyPool(entry, tuple(pooled))
+
+
+def check_saved_keys(name: str, raw: str) -> None:
+    """Raises KeysError naming what is wrong with a saved-keys document (a `--keys FILE`) before it
+    is put in the secret, so a bad entry stops a start rather than each call."""
+    _parse_secret(name, raw)
 
 
 def _load_json(raw: str) -> tuple[Any, str | None]:
@@ -228,12 +296,12 @@ def _load_json(raw: str) -> tuple[Any, str | None]:
         return None, f"line {exc.lineno} column {exc.colno}"
 
 
-def saved_key(provider_name: str) -> ProviderKey | None:
+def saved_key(provider_name: str) -> ProviderKey | KeyPool | None:
     """The deployment's key for `provider_name` (exact name, then root), or None."""
     return key_in(saved_keys(), provider_name)
 
 
-def key_in(keys: Mapping[str, ProviderKey], provider_name: str) -> ProviderKey | None:
+def key_in(keys: Mapping[str, ProviderKey | KeyPool], provider_name: str) -> ProviderKey | KeyPool | None:
     """`provider_name`'s key among `keys` (exact name, then root): a lookup in a set of saved keys
     already in hand, which never fetches (the attempt loop's resolver runs on the event loop)."""
     for entry in _candidates(provider_name):
@@ -242,7 +310,7 @@ def key_in(keys: Mapping[str, ProviderKey], provider_name: str) -> ProviderKey |
     return None
 
 
-async def saved_keys_async() -> dict[str, ProviderKey]:
+async def saved_keys_async() -> dict[str, ProviderKey | KeyPool]:
     """`saved_keys` from async code: from memory while fresh (no thread hop), else on a thread."""
     keys = _fresh()
     return keys if keys is not None else await aws.in_thread(saved_keys)

@@ -45,7 +45,7 @@ from typing import Any
 import orjson
 
 from ..config import get_config
-from . import dynamo
+from . import deferred, dynamo
 
 HORIZON_MESSAGES = 64
 """The most messages memory looks back over (the largest mode injects 40)."""
@@ -143,17 +143,40 @@ def _turn_id() -> str:
     return f"{time.time_ns() // 1000:017d}#{secrets.token_hex(4)}"
 
 
+TURN_STEP = "memory.turn"
+
+
+def turn_put(caller_id: str, chat_id: str, new: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """Adding `new` as the thread's next turn, under a fresh turn id, as a deferred.py step. Its put is
+    conditional on the id being free, so applied twice (a retry whose answer was lost, a replayed
+    spill) it lands once."""
+    return TURN_STEP, {"item": _turn_item(caller_id, chat_id, new)}
+
+
+def _turn_item(caller_id: str, chat_id: str, new: list[dict[str, Any]]) -> dict[str, Any]:
+    expires = int(time.time()) + get_config().memory_ttl_days * 86_400
+    text = orjson.dumps(bounded(new)).decode()
+    return {"threadKey": {"S": thread_key(caller_id, chat_id)}, "turn": {"S": _turn_id()},
+            "messages": {"S": text}, "expiresAt": {"N": str(expires)}}
+
+
+async def _put_turn(args: dict[str, Any], deadline: float | None) -> None:
+    await dynamo.call("PutItem", {"TableName": _table(), "Item": args["item"],
+                                  "ConditionExpression": "attribute_not_exists(turn)"}, deadline=deadline)
+
+
+def runs() -> dict[str, deferred.Applier]:
+    """What a turn's step does (the Write's `run`; spill.replay)."""
+    return {TURN_STEP: _put_turn}
+
+
 async def append(caller_id: str, chat_id: str, new: list[dict[str, Any]]) -> float:
     """Add `new` (one call's messages) to the end of the thread as one item; the write units it cost.
     Nothing is read or rewritten: the cost is the turn's own size, whatever the thread's length."""
-    expires = int(time.time()) + get_config().memory_ttl_days * 86_400
-    text = orjson.dumps(bounded(new)).decode()
     for _ in range(_PUT_TRIES):
         try:
             answer = await dynamo.call("PutItem", {
-                "TableName": _table(),
-                "Item": {"threadKey": {"S": thread_key(caller_id, chat_id)}, "turn": {"S": _turn_id()},
-                         "messages": {"S": text}, "expiresAt": {"N": str(expires)}},
+                "TableName": _table(), "Item": _turn_item(caller_id, chat_id, new),
                 "ConditionExpression": "attribute_not_exists(turn)", "ReturnConsumedCapacity": "TOTAL",
             })
         except dynamo.DynamoError as exc:

@@ -30,9 +30,11 @@ to what is left, so a steady caller never meets an empty lease; and the requests
 while a reservation is under way wait for it rather than each asking the store (one store trip per
 caller at a time, not one per concurrent request, whose leases would have overwritten each other).
 
-Fail open: if DynamoDB errs or does not answer within DYNAMODB_TIMEOUT_S, the call is ADMITTED
-and a warning logged. A limiter outage must not take the router down; the price is that during an
-outage callers are not limited.
+Store failure: if DynamoDB errs or does not answer within MOMOR_STORE_WAIT_S (store/bounded.py: its
+retries included, and at once while the store is taken as down), MOMOR_RATE_LIMIT_ON_STORE_FAILURE
+decides: `open` (the default) ADMITS the call uncounted and logs a warning (a limiter outage must not
+take the router down; the price is that during an outage callers are not limited), `closed` refuses
+it with 503.
 """
 
 from __future__ import annotations
@@ -46,16 +48,17 @@ from typing import Any
 
 from .. import background
 from ..config import get_config
+from ..errors import MomorError
 from ..logs import logger
-from . import dynamo
+from . import bounded, dynamo
 
 LIMIT_ENV = "MOMOR_RATE_LIMIT"
 WINDOW_ENV = "MOMOR_RATE_WINDOW_S"
 LIMIT_ATTRIBUTE = "rateLimit"
-DYNAMODB_TIMEOUT_S = 2.0
-"""How long a request waits for the limiter before it is admitted anyway: the store's own retries
-(dynamo.py) must not hold a request; the limiter is not worth that. Its calls go through the
-lean signed-HTTP DynamoDB caller on the event loop (no boto3 client, no thread)."""
+STORE = "ratelimit"
+"""The limiter's name for store/bounded.py: how long a request waits for it (MOMOR_STORE_WAIT_S) before
+the failure setting decides. Its calls go through the lean signed-HTTP DynamoDB caller on the event
+loop (no boto3 client, no thread)."""
 _CACHE_MAX = 4096
 
 
@@ -167,10 +170,10 @@ async def admit(caller_id: str, *, key_hash: str | None = None, limit: int | Non
         return leased
     mine = _reserving.start(caller_id)
     try:
-        return await asyncio.wait_for(
-            _admit_in_table(table, caller_id, key_hash, limit, fallback, length), timeout=DYNAMODB_TIMEOUT_S
-        )
-    except Exception as exc:  # any store failure, the timeout included: admit (module docstring)
+        return await bounded.within(STORE, _admit_in_table(table, caller_id, key_hash, limit, fallback, length))
+    except MomorError:
+        raise
+    except Exception as exc:  # any store failure, the bound's included: the setting decides (module docstring)
         return _failed_open(caller_id, key_hash, limit, fallback, length, exc)
     finally:
         if mine is not None:
@@ -180,10 +183,14 @@ async def admit(caller_id: str, *, key_hash: str | None = None, limit: int | Non
 def _failed_open(
     caller_id: str, key_hash: str | None, limit: int | None, fallback: int, length: int, exc: BaseException
 ) -> RateState:
+    closed = get_config().rate_limit_store_failure == "closed"
     logger.warning(
-        "rate limiter unavailable; admitting the request uncounted",
-        extra={"caller_id": caller_id, "error": f"{type(exc).__name__}: {exc}"[:300]},
+        "rate limiter unavailable; " + ("refusing the request" if closed else "admitting the request uncounted"),
+        extra={"caller_id": caller_id, "store": STORE, "error": f"{type(exc).__name__}: {exc}"[:300]},
     )
+    if closed:
+        raise MomorError("The rate limit cannot be checked now (its store is unavailable); retry shortly.",
+                         status=503)
     chosen = limit if limit is not None else _limits.cached(key_hash, fallback)
     if chosen <= 0:
         return unlimited()
@@ -300,15 +307,15 @@ class _Reserving:
             asking.set_result(None)
 
     async def wait(self, caller_id: str) -> bool:
-        """Wait (at most DYNAMODB_TIMEOUT_S) for the store trip under way for `caller_id`, if any."""
+        """Wait (at most MOMOR_STORE_WAIT_S) for the store trip under way for `caller_id`, if any."""
         asking = self._asking.get(caller_id)
         if asking is None or asking.done() or asking.get_loop() is not asyncio.get_running_loop():
             return False
-        await asyncio.wait((asking,), timeout=DYNAMODB_TIMEOUT_S)
+        await asyncio.wait((asking,), timeout=bounded.wait_s())
         return True
 
     def clear(self) -> None:
-        self._asking.clear()  # a request still waiting gives up after DYNAMODB_TIMEOUT_S
+        self._asking.clear()  # a request still waiting gives up after MOMOR_STORE_WAIT_S
 
 
 _reserving = _Reserving()
@@ -321,8 +328,7 @@ async def _reserve_ahead(table: str, caller_id: str, window: Window, asking: asy
         limit = _leases.window_limit(caller_id, window)
         size = lease_size(limit) if limit else 0
         if size > 1:
-            count = await asyncio.wait_for(_count_in_table(table, caller_id, window, limit, size),
-                                           timeout=DYNAMODB_TIMEOUT_S)
+            count = await bounded.within(STORE, _count_in_table(table, caller_id, window, limit, size))
             if count is not None:
                 _leases.grant(caller_id, window, limit, size, count)
     except Exception as exc:
@@ -361,7 +367,7 @@ async def _count_in_table(table: str, caller_id: str, window: Window, limit: int
                 ":expires": {"N": str(window.end + window.length)},
             },
             "ReturnValues": "UPDATED_NEW",
-        })
+        }, deadline=bounded.deadline())
     except dynamo.DynamoError as exc:
         if exc.code == "ConditionalCheckFailedException":
             return None

@@ -12,7 +12,9 @@ The item (attribute names as the GET route answers them):
                     status: ok|failed|cancelled|skipped, delivered, httpStatus, latencyMs, error,
                     usage, cost}]; `delivered`: some of its output reached the caller;
                     `hedged: true` (present only then): a cancelled attempt that lost a hedge race
-                    (routing/hedge.py), its cost what the provider may bill for its input
+                    (routing/hedge.py), its cost what the provider may bill for its input;
+                    `keyLabel` (present only then): the label of the saved key it was sent with,
+                    when its provider has several (routing/key_spread.py), never the key itself
     attemptsOmitted  how many attempts are left out of a very long list (ATTEMPTS_MAX), or absent
     served        {model, provider, tier, publisher} of the offering that delivered the answer (the
                   last one, after a rollover), even when the answer then failed; or null. A response-
@@ -65,7 +67,7 @@ from ..catalog import Prices
 from ..config import get_config
 from ..events import Usage
 from ..redact import redact
-from . import attributes, callers_seen, dynamo, guardrail_counts, record_item
+from . import attributes, callers_seen, deferred, dynamo, guardrail_counts, record_item
 
 ERROR_TEXT_MAX = 300
 ATTEMPTS_MAX = 60
@@ -133,6 +135,8 @@ class Attempt:
     """Some of its output reached the caller."""
     hedged: bool = False
     """Cancelled because another attempt, started beside it, showed output first (routing/hedge.py)."""
+    key_label: str | None = None
+    """Which of a provider's several saved keys it was sent with: the key's label, never its value."""
 
     def to_dict(self) -> dict[str, Any]:
         shape = {
@@ -150,6 +154,8 @@ class Attempt:
         }
         if self.hedged:  # only then: a record's size is paid for on every call
             shape["hedged"] = True
+        if self.key_label is not None:  # only for a provider with several saved keys, likewise
+            shape["keyLabel"] = self.key_label
         return shape
 
 
@@ -315,18 +321,38 @@ def to_item(record: CallRecord, *, secrets: Iterable[str] = (), ttl_days: int | 
     return attributes.to_item(record_item.split(document))
 
 
-async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -> None:
+async def put_record_async(record: CallRecord, *, secrets: Iterable[str] = ()) -> bool:
     """Write the record through `dynamo.call` (no boto3 client, no thread hop: see dynamo.py for
-    why). Raises dynamo.DynamoError: the caller logs it rather than failing a call that has
-    already been answered."""
+    why), within the store's bound (MOMOR_STORE_WAIT_S). True: it is in the table. False: the store
+    did not take it in time, and it is kept to be written later or spilled to the queue
+    (deferred.py, spill.py), never dropped; with it goes the day's callers note. Never raises for
+    the store."""
     config = get_config()
-    table = config.need("records_table")
-    await dynamo.call("PutItem", {"TableName": table, "Item": to_item(record, secrets=secrets)})
-    if record.caller_id:  # so an admin's usage finds this key's calls of the day (callers_seen.py)
-        await callers_seen.note(record.caller_id, record.created, config.record_ttl_days)
-    if record.guardrails and record.org:  # /usage's counts per guardrail and key (guardrail_counts.py)
-        await guardrail_counts.note(record.org, record.caller_id, record.created, record.guardrails,
-                                    config.record_ttl_days)
+    put = (PUT_STEP, {"item": to_item(record, secrets=secrets)})
+    note = callers_seen.step_for(record.caller_id, record.created, config.record_ttl_days) if record.caller_id else None
+    run = {PUT_STEP: _put, callers_seen.NOTE_STEP: callers_seen.apply_note}
+    if await deferred.write(deferred.Write("records", record.id, [put], run), kept_with=[note] if note else None):
+        if record.caller_id:  # so an admin's usage finds this key's calls of the day (callers_seen.py)
+            await callers_seen.note(record.caller_id, record.created, config.record_ttl_days)
+        if record.guardrails and record.org:  # /usage's counts per guardrail and key (guardrail_counts.py)
+            await guardrail_counts.note(record.org, record.caller_id, record.created, record.guardrails,
+                                        config.record_ttl_days)
+        return True
+    return False
+
+
+PUT_STEP = "records.put"
+
+
+async def _put(args: dict[str, Any], deadline: float | None) -> None:
+    """The record's PutItem (a deferred.py step: a put by id, so applying it twice changes nothing)."""
+    table = get_config().need("records_table")
+    await dynamo.call("PutItem", {"TableName": table, "Item": args["item"]}, deadline=deadline)
+
+
+def runs() -> dict[str, deferred.Applier]:
+    """The steps a spilled record names (spill.replay)."""
+    return {PUT_STEP: _put, callers_seen.NOTE_STEP: callers_seen.apply_note}
 
 
 async def get_record_async(record_id: str, caller_id: str) -> dict[str, Any] | None:

@@ -13,7 +13,9 @@ MOMOR_RESPONSES_TABLE, partition key `responseKey`:
                   is 400 KB: a conversation past it is not stored, and the answer says store false)
     expiresAt     epoch seconds; the table's TTL attribute (MOMOR_RESPONSES_TTL_DAYS after the answer)
 
-Calls go through `dynamo.call` (the hot path's signed POST), like router memory.
+Calls go through `dynamo.call` (the hot path's signed POST), like router memory, and a put or get
+waits on the store at most MOMOR_STORE_WAIT_S (store/bounded.py): a response the store does not take
+in time is answered `store: false`, and a read that does not come back is a 503.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Any
 import orjson
 
 from ..config import get_config
-from . import dynamo
+from . import bounded, dynamo
 
 ITEM_LIMIT = 390 * 1024
 """DynamoDB's 400 KB item limit, less room for the key and attribute names."""
@@ -59,20 +61,21 @@ async def put(caller_id: str, response_id: str, stored: Stored) -> None:
     conversation = zlib.compress(orjson.dumps(stored.conversation), 6)
     if len(response) + len(items) + len(conversation) > ITEM_LIMIT:
         raise TooLarge(f"{len(response) + len(items) + len(conversation)} bytes")
-    await dynamo.call("PutItem", {
+    await bounded.within("responses", dynamo.call("PutItem", {
         "TableName": _table(),
         "Item": {**_key(caller_id, response_id), "response": {"S": response}, "inputItems": {"S": items},
                  "conversation": {"B": base64.b64encode(conversation).decode()}, "expiresAt": {"N": str(expires)}},
-    })
+    }, deadline=bounded.deadline()))
 
 
 async def get(caller_id: str, response_id: str, *, conversation: bool = True) -> Stored | None:
     """The caller's stored response; None when it is not theirs, was deleted, or has expired (DynamoDB
     deletes expired items only within days, so expiry is checked here too)."""
     names = {"#r": "response", "#i": "inputItems", "#e": "expiresAt"} | ({"#c": "conversation"} if conversation else {})
-    answer = await dynamo.call("GetItem", {"TableName": _table(), "Key": _key(caller_id, response_id),
-                                           "ConsistentRead": True, "ProjectionExpression": ", ".join(names),
-                                           "ExpressionAttributeNames": names})
+    answer = await bounded.within("responses", dynamo.call(
+        "GetItem", {"TableName": _table(), "Key": _key(caller_id, response_id), "ConsistentRead": True,
+                    "ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names},
+        deadline=bounded.deadline()))
     item = answer.get("Item")
     if not item or float(item.get("expiresAt", {}).get("N", "inf")) <= time.time():
         return None

@@ -60,6 +60,10 @@ DEFAULT_MAX_TOKENS = 2048
 DEFAULT_MAX_TOKENS_STREAM = 4096
 _CONTEXT = {True: "auto", "auto": "auto", "full": "full", False: "off"}
 CHAT_ID_HEADER = "X-Momor-Chat-Id"
+MEMORY_HEADER = "X-Momor-Memory"
+"""`deferred` on a whole answer whose turn the memory store did not take in time: it is written later
+(store/deferred.py), so the next turn may not recall it yet; the record's router.memory says
+`stored: deferred` too, streamed or not."""
 TIER_HEADER = "X-Momor-Tier"
 
 
@@ -73,6 +77,8 @@ class RouterReply:
     chat_id: str | None = None
     tier: str | None = None
     """The tier the classifier (or the default) chose; None when the caller named a model."""
+    memory_deferred: bool = False
+    """The turn's memory write was not taken in time: it is written later (X-Momor-Memory: deferred)."""
 
 
 def read_memory(body: dict[str, Any]) -> memory.Ask:
@@ -228,6 +234,8 @@ def _headers(reply: RouterReply) -> dict[str, str]:
     headers = {CHAT_ID_HEADER: reply.chat_id} if reply.chat_id else {}
     if reply.tier is not None:
         headers[TIER_HEADER] = reply.tier
+    if reply.memory_deferred:  # a whole answer only: a stream's headers went before its turn was kept
+        headers[MEMORY_HEADER] = "deferred"
     return headers
 
 
@@ -271,7 +279,9 @@ def operation(backend: Backend) -> Any:
             p.candidates = families.candidates(reply.route, tier, catalog, routed.prio, routed.needs)
 
         async def keep(assembler: Assembler) -> None:
-            await memory.remember(found, assembler)
+            if await memory.remember(found, assembler) is False:  # written later: the answer says so
+                reply.memory_deferred = True
+                recorder.router["memory"]["stored"] = "deferred"
 
         p.after_answer = keep
         return await generate(p)

@@ -30,7 +30,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ...api import route_limits
+from ...api import response_state, route_limits
 from ...api.auth import Unauthorized
 from ...api.backend import Backend, Caller
 from ...api.flow import Prepared, generate, routed_call
@@ -42,8 +42,6 @@ from ...logs import logger
 from ...messages import Message, ThinkingMessage, ToolCallMessage, dump_messages
 from ...routing.plan import Candidate
 from ...routing.request import Routed
-from ...store import responses as stored_responses
-from ...store.dynamo import DynamoError
 from . import ids, parse, write
 from .input import Ref, invalid, named, read_items
 
@@ -61,11 +59,7 @@ class ResponsesDoor:
         """The stored conversation put before the new input, before the call is planned (api/flow.py
         `Completes`): the plan, its explanation, the record's plan and the budget's hold then see the
         whole conversation, whose earlier turns may need what the new input does not (an image)."""
-        try:
-            expanded = await _expand(routed, caller.id, request_id)
-        except DynamoError:
-            logger.exception("stored responses not read", extra={"request_id": request_id})
-            raise MomorError("Stored responses are unavailable; retry shortly.", status=503) from None
+        expanded = await _expand(routed, caller.id, request_id)  # a store that cannot answer: 503
         reply = routed.reply
         if expanded and reply.read.built_in:
             # A built-in tool's item written in the input exists only as written: it cannot join a
@@ -158,7 +152,7 @@ async def _expand(routed: Routed, caller: str, request_id: str) -> bool:
     conversation: list[Any] = []
     if reply.previous_response_id is not None:
         # An id Momor never wrote is not looked up (nor is caller text sent to the table as a key).
-        found = await stored_responses.get(caller, reply.previous_response_id) \
+        found = await response_state.read(caller, reply.previous_response_id) \
             if ids.request_of(reply.previous_response_id) else None
         if found is None:
             raise RequestError(f"Previous response with id '{_shown(reply.previous_response_id)}' not found.",
@@ -185,7 +179,7 @@ async def _referenced(caller: str, refs: list[Ref]) -> dict[str, tuple[dict[str,
     for ref in refs:
         owner = ids.response_of_item(ref.id)
         if owner is not None and owner not in loaded:
-            loaded[owner] = await stored_responses.get(caller, owner)
+            loaded[owner] = await response_state.read(caller, owner)
         found = loaded.get(owner) if owner is not None else None
         if ref.written is not None:
             out[ref.id] = ({}, [_completed(found, ref)])
@@ -255,13 +249,9 @@ async def _keep(p: Prepared, assembler: Assembler) -> None:
     if not reply.store:
         return
     conversation = dump_messages([*reply.conversation, *assembler.messages()])
-    entry = stored_responses.Stored(reply.final, reply.input_items, conversation)
-    try:
-        await stored_responses.put(recorder.caller_id, reply.final["id"], entry)
-    except Exception:
-        # The answer is made and paid for: it still goes, saying it was not stored.
-        logger.exception("response not stored", extra={"request_id": recorder.request_id})
-        reply.final["store"] = False
+    entry = response_state.Stored(reply.final, reply.input_items, conversation)
+    if not await response_state.keep(recorder.caller_id, reply.final["id"], entry, recorder.request_id):
+        reply.final["store"] = False  # the answer is made and paid for: it still goes, saying so
 
 
 # ---------------------------------------------------------------------------------------------
@@ -306,10 +296,10 @@ async def _stored(request: Request, owner: str) -> Response:
     if ids.request_of(response_id) is None:  # not an id Momor writes: never looked up
         return _not_found(response_id)
     if request.method == "DELETE":
-        if not await stored_responses.delete(owner, response_id):
+        if not await response_state.forget(owner, response_id):
             return _not_found(response_id)
         return json_response({"id": response_id, "object": "response", "deleted": True})
-    found = await stored_responses.get(owner, response_id, conversation=False)
+    found = await response_state.read(owner, response_id, conversation=False)
     if found is None:
         return _not_found(response_id)
     if request.url.path.endswith("/input_items"):
@@ -337,6 +327,8 @@ def routes(backend: Backend) -> list[Route]:
             return refused
         try:
             response = await _stored(request, caller.id)
+        except MomorError as exc:  # the store did not answer in time: a 503 the caller may retry
+            response = _error(exc.status, exc.detail)
         except Exception:  # the store failed: OpenAI's error object and a log line, never a bare 500
             response = _error(500, "Momor failed; the request id identifies this call in its logs.")
             logger.exception("a stored response failed", extra={"request_id": response.headers[REQUEST_ID_HEADER]})
