@@ -154,7 +154,7 @@ class LastGood(Generic[K, V]):
         if usable and now < self._retry_at.get(key, float("-inf")):  # its last read failed a moment ago
             report_stale(self.store, self.what)
             return entry.value  # type: ignore[union-attr]
-        read_future, started = self._read(key, read, ttl, keep)
+        read_future, started = self._start_read(key, read, ttl, keep)
         if not usable:
             try:
                 return await asyncio.shield(read_future)  # a caller that leaves does not cancel the others' read
@@ -175,14 +175,14 @@ class LastGood(Generic[K, V]):
         report_stale(self.store, self.what)
         return newer.value if newer is not None else entry.value
 
-    def _read(self, key: K, read: Callable[[], Awaitable[V]], ttl: float,
+    def _start_read(self, key: K, read: Callable[[], Awaitable[V]], ttl: float,
               keep: Callable[[V], bool]) -> tuple[asyncio.Future[V], float]:
         loop = asyncio.get_running_loop()
         under_way = self._reads.get(key)
         if under_way is not None and under_way[0].get_loop() is loop:
             return under_way
         generation = self._generation.get(key, 0)
-        future = asyncio.ensure_future(self._reading(key, read, ttl, keep, generation))
+        future = asyncio.ensure_future(self._run_read(key, read, ttl, keep, generation))
         started = self._clock()
         self._reads[key] = (future, started)
         future.add_done_callback(_retrieved)
@@ -190,7 +190,7 @@ class LastGood(Generic[K, V]):
                                  else None)
         return future, started
 
-    async def _reading(self, key: K, read: Callable[[], Awaitable[V]], ttl: float,
+    async def _run_read(self, key: K, read: Callable[[], Awaitable[V]], ttl: float,
                        keep: Callable[[V], bool], generation: int) -> V:
         try:
             value = await read()
