@@ -19,6 +19,7 @@ from .api.backend import Backend
 from .dialects.error_shape import error_response
 from .door_http import id_headers, new_request_id, retry_header
 from .errors import MomorError
+from .store import start_check
 
 RoutesFactory = Callable[[Backend], list[Route]]
 """A route module's `routes(backend)`: its routes, plain Starlette ones.
@@ -57,6 +58,9 @@ def build_app(*factories: RoutesFactory, backend: Backend | None = None, title: 
 
     app.add_exception_handler(HTTPException, http_error)
     app.add_exception_handler(RequestValidationError, http_error)
+    # Whether DynamoDB answers, on a thread of its own: the app starts and serves either way, and a
+    # log line says so when it does not (store/start_check.py).
+    start_check.begin()
     # What start-up made (modules, the app, pydantic's schemas) lives as long as the process: moved out
     # of the cyclic collector's generations, a full collection no longer walks it in the middle of a
     # call (those pauses were a share of the p99 of short calls).

@@ -106,7 +106,7 @@ async def test_stored_hash_is_compared_in_constant_time(momor_aws: Any, monkeypa
 async def test_an_item_whose_hash_differs_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     """Should the table ever hand back another key's item, the comparison refuses it."""
 
-    async def loose_table(operation: str, payload: dict[str, Any]) -> dict[str, Any]:
+    async def loose_table(operation: str, payload: dict[str, Any], **_: Any) -> dict[str, Any]:
         assert operation == "GetItem"
         return {"Item": {"keyHash": {"S": "0" * 64}, "name": {"S": "other"}, "disabled": {"BOOL": False}}}
 

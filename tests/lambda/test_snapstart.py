@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import random
+import time
 
 import pytest
 
@@ -21,6 +22,7 @@ from momor.config import reset_config
 from momor.lambda_stream import snapstart
 from momor.store import apikeys, catalog_source, dynamo, keys, ratelimit
 from momor.store import aws as boto
+from tests.store_faults_reads import FaultProxy
 
 from . import rie
 from .conftest import Runtime
@@ -114,7 +116,7 @@ def test_warm_does_the_first_calls_work_before_the_snapshot(deployed):
         snapstart.warm()
         assert set(snapstart.LEAN_SERVICES) <= set(boto._lean) and dynamo._signer is not None
         assert catalog_source.catalog_source().is_fresh()
-        assert keys._cache is not None and "openai" in keys._cache.keys
+        assert keys._fresh() is not None and "openai" in keys._fresh()
         wires = {p.wire for p in catalog_source.get_catalog().providers}
         assert wires and wires <= set(providers._loaded)
         # The loop's pooled client is made (its TLS context is in the snapshot) and holds no connection:
@@ -128,12 +130,12 @@ def test_warm_does_the_first_calls_work_before_the_snapshot(deployed):
 
 def test_refresh_renews_what_restored_copies_must_not_share(deployed, aws):
     snapstart.warm()
-    apikeys._remember("digest", apikeys.Caller(id="c", name="n", zdr=False))
+    apikeys._cache.forget("digest", apikeys.Caller(id="c", name="n", zdr=False), known=True)
     ratelimit._leases.grant("c", ratelimit.window_at(0, 60), 600, 10, 20)
     snapshot_random = random.getstate()
     catalog = catalog_source.get_catalog()
     snapshot_session, snapshot_signer = boto.session(), dynamo._current()
-    snapshot_expiry = catalog_source.catalog_source()._expires
+    snapshot_expiry = catalog_source.catalog_source()._last_good._fresh_until
     # The keys change while the snapshot waits: a restored copy must see the new ones.
     aws.client("secretsmanager").put_secret_value(SecretId=os.environ["MOMOR_KEYS_SECRET"],
                                                   SecretString=json.dumps({"openai": "sk-rotated"}))
@@ -143,13 +145,33 @@ def test_refresh_renews_what_restored_copies_must_not_share(deployed, aws):
     assert not boto._clients, "clients made before the snapshot hold its credentials and connections"
     assert boto.session() is not snapshot_session, "credentials are resolved again, in this copy"
     assert dynamo._signer is not None and dynamo._signer is not snapshot_signer, "and the signer made again"
-    assert keys._cache is not None and keys._cache.keys["openai"].key == "sk-rotated", "keys fetched afresh"
-    assert apikeys._cached("digest") is None, "a key disabled since the snapshot must stop working"
+    assert keys._fresh() is not None and keys._fresh()["openai"].key == "sk-rotated", "keys fetched afresh"
+    assert "digest" not in apikeys._cache._entries, "a key disabled since the snapshot must stop working"
     assert ratelimit._leases.take("c", ratelimit.window_at(0, 60), 0) is None
     assert random.getstate() != snapshot_random
     source = catalog_source.catalog_source()
     # Revalidated (S3 answered 304: the same object is kept) with a new expiry, on this copy's clock.
-    assert source.is_fresh() and source._catalog is catalog and source._expires > snapshot_expiry
+    assert source.is_fresh() and source.cached is catalog and source._last_good._fresh_until > snapshot_expiry
+
+
+def test_refresh_is_bounded_when_s3_and_secrets_manager_do_not_answer(deployed, aws, monkeypatch):
+    """Lambda fails a restore whose hooks pass 10 s: with S3 and Secrets Manager accepting connections and
+    never answering, the hook still returns within its bound (one short attempt each, RESTORE_WAIT_S in
+    all), and the snapshot's catalog and keys serve the first call at once, as last good values."""
+    with FaultProxy(aws.moto) as moto:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_S3", moto.url)
+        monkeypatch.setenv("AWS_ENDPOINT_URL_SECRETS_MANAGER", moto.url)
+        boto.reset_clients()
+        snapstart.warm()
+        catalog, saved = catalog_source.get_catalog(), keys.saved_keys()
+        moto.mode = "hang"
+        began = time.monotonic()
+        snapstart.refresh()
+        took = time.monotonic() - began
+        assert took < snapstart.RESTORE_WAIT_S + 2, f"the after-restore hook took {took:.1f} s"
+        began = time.monotonic()
+        assert catalog_source.get_catalog() is catalog and keys.saved_keys() is saved
+        assert time.monotonic() - began < 3, "the first call is not held by the stores"
 
 
 def test_warm_never_fails_the_snapshot(monkeypatch):

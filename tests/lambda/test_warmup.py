@@ -78,7 +78,7 @@ def test_init_does_the_first_calls_work(deployed):
     # The stores, read while the app imported: the catalog (and its wires) and the saved keys.
     assert catalog_source.catalog_source().is_fresh()
     assert {p.wire for p in catalog_source.get_catalog().providers} <= set(providers._loaded)
-    assert keys._cache is not None and keys._cache.keys["openai"].key == "sk-warm"
+    assert keys._fresh() is not None and keys._fresh()["openai"].key == "sk-warm"
     # The loop's pooled client is made (TLS context and all), without a connection.
     client = httpx_client._clients[loop]
     assert not client.is_closed and client._transport._pool.connections == []
@@ -92,7 +92,7 @@ def test_outside_lambda_nothing_is_done(deployed, monkeypatch):
     monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME")
     warmup.start()
     warmup.finish(_app(), deployed)
-    assert aws_session._session is None and dynamo._signer is None and keys._cache is None
+    assert aws_session._session is None and dynamo._signer is None and keys.cached_keys() is None
     assert deployed not in httpx_client._clients
 
 
@@ -102,7 +102,7 @@ def test_an_unreadable_store_never_fails_the_init(deployed, monkeypatch):
     reset_config()
     warmup.start()
     warmup.finish(_app(), deployed)  # logs, does not raise
-    assert keys._cache is None and catalog_source._source is not None and catalog_source._source._catalog is None
+    assert keys.cached_keys() is None and catalog_source._source is not None and catalog_source._source.cached is None
     assert deployed in httpx_client._clients  # what needs no store is done all the same
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from momor.config import reset_config
-from momor.store import apikeys, dynamo
+from momor.store import apikeys, dynamo, last_good
 
 
 class Table:
@@ -22,7 +22,7 @@ class Table:
                               "disabled": {"BOOL": disabled}}
         return digest
 
-    async def call(self, operation: str, payload: dict) -> dict:
+    async def call(self, operation: str, payload: dict, *, timeout: float = 5.0) -> dict:
         assert operation == "GetItem" and payload["TableName"] == "api-keys"
         self.reads += 1
         item = self.items.get(payload["Key"]["keyHash"]["S"])
@@ -94,11 +94,11 @@ async def test_zero_turns_the_cache_off(table, clock, monkeypatch):
 
 
 async def test_unknown_keys_are_not_cached_and_the_cache_is_bounded(table, clock, monkeypatch):
-    monkeypatch.setattr(apikeys, "_CACHE_MAX", 8)
+    monkeypatch.setattr(last_good, "_CACHE_MAX", 8)
     assert await apikeys.authenticate("momor-new") is None
     table.add("momor-new")
     assert await apikeys.authenticate("momor-new") is not None  # created a moment ago: works at once
     for i in range(30):
         table.add(f"momor-{i}")
         assert await apikeys.authenticate(f"momor-{i}") is not None
-        assert len(apikeys._cache) <= 8
+        assert len(apikeys._cache._entries) <= 8

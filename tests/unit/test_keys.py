@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -128,8 +129,8 @@ def test_saved_keys_are_fetched_once_per_ttl(
     assert saved_key("azure") is None
     assert secrets_calls.calls == 1
 
-    now = keys.time.monotonic()
-    monkeypatch.setattr(keys.time, "monotonic", lambda: now + 301)  # MOMOR_KEYS_TTL defaults to 300
+    now = time.monotonic()
+    monkeypatch.setattr(time, "monotonic", lambda: now + 301)  # MOMOR_KEYS_TTL defaults to 300
     assert saved_key("openai").key == OTHER  # type: ignore[union-attr]
     assert secrets_calls.calls == 2
 
@@ -205,8 +206,8 @@ async def test_the_resolver_never_fetches_on_the_event_loop_once_the_cache_expir
     set_secret(momor_aws, SAVED)
     resolve = await Backend().key_resolver({}, zdr=False)
     assert secrets_calls.calls == 1
-    now = keys.time.monotonic()
-    monkeypatch.setattr(keys.time, "monotonic", lambda: now + 301)  # the cache has expired
+    now = time.monotonic()
+    monkeypatch.setattr(time, "monotonic", lambda: now + 301)  # the cache has expired
 
     catalog = parse_catalog({
         "providers": [{"name": "openai", "wire": "openai_chat", "baseUrl": "http://127.0.0.1:9/v1"}],

@@ -7,6 +7,7 @@ the keys secret is cached with a max age, callers are cached briefly after a loo
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -20,11 +21,14 @@ from ..routing import key_spread
 from ..routing.circuits import process_breakers
 from ..routing.keys import KeyResolver, ResolvedKey
 from ..routing.plan import Candidate
-from ..store import budgets, keys, ratelimit, records
+from ..store import budgets, dynamo, keys, ratelimit, records
 from ..store.catalog_source import get_catalog_async
+from ..store.last_good import StoreUnavailable
 from . import auth
 
 Caller = auth.Caller
+READ_RECORD_TIMEOUT_S = 5.0
+"""GET /generations/{id}'s whole read, retries included: past it, a 503 naming DynamoDB."""
 API_BUCKET = ":api"
 """The caller's bucket for the routes that are not routed calls (api/route_limits.py)."""
 
@@ -75,7 +79,10 @@ class Backend:
         return await records.put_record_async(record, secrets=secrets)
 
     async def read_record(self, record_id: str, caller_id: str) -> dict[str, Any] | None:
-        return await records.get_record_async(record_id, caller_id)
+        try:
+            return await asyncio.wait_for(records.get_record_async(record_id, caller_id), READ_RECORD_TIMEOUT_S)
+        except (dynamo.DynamoError, OSError, TimeoutError):  # the table is down or slow: a 503 naming it, never a 500
+            raise StoreUnavailable("DynamoDB", "generation") from None
 
 
 def _resolver(call_keys: dict[str, Any], zdr: bool,

@@ -12,10 +12,16 @@ usable key; keys are long random strings, so an unsalted fast hash is enough (th
 dictionary to try).
 
 Positive lookups are cached per process for MOMOR_API_KEY_CACHE_S seconds (config.py, default 60;
-0 turns the cache off), so a warm Lambda does not read DynamoDB on every call; the price is that a
+0: every call asks), so a warm Lambda does not read DynamoDB on every call; the price is that a
 key disabled or deleted elsewhere keeps working in a warm process for up to that long (in the process
-that disables it, at once). The cache holds at most `_CACHE_MAX` keys. Failed lookups are not
-cached, so a key created a moment ago works at once.
+that disables it, at once). The cache holds at most last_good._CACHE_MAX keys. Failed lookups are not
+cached, so a key created a moment ago works at once. Look-ups read consistently (ConsistentRead), so
+a key disabled a moment ago is not read back enabled from a lagging replica.
+
+When DynamoDB is slow or unreachable, a key seen before is served from its last good value
+(last_good.py: at most MOMOR_STORE_READ_WAIT_S of waiting, for at most MOMOR_STORE_MAX_STALE_S),
+and a key never seen answers 503 (StoreUnavailable), never a 500. A key disabled in this process is
+remembered as refused, and a look-up that began before the revocation cannot put the old item back.
 
 For local development, `accept_local_key` registers a key (the dev server's --api-key) in
 memory only; it needs no table.
@@ -23,11 +29,11 @@ memory only; it needs no table.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import hashlib
 import hmac
 import secrets
-import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
@@ -36,9 +42,9 @@ from typing import Any
 from ..config import get_config
 from ..guardrails.policy import NONE, Policy, from_text
 from . import aws, dynamo, key_limits, organizations
+from .last_good import LastGood
 from .organizations import DEFAULT_ORG
 
-_CACHE_MAX = 4096
 KEY_PREFIX = "momor-"
 ROLES = ("member", "admin", "operator")
 SUPERSEDED = "supersededBy"
@@ -97,8 +103,10 @@ def _caller_id(digest: str) -> str:
 
 
 _local: dict[str, Caller] = {}
-_cache: dict[str, tuple[Caller, float]] = {}
-_lock = threading.Lock()
+_cache: LastGood[str, Caller | None] = LastGood("DynamoDB", "API key", clock=lambda: _clock())
+LOOKUP_TIMEOUT_S = 3.0
+"""One key look-up's wait on DynamoDB (a GetItem answers in milliseconds): a key never seen is
+refused with a 503 within about this long when the table does not answer."""
 
 
 def accept_local_key(key: str, *, name: str = "local", zdr: bool = False, admin: bool = False) -> Caller:
@@ -117,16 +125,14 @@ async def authenticate(presented_key: str | None, *, digest: str | None = None) 
     if not presented_key:
         return None
     digest = digest or key_hash(presented_key)
-    caller = _local_caller(digest) or _cached(digest)
+    caller = _local_caller(digest)
     if caller is not None:
         return caller
     table = get_config().api_keys_table
     if table is None:  # local development with --api-key only
         return None
-    caller = await _lookup(table, digest)
-    if caller is not None:
-        _remember(digest, caller)
-    return caller
+    return await _cache.get(digest, lambda: _lookup(table, digest), ttl=cache_seconds(),
+                            keep=lambda found: found is not None)
 
 
 def _local_caller(digest: str) -> Caller | None:
@@ -149,25 +155,10 @@ def _clock() -> float:
     return time.monotonic()
 
 
-def _cached(digest: str) -> Caller | None:
-    hit = _cache.get(digest)
-    if hit is None or hit[1] <= _clock():
-        return None
-    return hit[0]
-
-
-def _remember(digest: str, caller: Caller) -> None:
-    ttl = cache_seconds()
-    if ttl <= 0:
-        return
-    with _lock:
-        if len(_cache) >= _CACHE_MAX:  # bounded: a flood of distinct keys cannot grow memory
-            _cache.clear()
-        _cache[digest] = (caller, _clock() + ttl)
-
-
 async def _lookup(table: str, digest: str) -> Caller | None:
-    answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"keyHash": {"S": digest}}})
+    request = {"TableName": table, "Key": {"keyHash": {"S": digest}}, "ConsistentRead": True}
+    # The whole look-up, retries included, within the bound: a key never seen is refused in about that long.
+    answer = await asyncio.wait_for(dynamo.call("GetItem", request, timeout=LOOKUP_TIMEOUT_S), LOOKUP_TIMEOUT_S)
     item = answer.get("Item")
     if item is None:
         return None
@@ -267,19 +258,27 @@ def set_disabled(digest: str, disabled: bool = True) -> None:
         ExpressionAttributeNames={"#d": "disabled"},
         ExpressionAttributeValues={":d": {"BOOL": disabled}},
     )
-    with _lock:
-        _cache.pop(digest, None)
+    if disabled:  # refused from now on here, whatever a look-up under way read before
+        _cache.forget(digest, None, known=True)
+    else:
+        _cache.forget(digest)
 
 
 def forget(digest: str) -> None:
-    """Drop a key from this process's cache (it was just changed here)."""
-    with _lock:
-        _cache.pop(digest, None)
+    """Drop a key from this process's cache (it was just changed here): a look-up under way cannot
+    put back what it read before the change."""
+    _cache.forget(digest)
 
 
 def reset_cache() -> None:
     """For tests: forget cached lookups and locally accepted keys (and the organizations they name)."""
-    with _lock:
-        _cache.clear()
-        _local.clear()
+    _cache.clear()
+    _local.clear()
     organizations.reset_cache()
+
+
+def expire_cache() -> None:
+    """Every cached key must be read again before it is trusted as fresh (a SnapStart restore: a key
+    disabled since the snapshot must stop working); while DynamoDB cannot answer, the last good stands in."""
+    _cache.expire()
+    organizations.expire_cache()

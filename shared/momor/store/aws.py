@@ -25,6 +25,8 @@ works; nothing else goes that way. Inside Lambda, neither boto3 nor botocore is 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import http.client
 import io
 import json
@@ -109,6 +111,20 @@ def _endpoint(service_env: str) -> str | None:
     return given.rstrip("/") if given else None
 
 
+_quick: contextvars.ContextVar[float | None] = contextvars.ContextVar("momor_aws_quick", default=None)
+
+
+@contextlib.contextmanager
+def quick(timeout: float) -> Any:
+    """Lean reads made within (and in threads started with a copy of this context) try once, for at
+    most `timeout` seconds: the SnapStart after-restore hook, which Lambda gives 10 s in all."""
+    token = _quick.set(timeout)
+    try:
+        yield
+    finally:
+        _quick.reset(token)
+
+
 _SIGNING = {"bedrock-runtime": "bedrock"}
 """Services whose requests are signed under another name than boto3's for them."""
 
@@ -116,19 +132,23 @@ _SIGNING = {"bedrock-runtime": "bedrock"}
 def _signed(service: str, method: str, url: str, headers: dict[str, str], body: bytes,
             timeout: float) -> tuple[int, dict[str, str], bytes]:
     """One SigV4-signed request (sigv4.py), retried on throttling, 5xx and connection errors like
-    boto3's standard mode (3 attempts). Answers (status, lower-cased headers, body) whatever the status."""
+    boto3's standard mode (3 attempts; one within `quick`). Answers (status, lower-cased headers, body)
+    whatever the status."""
     service = _SIGNING.get(service, service)  # boto3's name for it -> the name its requests are signed under
-    for attempt in range(_ATTEMPTS):
+    bound = _quick.get()
+    attempts = 1 if bound is not None else _ATTEMPTS
+    timeout = min(timeout, bound) if bound is not None else timeout
+    for attempt in range(attempts):
         found = credentials()  # each attempt: a refreshed credential is picked up
         if found is None:
             raise AwsError("MissingCredentials", "no AWS credentials were found", 0)
         signed = sigv4.sign(method, url, headers, body, service=service, region=region(), credentials=found)
         try:
             status, got, data = _send(method, url, signed, body, timeout)
-            if status not in _RETRY_STATUS or attempt == _ATTEMPTS - 1:
+            if status not in _RETRY_STATUS or attempt == attempts - 1:
                 return status, got, data
         except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out: no answer at all
-            if attempt == _ATTEMPTS - 1:
+            if attempt == attempts - 1:
                 raise AwsError("ConnectionError", f"cannot reach {service}: {exc}", 0) from None
         time.sleep(0.05 * 2**attempt)
     raise AssertionError("unreachable")

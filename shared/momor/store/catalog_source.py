@@ -3,10 +3,13 @@
 Loaded once per process and served from memory; never fetched per request.
 - File: re-read when its modification time or size changes (a stat per `get`, microseconds),
   so an edit shows up on the next call while developing.
-- S3: after MOMOR_CATALOG_TTL seconds the next `get` asks S3 with `IfNoneMatch=<ETag>`; an
-  unchanged object answers 304 with no body, so nothing is downloaded or parsed again. A failed
-  refresh (S3 down, a bad edit) keeps the catalog already served and logs a warning; only the
-  first load raises, since then there is nothing to serve.
+- S3: after MOMOR_CATALOG_TTL seconds the next `get` asks S3 with `IfNoneMatch=<ETag>` on a thread
+  of its own; an unchanged object answers 304 with no body, so nothing is downloaded or parsed
+  again. Callers wait for it at most MOMOR_STORE_READ_WAIT_S (not at all while S3 is known to be
+  failing) and are served the last good catalog meanwhile (last_good.py: no caller waits on a lock
+  held across S3's request). A failed refresh (S3 down or slow, a bad edit) keeps the catalog
+  already served, for at most MOMOR_STORE_MAX_STALE_S, with a log line and a metric; only the first
+  load raises, since then there is nothing to serve.
 
 `get_catalog()` is the process's catalog; async code uses `get_catalog_async()`, which answers
 from memory and goes to a thread only when S3 has to be asked.
@@ -25,6 +28,7 @@ from ..catalog import Catalog, parse_catalog
 from ..config import ConfigError, get_config
 from ..errors import MomorError
 from . import aws
+from .last_good import LastGoodValue
 
 log = logging.getLogger(__name__)
 
@@ -96,27 +100,32 @@ class S3CatalogSource:
         s3: Any = None,
     ) -> None:
         self.bucket, self.key, self.ttl = bucket, key, ttl
-        self._clock = clock
         self._s3 = s3
-        self._catalog: Catalog | None = None
-        self._etag: str | None = None
-        self._expires = float("-inf")
-        self._lock = threading.Lock()
+        self._where = f"s3://{bucket}/{key}"
+        self._last_good: LastGoodValue[tuple[Catalog, str | None]] = LastGoodValue(
+            "S3", "catalog", self._load, ttl=lambda: self.ttl, clock=clock,
+            unavailable=lambda exc: CatalogUnavailable(f"cannot read the catalog at {self._where}: {exc}"))
 
     def is_fresh(self) -> bool:
-        return self._catalog is not None and self._clock() < self._expires
+        return self._last_good.is_fresh()
 
     def get(self) -> Catalog:
-        if self.is_fresh():
-            return self._catalog  # type: ignore[return-value]
-        # One thread refreshes; the others wait for it rather than all asking S3 at once.
-        with self._lock:
-            if not self.is_fresh():
-                self._refresh()
-            assert self._catalog is not None
-            return self._catalog
+        return self._last_good.get()[0]
 
-    def _refresh(self) -> None:
+    def expire(self) -> None:
+        """Ask S3 again (by ETag) before the catalog is served fresh; it still stands in meanwhile."""
+        self._last_good.expire()
+
+    def refresh_in_background(self) -> threading.Event:
+        """Start the ETag check now (a SnapStart restore); the event is set when it ends."""
+        return self._last_good.refresh_in_background()
+
+    @property
+    def cached(self) -> Catalog | None:
+        kept = self._last_good.peek()
+        return kept[0] if kept is not None else None
+
+    def _load(self, previous: tuple[Catalog, str | None] | None) -> tuple[Catalog, str | None]:
         # Without an injected client, one signed GET (aws.lean_client): no S3 client to build on a
         # cold start, and no botocore to import. An injected client may be boto3's, so its errors are
         # caught too.
@@ -125,32 +134,23 @@ class S3CatalogSource:
             from botocore.exceptions import BotoCoreError, ClientError
 
             boto_errors = (BotoCoreError, ClientError)
-        where = f"s3://{self.bucket}/{self.key}"
         s3 = self._s3 or aws.lean_client("s3")
         request: dict[str, Any] = {"Bucket": self.bucket, "Key": self.key}
-        if self._etag and self._catalog is not None:
-            request["IfNoneMatch"] = self._etag
+        if previous is not None and previous[1]:
+            request["IfNoneMatch"] = previous[1]
         try:
+            answer = s3.get_object(**request)
+        except (*boto_errors, aws.AwsError) as exc:
+            if previous is not None and _not_modified(exc):
+                return previous
+            raise
+        if previous is not None:
             try:
-                answer = s3.get_object(**request)
-            except (*boto_errors, aws.AwsError) as exc:
-                if _not_modified(exc):
-                    self._expires = self._clock() + self.ttl
-                    return
+                return parse_catalog(answer["Body"].read()), answer.get("ETag")
+            except MomorError as exc:  # a bad edit: the catalog served stays, and this says why
+                log.warning("catalog at %s is invalid; serving the cached catalog: %s", self._where, exc)
                 raise
-            body = answer["Body"].read()
-            catalog = parse_catalog(body)
-        except (*boto_errors, aws.AwsError, MomorError) as exc:
-            if self._catalog is None:
-                if isinstance(exc, MomorError):
-                    raise
-                raise CatalogUnavailable(f"cannot read the catalog at {where}: {exc}") from exc
-            # Try again after another TTL, not on every request: S3 may be what is struggling.
-            self._expires = self._clock() + self.ttl
-            log.warning("catalog refresh from %s failed; serving the cached catalog: %s", where, exc)
-            return
-        self._catalog, self._etag = catalog, answer.get("ETag")
-        self._expires = self._clock() + self.ttl
+        return parse_catalog(answer["Body"].read()), answer.get("ETag")
 
 
 def _not_modified(exc: Exception) -> bool:

@@ -18,7 +18,10 @@ tokens; absent: none). routing/key_spread.py spreads calls over them.
 An entry is a provider's name (`azure@eu`) or root (`azure`); a lookup tries the exact name,
 then the root. `zdr` marks a key covered by a zero-data-retention agreement; every other
 value is handed to the provider's wire as `extra`. The secret is fetched at most once per
-MOMOR_KEYS_TTL seconds per process and parsed once per fetch.
+MOMOR_KEYS_TTL seconds per process and parsed once per fetch. Past that, the fetch runs on a thread of
+its own while the keys already read serve (last_good.py: a call waits for it at most
+MOMOR_STORE_READ_WAIT_S, not at all while Secrets Manager is known to be failing, and the last good keys
+serve for at most MOMOR_STORE_MAX_STALE_S); with none read yet, an unreachable Secrets Manager is a 503.
 
 A call's own keys (seed 000 `keys`) take the same shape and the same name-then-root rule, but
 are never zdr: seed 000 runs zdr calls "never on keys sent with the call".
@@ -31,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -39,6 +41,7 @@ from typing import Any, Literal
 from ..config import get_config
 from ..errors import MomorError, RequestError
 from . import aws
+from .last_good import LastGoodValue
 
 KeySource = Literal["call", "saved"]
 
@@ -135,42 +138,87 @@ def call_key(keys: Mapping[str, Any] | None, provider_name: str) -> ProviderKey 
 
 # --- saved keys -------------------------------------------------------------------------------
 # A small cache of our own rather than Powertools' get_secret: we keep the *parsed* keys with
-# their expiry, so a fresh lookup is one dict read, and async code can tell whether it needs a
-# thread without reaching into Powertools' private cache keys.
+# their expiry (last_good.LastGoodValue), so a fresh lookup is one dict read, and async code can tell
+# whether it needs a thread without reaching into Powertools' private cache keys.
 
 
-@dataclass(slots=True)
-class _Cache:
-    secret_id: str
-    keys: dict[str, ProviderKey | KeyPool]
-    expires: float
+class KeysUnavailable(KeysError):
+    """Secrets Manager did not answer and no keys were read before: a 503, not a deployment fault."""
+
+    status = 503
 
 
-_cache: _Cache | None = None
+Saved = tuple[str, dict[str, "ProviderKey | KeyPool"]]
+"""What one read of the secret gives: its id and its keys by entry."""
+
+
+def _read(previous: Saved | None) -> Saved:
+    secret_id = get_config().need("keys_secret")
+    return secret_id, _parse_secret(secret_id, _fetch(secret_id))
+
+
+def _unavailable(exc: BaseException) -> Exception:
+    return KeysUnavailable(f"the saved provider keys cannot be read: {exc}")
+
+
+_saved: LastGoodValue[Saved] | None = None
+"""Made by the first `saved_keys` (not at import: a function that never reads the keys, the catalog's,
+never reaches their fetch, tests/lambda/aws_usage.py's reading of what each function may call)."""
 _lock = threading.Lock()
 
 
+def _values() -> LastGoodValue[Saved]:
+    global _saved
+    with _lock:
+        if _saved is None:
+            _saved = LastGoodValue("Secrets Manager", "saved provider keys", _read,
+                                   ttl=lambda: get_config().keys_ttl, unavailable=_unavailable)
+        return _saved
+
+
 def _fresh() -> dict[str, ProviderKey | KeyPool] | None:
-    cache = _cache
-    if cache is not None and time.monotonic() < cache.expires and cache.secret_id == get_config().keys_secret:
-        return cache.keys
+    saved = _saved
+    kept = saved.peek() if saved is not None else None
+    if kept is not None and saved.is_fresh() and kept[0] == get_config().keys_secret:  # type: ignore[union-attr]
+        return kept[1]
     return None
 
 
+def cached_keys() -> dict[str, ProviderKey | KeyPool] | None:
+    """The keys last read, fresh or not (None: none read yet); never fetches."""
+    kept = _saved.peek() if _saved is not None else None
+    return kept[1] if kept is not None else None
+
+
 def saved_keys() -> dict[str, ProviderKey | KeyPool]:
-    """Every saved key by entry; Secrets Manager is asked at most once per MOMOR_KEYS_TTL."""
-    global _cache
+    """Every saved key by entry; Secrets Manager is asked at most once per MOMOR_KEYS_TTL (module docstring)."""
     keys = _fresh()
     if keys is not None:
         return keys
-    with _lock:  # one thread fetches; the others wait and share its answer
-        keys = _fresh()
-        if keys is None:
-            config = get_config()
-            secret_id = config.need("keys_secret")
-            keys = _parse_secret(secret_id, _fetch(secret_id))
-            _cache = _Cache(secret_id, keys, time.monotonic() + config.keys_ttl)
+    values = _values()
+    secret_id, keys = values.get()
+    if secret_id != get_config().keys_secret:  # the setting changed (tests): the old secret's keys are not these
+        with _lock:
+            if (kept := values.peek()) is not None and kept[0] != get_config().keys_secret:
+                values.clear()
+        secret_id, keys = values.get()
     return keys
+
+
+def expire_saved_keys() -> None:
+    """Fetch the keys again before they serve as fresh (a SnapStart restore); they stand in meanwhile."""
+    if _saved is not None:
+        _saved.expire()
+
+
+def refresh_in_background() -> threading.Event:
+    """Start fetching the keys read before again now; the event is set when it ends (at once when none
+    were read: the first call reads them)."""
+    if _saved is None:
+        done = threading.Event()
+        done.set()
+        return done
+    return _saved.refresh_in_background()
 
 
 def _fetch(secret_id: str) -> str:
@@ -179,8 +227,8 @@ def _fetch(secret_id: str) -> str:
         answer = aws.lean_client("secretsmanager").get_secret_value(SecretId=secret_id)
     except aws.AwsError as exc:
         # The error code and message name the secret and the reason, never its value.
-        if exc.status == 0:
-            raise KeysError(f"cannot reach Secrets Manager for {secret_id}: {exc}") from None
+        if exc.status == 0 or exc.status == 429 or exc.status >= 500:  # down, slow or throttled: a 503
+            raise KeysUnavailable(f"cannot reach Secrets Manager for {secret_id}: {exc}") from None
         raise KeysError(f"cannot read the saved keys secret {secret_id}: {exc}") from None
     if "SecretString" not in answer:
         raise KeysError(f"saved keys secret {secret_id} must be a SecretString")
@@ -270,6 +318,5 @@ async def saved_keys_async() -> dict[str, ProviderKey | KeyPool]:
 
 def reset_saved_keys() -> None:
     """For tests: drop the cached keys."""
-    global _cache
-    with _lock:
-        _cache = None
+    if _saved is not None:
+        _saved.clear()

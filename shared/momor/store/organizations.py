@@ -26,7 +26,8 @@ organizations existed, the deployment's default organization (DEFAULT_ORG, made 
 (a user an operator put in the pool but in no organization) is a member of the default organization.
 
 Lookups are cached per process for MOMOR_API_KEY_CACHE_S, as keys are: a changed default or role
-reaches warm processes within that bound.
+reaches warm processes within that bound. While DynamoDB is slow or unreachable, the last good value
+stands in (last_good.py), and one never read answers 503 (StoreUnavailable), never a 500.
 """
 
 from __future__ import annotations
@@ -36,16 +37,14 @@ import contextlib
 import datetime as dt
 import json
 import secrets
-import threading
-import time
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from .. import background
 from ..config import get_config
 from ..guardrails.policy import NONE, Policy, from_text
 from . import aws, dynamo
+from .last_good import LastGood
 
 DEFAULT_ORG = "default"
 ROLES = ("admin", "member")
@@ -54,7 +53,6 @@ JOINED = "joined"
 FORMER = "former"
 PERSON_PREFIX = "person#"
 GUARDRAILS = "guardrails"
-_CACHE_MAX = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,33 +115,31 @@ def person_key(person_id: str) -> str:
     return PERSON_PREFIX + person_id
 
 
-_orgs: dict[str, tuple[Organization | None, float]] = {}
-_people: dict[str, tuple[Membership | None, float]] = {}
-_lock = threading.Lock()
+_orgs: LastGood[str, Organization | None] = LastGood("DynamoDB", "organization")
+_people: LastGood[str, Membership] = LastGood("DynamoDB", "person")
+LOOKUP_TIMEOUT_S = 3.0
+"""One look-up's wait on DynamoDB, as apikeys.LOOKUP_TIMEOUT_S."""
 
 
-def _fresh(cache: dict[str, tuple[Any, float]], key: str) -> tuple[bool, Any]:
-    hit = cache.get(key)
-    if hit is None or hit[1] <= time.monotonic():
-        return False, None
-    return True, hit[0]
+async def _get_item(table: str, key: str) -> dict[str, Any]:
+    """One GetItem, retries included, within LOOKUP_TIMEOUT_S."""
+    request = {"TableName": table, "Key": {"keyHash": {"S": key}}}
+    return await asyncio.wait_for(dynamo.call("GetItem", request, timeout=LOOKUP_TIMEOUT_S), LOOKUP_TIMEOUT_S)
 
 
-def _keep(cache: dict[str, tuple[Any, float]], key: str, value: Any) -> None:
-    ttl = get_config().api_key_cache
-    if ttl <= 0:
-        return
-    with _lock:
-        if len(cache) >= _CACHE_MAX:
-            cache.clear()
-        cache[key] = (value, time.monotonic() + ttl)
+def _ttl() -> float:
+    return get_config().api_key_cache
 
 
 def reset_cache() -> None:
-    with _lock:
-        _orgs.clear()
-        _people.clear()
-        _reading.clear()
+    _orgs.clear()
+    _people.clear()
+
+
+def expire_cache() -> None:
+    """Read each organization and person again before trusting it as fresh (apikeys.expire_cache)."""
+    _orgs.expire()
+    _people.expire()
 
 
 def _bool(item: dict[str, Any], name: str) -> bool | None:
@@ -203,53 +199,41 @@ def _list(item: dict[str, Any], name: str) -> tuple[str, ...] | None:
     return None if not value or "L" not in value else tuple(v.get("S", "\x00") for v in value["L"])
 
 
-_reading: dict[str, asyncio.Future[Organization | None]] = {}
-"""The read under way per organization: calls that find the cache lapsed meanwhile wait for it
-rather than each sending its own GetItem (every call of a busy process names the same few)."""
-
-
 async def get(org_id: str) -> Organization | None:
-    """The organization, from the cache or one GetItem. The default organization exists even when
-    setup has not written it yet (no defaults, no budget)."""
-    known, org = _fresh(_orgs, org_id)
-    if known:
-        return org
+    """The organization, from the cache or one GetItem (one at a time per organization: calls that
+    find the cache lapsed meanwhile join the read under way). The default organization exists even
+    when setup has not written it yet (no defaults, no budget)."""
     table = get_config().api_keys_table
     if table is None:  # local development without tables: only the default organization
         return Organization(DEFAULT_ORG, "Default") if org_id == DEFAULT_ORG else None
-    pending = _reading.get(org_id)
-    if pending is None or pending.get_loop() is not asyncio.get_running_loop():
-        pending = asyncio.ensure_future(_read(table, org_id))
-        background.keep_until_done(_reading, org_id, pending)
-    return await asyncio.shield(pending)  # a caller that leaves does not cancel the others' read
+    return await _orgs.get(org_id, lambda: _read(table, org_id), ttl=_ttl())
 
 
 async def _read(table: str, org_id: str) -> Organization | None:
-    answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"keyHash": {"S": org_key(org_id)}}})
+    answer = await _get_item(table, org_key(org_id))
     item = answer.get("Item")
     org = from_item(item) if item is not None else None
     if org is None and org_id == DEFAULT_ORG:
         org = Organization(DEFAULT_ORG, "Default")
-    _keep(_orgs, org_id, org)
     return org
 
 
 async def membership(person_id: str) -> Membership:
     """Where a signed-in person belongs; a person in no organization is a member of the default one."""
-    known, found = _fresh(_people, person_id)
-    if known:
-        return found
     table = get_config().api_keys_table
-    found = Membership(person_id, DEFAULT_ORG, "member")
-    if table is not None:
-        answer = await dynamo.call("GetItem", {"TableName": table, "Key": {"keyHash": {"S": person_key(person_id)}}})
-        item = answer.get("Item")
-        if item is not None:
-            role = item.get("role", {}).get("S", "member")
-            found = Membership(person_id, item.get("org", {}).get("S", DEFAULT_ORG),
-                               role if role in ROLES else "member", item.get("email", {}).get("S"))
-    _keep(_people, person_id, found)
-    return found
+    if table is None:
+        return Membership(person_id, DEFAULT_ORG, "member")
+    return await _people.get(person_id, lambda: _read_person(table, person_id), ttl=_ttl())
+
+
+async def _read_person(table: str, person_id: str) -> Membership:
+    answer = await _get_item(table, person_key(person_id))
+    item = answer.get("Item")
+    if item is None:
+        return Membership(person_id, DEFAULT_ORG, "member")
+    role = item.get("role", {}).get("S", "member")
+    return Membership(person_id, item.get("org", {}).get("S", DEFAULT_ORG),
+                      role if role in ROLES else "member", item.get("email", {}).get("S"))
 
 
 # --- administration (the CLI, setup, the key-management API's admin steps) ----------------------
@@ -285,8 +269,7 @@ def create(name: str, *, org_id: str | None = None, defaults: Defaults = Default
     with contextlib.suppress(client.exceptions.ConditionalCheckFailedException):  # it exists: left as it is
         client.put_item(TableName=get_config().need("api_keys_table"), Item=item,
                         ConditionExpression="attribute_not_exists(keyHash)")
-    with _lock:
-        _orgs.pop(org_id, None)
+    _orgs.forget(org_id)
     return from_item(item)
 
 
@@ -346,9 +329,8 @@ def add_member(org_id: str, person_id: str, role: str = "member", *, email: str 
     if previous and previous != org_id:
         _leave(client, table, previous, person_id)
         left = previous
-    with _lock:
-        _orgs.pop(org_id, None)
-        _people.pop(person_id, None)
+    _orgs.forget(org_id)
+    _people.forget(person_id)
     return Membership(person_id, org_id, role, email, left=left)
 
 
@@ -366,8 +348,7 @@ def remove_member(org_id: str, person_id: str) -> bool:
     except client.exceptions.ConditionalCheckFailedException:  # they are in another organization, or none
         deleted = False
     listed = _leave(client, table, org_id, person_id)
-    with _lock:
-        _people.pop(person_id, None)
+    _people.forget(person_id)
     return deleted or listed
 
 
@@ -396,8 +377,7 @@ def _leave(client: Any, table: str, org_id: str, person_id: str) -> bool:
         UpdateExpression="REMOVE #m.#p, #j.#p SET #f.#p = list_append(if_not_exists(#f.#p, :none), :span)",
         ExpressionAttributeNames={"#m": "members", "#j": JOINED, "#f": FORMER, "#p": person_id},
         ExpressionAttributeValues={":none": {"L": []}, ":span": {"L": [{"S": f"{since}/{_now()}"}]}})
-    with _lock:
-        _orgs.pop(org_id, None)
+    _orgs.forget(org_id)
     return True
 
 
@@ -415,6 +395,5 @@ def set_guardrails(org_id: str, policy: Policy) -> Organization:
     else:
         request["UpdateExpression"] = "REMOVE #g"
     answer = client.update_item(**request)
-    with _lock:
-        _orgs.pop(org_id, None)
+    _orgs.forget(org_id)
     return from_item(answer["Attributes"])
