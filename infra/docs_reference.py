@@ -48,9 +48,10 @@ def _setting_notes() -> dict[str, tuple[str, str]]:
     section = ""
     previous_end = config.body[0].lineno - 1 if config.body else 0
     for i, node in enumerate(config.body):
-        for line in lines[previous_end:node.lineno - 1]:  # comments between the last field and this one
-            if line.strip().startswith("#"):
-                section = line.strip().lstrip("#").strip()
+        between = [line.strip().lstrip("#").strip() for line in lines[previous_end:node.lineno - 1]
+                   if line.strip().startswith("#")]  # the comment block between the last field and this one
+        if between:  # its words up to the first colon name the section ("failures (routing/policy.py)")
+            section = " ".join(between).split(":", 1)[0]
         previous_end = node.end_lineno or node.lineno
         if not isinstance(node, ast.AnnAssign) or not isinstance(node.target, ast.Name):
             continue

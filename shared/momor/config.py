@@ -139,12 +139,13 @@ class Config:
     api_key_cache: float = _knob("MOMOR_API_KEY_CACHE_S", 60.0, kind=float, minimum=0)
     """How long a verified API key (and its rateLimit and budgets) is trusted without asking the table:
     the bound on how long a disabled or deleted key keeps working in a warm process. 0: every call asks."""
-    # outages (store/last_good.py)
+    # store reads in an outage (store/last_good.py)
     store_read_wait: float = _knob("MOMOR_STORE_READ_WAIT_S", 1.0, kind=float, minimum=0)
     """How long a call waits on a store read (API key, organization, catalog, saved keys) when a last good
     value can stand in; a store known to be failing is not waited on at all."""
     store_max_stale: float = _knob("MOMOR_STORE_MAX_STALE_S", 3600.0, kind=float, minimum=0)
     """How long after the store last confirmed it a last good value may still be served."""
+    # the router's memory and the Responses route's stored answers
     memory_table: str | None = _knob("MOMOR_MEMORY_TABLE")
     """The DynamoDB table of the router's conversation memory (`/router/v1`)."""
     memory_ttl_days: int = _knob("MOMOR_MEMORY_TTL_DAYS", 30, kind=int, minimum=0)
