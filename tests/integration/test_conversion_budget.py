@@ -11,6 +11,7 @@ from decimal import Decimal
 
 import pytest
 
+from momor.routing import conversion
 from momor.store import apikeys, budgets
 from tests.integration.test_office_and_images import PNG
 
@@ -45,9 +46,10 @@ def post(momor, key: str, body: dict, path: str = "/models"):
 
 @pytest.mark.timeout(60)
 def test_conversions_that_do_not_fit_the_budget_are_refused_before_any_is_made(momor, fake):
-    # Each description is held at the dearest model that may make it (failover may reach any vision model):
-    # about $0.96 here; one fits under $2 with the call's own small hold, three do not.
-    key = budgeted("2")
+    # Each description is held at the dearest model that may make it (failover may reach any vision model),
+    # at a description's output ceiling (conversion.DESCRIBE_MAX_TOKENS): about $0.031 here; one fits under
+    # $0.05 with the call's own small hold, three do not.
+    key = budgeted("0.05")
     refused = post(momor, key, native([image(i) for i in range(3)]))
     assert refused.status_code == 402, refused.text
     assert refused.headers["content-type"].startswith("application/problem+json")
@@ -55,6 +57,8 @@ def test_conversions_that_do_not_fit_the_budget_are_refused_before_any_is_made(m
     served = post(momor, key, native([image(0)]))
     assert served.status_code == 200, served.text
     assert len(fake.requests("openai")) == 1  # the one description
+    sent = fake.requests("openai")[0].json  # asked for no more than the hold counted
+    assert conversion.DESCRIBE_MAX_TOKENS in (sent.get("max_completion_tokens"), sent.get("max_tokens")), sent
 
 
 @pytest.mark.timeout(60)
@@ -64,10 +68,11 @@ def test_the_hold_counts_the_conversions(momor, fake):
     described = post(momor, key, native([image(0)]))
     assert plain.status_code == described.status_code == 200
     # What each call's answer says remains (its own hold taken, the earlier call's cost counted): the
-    # description's ceiling is held beside the answer's.
+    # description's ceiling is held beside the answer's, at a description's output ceiling
+    # (DESCRIBE_MAX_TOKENS), not the describing model's whole output maximum (about $0.96 here).
     left_plain = Decimal(plain.headers[budgets.REMAINING_HEADER])
     left_described = Decimal(described.headers[budgets.REMAINING_HEADER])
-    assert left_plain - left_described > Decimal("0.25")
+    assert Decimal("0.02") < left_plain - left_described < Decimal("0.05")
 
 
 @pytest.mark.timeout(60)

@@ -37,7 +37,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..audio import Audio
-from ..call import Call
+from ..call import Call, Parameters
 from ..catalog import Catalog
 from ..config import get_config
 from ..errors import RequestError, RoutingError
@@ -61,6 +61,17 @@ EXTRACT_PROMPT = ("Write out the full text content of the attached file, exactly
                   "commentary. For audio, write the transcript.")
 DESCRIBE_PROMPT = ("Describe the attached image for a reader who cannot see it: what it shows, how it is laid out, "
                    "and any text in it, written out exactly. Give only the description, with no commentary.")
+DESCRIBE_MAX_TOKENS = 2048
+"""An image description's output ceiling: a description is a few paragraphs, and the budget holds a
+conversion at its ceiling, so without one an image held the describing model's whole output maximum
+(64k tokens on Claude: about $1 an image). Text extraction keeps the model's own ceiling (a document's
+text may be long)."""
+
+
+def conversion_call(prompt: str, file: File) -> Call:
+    """The call that converts `file` through a model: made, and held against the budget, the same way."""
+    params = Parameters(max_tokens=DESCRIBE_MAX_TOKENS) if prompt == DESCRIBE_PROMPT else Parameters()
+    return Call(system="", messages=[UserMessage(value=prompt, files=[file])], params=params)
 
 
 def media_kind(content_type: str) -> str:
@@ -168,7 +179,7 @@ class Converter:
         return await self._through_model(file, where, candidates, DESCRIBE_PROMPT)
 
     async def _through_model(self, file: File, where: str, candidates: list[Candidate], prompt: str) -> str:
-        call = Call(system="", messages=[UserMessage(value=prompt, files=[file])])
+        call = conversion_call(prompt, file)
         sub = self._sub_recorder()
 
         async def fetched_for(call: Call, candidate: Candidate) -> Call:
@@ -334,7 +345,7 @@ def side_cost(conversions: dict[tuple[str, str], File], converter: Converter) ->
         except RequestError:  # refused when made, naming the file (no cost either way)
             continue
         prompt = DESCRIBE_PROMPT if media_kind(file.content_type) == "image" else EXTRACT_PROMPT
-        total += cost_ceiling(Call(system="", messages=[UserMessage(value=prompt, files=[file])]), candidates)
+        total += cost_ceiling(conversion_call(prompt, file), candidates)
     return total
 
 
