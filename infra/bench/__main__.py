@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from tests.fakes.otlp import OtlpReceiver
+
 from . import coldstart, lambda_cold, load, memory, payloads, report
 from .stack import (
     API_KEY,
@@ -231,6 +233,10 @@ def main(argv: list[str] | None = None) -> None:
     # on asyncio + h11 (what the server cost before the `local` extra named uvloop and httptools).
     variants: dict[str, dict] = {"momor": {"records": "dynamodb"}, "momor-norec": {"records": "off"},
                                  "momor-asyncio": {"records": "off", "server": "asyncio"}}
+    # As shipped, with OpenTelemetry export on (issue 37), to a local OTLP/HTTP receiver: the spans and
+    # metrics are built and exported after each answer, so their cost shows beside "momor".
+    otlp = OtlpReceiver().__enter__()
+    variants["momor-otel"] = {"records": "dynamodb", "env": {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url}}
     with_litellm = not args.no_litellm and (LITELLM_VENV / "bin" / "litellm").exists()
     if not with_litellm:
         print("  LiteLLM is not installed (infra/bench/run.sh makes its venv): running without it")
@@ -289,6 +295,8 @@ def main(argv: list[str] | None = None) -> None:
             out["lambda_cold"] = lambda_cold.measure(runs=3 if q else 9, build_dir=args.build)
         except Exception as exc:  # SAM CLI missing, build failed: the rest of the run still counts
             print(f"  (Lambda-like cold start skipped: {exc})", flush=True)
+    out["otlp_spans"] = len(otlp.spans())  # proof the variant exported
+    otlp.__exit__(None, None, None)
     out["elapsed_s"] = time.monotonic() - started
 
     RESULTS.mkdir(parents=True, exist_ok=True)

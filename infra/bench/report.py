@@ -11,10 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROUTERS = ("momor", "momor-norec", "momor-asyncio", "litellm")
+ROUTERS = ("momor", "momor-otel", "momor-norec", "momor-asyncio", "litellm")
 LABELS = {
     "direct": "direct (floor)",
     "momor": "Momor",
+    "momor-otel": "Momor, OpenTelemetry export on",
     "momor-norec": "Momor, no record",
     "momor-asyncio": "Momor, no record, asyncio+h11",
     "litellm": "LiteLLM proxy",

@@ -149,7 +149,7 @@ def running(variants: dict[str, dict], with_litellm: bool) -> Iterator[Stack]:
     """Start the fake, the emulators and every router; yield the stack; stop them all.
 
     variants: Momor variant name -> {"records": mode, "server": "uvloop" | "asyncio",
-    "pythonpath": [dirs first on the path]}.
+    "pythonpath": [dirs first on the path], "env": {its own environment variables}}.
     """
     RESULTS.mkdir(parents=True, exist_ok=True)
     stack = Stack()
@@ -171,6 +171,7 @@ def running(variants: dict[str, dict], with_litellm: bool) -> Iterator[Stack]:
                 # A variant may put a scratch copy of momor (a prototype) ahead of the installed one.
                 paths = [*spec.get("pythonpath", ()), str(ROOT)]
                 env_v["PYTHONPATH"] = os.pathsep.join(paths)
+                env_v.update(spec.get("env", {}))  # a variant's own settings (OpenTelemetry export on)
                 argv = [sys.executable, "-m", "infra.bench.momor_server", "--port", str(port),
                         "--api-key", API_KEY, "--records", spec["records"], "--server", spec.get("server", "uvloop")]
                 _, proc = stack.spawn(name, argv, env_v)
