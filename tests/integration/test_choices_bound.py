@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from momor.config import reset_config
-from momor.store import apikeys, budgets, ratelimit
+from momor.store import apikeys, bounded, budgets, ratelimit
 from tests.integration.test_route_limits import limited_key
 
 pytestmark = pytest.mark.emulators
@@ -34,7 +34,7 @@ def post(momor, key: str, body: dict[str, object], path: str = "/v1/chat/complet
 def still_clock(monkeypatch: pytest.MonkeyPatch):
     """One rate window for the whole test, and a limiter that waits for the store (never admits uncounted)."""
     monkeypatch.setattr(ratelimit, "_now", lambda: float(WINDOW_START + 1))
-    monkeypatch.setattr(ratelimit, "DYNAMODB_TIMEOUT_S", 30.0)
+    monkeypatch.setattr(bounded, "wait_s", lambda: 30.0)  # the store's bound (store/bounded.py), for this test
     ratelimit.reset_local()
     yield
     ratelimit.reset_local()

@@ -23,7 +23,6 @@ call is admitted uncounted and a warning logged (as the rate limiter fails open)
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import math
 import time
@@ -33,9 +32,11 @@ from typing import Any
 from ..config import get_config
 from ..errors import RequestError
 from ..logs import logger
-from . import dynamo
+from . import bounded, dynamo
 
-DYNAMODB_TIMEOUT_S = 2.0
+STORE = "token limits"
+"""The windows' name for store/bounded.py: a hold waits at most MOMOR_STORE_WAIT_S, as every other
+bookkeeping step on a call's path (issue 41), then the call is admitted uncounted."""
 MINUTE = 60
 
 
@@ -136,8 +137,8 @@ async def admit(subject: TokenSubject, estimate: int) -> TokenState:
     nearest: TokenState | None = None
     try:
         for key, limit, word, reset, ttl in _windows(subject, now):
-            used = await asyncio.wait_for(_add(table, key, estimate, cap=limit - estimate, ttl=ttl),
-                                          DYNAMODB_TIMEOUT_S) if estimate <= limit else None
+            used = await bounded.within(STORE, _add(table, key, estimate, cap=limit - estimate, ttl=ttl)) \
+                if estimate <= limit else None
             if used is None:
                 await _release(table, held, estimate)
                 return TokenState(False, limit, limit - await _used(table, key), reset, subject.whose, word)
