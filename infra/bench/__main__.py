@@ -28,6 +28,7 @@ from . import coldstart, lambda_cold, load, memory, payloads, report
 from .stack import (
     API_KEY,
     BENCH,
+    EMBED_MODEL,
     LITELLM_KEY,
     LITELLM_VENV,
     RESULTS,
@@ -39,8 +40,9 @@ from .stack import (
     running,
 )
 
-PATHS = {"native": "/models", "openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
-DIRECT_PATHS = {"openai": "/{shape}/openai/v1/chat/completions", "anthropic": "/{shape}/anthropic/v1/messages"}
+PATHS = {"native": "/models", "openai": "/v1/chat/completions", "anthropic": "/v1/messages", "embed": "/v1/embeddings"}
+DIRECT_PATHS = {"openai": "/{shape}/openai/v1/chat/completions", "anthropic": "/{shape}/anthropic/v1/messages",
+                "embed": "/{shape}/openai/v1/embeddings"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,12 +64,14 @@ class Scenario:
 
 def targets(stack: Stack, sc: Scenario) -> dict[str, load.Target]:
     """Who answers this scenario: the fake directly, each Momor variant, LiteLLM when it speaks the dialect."""
-    model = model_name(sc.wire, sc.shape)
+    embed = sc.dialect == "embed"  # an embeddings call (issue 35): the fake's embeddings path, directly
+    model = EMBED_MODEL if embed else model_name(sc.wire, sc.shape)
     out = {
         "direct": load.Target(
             stack.fake_port,
-            DIRECT_PATHS[sc.wire].format(shape=sc.shape),
-            payloads.body(sc.wire, "bench-model", sc.stream, sc.size),
+            DIRECT_PATHS["embed" if embed else sc.wire].format(shape=sc.shape),
+            payloads.body("embed" if embed else sc.wire, "bench-embed" if embed else "bench-model", sc.stream,
+                          sc.size),
             (("authorization", "Bearer sk-bench"),),
         )
     }
@@ -251,6 +255,7 @@ def main(argv: list[str] | None = None) -> None:
         S("native", "openai", False, "large"), S("native", "openai", True, "large"),
         S("openai", "openai", False, "large"), S("openai", "openai", True, "large"),
         S("anthropic", "anthropic", False, "large"), S("anthropic", "anthropic", True, "large"),
+        S("embed", "openai", False), S("embed", "openai", False, "large"),
     ]
     throughput_scenarios = [
         S("native", "openai", False), S("openai", "openai", False), S("openai", "openai", True),

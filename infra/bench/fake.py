@@ -26,6 +26,7 @@ import json
 PACE_MS = 5.0
 SHAPES = {"short": 10, "long": 1000, "paced": 20, "huge": 100_000}
 WORD = "tok "
+EMBED_DIMENSIONS = 256  # stack.EMBED_DIMENSIONS: the catalog's entry says the same length
 
 
 def _http(status: str, headers: dict[str, str], body: bytes) -> bytes:
@@ -132,6 +133,19 @@ class _Answers:
             self.streams[shape, "anthropic", False] = events
         self.not_found = _http("404 Not Found", self.json_head, b'{"error":{"message":"no such path"}}')
         self.health = _http("200 OK", self.json_head, b'{"ok":true}')
+        self._embeddings: dict[int, bytes] = {}
+
+    def embeddings(self, body: bytes) -> bytes:
+        """OpenAI's embeddings answer, a vector of EMBED_DIMENSIONS floats per input (made once per count)."""
+        given = json.loads(body).get("input")
+        count = len(given) if isinstance(given, list) else 1
+        if count not in self._embeddings:
+            vector = [round(((i * 7919) % 1000) / 1000 - 0.5, 6) for i in range(EMBED_DIMENSIONS)]
+            answer = {"object": "list", "model": "bench-embed", "usage": {"prompt_tokens": 8 * count,
+                                                                          "total_tokens": 8 * count},
+                      "data": [{"object": "embedding", "index": i, "embedding": vector} for i in range(count)]}
+            self._embeddings[count] = _http("200 OK", self.json_head, _dumps(answer).encode())
+        return self._embeddings[count]
 
 
 ANSWERS = _Answers()
@@ -182,6 +196,9 @@ class FakeProtocol(asyncio.Protocol):
             self.transport.write(ANSWERS.not_found)
             return False
         shape, wire = parts[0], parts[1]
+        if path.endswith("/embeddings"):
+            self.transport.write(ANSWERS.embeddings(body))
+            return False
         streamed = b'"stream":true' in body or b'"stream": true' in body
         if not streamed:
             self.transport.write(ANSWERS.buffered[shape, wire])

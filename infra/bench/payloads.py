@@ -172,7 +172,15 @@ def anthropic(model: str, stream: bool, turns: list[Turn]) -> dict[str, Any]:
     return body
 
 
-BUILDERS = {"native": native, "openai": openai, "anthropic": anthropic}
+def embed(model: str, stream: bool, turns: list[Turn]) -> dict[str, Any]:
+    """OpenAI's embeddings request (issue 35): 16 short inputs, a RAG pipeline's batch of chunks;
+    64 of 1,200 characters for the large size."""
+    rng = random.Random(35)
+    count, chars = (64, 1200) if turns else (16, 200)
+    return {"model": model, "input": [_text(rng, chars) for _ in range(count)], "encoding_format": "float"}
+
+
+BUILDERS = {"native": native, "openai": openai, "anthropic": anthropic, "embed": embed}
 
 
 def body(dialect: str, model: str, stream: bool, size: str) -> bytes:

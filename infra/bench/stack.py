@@ -34,6 +34,11 @@ OPENAI_PARAMS = ["maxTokens", "temperature", "topP", "toolUse", "stop", "seed", 
 ANTHROPIC_PARAMS = ["maxTokens", "temperature", "topP", "topK", "toolUse", "stop", "parallelToolCalls", "user"]
 
 
+EMBED_MODEL = "bench-embed"
+EMBED_DIMENSIONS = 256
+"""The fake's embedding vectors' length (infra/bench/fake.py)."""
+
+
 def model_name(wire: str, shape: str) -> str:
     return f"bench-{WIRES[wire][1]}-{shape}"
 
@@ -60,6 +65,11 @@ def catalog(fake_port: int) -> dict:
                 "offerings": [{"provider": provider_name(wire, shape), "id": "bench-model",
                                "prices": {"input": 1.0, "output": 2.0}}],
             })
+    # Embeddings (issue 35): one model on the short OpenAI provider, its vectors as the fake writes them.
+    models.append({"name": EMBED_MODEL, "publisher": "bench", "kind": "embedding", "tier": "low",
+                   "embedding": {"dimensions": EMBED_DIMENSIONS},
+                   "offerings": [{"provider": provider_name("openai", "short"), "id": "bench-embed",
+                                  "prices": {"input": 0.02, "output": 0.0}}]})
     return {"version": 1, "providers": providers, "models": models}
 
 
@@ -80,6 +90,9 @@ def litellm_config(fake_port: int) -> str:
                     "api_key": f"sk-bench-{wire}",
                 },
             })
+    model_list.append({"model_name": EMBED_MODEL, "litellm_params": {
+        "model": "openai/bench-embed", "api_base": f"http://127.0.0.1:{fake_port}/short/openai/v1",
+        "api_key": "sk-bench-openai"}})
     return json.dumps({"model_list": model_list, "general_settings": {"master_key": LITELLM_KEY}}, indent=1)
 
 
