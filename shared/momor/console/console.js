@@ -199,6 +199,7 @@
     people.hidden = !u.groups.person || u.scope === "own";
     if (people.hidden && state.group === "person") selectGroup("model");
     renderBudget(u.budget);
+    renderGuardrails(u.guardrails || [], u.groups.key || []);
     renderCharts(u);
     renderTop();
     renderLatest(u.latest);
@@ -238,6 +239,21 @@
         el("div", { class: "foot" }, "resets " + new Date(resets).toLocaleString())));
     }
     $("budget-meters").replaceChildren(...meters);
+  }
+
+  // Issue 39: GET /usage's `guardrails` rows (store/guardrail_counts.py), one per check and key; the key
+  // by its name where the range's calls name it. Text only (textContent): a check's name is the
+  // organization's own words.
+  function renderGuardrails(rows, keys) {
+    $("guardrails").hidden = rows.length === 0;
+    const names = new Map(keys.map((k) => [k.id || k.name, k.label || k.name]));
+    $("guardrails-body").replaceChildren(...rows.map((r) => el("tr", { "data-guardrail": r.guardrail, "data-key": r.key },
+      el("td", { class: "name" }, r.guardrail),
+      el("td", { class: "hide-sm" }, r.origin),
+      el("td", {}, names.get(r.key) || r.key),
+      el("td", { class: "num", "data-test": "masked" }, int(r.masked)),
+      el("td", { class: "num", "data-test": "blocked" }, int(r.blocked)),
+      el("td", { class: "num", "data-test": "logged" }, int(r.logged)))));
   }
 
   // ---------------------------------------------------------------------------------- charts
