@@ -120,14 +120,14 @@ def test_chat_completions_whole_then_streamed_then_whole_are_one_answer_paid_onc
     assert by_key["cacheHits"] == 2
 
 
-def test_chat_completions_streamed_first_then_a_tool_call_whole(momor, fake, oai):
+def test_chat_completions_streamed_first_then_a_tool_call_whole(momor, fake, oai, cache_table):
     calls = [{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "call_1"}]
     fake.script("openai", reply(tool_calls=calls))
     ask = {"model": GPT, "messages": [user("Weather in Paris?")], "tools": [WEATHER], "extra_headers": USE}
     with oai.chat.completions.with_streaming_response.create(**ask, stream=True) as streamed:
         assert streamed.headers["x-momor-cache"] == "miss"
         list(streamed.parse())
-    momor.settle()
+    settled_with_entries(momor, cache_table, 1)
     whole = oai.chat.completions.with_raw_response.create(**ask)
     assert whole.headers["x-momor-cache"] == "hit" and sent(fake) == 1
     message = whole.parse().choices[0]
@@ -253,6 +253,21 @@ def test_a_key_turned_on_over_the_key_api_caches_its_calls_and_a_call_may_still_
     assert changed.status_code == 200 and changed.json()["limits"]["cache"] is None
 
 
+def settled_with_entries(momor: Any, table: str, count: int) -> None:
+    """Wait for `count` kept answers: a stream's answer is kept once its stream has ended on the
+    server (FrameStream's `ended`), which may come after the client has read the last frame and asked
+    to settle; on a loaded machine that order is not given."""
+    from momor.store import aws
+
+    deadline = time.monotonic() + 10
+    while True:
+        momor.settle()
+        if aws.client("dynamodb").scan(TableName=table, Select="COUNT")["Count"] >= count:
+            return
+        assert time.monotonic() < deadline, f"the cache kept fewer than {count} answers"
+        time.sleep(0.05)
+
+
 def momor_ddb_item(table: str) -> dict[str, Any]:
     from momor.store import aws
 
@@ -264,13 +279,13 @@ def momor_ddb_item(table: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("model", [CLAUDE, GPT], ids=["passthrough", "translated"])
-def test_messages_streamed_then_whole_then_streamed_with_thinking(momor, fake, claude, model):
+def test_messages_streamed_then_whole_then_streamed_with_thinking(momor, fake, claude, cache_table, model):
     ask = {"model": model, "max_tokens": 2048, "messages": [user("Think, then answer")], "extra_headers": USE,
            "thinking": {"type": "enabled", "budget_tokens": 1024}}
     with claude.messages.stream(**ask) as live:
         assert live.response.headers["x-momor-cache"] == "miss"
         first = live.get_final_message()
-    momor.settle()
+    settled_with_entries(momor, cache_table, 1)
     whole = claude.messages.with_raw_response.create(**ask)
     assert whole.headers["x-momor-cache"] == "hit"
     again = whole.parse()
@@ -333,7 +348,7 @@ def _native_stream(momor: Any, body: dict[str, Any]) -> tuple[httpx2.Response, l
 def test_native_streamed_then_whole(momor, fake, cache_table):
     resp, frames = _native_stream(momor, _native("Native cache", streaming=True))
     assert resp.headers["x-momor-cache"] == "miss"
-    momor.settle()
+    settled_with_entries(momor, cache_table, 1)
     whole = momor.post("/models", _native("Native cache"), headers=momor.headers(**USE))
     assert whole.headers["x-momor-cache"] == "hit", whole.text
     assert whole.json()["messages"] == [{"type": "content", "value": "Echo: Native cache"}]

@@ -376,11 +376,17 @@ def thread_store(monkeypatch):
         reads.append(n)
         return store.Thread(list(stored[len(stored) - n:]), more={} if n < len(stored) else None)
 
-    async def append(caller, chat, new):
-        threads[chat] = [*threads.get(chat, []), *store.bounded(new)]
+    # A turn is kept as a deferred write (store/deferred.py): its step names the thread and the turn,
+    # and the step's applier is the thread's append here.
+    def turn_put(caller, chat, new):
+        return store.TURN_STEP, {"chat": chat, "new": new}
+
+    async def put_turn(args, deadline):
+        threads[args["chat"]] = [*threads.get(args["chat"], []), *store.bounded(args["new"])]
 
     monkeypatch.setattr(store, "load", load)
-    monkeypatch.setattr(store, "append", append)
+    monkeypatch.setattr(store, "turn_put", turn_put)
+    monkeypatch.setattr(store, "runs", lambda: {store.TURN_STEP: put_turn})
     return threads
 
 
