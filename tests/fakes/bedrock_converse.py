@@ -87,7 +87,33 @@ def _invalid(message: str) -> Invalid:
     return Invalid(message)
 
 
-class BedrockFake:
+
+class BedrockAnswers:
+    """What every Bedrock fake (Converse, InvokeModel embeddings, Rerank) answers alike: a Bedrock API
+    key as a bearer token, and a refusal's body with its `x-amzn-ErrorType` header (the type follows
+    the status, which the interface gives `error_body` only)."""
+
+    error_type: str | None = None
+
+    def check_auth(self, headers: dict[str, str]) -> Invalid | None:
+        scheme, _, token = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return Invalid(_MESSAGES[403], status=403)
+        return None
+
+    def response_headers(self, request_id: str) -> dict[str, str]:
+        headers = {"x-amzn-RequestId": request_id}
+        if self.error_type:
+            headers["x-amzn-ErrorType"] = f"{self.error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/"
+        return headers
+
+    def error_body(self, status: int, message: str | None = None, param: str | None = None, code: str | None = None,
+                   *, request_id: str | None = None) -> dict[str, Any]:
+        self.error_type = _ERRORS.get(status, "InternalServerException")
+        return {"message": message or _MESSAGES.get(status, "The request is invalid.")}
+
+
+class BedrockFake(BedrockAnswers):
     """One request's fake: the model named in its URL, and the error type its refusal names (the
     `x-amzn-ErrorType` header follows the status, which the interface gives `error_body` only)."""
 
@@ -107,23 +133,6 @@ class BedrockFake:
 
     def streaming(self, body: dict[str, Any]) -> bool:
         return self.stream  # the path says it (converse-stream), not the body
-
-    def response_headers(self, request_id: str) -> dict[str, str]:
-        headers = {"x-amzn-RequestId": request_id}
-        if self.error_type:
-            headers["x-amzn-ErrorType"] = f"{self.error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/"
-        return headers
-
-    def error_body(self, status: int, message: str | None = None, param: str | None = None, code: str | None = None,
-                   *, request_id: str | None = None) -> dict[str, Any]:
-        self.error_type = _ERRORS.get(status, "InternalServerException")
-        return {"message": message or _MESSAGES.get(status, "The request is invalid.")}
-
-    def check_auth(self, headers: dict[str, str]) -> Invalid | None:
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return Invalid(_MESSAGES[403], status=403)
-        return None
 
     def validate(self, body: dict[str, Any]) -> None:
         unknown = sorted(set(body) - _FIELDS)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .bedrock_converse import _ERRORS, _MESSAGES, new_request_id
+from .bedrock_converse import _MESSAGES, BedrockAnswers, new_request_id
 from .cohere_embed import INPUT_TYPES
 from .errors import Invalid
 from .interface import Address, Setup
@@ -44,7 +44,7 @@ def _malformed(detail: str) -> Invalid:
     return Invalid(f"Malformed input request: {detail}, please reformat your input and try again.")
 
 
-class BedrockEmbedFake:
+class BedrockEmbedFake(BedrockAnswers):
     vectors = True
     tool_id_prefix = ""
 
@@ -58,24 +58,11 @@ class BedrockEmbedFake:
     def model_of(self, body: dict[str, Any]) -> str:
         return self.model
 
-    def check_auth(self, headers: dict[str, str]) -> Invalid | None:
-        scheme, _, token = headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            return Invalid(_MESSAGES[403], status=403)
-        return None
-
     def response_headers(self, request_id: str) -> dict[str, str]:
-        headers = {"x-amzn-RequestId": request_id, "Content-Type": "application/json"}
+        headers = {**super().response_headers(request_id), "Content-Type": "application/json"}
         if self.tokens is not None and self.model in COHERE:
             headers["X-Amzn-Bedrock-Input-Token-Count"] = str(self.tokens)
-        if self.error_type:
-            headers["x-amzn-ErrorType"] = f"{self.error_type}:http://internal.amazon.com/coral/com.amazon.bedrock/"
         return headers
-
-    def error_body(self, status: int, message: str | None = None, param: str | None = None, code: str | None = None,
-                   *, request_id: str | None = None) -> dict[str, Any]:
-        self.error_type = _ERRORS.get(status, "InternalServerException")
-        return {"message": message or _MESSAGES.get(status, "The request is invalid.")}
 
     def validate(self, body: dict[str, Any]) -> None:
         if self.model in TITAN:
