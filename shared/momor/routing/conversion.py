@@ -68,10 +68,13 @@ conversion at its ceiling, so without one an image held the describing model's w
 text may be long)."""
 
 
-def conversion_call(prompt: str, file: File) -> Call:
-    """The call that converts `file` through a model: made, and held against the budget, the same way."""
-    params = Parameters(max_tokens=DESCRIBE_MAX_TOKENS) if prompt == DESCRIBE_PROMPT else Parameters()
-    return Call(system="", messages=[UserMessage(value=prompt, files=[file])], params=params)
+def conversion_call(file: File) -> Call:
+    """The call that converts `file` through a model (an image described, anything else written out
+    as text): made, and held against the budget, the same way."""
+    if media_kind(file.content_type) == "image":
+        return Call(system="", messages=[UserMessage(value=DESCRIBE_PROMPT, files=[file])],
+                    params=Parameters(max_tokens=DESCRIBE_MAX_TOKENS))
+    return Call(system="", messages=[UserMessage(value=EXTRACT_PROMPT, files=[file])])
 
 
 def media_kind(content_type: str) -> str:
@@ -145,8 +148,7 @@ class Converter:
         if model.kind == "transcription":
             return await self._transcribed(file, where, model.name)
         candidates = plan(self.catalog, [Selector(name=model.name)], self.prio)
-        prompt = DESCRIBE_PROMPT if media_kind(file.content_type) == "image" else EXTRACT_PROMPT
-        return await self._through_model(file, where, candidates, prompt)
+        return await self._through_model(file, where, candidates)
 
     async def _transcribed(self, file: File, where: str, model: str | None) -> str:
         if media_kind(file.content_type) != "audio":
@@ -176,10 +178,10 @@ class Converter:
         if not candidates:
             raise RequestError(f"{where}: no model that reads images may describe {file.name!r} on this call.",
                                param=where)
-        return await self._through_model(file, where, candidates, DESCRIBE_PROMPT)
+        return await self._through_model(file, where, candidates)  # an image: described
 
-    async def _through_model(self, file: File, where: str, candidates: list[Candidate], prompt: str) -> str:
-        call = conversion_call(prompt, file)
+    async def _through_model(self, file: File, where: str, candidates: list[Candidate]) -> str:
+        call = conversion_call(file)
         sub = self._sub_recorder()
 
         async def fetched_for(call: Call, candidate: Candidate) -> Call:
@@ -188,7 +190,7 @@ class Converter:
                 return call
             fetched = await self.convert(file, where, "fetch")
             assert isinstance(fetched, File)
-            return dataclasses.replace(call, messages=[UserMessage(value=prompt, files=[fetched])])
+            return dataclasses.replace(call, messages=conversion_call(fetched).messages)
 
         session = Session(call, candidates, sub, resolve_key=self.resolve_key, network_timeout=self.network_timeout,
                           adjust=fetched_for)
@@ -344,8 +346,7 @@ def side_cost(conversions: dict[tuple[str, str], File], converter: Converter) ->
             candidates = _converters_of(how, file, converter)
         except RequestError:  # refused when made, naming the file (no cost either way)
             continue
-        prompt = DESCRIBE_PROMPT if media_kind(file.content_type) == "image" else EXTRACT_PROMPT
-        total += cost_ceiling(conversion_call(prompt, file), candidates)
+        total += cost_ceiling(conversion_call(file), candidates)
     return total
 
 
