@@ -205,12 +205,16 @@ class Session:
         a caller's exhausted key opened the circuit for every organization); its attempts are on the
         record like any other. On the deployment's keys, a passthrough body naming the deployment's
         provider-side resources is refused here (issue 33, routing/resources.py)."""
-        if resolved.source == "call":
-            return NO_BREAKERS
-        refused = _resources_refused(candidate, caller_body) if caller_body is not None else None
-        if refused is not None:
-            raise refused
-        return self.breakers
+        if resolved.source != "call":
+            refused = _resources_refused(candidate, caller_body) if caller_body is not None else None
+            if refused is not None:
+                raise refused
+        return self._breakers_for(resolved)
+
+    def _breakers_for(self, key: ResolvedKey | None) -> Breakers:
+        """The process's breakers, or none for a key the caller sent (`_reporting_to` says why): one
+        rule for an attempt's start and its stream's end."""
+        return NO_BREAKERS if key is not None and key.source == "call" else self.breakers
 
     async def _try(self, candidate: Candidate, call: Call, summaries: list[AttemptSummary],
                    caller_body: CallerBody | None) -> _Serving | str:
@@ -396,10 +400,8 @@ class Session:
                                     kind="protocol")
         except ProviderError as exc:
             attempt.fail(exc, produced)
-            # A caller's own key reports to no shared circuit, mid-stream as before it (_try).
-            breakers = NO_BREAKERS if serving.key is not None and serving.key.source == "call" else self.breakers
             if counts_against_breaker(exc) and not isinstance(exc, OutOfTime):
-                breakers.failure(circuit)
+                self._breakers_for(serving.key).failure(circuit)  # a caller's own key: none, mid-stream too
             raise
         except BaseException as exc:
             _unfinished(attempt, exc, produced)
