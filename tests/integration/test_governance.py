@@ -494,3 +494,42 @@ def test_the_organization_script_leaves_its_changes_in_the_audit_log(momor, cogn
     assert entries[1]["changes"]["allowProviders"] == {"from": None, "to": ["openai"]}
     left = audit_log(momor, cognito.person(elsewhere, "admin").access_token).json()["data"]
     assert [(e["action"], e["changes"]["movedTo"]["to"]) for e in left] == [("member.remove", org_id)]
+
+
+def test_fifty_concurrent_calls_at_a_token_limit_overshoot_it_by_at_most_one_estimate(momor, fake, admin_org):
+    """Issue 38's check: however fifty concurrent calls interleave their holds and settlements, what the
+    minute's window settles to exceeds its tokensPerMinute by at most one call's estimate."""
+    import asyncio
+
+    import httpx
+
+    admin = admin_org.admin.access_token
+    estimate = _estimate(momor, admin)
+    limit = 10 * estimate + estimate // 2  # room for ten holds, not eleven
+    key = made(api(momor, admin, "POST", body={"name": "tpm50", "limits": {"tokensPerMinute": limit}}))
+    window = _minute()
+    fake.reset()
+    for _ in range(50):
+        fake.script("openai", Hang(1.0))  # admitted calls overlap the later ones' admission
+
+    async def all_at_once() -> list[httpx.Response]:
+        async with httpx.AsyncClient(base_url=momor.url, timeout=60,
+                                     limits=httpx.Limits(max_connections=50)) as client:
+            return await asyncio.gather(*(client.post("/v1/chat/completions", json=OPENAI_CALL,
+                                                      headers=bearer(key["key"])) for _ in range(50)))
+
+    answers = asyncio.run(all_at_once())
+    statuses = [a.status_code for a in answers]
+    assert set(statuses) <= {200, 429}, statuses
+    served = [a for a in answers if a.status_code == 200]
+    assert len(served) >= 10, statuses  # the limit admits what fits
+    assert statuses.count(429) > 0, statuses  # and refuses what does not
+    for answer in answers:
+        if answer.status_code == 429:
+            assert "Token limit exceeded" in answer.json()["error"]["message"]
+    assert len(fake.requests("openai")) == len(served)  # the refused never reached a provider
+    momor.settle()
+    used = sum(a.json()["usage"]["prompt_tokens"] + a.json()["usage"]["completion_tokens"] for a in served)
+    settled = _window_used(key["id"], window)
+    assert settled == used  # every hold gave way to what its call used
+    assert settled <= limit + estimate, (settled, limit, estimate)

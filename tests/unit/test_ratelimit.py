@@ -410,6 +410,20 @@ async def test_concurrent_requests_meeting_an_empty_lease_ask_the_store_once(clo
     assert fake.items == {"rate#c1#1700000040": 50}
 
 
+async def test_more_concurrent_requests_than_a_lease_holds_reserve_one_lease_more_not_one_each(clock, with_table,
+                                                                                                monkeypatch):
+    # 50 requests at once against a lease of 30 (limit 600): 30 are served from the first lease and the
+    # other 20 wake to an empty one. One of them reserves the next lease; the rest count themselves one by
+    # one. Before, each of the 20 reserved a whole lease of 30, 600 in all, and the window's later requests
+    # (and some of these) were refused with room left.
+    fake = PacedDynamo()
+    monkeypatch.setattr(dynamo, "call", fake.as_call())
+    states = await asyncio.gather(*(admit("c1", limit=600) for _ in range(50)))
+    assert all(s.allowed and not s.failed_open for s in states)
+    assert fake.items["rate#c1#1700000040"] <= 50 + 2 * 30  # what is counted: the 50, and at most two leases unused
+    assert (await admit("c1", limit=600)).allowed
+
+
 async def test_the_next_lease_is_reserved_before_the_last_runs_out(clock, with_table, monkeypatch):
     fake = PacedDynamo()
     fake.path_task = asyncio.current_task()

@@ -29,6 +29,8 @@ reserved in the background (background.py: after the answer where the process ou
 to what is left, so a steady caller never meets an empty lease; and the requests that do meet one
 while a reservation is under way wait for it rather than each asking the store (one store trip per
 caller at a time, not one per concurrent request, whose leases would have overwritten each other).
+A request that still finds the lease empty when it wakes, while another is already asking, counts itself
+alone (one request, no lease): a whole lease each would reserve the window for this process at once.
 
 Store failure: if DynamoDB errs or does not answer within MOMOR_STORE_WAIT_S (store/bounded.py: its
 retries included, and at once while the store is taken as down), MOMOR_RATE_LIMIT_ON_STORE_FAILURE
@@ -180,9 +182,14 @@ async def admit(caller_id: str, *, key_hash: str | None = None, limit: int | Non
         if _leases.low(caller_id) and (asking := _reserving.start(caller_id)) is not None:
             await background.later(f"rate#{caller_id}", _reserve_ahead(table, caller_id, window, asking))
         return leased
+    # Only the request that marks the caller as being asked for reserves a lease. One that finds another
+    # request already asking (it began while this one waited, or the wait ran out) counts itself alone:
+    # twenty requests each reserving a whole lease at once would take the window's every request for
+    # this process, and the others' calls would be refused with room left (issue 38's fifty-call check).
     mine = _reserving.start(caller_id)
     try:
-        return await bounded.within(STORE, _admit_in_table(table, caller_id, key_hash, limit, fallback, length))
+        return await bounded.within(STORE, _admit_in_table(table, caller_id, key_hash, limit, fallback, length,
+                                                           lease=mine is not None))
     except MomorError:
         raise
     except Exception as exc:  # any store failure, the bound's included: the setting decides (module docstring)
@@ -214,14 +221,15 @@ def _failed_open(
 
 
 async def _admit_in_table(
-    table: str, caller_id: str, key_hash: str | None, limit: int | None, fallback: int, length: int
+    table: str, caller_id: str, key_hash: str | None, limit: int | None, fallback: int, length: int, *,
+    lease: bool = True,
 ) -> RateState:
     chosen = limit if limit is not None else await _limits.lookup(table, key_hash, fallback)
     if chosen <= 0:
         return unlimited()
     now = _now()
     window = window_at(now, length)
-    size = lease_size(chosen)
+    size = lease_size(chosen) if lease else 1
     count = await _count_in_table(table, caller_id, window, chosen, size) if size > 1 else None
     if count is None:  # no room for a whole lease (or none wanted): this request alone
         size, count = 1, await _count_in_table(table, caller_id, window, chosen)
