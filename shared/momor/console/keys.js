@@ -127,6 +127,17 @@ window.MomorKeys = (function () {
     $("key-daily").value = shown(l.budgetDailyUsd);
     $("key-monthly").value = shown(l.budgetMonthlyUsd);
     $("key-zdr").checked = Boolean(l.zdr);
+    const al = (key && key.allow) || {};
+    $("key-tpm").value = shown(l.tokensPerMinute);
+    $("key-tpd").value = shown(l.tokensPerDay);
+    $("key-maxcall").value = shown(l.maxCostPerCallUsd);
+    $("key-allow-models").value = (al.models || []).join(", ");
+    $("key-allow-providers").value = (al.providers || []).join(", ");
+    // datetime-local holds local time without an offset; the API takes ISO 8601 with one.
+    const exp = key && key.expiresAt ? new Date(key.expiresAt) : null;
+    $("key-expires").value = exp ? new Date(exp.getTime() - exp.getTimezoneOffset() * 60000).toISOString().slice(0, 16) : "";
+    $("key-cache").checked = Boolean(l.cache);
+    $("key-cache-ttl").value = shown(l.cacheTtlS);
     // What an admin set binds a member: they may tighten it, not loosen it (the server refuses that).
     const set = (key && key.adminLimits) || {};
     const bound = Object.keys(set).length && !isAdmin();
@@ -156,6 +167,11 @@ window.MomorKeys = (function () {
     // An empty field is null: no budget, or the deployment's rate limit (and, when editing, removes it).
     const body = { name: $("key-name").value.trim(), limits: { rateLimitPerMinute: numberOrNull("key-rate"),
       budgetDailyUsd: numberOrNull("key-daily"), budgetMonthlyUsd: numberOrNull("key-monthly"), zdr: $("key-zdr").checked } };
+    const list = (id) => { const v = $(id).value.split(",").map((x) => x.trim()).filter(Boolean); return v.length ? v : null; };
+    Object.assign(body.limits, { tokensPerMinute: numberOrNull("key-tpm"), tokensPerDay: numberOrNull("key-tpd"),
+      maxCostPerCallUsd: numberOrNull("key-maxcall"), cache: $("key-cache").checked, cacheTtlS: numberOrNull("key-cache-ttl") });
+    body.allow = { models: list("key-allow-models"), providers: list("key-allow-providers") };
+    body.expiresAt = $("key-expires").value ? new Date($("key-expires").value).toISOString() : null;
     $("key-form-submit").disabled = true;
     try {
       if (state.editing) {
