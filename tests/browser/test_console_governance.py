@@ -13,7 +13,7 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from tests.browser.test_console import DESKTOP, PHONE, viewport
-from tests.browser.test_console_keys import NATIVE, cell, key_row, open_keys, sign_in_with_password, wait
+from tests.browser.test_console_keys import NATIVE, cell, edit_key, key_row, open_keys, sign_in_with_password, wait
 
 pytestmark = pytest.mark.emulators
 
@@ -96,11 +96,7 @@ def test_a_member_saves_a_key_whose_allow_list_and_expiry_an_admin_set(momor, co
                         headers={"Authorization": f"Bearer {admin.access_token}"})
     assert set_.status_code == 200, set_.text
 
-    viewport(browser, *DESKTOP)
-    sign_in_with_password(browser, momor.url, member.email, member.password)
-    open_keys(browser)
-    key_row(browser, "mo-ci").find_element(By.CSS_SELECTOR, '[data-test="key-edit"]').click()
-    wait(browser, lambda b: b.find_element(By.ID, "key-dialog").is_displayed())
+    edit_key(browser, momor.url, member, "mo-ci")
     typed(browser, "key-name", "mo-ci-renamed")
     browser.find_element(By.ID, "key-form-submit").click()
     wait(browser, lambda b: not b.find_element(By.ID, "key-dialog").is_displayed()

@@ -88,6 +88,15 @@ def cell(row, test: str) -> str:
     return row.find_element(By.CSS_SELECTOR, f'[data-test="{test}"]').text
 
 
+def edit_key(browser, url: str, person, name: str) -> None:
+    """Signed in as `person` (at desktop width), the Keys tab's Edit dialog open on key `name`."""
+    viewport(browser, *DESKTOP)
+    sign_in_with_password(browser, url, person.email, person.password)
+    open_keys(browser)
+    key_row(browser, name).find_element(By.CSS_SELECTOR, '[data-test="key-edit"]').click()
+    wait(browser, lambda b: b.find_element(By.ID, "key-dialog").is_displayed())
+
+
 def create_key(browser, name: str, *, rate: str = "", daily: str = "", monthly: str = "", zdr: bool = False) -> str:
     """Through the dialog; the secret the page shows once."""
     browser.find_element(By.ID, "key-create").click()
@@ -378,11 +387,7 @@ def test_a_member_sees_what_an_admin_set_and_cannot_loosen_it_and_a_call_key_has
                            headers=as_admin)
     assert limited.status_code == 200, limited.text
 
-    viewport(browser, *DESKTOP)
-    sign_in_with_password(browser, momor.url, member.email, member.password)
-    open_keys(browser)
-    key_row(browser, "meg-ci").find_element(By.CSS_SELECTOR, '[data-test="key-edit"]').click()
-    wait(browser, lambda b: b.find_element(By.ID, "key-dialog").is_displayed())
+    edit_key(browser, momor.url, member, "meg-ci")
     note = browser.find_element(By.ID, "key-form-note")
     assert note.is_displayed() and "daily $5.00" in note.text
     browser.find_element(By.ID, "key-daily").clear()  # empty: no limit, which the admin's $5 forbids
