@@ -314,8 +314,8 @@ class Session:
         if body is not None and self.adjust_body is not None:
             body = self.adjust_body(body, candidate)
         target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source,
-                        schema_asked=call.answer_schema is not None, passthrough_body=body, betas=self._betas,
-                        traceparent=trace.traceparent(attempt.span_id) if (trace := self.recorder.trace) else None)
+                        schema_asked=call.answer_schema is not None, passthrough_body=body, betas=self._betas)
+        target = self.recorder.traced(target, attempt)
         if self.adjust is not None:  # the route's per-candidate call (router defaults, file conversions)
             adjusted = self.adjust(call, candidate)
             call = await adjusted if inspect.isawaitable(adjusted) else adjusted

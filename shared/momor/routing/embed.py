@@ -302,11 +302,12 @@ async def _offering(run: _Run, offer: _Offer, part: list[int]) -> bool:
             run.summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, OUT_OF_TIME))
             return False
         timer = run.recorder.begin(candidate, offer.key.source, offer.key.key, key_label=offer.key.label)
+        traced = run.recorder.traced(target, timer)
         breakers.begin(candidate.circuit)
         try:
-            request = wire.build_embed(sent, target)  # type: ignore[attr-defined]
-            body, headers = await post_whole(wire, request, target, timeouts=timeouts.shortened(left))
-            embedded = wire.parse_embed(body, headers, target, sent)  # type: ignore[attr-defined]
+            request = wire.build_embed(sent, traced)  # type: ignore[attr-defined]
+            body, headers = await post_whole(wire, request, traced, timeouts=timeouts.shortened(left))
+            embedded = wire.parse_embed(body, headers, traced, sent)  # type: ignore[attr-defined]
             _check_lengths(embedded.vectors, run.call.dimensions, candidate, offer.wire_name)
         except ProviderError as exc:
             timer.fail(exc)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Literal
 
@@ -19,6 +19,7 @@ import orjson
 from ..call import Call
 from ..errors import ProviderError
 from ..events import Assembler, Usage
+from ..providers.base import Target
 from ..store.records import Attempt, CallRecord, Served, cost_usd
 from ..tokens import BYTES_PER_TOKEN, count_input_tokens
 from ..tracecontext import TraceContext, new_span_id
@@ -234,6 +235,13 @@ class Recorder:
             timer.span_id = new_span_id()
         self.timers.append(timer)
         return timer
+
+    def traced(self, target: Target, timer: AttemptTimer) -> Target:
+        """`target` as attempt `timer` sends it: carrying the traceparent that makes the provider's
+        work a child of the attempt's span (the caller's span when telemetry is off), so every
+        route's provider request joins the trace the same way; each retry or failover its own span."""
+        parent = self.trace.traceparent(timer.span_id) if self.trace is not None else None
+        return target if parent == target.traceparent else replace(target, traceparent=parent)
 
     def end(self, outcome: Literal["complete", "failed", "cancelled"], error: str | None = None) -> None:
         """How the call ended; the first word stands (a stream that failed, then was closed,

@@ -142,11 +142,12 @@ async def _offering(call: RerankCall, candidate: Candidate, key: ResolvedKey, wi
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, OUT_OF_TIME))
             return None
         timer = recorder.begin(candidate, key.source, key.key, key_label=key.label)
+        traced = recorder.traced(target, timer)
         breakers.begin(circuit)
         try:
-            request = wire.build_rerank(call, target)  # type: ignore[attr-defined]
-            body, headers = await post_whole(wire, request, target, timeouts=timeouts.shortened(left))
-            ranked = wire.parse_rerank(body, headers, target, call)  # type: ignore[attr-defined]
+            request = wire.build_rerank(call, traced)  # type: ignore[attr-defined]
+            body, headers = await post_whole(wire, request, traced, timeouts=timeouts.shortened(left))
+            ranked = wire.parse_rerank(body, headers, traced, call)  # type: ignore[attr-defined]
         except ProviderError as exc:
             timer.fail(exc)
             (breakers.failure if counts_against_breaker(exc) else breakers.success)(circuit)

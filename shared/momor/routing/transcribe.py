@@ -105,10 +105,11 @@ async def _offering(
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, OUT_OF_TIME))
             return None
         timer = recorder.begin(candidate, key.source, key.key, key_label=key.label)
+        traced = recorder.traced(target, timer)
         breakers.begin(circuit)
         try:
-            request = wire.build_request(audio, target, language=language, prompt=prompt)  # type: ignore[attr-defined]
-            exchange = post_multipart(wire, request, target, timeouts=timeouts.shortened(left))
+            request = wire.build_request(audio, traced, language=language, prompt=prompt)  # type: ignore[attr-defined]
+            exchange = post_multipart(wire, request, traced, timeouts=timeouts.shortened(left))
             transcript = wire.parse_response(await exchange)
         except ProviderError as exc:
             timer.fail(exc)
