@@ -15,7 +15,7 @@ a stream). One process, so the run can watch what the app does without changing 
 - stdout and momor's log handler are counted: bytes and lines (CloudWatch events) a call writes, EMF
   metrics included (MOMOR_METRICS=1, as on Lambda);
 - with `export` (RunSettings), OpenTelemetry export is on, to a local OTLP/HTTP receiver on 127.0.0.1
-  (tests/fakes/otlp.py), and the timer flushes the exporters after the app returns, inside the
+  (tests/fakes/otlp.py, in a process of its own), and the timer flushes the exporters after the app returns, inside the
   invocation's duration, as the streaming runtime does before it asks for the next event
   (lambda_stream/runner.py). The exporters' own schedules are ten minutes, as a frozen environment's
   threads would be: only that flush sends. Each call is then made twice, export off and on, in
@@ -308,10 +308,7 @@ def _receiver(settings: RunSettings) -> Iterator[Any]:
     if not settings.export:
         yield None
         return
-    from tests.fakes.otlp import OtlpReceiver
-
-    with OtlpReceiver() as otlp:
-        otlp.delay = settings.collector_s
+    with _Collector(settings.collector_s) as otlp:
         os.environ.update({"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url, "OTEL_SERVICE_NAME": "momor-cost",
                            "OTEL_BSP_SCHEDULE_DELAY": "600000", "OTEL_METRIC_EXPORT_INTERVAL": "600000"})
         from momor.api import telemetry
@@ -321,6 +318,50 @@ def _receiver(settings: RunSettings) -> Iterator[Any]:
             yield otlp
         finally:
             telemetry.reset()  # the exporters flushed and shut down while the receiver still answers
+
+
+_COLLECTOR = """
+import sys
+from tests.fakes.otlp import OtlpReceiver
+with OtlpReceiver() as otlp:
+    otlp.delay = float(sys.argv[1])
+    print(otlp.url, flush=True)
+    for _ in sys.stdin:
+        print(len(otlp.spans()), flush=True)
+"""
+
+
+class _Collector:
+    """tests/fakes/otlp.py's receiver in a process of its own, as a collector is: decoding the
+    exports in this process would hold Momor's GIL during the flush being measured. One line on its
+    stdin asks for the count of spans received."""
+
+    def __init__(self, delay_s: float) -> None:
+        import subprocess
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parents[2]
+        self._proc = subprocess.Popen([sys.executable, "-c", _COLLECTOR, str(delay_s)], cwd=root, text=True,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.url = self._proc.stdout.readline().strip()  # type: ignore[union-attr]
+        if not self.url.startswith("http://127.0.0.1:"):
+            self._proc.kill()
+            raise RuntimeError("the OTLP receiver did not start")
+
+    def span_count(self) -> int:
+        self._proc.stdin.write("\n")  # type: ignore[union-attr]
+        self._proc.stdin.flush()  # type: ignore[union-attr]
+        return int(self._proc.stdout.readline())  # type: ignore[union-attr]
+
+    def __enter__(self) -> _Collector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            self._proc.wait(10)
+        except Exception:
+            self._proc.kill()
 
 
 def _set_export(on: bool) -> None:
@@ -371,11 +412,11 @@ def _run(settings: RunSettings, fake: Any, ddb: Any, env: dict[str, str], otlp: 
                                 for export in (((False, True) if i % 2 == 0 else (True, False)) if otlp else (False,)):
                                     if otlp is not None:
                                         _set_export(export)
-                                    spans0 = len(otlp.spans()) if otlp is not None else 0
+                                    spans0 = otlp.span_count() if otlp is not None else 0
                                     call = _one(client, fake, base, route, shape, token, budget, settings,
                                                 timer, counted, ops, ddb)
                                     call.export = export
-                                    call.spans = len(otlp.spans()) - spans0 if otlp is not None else 0
+                                    call.spans = otlp.span_count() - spans0 if otlp is not None else 0
                                     calls.append(call)
                                     print(f"{route:22} {shape:8} budget={budget!s:5} export={export!s:5} "
                                           f"{call.duration_s:7.3f} s", file=sys.stderr)
