@@ -88,6 +88,8 @@ class OtlpReceiver:
         self.seen = _Seen()
         self.failing = False
         self.delay = 0.0
+        self.arrived: list[str] = []
+        """The path of every export request as it arrived, answered or not (`delay`, `failing`)."""
         self._closing = threading.Event()  # ends a held answer at once when the receiver stops
         self._lock = threading.Lock()
         receiver = self
@@ -100,6 +102,8 @@ class OtlpReceiver:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 if self.headers.get("content-encoding") == "gzip":
                     body = gzip.decompress(body)
+                with receiver._lock:
+                    receiver.arrived.append(self.path)
                 if receiver.delay and receiver._closing.wait(receiver.delay):
                     return  # stopping: the request is dropped unanswered
                 if receiver.failing:
