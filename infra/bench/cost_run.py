@@ -126,6 +126,9 @@ class Call:
     """Of duration_s, the exporters' flush after the app returned (0 with export off)."""
     spans: int = 0
     """Spans the OTLP receiver got during the call (export on: the call span and one per attempt)."""
+    cpu_s: float = 0.0
+    """This process's CPU time over duration_s (every thread's: the fake providers' too, alike with
+    export off and on, so a difference of two is Momor's)."""
 
 
 class _Counted(io.TextIOBase):
@@ -155,13 +158,14 @@ class _Timer:
         self.app = app
         self.durations: list[float] = []
         self.flushes: list[float] = []
+        self.cpu: list[float] = []
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         import asyncio
 
         from momor.api import telemetry
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             await self.app(scope, receive, send)
         finally:
@@ -171,6 +175,7 @@ class _Timer:
                     await asyncio.to_thread(telemetry.flush)
                 end = time.perf_counter()
                 self.flushes.append(end - answered)
+                self.cpu.append(time.process_time() - cpu)
                 self.durations.append(end - start)
 
 
@@ -462,6 +467,7 @@ def _one(client: Any, fake: Any, base: str, route: str, shape: str, token: str, 
     url, body, headers = _request(base, route, stream, token)
     timer.durations.clear()
     timer.flushes.clear()
+    timer.cpu.clear()
     bytes0, lines0 = counted.bytes, counted.lines
     with client.stream("POST", url, content=body, headers=headers) as response:
         size = sum(len(chunk) for chunk in response.iter_raw())
@@ -473,5 +479,5 @@ def _one(client: Any, fake: Any, base: str, route: str, shape: str, token: str, 
         raise RuntimeError(f"{route} {shape}: HTTP {status}")
     return Call(route, shape, budget, status, timer.durations[0] if timer.durations else float("nan"), size,
                 counted.bytes - bytes0, counted.lines - lines0, taken,
-                flush_s=timer.flushes[0] if timer.flushes else 0.0)
+                flush_s=timer.flushes[0] if timer.flushes else 0.0, cpu_s=timer.cpu[0] if timer.cpu else 0.0)
 

@@ -1,7 +1,7 @@
 """What OpenTelemetry export adds to a call's bill on Lambda: billed milliseconds per call with export
 off and on (issue 37), from cost_run.py's measured run.
 
-    python -m infra.bench.export_cost                        # ~3 min: 3 routes, 10 buffered + 2 streams each
+    python -m infra.bench.export_cost                        # ~2 min: 3 routes, 10 buffered + 2 stream pairs each
     python -m infra.bench.export_cost --collector-ms 20      # a collector 20 ms away (each export held 20 ms)
 
 Lambda bills an invocation's duration to the next millisecond, and the duration ends when the handler
@@ -12,10 +12,13 @@ call twice, export off and on in alternating order, in one process against the s
 fakes, the on call exporting to a local OTLP/HTTP receiver on 127.0.0.1 (tests/fakes/otlp.py) and its
 duration including that flush. This prints, per route and shape, the median billed ms off and on, the
 median of the pairwise differences (each on call minus the off call beside it), the flush's own median,
-the spans the receiver got per call, and what the difference costs per million calls at the function's
-template size. `--collector-ms` holds each export's answer that long: the flush sends traces and
-metrics one after the other, so a collector's round trip is paid about twice. Writes
-results/export_cost.json. Not part of the test suite.
+the spans the receiver got per call, the CPU time added (this process's, every thread: the median of
+the pairs' differences; a figure the machine's other load inflates far less than wall time), and what
+the difference costs per million calls at the function's template size. The run is at this machine's
+full CPU: at a small MemorySize, Lambda's CPU share can slow the added CPU work (sizing.py measures
+that share's effect on calls). `--collector-ms` holds each export's answer that long: the flush sends
+the traces and the metrics at once (api/telemetry.py), so a collector's round trip is paid once.
+Writes results/export_cost.json. Not part of the test suite.
 """
 
 from __future__ import annotations
@@ -51,12 +54,14 @@ def summary(calls: list[dict[str, Any]], template: dict[str, Any]) -> list[dict[
                      for a, b in zip(off, on, strict=True)]
             size = function_size(template, FUNCTIONS[route])
             added_ms = statistics.median(added)
+            added_cpu_ms = statistics.median((b["cpu_s"] - a["cpu_s"]) * 1000 for a, b in zip(off, on, strict=True))
             rows.append({
                 "route": route, "shape": shape, "pairs": len(off),
                 "off_ms": statistics.median(rules.billed_ms(c["duration_s"]) for c in off),
                 "on_ms": statistics.median(rules.billed_ms(c["duration_s"]) for c in on),
                 "added_ms": added_ms, "flush_ms": statistics.median(c["flush_s"] * 1000 for c in on),
                 "spans": statistics.median(c["spans"] for c in on),
+                "added_cpu_ms": added_cpu_ms,
                 "memory_mb": size.memory_mb, "arch": size.arch,
                 "usd_per_million": size.memory_mb / 1024 * added_ms / 1000 * price.LAMBDA_GB_SECOND[size.arch] * 1e6,
             })
@@ -67,11 +72,12 @@ def table(rows: list[dict[str, Any]], collector_ms: float) -> str:
     where = f"a receiver holding each answer {collector_ms:g} ms" if collector_ms else "a local receiver"
     lines = [f"OpenTelemetry export to {where} on 127.0.0.1, flushed inside the invocation:", "",
              "| route | shape | pairs | billed ms, export off | export on | added (median of pairs) | flush | "
-             "spans a call | Lambda $ a million calls added |",
-             "|---|---|--:|--:|--:|--:|--:|--:|--:|"]
+             "spans a call | added CPU | Lambda $ a million calls added |",
+             "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|"]
     for r in rows:
         lines.append(f"| {r['route']} | {r['shape']} | {r['pairs']} | {r['off_ms']:g} | {r['on_ms']:g} | "
                      f"{r['added_ms']:+g} ms | {r['flush_ms']:.1f} ms | {r['spans']:g} | "
+                     f"{r['added_cpu_ms']:.1f} ms | "
                      f"${r['usd_per_million']:.3f} ({r['memory_mb']} MB {r['arch']}) |")
     return "\n".join(lines)
 
