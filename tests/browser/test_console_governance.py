@@ -196,6 +196,10 @@ def test_an_admin_sets_model_and_provider_budgets_and_a_guardrails_policy_and_us
                    float(r.find_element(By.CSS_SELECTOR, ".b-usd").get_attribute("value"))) for r in rows) == [
         ("anthropic", "dailyUsd", 2.0), ("gpt-5-mini", "dailyUsd", 1.5), ("gpt-5-mini", "monthlyUsd", 10.0)]
     assert json.loads(browser.find_element(By.ID, "key-guardrails").get_attribute("value")) == key["guardrails"]
+    viewport(browser, *PHONE)
+    browser.execute_script("document.getElementById('key-budgets').scrollIntoView()")
+    browser.save_screenshot(str(artifacts / "console-key-budgets-phone.png"))
+    viewport(browser, 1440, 1500)
     assert submit_and_wait(browser) == ""
     assert the_key(momor, admin.access_token, "scoped")["budgets"] == key["budgets"]
 
