@@ -172,10 +172,10 @@ def test_an_admin_sets_model_and_provider_budgets_and_a_guardrails_policy_and_us
     problem = submit_and_wait(browser)
     shown = browser.find_element(By.ID, "key-guardrails-error").text
     assert shown and "guardrails.input[0]" in shown and "action" in shown, problem
+    browser.save_screenshot(str(artifacts / "console-key-budgets-form.png"))
     assert api_as(momor, admin.access_token, "GET", "/keys").json()["data"] == []  # nothing was made
     policy = {"input": [{"check": "pii", "action": "mask", "entities": ["email"]}]}
     typed(browser, "key-guardrails", json.dumps(policy))
-    browser.save_screenshot(str(artifacts / "console-key-budgets-form.png"))
     assert submit_and_wait(browser) == ""
     wait(browser, lambda b: b.find_element(By.ID, "secret-dialog").is_displayed(), "the new key's secret")
     secret = browser.find_element(By.ID, "secret-value").text
