@@ -6,7 +6,9 @@ own keys' and a revoked key's are gone. The spent figures are the served calls' 
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import Any
 
 import httpx2
@@ -88,3 +90,34 @@ def test_a_key_with_no_scoped_budget_gets_an_empty_list_and_no_organization(momo
     shown = usage(momor, key["key"])
     assert shown["budgets"] == {"keys": [], "organization": None}
     assert shown["budget"]["dailyUsd"] == 5.0  # the key's own totals, as before
+
+
+async def test_an_organizations_model_budgets_show_with_their_spend_when_its_item_has_them(momor):
+    """The organization's side (api/usage_budgets.py reads `budgets_by_model` and `budgets_by_provider`
+    off the Organization, which store/organizations.py does not carry yet): held and settled spend on
+    the organization's own scoped spend items is what the answer shows."""
+    from momor.api import usage_budgets
+    from momor.store import budgets
+
+    org = SimpleNamespace(id=f"org-{uuid.uuid4().hex[:8]}", name="Scoped Org", budgets_by_model={
+        "gpt-5-mini": {"dailyUsd": Decimal(3), "monthlyUsd": None}}, budgets_by_provider={
+        "openai": {"dailyUsd": None, "monthlyUsd": Decimal(40)}})
+    caller = SimpleNamespace(kind="key", id="k-none", name="none", scoped=(), org=org, admin=False, person=None)
+    model, provider = budgets.scoped_budgets(budgets.ORG_SUBJECT + org.id, org.budgets_by_model,
+                                             org.budgets_by_provider)
+    settled = await budgets.admit(model.subject, Decimal("0.5"), uuid.uuid4().hex)
+    assert settled is not None and settled.allowed
+    await budgets.settle(settled.spend, Decimal("0.25"))
+    running = await budgets.admit(model.subject, Decimal("0.5"), uuid.uuid4().hex)  # held, not settled yet
+    assert running is not None and running.allowed
+    on_openai = await budgets.admit(provider.subject, Decimal("1"), uuid.uuid4().hex)
+    await budgets.settle(on_openai.spend, Decimal("1.5"))
+
+    shown = await usage_budgets.scoped(caller)
+    assert shown["keys"] == [] and shown["organization"]["id"] == org.id
+    day = shown["organization"]["byModel"]["gpt-5-mini"]
+    assert (day["spentTodayUsd"], day["heldUsd"], day["leftTodayUsd"]) == (0.25, 0.5, 2.25)
+    assert day["monthlyUsd"] is None and day["leftThisMonthUsd"] is None
+    month = shown["organization"]["byProvider"]["openai"]
+    assert (month["spentThisMonthUsd"], month["leftThisMonthUsd"]) == (1.5, 38.5)
+    await budgets.settle(running.spend, Decimal(0))
