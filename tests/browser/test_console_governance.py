@@ -186,6 +186,8 @@ def test_an_admin_sets_model_and_provider_budgets_and_a_guardrails_policy_and_us
                               "byProvider": {"anthropic": {"dailyUsd": 2.0, "monthlyUsd": None}}}
     assert [c["check"] for c in key["guardrails"]["input"]] == ["pii"]
     assert key["guardrails"]["input"][0]["entities"] == ["email"]
+    wait(browser, lambda b: cell(key_row(b, "scoped"), "key-limits")
+         == "2,000,000 tok/day · 2 model/provider budgets", "the key's limits in the list")
 
     # The form opened again shows the rows and the policy as saved; saving unchanged changes nothing.
     key_row(browser, "scoped").find_element(By.CSS_SELECTOR, '[data-test="key-edit"]').click()

@@ -49,7 +49,21 @@ window.MomorKeys = (function () {
     if (l.rateLimitPerMinute !== null && l.rateLimitPerMinute !== undefined) parts.push(int(l.rateLimitPerMinute) + "/min");
     if (l.budgetDailyUsd !== null && l.budgetDailyUsd !== undefined) parts.push(usd(l.budgetDailyUsd) + "/day");
     if (l.budgetMonthlyUsd !== null && l.budgetMonthlyUsd !== undefined) parts.push(usd(l.budgetMonthlyUsd) + "/month");
+    if (l.tokensPerMinute) parts.push(int(l.tokensPerMinute) + " tok/min");
+    if (l.tokensPerDay) parts.push(int(l.tokensPerDay) + " tok/day");
     return parts.length ? parts.join(" · ") : "no limits";
+  }
+
+  function limitsAndBudgets(key) {
+    const limits = limitsText(key.limits || {});
+    const scoped = scopedText(key.budgets);
+    return limits === "no limits" && scoped ? scoped.slice(3) : limits + scoped;
+  }
+
+  // How many budgets by model or provider a key has (their spend is on the usage page's card).
+  function scopedText(budgets) {
+    const n = Object.keys((budgets || {}).byModel || {}).length + Object.keys((budgets || {}).byProvider || {}).length;
+    return n ? " · " + n + (n === 1 ? " model/provider budget" : " model/provider budgets") : "";
   }
 
   function adminText(set) {
@@ -108,7 +122,7 @@ window.MomorKeys = (function () {
       el("td", { class: "hide-sm" }, key.created ? when(key.created) : "—"),
       el("td", { class: "hide-sm", "data-test": "key-expires", title: key.expiresAt || "" },
         key.expiresAt ? when(key.expiresAt) : "never"),
-      el("td", { class: "hide-sm muted", "data-test": "key-limits" }, limitsText(l)),
+      el("td", { class: "hide-sm muted", "data-test": "key-limits" }, limitsAndBudgets(key)),
       spendCell(s.todayUsd, l.budgetDailyUsd, "key-today"),
       spendCell(s.monthUsd, l.budgetMonthlyUsd, "key-month", "hide-sm"),
       el("td", {}, el("span", { class: "pill " + (key.disabled ? "bad" : key.expired ? "expired" : "ok"),
