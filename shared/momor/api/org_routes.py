@@ -22,8 +22,8 @@ of its own (api/cached.py); `cacheTtlS` is at most MOMOR_CACHE_MAX_TTL_S, as a k
 Who: an organization's admins (a signed-in admin or an admin's API key) and the deployment's operators
 (any organization) read and change it; its members read it (the console shows it to them read-only)
 and get a 403 for a change; an id that is not the caller's organization answers 404, as a missing one
-does. Each change is appended to the organization's audit log (GET /audit): who, each field's old and
-new value. Warm processes see a change within MOMOR_API_KEY_CACHE_S (store/organizations.py).
+does. Each change that changes something is appended to the organization's audit log (GET /audit):
+who, each field's old and new value. Warm processes see a change within MOMOR_API_KEY_CACHE_S (store/organizations.py).
 """
 
 from __future__ import annotations
@@ -109,8 +109,9 @@ async def _change(request: Request, caller: Caller, backend: Backend) -> Respons
             item = await _item(caller, org_id)
             continue
         after = await _item(caller, org_id)
-        await audit.append(org_id, actor(caller), "organization.change", org_id,
-                           _audited(item, after, requested, policy is not None))
+        changes = _audited(item, after, requested, policy is not None)
+        if changes:  # a change that changed nothing leaves no entry
+            await audit.append(org_id, actor(caller), "organization.change", org_id, changes)
         return json_response(org_json(after, caller))
     raise RequestError("The organization's settings were being changed at the same moment; try again.", status=409)
 
