@@ -56,6 +56,7 @@
     $("signin").hidden = view !== "signin";
     $("dashboard").hidden = view !== "usage";
     $("keys-view").hidden = view !== "keys";
+    $("org-view").hidden = view !== "organization";
     $("controls").hidden = view === "signin";
     $("views").hidden = view === "signin" || !state.me;
     document.querySelectorAll(".usage-only").forEach((node) => { node.hidden = view !== "usage"; });
@@ -108,8 +109,11 @@
     try {
       state.me = await fetchMe();
       window.MomorKeys.setMe(state.me);
+      window.MomorOrg.setMe(state.me);
       if (state.view === "keys" && state.me && state.me.managesKeys) {
         await window.MomorKeys.load();
+      } else if (state.view === "organization" && state.me && state.me.organization) {
+        await window.MomorOrg.load();
       } else {
         state.view = "usage";
         state.usage = await auth.api(usagePath());
@@ -118,7 +122,7 @@
       if (error.status === 401) {
         refused(error);
       } else {
-        const where = state.view === "keys" ? "keys-error" : "truncated";
+        const where = { keys: "keys-error", organization: "org-error" }[state.view] || "truncated";
         $(where).hidden = false;
         $(where).textContent = error.message;
         show(state.view);
@@ -174,6 +178,7 @@
     });
   });
   window.MomorKeys.wire();
+  window.MomorOrg.wire();
 
   // ---------------------------------------------------------------------------------- the page
   function render(u) {
