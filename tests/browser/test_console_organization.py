@@ -58,6 +58,7 @@ def test_an_admin_turns_the_cache_on_and_sets_a_guardrail_and_a_member_sees_them
     typed(browser, "org-daily", "12.5")
     browser.find_element(By.ID, "org-guardrails").clear()
     browser.find_element(By.ID, "org-guardrails").send_keys(json.dumps(BLOCK, indent=2))
+    browser.execute_script("window.scrollTo(0, 0)")
     browser.save_screenshot(str(artifacts / "console-organization-admin.png"))
     browser.find_element(By.ID, "org-save").click()
     wait(browser, lambda b: b.find_element(By.ID, "org-saved").text or b.find_element(By.ID, "org-error").text)
