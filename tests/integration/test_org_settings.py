@@ -237,3 +237,24 @@ def test_every_change_is_in_the_audit_log_with_who_and_from_what_to_what(momor, 
     assert mine[0]["changes"]["guardrails"]["to"]["input"][0]["name"] == "codenames"
     assert mine[1]["changes"] == {"limits.cache": {"from": False, "to": True},
                                   "limits.budgetDailyUsd": {"from": None, "to": 3.0}}
+
+
+def test_concurrent_operator_changes_each_keep_their_record_of_what_the_operator_set(momor, org):
+    """Each PATCH rewrites the item's record of what an operator set (limitsSetBy), so it is written only
+    if no other change landed since it read the item; one that raced reads again and is written again.
+    Without that, the last writer's record would drop the others' entries and free the admins of them."""
+    import concurrent.futures
+
+    operator = role_key(organizations.DEFAULT_ORG, "operator")
+    changes = [{"limits": {"budgetDailyUsd": 1}}, {"limits": {"budgetMonthlyUsd": 2}},
+               {"limits": {"tokensPerMinute": 3000}}, {"limits": {"tokensPerDay": 4000}}]
+    with concurrent.futures.ThreadPoolExecutor(len(changes)) as pool:
+        answers = list(pool.map(lambda c: org_api(momor, operator, org.id, "PATCH", c), changes))
+    for answer in answers:
+        assert answer.status_code == 200 or (answer.status_code == 409 and "try again" in answer.text), answer.text
+    landed = [c for c, a in zip(changes, answers, strict=True) if a.status_code == 200]
+    assert landed
+    shown = ok(org_api(momor, org.admin.access_token, org.id))
+    for change in landed:
+        ((name, value),) = change["limits"].items()
+        assert shown["limits"][name] == value and shown["operatorLimits"][f"limits.{name}"] == value
