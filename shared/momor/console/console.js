@@ -57,6 +57,7 @@
     $("dashboard").hidden = view !== "usage";
     $("keys-view").hidden = view !== "keys";
     $("audit-view").hidden = view !== "audit";
+    $("org-view").hidden = view !== "organization";
     $("controls").hidden = view === "signin";
     $("views").hidden = view === "signin" || !state.me;
     document.querySelectorAll(".usage-only").forEach((node) => { node.hidden = view !== "usage"; });
@@ -110,10 +111,13 @@
       state.me = await fetchMe();
       window.MomorKeys.setMe(state.me);
       window.MomorAudit.setMe(state.me);
+      window.MomorOrg.setMe(state.me);
       if (state.view === "keys" && state.me && state.me.managesKeys) {
         await window.MomorKeys.load();
       } else if (state.view === "audit" && window.MomorAudit.isAdmin()) {
         await window.MomorAudit.load();
+      } else if (state.view === "organization" && state.me && state.me.organization) {
+        await window.MomorOrg.load();
       } else {
         state.view = "usage";
         state.usage = await auth.api(usagePath());
@@ -122,7 +126,7 @@
       if (error.status === 401) {
         refused(error);
       } else {
-        const where = { keys: "keys-error", audit: "audit-error" }[state.view] || "truncated";
+        const where = { keys: "keys-error", audit: "audit-error", organization: "org-error" }[state.view] || "truncated";
         $(where).hidden = false;
         $(where).textContent = error.message;
         show(state.view);
@@ -179,6 +183,7 @@
   });
   window.MomorKeys.wire();
   window.MomorAudit.wire(load);
+  window.MomorOrg.wire();
 
   // ---------------------------------------------------------------------------------- the page
   function render(u) {
