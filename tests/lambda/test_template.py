@@ -996,8 +996,8 @@ def resource_of(site: aws_usage.Site) -> Any:
         return {"Fn::GetAtt": [table, "Arn"]}
     if site.service == "s3":
         bucket = next(r for n, r in refs.items() if n.endswith("_bucket"))
-        key = next(r for n, r in refs.items() if n.endswith("_key"))
-        return {"Fn::Sub": f"arn:${{AWS::Partition}}:s3:::${{{bucket}}}/${{{key}}}"}
+        key = next((r for n, r in refs.items() if n.endswith("_key")), None)  # None: any of its objects
+        return {"Fn::Sub": f"arn:${{AWS::Partition}}:s3:::${{{bucket}}}/{f'${{{key}}}' if key else '*'}"}
     assert len(refs) == 1, site
     if site.service == "sqs":  # the setting holds the queue's URL (its Ref); IAM names its ARN
         return {"Fn::GetAtt": [refs.popitem()[1], "Arn"]}
