@@ -13,9 +13,10 @@ nothing here.
 
 Call sites, two kinds:
 - boto3: `<client>.<method>(...)` where the receiver is (or was assigned from) an expression
-  containing `<x>.client("s3" | "dynamodb" | "secretsmanager")` (or `<x>.lean_client(...)` / `<x>.bounded_client(...)`, the
-  signed single requests of store/aws.py, named like boto3's) and the method is an operation of
-  that service's botocore model (so `client.exceptions` or `client.meta` are not operations).
+  containing `<x>.client("s3" | "dynamodb" | "secretsmanager")` (or `<x>.bounded_client(...)`, or
+  `<x>.lean_client(...)`, the signed single requests of store/aws.py, named like boto3's) and the
+  method is an operation of that service's botocore model (so `client.exceptions` or
+  `client.meta` are not operations).
 - the signed-HTTP DynamoDB path: a function that writes the `X-Amz-Target` header and takes an
   `operation` parameter is a sink; so is a function that passes its own `operation` to a sink; a
   call to a sink with a string constant for `operation` is a DynamoDB operation.

@@ -92,7 +92,7 @@ def bounded_client(service: str, timeout: float) -> Any:
             import boto3  # lazy: see the module docstring
             from botocore.config import Config
 
-            config = Config(retries={"mode": "standard", "max_attempts": 1}, connect_timeout=timeout,
+            config = Config(retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=timeout,
                             read_timeout=timeout)
             made = _clients[name] = _boto3_session(boto3).client(service, config=config, region_name=region())
     return made
