@@ -19,7 +19,8 @@ Bounds: each read or write takes at most MOMOR_CACHE_OBJECT_WAIT_MS, one attempt
 signed single request of store/aws.py (LeanS3, the catalog's reader): a call on its way to a hit does
 not load boto3's S3 model (megabytes of JSON, hundreds of milliseconds on a Lambda's first use). A
 write goes by boto3's client, made to give up at the same bound (aws.bounded_client). S3 slow, down or
-refusing raises cache.Unavailable's cause here, `ObjectUnavailable`; an object not there is None.
+refusing raises `ObjectUnavailable` (cache.py turns it into its Unavailable: a miss that says so); an
+object not there is None, a plain miss.
 """
 
 from __future__ import annotations
