@@ -83,12 +83,16 @@ async def put(scope: str, digest: str, packed: bytes, expires: int) -> Pointer:
     """Keep the compressed answer as the scope's object for the call; the pointer for its item.
     Raises ObjectUnavailable."""
     pointer = Pointer(object_key(scope, digest), len(packed), hashlib.sha256(packed).hexdigest())
+    # The client first, outside the bound: making it (boto3's import, S3's model) is a process's one-off
+    # cost, which would otherwise spend the first write's bound. A write runs after the answer has
+    # gone wherever the answer is large enough to get here (the streaming runtime, the local server).
+    await aws.in_thread(aws.bounded_client, "s3", get_config().cache_object_wait)
     await _bounded(_put_object, get_config().need("cache_bucket"), pointer.key, packed, expires)
     return pointer
 
 
 def _put_object(bucket: str, key: str, packed: bytes, expires: int) -> None:
-    s3 = aws.bounded_client("s3", get_config().cache_object_wait)
+    s3 = aws.bounded_client("s3", get_config().cache_object_wait)  # made already (put)
     try:
         s3.put_object(Bucket=bucket, Key=key, Body=packed, ContentType="application/octet-stream",
                       Metadata={EXPIRES_META: str(expires)}, Expires=datetime.fromtimestamp(expires, UTC))
