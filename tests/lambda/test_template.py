@@ -955,6 +955,26 @@ def test_bucket_and_secret():
     assert props("ProviderKeysSecret")["SecretString"] == "{}"  # parses as "no saved keys"
 
 
+def test_the_cache_bucket_is_encrypted_private_tls_only_and_expires_after_the_longest_ttl():
+    bucket = props("CacheBucket")
+    [encryption] = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in ("AES256", "aws:kms")
+    assert all(bucket["PublicAccessBlockConfiguration"].values()) and len(bucket["PublicAccessBlockConfiguration"]) == 4
+    [rule] = bucket["LifecycleConfiguration"]["Rules"]
+    longest = next(f.default for f in fields(Config) if f.name == "cache_max_ttl")  # MOMOR_CACHE_MAX_TTL_S
+    assert rule["Status"] == "Enabled" and rule["ExpirationInDays"] == -(-longest // 86400)
+    assert "Prefix" not in rule and "Filter" not in rule  # every object
+    policy = props("CacheBucketPolicy")
+    assert policy["Bucket"] == {"Ref": "CacheBucket"}
+    [deny] = policy["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Principal"] == "*" and deny["Action"] == "s3:*"
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert {"Fn::GetAtt": ["CacheBucket", "Arn"]} in deny["Resource"]
+    assert {"Fn::Sub": "${CacheBucket.Arn}/*"} in deny["Resource"]
+    env = T["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["MOMOR_CACHE_BUCKET"] == {"Ref": "CacheBucket"}
+
+
 # --- least privilege, derived from the code ---------------------------------------------------------
 #
 # aws_usage reads every S3, DynamoDB and Secrets Manager call in the package and what each Lambda's
