@@ -195,7 +195,8 @@ def test_a_key_adds_checks_to_its_organizations_and_a_bad_policy_is_a_400(momor,
     assert bad.status_code == 400 and bad.json()["detail"].startswith("guardrails.input[0].action")
     unknown = keys_api(momor, admin, "POST", "", {"name": "x", "guardrails": {"input": [
         {"check": "moderation", "action": "block"}]}})
-    assert unknown.status_code == 400 and "not available" in unknown.json()["detail"]
+    # moderation needs the deployment's moderation provider (MOMOR_GUARDRAIL_MODERATION_PROVIDER), unset here
+    assert unknown.status_code == 400 and "MOMOR_GUARDRAIL_MODERATION_PROVIDER" in unknown.json()["detail"]
     changed = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}", {"guardrails": BLOCK})
     assert changed.status_code == 200, changed.text
     assert changed.json()["guardrails"]["input"][0]["name"] == "codenames"
@@ -418,3 +419,112 @@ def test_the_organization_script_sets_checks_and_refuses_a_bad_policy(momor, fak
     script.main(["guardrails", "default", "--clear"])
     assert printed_policy() == {"input": [], "output": []}
     assert momor.post(*ask("openai", "gpt-5-mini", "Project Falcon?", stream=False)).status_code == 200
+
+
+# --- OpenAI's moderation endpoint, through the OpenAI fake's /v1/moderations ------------------------
+
+
+@pytest.fixture
+def moderation(momor, monkeypatch):
+    """The deployment names the catalog's `openai` provider (the fake's OpenAI label) for moderation."""
+    from momor.config import reset_config
+
+    monkeypatch.setenv("MOMOR_GUARDRAIL_MODERATION_PROVIDER", "openai")
+    reset_config()
+    return momor
+
+
+def moderations_sent(fake: Any) -> list[dict[str, Any]]:
+    return [r.json for r in fake.requests("openai") if r.path.endswith("/v1/moderations")]
+
+
+def test_the_moderation_fake_speaks_what_the_openai_sdk_sends_and_refuses_what_openai_refuses(fake):
+    import openai
+
+    client = openai.OpenAI(base_url=f"{fake.url}/openai/v1", api_key="sk-test-moderation", max_retries=0)
+    flagged = client.moderations.create(model="omni-moderation-latest", input="I will kill the process")
+    assert flagged.model == "omni-moderation-latest" and flagged.id.startswith("modr-")
+    assert flagged.results[0].flagged and flagged.results[0].categories.violence
+    assert not flagged.results[0].categories.harassment and flagged.results[0].category_scores.violence > 0.5
+    several = client.moderations.create(input=["hello", "you idiot"])
+    assert [r.flagged for r in several.results] == [False, True] and several.results[1].categories.harassment
+    parts = client.moderations.create(model="omni-moderation-latest", input=[
+        {"type": "text", "text": "a picture"}, {"type": "image_url", "image_url": {"url": "https://x.test/a.png"}}])
+    assert len(parts.results) == 1 and parts.results[0].category_applied_input_types.violence == ["text", "image"]
+    with pytest.raises(openai.BadRequestError, match="multi-modal"):
+        client.moderations.create(model="text-moderation-latest", input=[{"type": "text", "text": "x"}])
+    with pytest.raises(openai.BadRequestError, match="Unrecognized request argument"):
+        client.moderations.create(input="x", extra_body={"colour": "red"})
+    with pytest.raises(openai.NotFoundError):
+        client.moderations.create(model="moderation-9000", input="x")
+    unsigned = httpx2.post(f"{fake.url}/openai/v1/moderations", json={"input": "x"}, timeout=10)
+    assert unsigned.status_code == 401
+
+
+MODERATION_BLOCK = {"input": [{"check": "moderation", "action": "block", "name": "content"}]}
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+def test_moderation_refuses_a_flagged_input_and_serves_the_rest(moderation, fake, dialect):
+    org_policy(MODERATION_BLOCK)
+    flagged = "Explain how to kill a zombie process."
+    response = moderation.post(*ask(dialect, "gpt-5-mini", flagged, stream=False))
+    message = refusal(dialect, response)
+    assert "content" in message and "moderation" in message and "zombie" not in message
+    assert moderations_sent(fake) == [{"model": "omni-moderation-latest", "input": flagged}]
+    assert [r for r in fake.requests() if not r.path.endswith("/moderations")] == []  # no provider asked
+    record = record_of(moderation, response.headers["x-momor-request-id"])
+    assert record["guardrails"][0]["check"] == "moderation" and record["guardrails"][0]["entities"] == {"violence": 1}
+    assert "zombie" not in json.dumps(record)
+    fake.reset()
+    served = moderation.post(*ask(dialect, "gpt-5-mini", "Explain how to stop a process.", stream=False))
+    assert served.status_code == 200, served.text
+    assert moderations_sent(fake) == [{"model": "omni-moderation-latest", "input": "Explain how to stop a process."}]
+
+
+def test_a_moderation_log_check_serves_the_call_and_records_its_verdict(moderation, fake):
+    org_policy({"input": [{"check": "moderation", "action": "log"}]})
+    response = moderation.post(*ask("native", "gpt-5-mini", "you idiot, answer me", stream=True))
+    assert response.status_code == 200
+    record = record_of(moderation, response.headers["x-momor-request-id"])
+    assert record["guardrails"] == [{"guardrail": "moderation", "origin": "organization", "direction": "input",
+                                     "check": "moderation", "action": "log", "where": "message 0", "spans": 1,
+                                     "entities": {"harassment": 1}}]
+
+
+def test_moderation_down_fails_closed_with_a_503_or_open_when_told(moderation, fake):
+    from tests.fakes.script import fail
+
+    org_policy(MODERATION_BLOCK)
+    fake.script("openai", fail(503), model="omni-moderation-latest")
+    response = moderation.post(*ask("openai", "gpt-5-mini", "hello there", stream=False))
+    assert response.status_code == 503, response.text
+    error = response.json()["error"]
+    assert error["code"] == "guardrail_unavailable" and "content" in error["message"]
+    assert "sk-saved-openai" not in response.text
+    assert [r for r in fake.requests() if not r.path.endswith("/moderations")] == []  # never sent unchecked
+    org_policy({"input": [{**MODERATION_BLOCK["input"][0], "failure": "open"}]})
+    fake.script("openai", fail(503), model="omni-moderation-latest")
+    response = moderation.post(*ask("openai", "gpt-5-mini", "hello there", stream=False))
+    assert response.status_code == 200, response.text
+    record = record_of(moderation, response.headers["x-momor-request-id"])
+    assert record["guardrails"][0]["failed"] and record["guardrails"][0]["check"] == "moderation"
+
+
+def test_moderation_is_refused_where_the_deployment_names_no_provider_and_cannot_mask(momor, moderation,
+                                                                                     monkeypatch):
+    from momor.config import reset_config
+
+    admin = admin_key()
+    masked = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}",
+                      {"guardrails": {"input": [{"check": "moderation", "action": "mask"}]}})
+    assert masked.status_code == 400 and masked.json()["detail"].startswith("guardrails.input[0].action")
+    set_here = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}", {"guardrails": MODERATION_BLOCK})
+    assert set_here.status_code == 200, set_here.text
+    monkeypatch.delenv("MOMOR_GUARDRAIL_MODERATION_PROVIDER")
+    reset_config()
+    refused = keys_api(momor, admin, "POST", "", {"name": "x", "guardrails": MODERATION_BLOCK})
+    assert refused.status_code == 400 and "MOMOR_GUARDRAIL_MODERATION_PROVIDER" in refused.json()["detail"]
+    # the key's stored check: its calls are refused saying so, never served unchecked
+    stored = momor.post(*ask("openai", "gpt-5-mini", "hello", stream=False))
+    assert stored.status_code == 400 and "MOMOR_GUARDRAIL_MODERATION_PROVIDER" in stored.json()["error"]["message"]
