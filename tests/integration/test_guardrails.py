@@ -368,6 +368,11 @@ def test_the_bedrock_guardrail_fake_speaks_what_boto3_sends(bedrock):
     blocked = client.apply_guardrail(guardrailIdentifier=GUARDRAIL, guardrailVersion="DRAFT", source="INPUT",
                                      content=[{"text": {"text": "buy crypto"}}])
     assert blocked["assessments"][0]["topicPolicy"]["topics"][0]["action"] == "BLOCKED"
+    ssn = client.apply_guardrail(guardrailIdentifier=GUARDRAIL, guardrailVersion="1", source="OUTPUT",
+                                 content=[{"text": {"text": "her number is 078-05-1120"}}])
+    found = ssn["assessments"][0]["sensitiveInformationPolicy"]["piiEntities"]
+    assert ssn["action"] == "GUARDRAIL_INTERVENED" and found[0]["action"] == "BLOCKED"
+    assert found[0]["type"] == "US_SOCIAL_SECURITY_NUMBER" and ssn["outputs"][0]["text"] != "her number is 078-05-1120"
     with pytest.raises(client.exceptions.ResourceNotFoundException):
         client.apply_guardrail(guardrailIdentifier="other", guardrailVersion="1", source="INPUT",
                                content=[{"text": {"text": "x"}}])
@@ -528,3 +533,105 @@ def test_moderation_is_refused_where_the_deployment_names_no_provider_and_cannot
     # the key's stored check: its calls are refused saying so, never served unchecked
     stored = momor.post(*ask("openai", "gpt-5-mini", "hello", stream=False))
     assert stored.status_code == 400 and "MOMOR_GUARDRAIL_MODERATION_PROVIDER" in stored.json()["error"]["message"]
+
+
+# --- Services' checks on output: Comprehend, Bedrock Guardrails and moderation on the answer ---------
+
+LONG = "This part of the answer is plain text. " * 20
+"""Longer than the default window (512), within the 200 tokens `ask` allows on Anthropic's route: a
+stream's output checks run on it window by window."""
+
+
+def streamed_or_whole(momor: Any, dialect: str, text: str, stream: bool) -> tuple[httpx2.Response, str, Any]:
+    """(response, the answer's text, the last stream frame or None)."""
+    path, body = ask(dialect, "gpt-5-mini", text, stream=stream)
+    if not stream:
+        response = momor.post(path, body)
+        return response, answer_text(dialect, response.json()) if response.status_code == 200 else "", None
+    response, frames = momor.stream(path, body)
+    return response, streamed_text(dialect, frames), frames[-1]
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_comprehend_masks_the_answer_window_by_window(momor, fake, comprehend, dialect, stream):
+    org_policy({"output": [{"check": "comprehend", "action": "mask", "entities": ["EMAIL"], "name": "aws-out"}]})
+    answer = f"{LONG}Write to {EMAIL} today, or to {EMAIL} tomorrow."
+    fake.script("openai", reply(text=answer, chunks=60))
+    response, text, _ = streamed_or_whole(momor, dialect, "hello", stream)
+    assert response.status_code == 200, response.text
+    assert text == answer.replace(EMAIL, "[EMAIL]")
+    sent = [r["Text"] for r in comprehend.fake.requests]
+    if stream:  # held back at most the window (512) and the chunk that reached it: asked window by window
+        chunk = -(-len(answer) // 60)  # split_text's even pieces
+        assert len(sent) > 2 and all(len(t) < 512 + chunk for t in sent)
+    else:
+        assert sent == [answer]
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert record["guardrails"] == [{"guardrail": "aws-out", "origin": "organization", "direction": "output",
+                                     "check": "comprehend", "action": "mask", "where": "answer", "spans": 2,
+                                     "entities": {"EMAIL": 2}}]
+    assert EMAIL not in json.dumps(record)
+
+
+def bedrock_output(action: str, **extra: Any) -> dict[str, Any]:
+    return {"output": bedrock_policy(action, **extra)["input"]}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_bedrock_on_output_anonymizes_as_mask_and_blocks_what_it_blocks(momor, fake, bedrock, stream):
+    org_policy(bedrock_output("mask"))
+    fake.script("openai", reply(text=f"{LONG}Mail {EMAIL}.", chunks=30))
+    response, text, _ = streamed_or_whole(momor, "native", "hello", stream)
+    assert response.status_code == 200 and text == f"{LONG}Mail [EMAIL]."
+    assert {r["source"] for r in bedrock.fake.requests} == {"OUTPUT"}
+    fake.script("openai", reply(text=f"{LONG}Her number is 078-05-1120, and more after it.", chunks=30))
+    response, text, last = streamed_or_whole(momor, "native", "hello", stream)
+    assert "078-05" not in text and "more after" not in text
+    if stream:
+        assert response.status_code == 200 and last[0] == "error" and last[1]["code"] == "guardrail_refused"
+        assert "company-guardrail" in last[1]["detail"]
+    else:
+        assert "company-guardrail" in refusal("native", response)
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert record["outcome"] == "failed" and record["guardrails"][-1]["direction"] == "output"
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+def test_an_output_service_down_ends_the_stream_with_a_503_frame_or_goes_on_when_open(momor, fake, bedrock, dialect):
+    bedrock.fake.down = True
+    org_policy(bedrock_output("block"))
+    fake.script("openai", reply(text=LONG.rstrip(), chunks=20))
+    response, text, last = streamed_or_whole(momor, dialect, "hello", True)
+    assert response.status_code == 200 and len(text) < len(LONG.rstrip())  # the unchecked rest is never sent
+    frame = last[1]
+    if dialect == "openai":
+        assert frame["error"]["type"] == "guardrail_unavailable" and "company-guardrail" in frame["error"]["message"]
+    else:
+        assert frame["error"]["details"] == {"error_code": "guardrail_unavailable"}
+    assert record_of(momor, response.headers["x-momor-request-id"])["outcome"] == "failed"
+    buffered = momor.post(*ask(dialect, "gpt-5-mini", "hello", stream=False))
+    assert buffered.status_code == 503 and "company-guardrail" in buffered.text
+    org_policy(bedrock_output("block", failure="open"))
+    fake.script("openai", reply(text=LONG.rstrip(), chunks=20))
+    response, text, _ = streamed_or_whole(momor, dialect, "hello", True)
+    assert text == LONG.rstrip()
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert [v["direction"] for v in record["guardrails"]] == ["output"] and record["guardrails"][0]["failed"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_moderation_on_output_refuses_a_flagged_answer(moderation, fake, stream):
+    org_policy({"output": [{"check": "moderation", "action": "block", "name": "content"}]})
+    fake.script("openai", reply(text=f"{LONG}Then kill it with fire. And more after it.", chunks=30))
+    response, text, last = streamed_or_whole(moderation, "openai", "hello", stream)
+    assert "fire" not in text and "more after" not in text
+    if stream:
+        assert last[1]["error"]["type"] == "guardrail_refused" and "content" in last[1]["error"]["message"]
+    else:
+        assert "content" in refusal("openai", response)
+    assert moderations_sent(fake) and all(m["model"] == "omni-moderation-latest" for m in moderations_sent(fake))
+    fake.reset()
+    fake.script("openai", reply(text=LONG.rstrip(), chunks=30))
+    response, text, _ = streamed_or_whole(moderation, "openai", "hello", stream)
+    assert response.status_code == 200 and text == LONG.rstrip()

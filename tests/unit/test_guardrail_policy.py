@@ -48,9 +48,9 @@ def test_a_moderation_check_needs_the_deployments_moderation_provider(monkeypatc
 
     monkeypatch.setenv("MOMOR_GUARDRAIL_MODERATION_PROVIDER", "openai")
     reset_config()
-    policy = parse({"input": [{"check": "moderation", "action": "block", "categories": ["violence", "hate"]}]},
+    policy = parse({"output": [{"check": "moderation", "action": "block", "categories": ["violence", "hate"]}]},
                    origin="key")
-    assert policy.input[0].to_json() == {"name": "moderation", "check": "moderation", "action": "block",
+    assert policy.output[0].to_json() == {"name": "moderation", "check": "moderation", "action": "block",
                                           "categories": ["hate", "violence"], "failure": "closed"}
     monkeypatch.delenv("MOMOR_GUARDRAIL_MODERATION_PROVIDER")
     reset_config()

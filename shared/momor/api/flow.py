@@ -44,7 +44,7 @@ from ..door_http import (
 from ..errors import MomorError, RequestError
 from ..events import Assembler, Event, Finish
 from ..guardrails.answer import guard_stream, guard_whole
-from ..guardrails.refusal import OutputBlocked
+from ..guardrails.refusal import OutputBlocked, OutputUnavailable
 from ..guardrails.screen import Screening, screen
 from ..logs import logger
 from ..routing.attempts import Answer, Session
@@ -427,6 +427,8 @@ async def _screened(caller: Caller, routed: Routed, recorder: Recorder) -> Scree
     screening = Screening(policy)
     recorder.guardrails = screening.verdicts  # by reference: a refusal's verdict and the output's join it
     found = await guardrail_services.found(policy, routed.call, screening) if has_remote(policy) else None
+    if guardrail_services.has_remote_output(policy):
+        screening.lookup = guardrail_services.output_lookup
     screen(policy, routed.call, screening, found)
     if screening.masked or screening.rewrites_output:
         routed.caller_body = routed.caller_body and _translated(routed.caller_body)
@@ -480,7 +482,12 @@ async def generate(p: Prepared) -> Response:
         async for _ in answer.events:
             pass
         if screening is not None:
-            guard_whole(screening, answer.assembler)  # GuardrailRefused: the call's 400, and its record
+            try:
+                await guard_whole(screening, answer.assembler)  # GuardrailRefused: the call's 400, and its record
+            except MomorError as exc:
+                # The provider's answer was complete, and the guardrails refused it: the call failed.
+                recorder.outcome, recorder.error = "failed", exc.detail
+                raise
         if p.after_answer is not None:  # the answer as the caller gets it (restored, checked)
             await p.after_answer(answer.assembler)
         _note_finish(p, answer.assembler.finish)
@@ -556,12 +563,12 @@ async def _keep_later(p: Prepared, served: Candidate, assembler: Assembler) -> N
     if plan is not None and cached.keepable(p.recorder, assembler):
         await background.later(f"cache:{p.recorder.request_id}", cached.keep(plan, p.recorder, served, assembler))
 async def _guarded(p: Prepared, screening: Screening, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
-    """A stream through the output guardrails; a block there is how the call ended (failed), not a
-    caller who left."""
+    """A stream through the output guardrails; a block there (or a check that could not run) is how the
+    call ended (failed), not a caller who left."""
     try:
         async for event in guard_stream(screening, events, get_config().guardrail_window):
             yield event
-    except OutputBlocked as exc:
+    except (OutputBlocked, OutputUnavailable) as exc:
         p.recorder.end("failed", exc.detail)
         raise
 

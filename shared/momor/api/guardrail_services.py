@@ -81,11 +81,25 @@ async def found(policy: Policy, call: Call, screening: Screening) -> Found:
     return out
 
 
-async def output_lookup(check: Check, text: str) -> list[Span]:
-    """An output check's spans in the answer's `text` (guardrails/answer.py's Lookup): GuardrailRefused
-    for what the service refused outright; a SERVICE_FAILURES exception when it could not run."""
+def has_remote_output(policy: Policy) -> bool:
+    return any(check.remote for check in policy.output)
+
+
+async def output_lookup(check: Check, text: str, screening: Screening) -> list[Span]:
+    """An output check's spans in the answer's `text` (guardrails/screen.py's Lookup): GuardrailRefused
+    for what the service refused outright; GuardrailUnavailable where it could not run and its failure
+    is closed; nothing found where it is open (noted once on the record)."""
     _runnable(check)
-    return await ask(check, text, "output")
+    try:
+        return await ask(check, text, "output")
+    except SERVICE_FAILURES as failure:
+        noted = any(v.direction == "output" and v.guardrail == check.name and v.origin == check.origin and v.failed
+                    for v in screening.verdicts)
+        if noted and (check.failure == "open" or check.action == "log"):
+            return []  # a stream's later windows: its failure is on the record already
+        if failed_open(check, failure, screening, "output", "answer"):
+            return []
+        raise GuardrailUnavailable(check, why(failure)) from None
 
 
 def why(failure: BaseException) -> str:

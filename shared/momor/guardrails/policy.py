@@ -208,8 +208,6 @@ def _common(value: dict[str, Any], at: str, direction: str) -> tuple[str, str, s
     failure = value.get("failure", "closed")
     if failure not in ("closed", "open"):
         raise _bad(f"{at}.failure", "must be closed or open")
-    if kind in REMOTE and direction != "input":
-        raise _bad(f"{at}.check", f"{kind!r} runs on input only (a stream's output is not sent to it)")
     return kind, action, name, restore, failure
 
 

@@ -11,16 +11,21 @@ provider is sent the canonical translation, which is what this step changed (api
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ..call import Call
 from ..messages import ContentMessage, ToolCallMessage, ToolResultMessage, UserMessage
 from .placeholders import Placeholders
-from .policy import Policy
+from .policy import Check, Policy
 from .refusal import GuardrailRefused
 from .spans import Span, disjoint
 from .verdicts import Verdict, verdict
+
+Lookup = Callable[[Check, str, "Screening"], Awaitable[list[Span]]]
+"""(check, text, the call's screening) -> the check's spans in the text; GuardrailRefused for what the
+service refused outright, GuardrailUnavailable where it could not run and its failure is closed (an
+open one is noted on the screening's verdicts, and nothing is found)."""
 
 
 @dataclass(slots=True)
@@ -31,6 +36,9 @@ class Screening:
     placeholders: Placeholders = field(default_factory=Placeholders)
     verdicts: list[Verdict] = field(default_factory=list)
     masked: bool = False
+    lookup: Lookup | None = None
+    """How the output step asks a service's check (api/guardrail_services.output_lookup): set by the
+    flow where the policy's output has such a check."""
 
     @property
     def rewrites_output(self) -> bool:
