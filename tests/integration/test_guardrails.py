@@ -635,3 +635,62 @@ def test_moderation_on_output_refuses_a_flagged_answer(moderation, fake, stream)
     fake.script("openai", reply(text=LONG.rstrip(), chunks=30))
     response, text, _ = streamed_or_whole(moderation, "openai", "hello", stream)
     assert response.status_code == 200 and text == LONG.rstrip()
+
+
+# --- Files: converted text is screened; a file sent as it is is refused unless the policy allows it ---
+
+
+def file_call(text: str, pdf_lines: tuple[str, ...], **extra: Any) -> dict[str, Any]:
+    import base64
+
+    from tests.media import pdf_with_text
+
+    pdf = {"type": "bytes", "value": base64.b64encode(pdf_with_text(*pdf_lines)).decode(), "name": "report.pdf",
+           "contentType": "application/pdf"}
+    return {"systemPrompt": "", "messages": [{"type": "user", "value": text, "files": [pdf]}], **extra}
+
+
+def test_a_converted_files_text_is_masked_with_the_calls_placeholders_and_restored(momor, fake):
+    org_policy(MASK)
+    payload = file_call(f"Mail {EMAIL} the summary.", (f"Billed to card {CARD}.", f"Contact {EMAIL}."),
+                        model="llama-3.3-70b", fileProcessing={"type": "auto"})
+    response = momor.post("/models", payload)
+    assert response.status_code == 200, response.text
+    sent = sent_to(fake, "deepinfra")
+    assert CARD not in sent and EMAIL not in sent and "4111" not in sent
+    assert sent.count("[EMAIL_1]") == 2 and "[CARD_1]" in sent  # the prompt's e-mail, the same in the file
+    answer = answer_text("native", response.json())
+    assert EMAIL in answer and CARD in answer  # the echo, restored
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    wheres = {v["where"]: v["entities"] for v in record["guardrails"]}
+    assert wheres == {"message 0": {"email": 1}, "messages[0].files[0]": {"email": 1, "card": 1}}
+    assert CARD not in json.dumps(record) and EMAIL not in json.dumps(record)
+
+
+def test_a_block_in_a_converted_files_text_is_a_400_naming_the_file(momor, fake):
+    org_policy(BLOCK)
+    payload = file_call("Summarize.", ("The Project Falcon launch plan.",), model="llama-3.3-70b",
+                        fileProcessing={"type": "auto"})
+    message = refusal("native", momor.post("/models", payload))
+    assert "codenames" in message and "report.pdf" in message and "Falcon" not in message
+    assert fake.requests() == []
+
+
+def test_a_file_sent_as_it_is_is_refused_under_a_mask_policy_unless_it_allows_unscreened_files(momor, fake):
+    import base64
+
+    org_policy(MASK)
+    payload = file_call("Summarize.", ("A plain report.",), model="claude-sonnet-4-5")
+    refused = momor.post("/models", payload)
+    assert refused.status_code == 400 and "report.pdf" in refused.json()["detail"]
+    assert "unscreenedFiles" in refused.json()["detail"] and fake.requests() == []
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 64).decode()
+    openai_call = {"model": "gpt-5-mini", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}}]}]}
+    refused = momor.post("/v1/chat/completions", openai_call)
+    assert refused.status_code == 400 and "unscreenedFiles" in refused.json()["error"]["message"]
+    assert fake.requests() == []
+    org_policy({**MASK, "unscreenedFiles": "allow"})
+    assert momor.post("/models", payload).status_code == 200
+    assert momor.post("/v1/chat/completions", openai_call).status_code == 200

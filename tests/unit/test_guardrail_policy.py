@@ -35,6 +35,7 @@ from momor.guardrails.policy import from_text, merged, parse
     ({"input": [{"check": "pii", "action": "log", "name": "has space"}]}, "guardrails.input[0].name"),
     ({"input": [{"check": "pii", "action": "log", "colour": "red"}]}, "guardrails.input[0].colour"),
     ({"input": [{"check": "pii", "action": "log"}] * 21}, "guardrails.input"),
+    ({"unscreenedFiles": "sometimes"}, "guardrails.unscreenedFiles"),
 ])
 def test_a_bad_policy_is_a_400_naming_the_field(value, param):
     with pytest.raises(RequestError) as refused:
@@ -80,3 +81,14 @@ def test_the_organization_is_the_floor_a_key_adds_to():
     assert [(c.origin, c.check) for c in both.input] == [("organization", "pii"), ("key", "denylist")]
     assert [(c.origin, c.check) for c in both.output] == [("key", "pii")]
     assert merged(org, parse({}, origin="key")) is org  # a key with nothing of its own removes nothing
+
+
+def test_unscreened_files_are_allowed_only_where_each_policy_whose_checks_they_escape_allows_them():
+    masks = {"input": [{"check": "pii", "action": "mask"}]}
+    logs = {"input": [{"check": "pii", "action": "log"}]}
+    org, key = parse(masks, origin="organization"), parse({**masks, "unscreenedFiles": "allow"}, origin="key")
+    assert org.screens_files and not key.screens_files
+    assert key.to_json()["unscreenedFiles"] == "allow" and "unscreenedFiles" not in org.to_json()
+    assert merged(org, key).screens_files  # the organization's masks: a key cannot let files past them
+    assert not merged(parse(logs, origin="organization"), key).screens_files  # log checks never refuse a file
+    assert not parse(logs, origin="key").screens_files

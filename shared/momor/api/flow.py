@@ -62,6 +62,7 @@ from ..store.token_limits import TokenState
 from . import cached, explain, guardrail_services, telemetry
 from .backend import Backend, Caller
 from .call_record import record_call
+from .file_screening import check_unconverted
 from .frame_stream import FrameStream
 from .guardrail_services import has_remote
 
@@ -426,10 +427,14 @@ async def _screened(caller: Caller, routed: Routed, recorder: Recorder) -> Scree
         return None
     screening = Screening(policy)
     recorder.guardrails = screening.verdicts  # by reference: a refusal's verdict and the output's join it
+    guardrail_services.check_runnable(policy)
     found = await guardrail_services.found(policy, routed.call, screening) if has_remote(policy) else None
     if guardrail_services.has_remote_output(policy):
         screening.lookup = guardrail_services.output_lookup
     screen(policy, routed.call, screening, found)
+    processing = getattr(routed, "processing", None)
+    if processing is None or processing.type == "none":  # its files go as they are (else: file_processing.py)
+        check_unconverted(routed.call, screening)
     if screening.masked or screening.rewrites_output:
         routed.caller_body = routed.caller_body and _translated(routed.caller_body)
         routed.adjust_body = None

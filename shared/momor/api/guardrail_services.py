@@ -56,23 +56,31 @@ def has_remote(policy: Policy) -> bool:
 
 async def found(policy: Policy, call: Call, screening: Screening) -> Found:
     """What each remote input check found in each text of the call."""
-    written = texts(call)
+    return await found_in(policy, texts(call), screening)
+
+
+async def found_in_file(policy: Policy, text: str, screening: Screening, where: str) -> dict[int, list[Span]]:
+    """What each remote input check found in a converted file's text, by the check's place."""
+    spans = await found_in(policy, [text], screening, where)
+    return {c: found for (c, _), found in spans.items()}
+
+
+async def found_in(policy: Policy, written: list[str], screening: Screening, where: str = "request") -> Found:
     out: Found = {}
     for c, check in enumerate(policy.input):
         if not check.remote:
             continue
-        _runnable(check)
         asked = [t for t, text in enumerate(written) if text.strip()]
         answers = await asyncio.gather(*(ask(check, written[t], "input") for t in asked), return_exceptions=True)
         refused = next((a for a in answers if isinstance(a, GuardrailRefused)), None)
         if refused is not None:
-            screening.verdicts.append(verdict(check, "input", "request", []))
+            screening.verdicts.append(verdict(check, "input", where, []))
             raise refused
         failure = next((a for a in answers if isinstance(a, BaseException)), None)
         if failure is not None:
             if not isinstance(failure, SERVICE_FAILURES):
                 raise failure
-            if failed_open(check, failure, screening, "input", "request"):
+            if failed_open(check, failure, screening, "input", where):
                 continue
             raise GuardrailUnavailable(check, why(failure))
         for t, spans in zip(asked, answers, strict=True):
@@ -89,7 +97,6 @@ async def output_lookup(check: Check, text: str, screening: Screening) -> list[S
     """An output check's spans in the answer's `text` (guardrails/screen.py's Lookup): GuardrailRefused
     for what the service refused outright; GuardrailUnavailable where it could not run and its failure
     is closed; nothing found where it is open (noted once on the record)."""
-    _runnable(check)
     try:
         return await ask(check, text, "output")
     except SERVICE_FAILURES as failure:
@@ -117,9 +124,11 @@ def failed_open(check: Check, failure: BaseException, screening: Screening, dire
     return True
 
 
-def _runnable(check: Check) -> None:
-    """A moderation check stored before the deployment's setting was cleared: a 400 that says so."""
-    if check.check == "moderation" and not moderation_provider():
+def check_runnable(policy: Policy) -> None:
+    """Before anything is asked: a moderation check (on input or output) stored before the deployment's
+    setting was cleared is a 400 that says so, not a failure mid-stream."""
+    check = next((c for c in policy.input + policy.output if c.check == "moderation"), None)
+    if check is not None and not moderation_provider():
         raise RequestError(f"The {check.origin}'s guardrail {check.name!r} (moderation) cannot run: this "
                            "deployment names no moderation provider (MOMOR_GUARDRAIL_MODERATION_PROVIDER).",
                            status=400)

@@ -1,6 +1,6 @@
 """A guardrail policy: which checks run on a call's input and output, and what each does when it fires.
 
-    {"input": [CHECK, ...], "output": [CHECK, ...]}
+    {"input": [CHECK, ...], "output": [CHECK, ...], "unscreenedFiles"?: "refuse" | "allow"}
     CHECK = {"check": "pii" | "regex" | "denylist" | "comprehend" | "bedrock" | "moderation",
              "action": "mask" | "block" | "log" (moderation: block or log),
              "name"?: str (default: the check's kind), "restore"?: bool (input mask only),
@@ -9,6 +9,11 @@
              (comprehend), "guardrailId", "guardrailVersion" (bedrock), "categories"?: [OpenAI
              moderation category, ...] (moderation; default: any it flags), "failure"?: "closed" | "open"
              (what a check a service answers does when it cannot run)}
+
+Files: a file's text is screened once it is converted (fileProcessing), with the same checks and
+placeholders as the rest of the call; a file that would reach a provider as it is (not converted)
+under input checks that block or mask is refused with a 400 naming it, unless the policy says
+`unscreenedFiles: allow` (log checks alone never refuse a file).
 
 An organization's policy is the floor: a call runs its organization's checks, then its key's (`merged`),
 so a key adds checks and can never take one of its organization's away. `parse` validates what the key
@@ -51,6 +56,8 @@ MODERATION_CATEGORIES = (
 """The categories OpenAI's moderation models flag (the `Categories` of the openai package's moderation types)."""
 ACTIONS = ("mask", "block", "log")
 DIRECTIONS = ("input", "output")
+UNSCREENED_FILES = ("refuse", "allow")
+"""What a policy does with a file no input check can read (one sent as it is, not converted)."""
 FIELDS = {"check", "action", "name", "restore", "entities", "patterns", "words", "failure", "languageCode",
           "minScore", "guardrailId", "guardrailVersion", "categories"}
 _GUARDRAIL_ID = re.compile(r"[a-z0-9]+|arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+")
@@ -120,12 +127,22 @@ class Check:
 class Policy:
     input: tuple[Check, ...] = ()
     output: tuple[Check, ...] = ()
+    unscreened_files: str = "refuse"
+    """`allow`: a file sent as it is (its text unread by the input checks) goes on; `refuse`: a 400."""
 
     def __bool__(self) -> bool:
         return bool(self.input or self.output)
 
+    @property
+    def screens_files(self) -> bool:
+        """Files sent as they are are refused: input checks that block or mask, and no `allow`."""
+        return self.unscreened_files != "allow" and any(c.action in ("mask", "block") for c in self.input)
+
     def to_json(self) -> dict[str, Any]:
-        return {"input": [c.to_json() for c in self.input], "output": [c.to_json() for c in self.output]}
+        out: dict[str, Any] = {"input": [c.to_json() for c in self.input], "output": [c.to_json() for c in self.output]}
+        if self.unscreened_files != "refuse":
+            out["unscreenedFiles"] = self.unscreened_files
+        return out
 
 
 NONE = Policy()
@@ -138,7 +155,9 @@ def merged(org: Policy | None, key: Policy | None) -> Policy:
         return org
     if not org:
         return key
-    return Policy(org.input + key.input, org.output + key.output)
+    # a file goes unscreened only where each side whose checks it would escape allows it
+    allowed = all(p.unscreened_files == "allow" for p in (org, key) if p.screens_files or p.unscreened_files == "allow")
+    return Policy(org.input + key.input, org.output + key.output, "allow" if allowed else "refuse")
 
 
 def parse(value: Any, *, origin: str, where: str = "guardrails", stored: bool = False) -> Policy:
@@ -149,9 +168,12 @@ def parse(value: Any, *, origin: str, where: str = "guardrails", stored: bool = 
         return NONE
     if not isinstance(value, dict):
         raise _bad(where, "must be an object with `input` and/or `output` lists of checks")
-    unknown = set(value) - set(DIRECTIONS)
+    unknown = set(value) - {*DIRECTIONS, "unscreenedFiles"}
     if unknown:
-        raise _bad(f"{where}.{sorted(unknown)[0]}", "is not a guardrails field (input, output)")
+        raise _bad(f"{where}.{sorted(unknown)[0]}", "is not a guardrails field (input, output, unscreenedFiles)")
+    unscreened = value.get("unscreenedFiles", "refuse")
+    if unscreened not in UNSCREENED_FILES:
+        raise _bad(f"{where}.unscreenedFiles", "must be refuse or allow")
     lists: dict[str, tuple[Check, ...]] = {}
     for direction in DIRECTIONS:
         checks = value.get(direction, [])
@@ -162,7 +184,7 @@ def parse(value: Any, *, origin: str, where: str = "guardrails", stored: bool = 
             raise _bad(at, f"has more than {MAX_CHECKS} checks")
         parsed = [_check(c, f"{at}[{i}]", direction, origin, stored) for i, c in enumerate(checks)]
         lists[direction] = tuple(_unique_names(parsed))
-    return Policy(lists["input"], lists["output"])
+    return Policy(lists["input"], lists["output"], unscreened)
 
 
 def from_text(text: str | None, *, origin: str) -> Policy:
