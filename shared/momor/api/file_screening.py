@@ -11,6 +11,7 @@ masks input, unless it says `unscreenedFiles: allow`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..call import Call
 from ..errors import RequestError
@@ -62,3 +63,11 @@ def check_unconverted(call: Call, screening: Screening | None) -> None:
         kind = "files" if isinstance(message, UserMessage) else "result.documents"
         for j, file in enumerate(attached_files(message)):
             refuse(file, f"messages[{i}].{kind}[{j}]")
+
+
+def files_masked(routed: Any, screening: Screening) -> bool:
+    """Whether the call's files' converted text may be masked (when converted, after the cache is asked)."""
+    processing = getattr(routed, "processing", None)
+    return (processing is not None and processing.type != "none"
+            and any(c.action == "mask" for c in screening.policy.input)
+            and any(attached_files(m) for m in routed.call.messages))

@@ -62,7 +62,7 @@ from ..store.token_limits import TokenState
 from . import cached, explain, guardrail_services, telemetry
 from .backend import Backend, Caller
 from .call_record import record_call
-from .file_screening import check_unconverted
+from .file_screening import check_unconverted, files_masked
 from .frame_stream import FrameStream
 from .guardrail_services import has_remote
 
@@ -404,9 +404,10 @@ async def _prepare(
                 f"ceiling; a lower max_tokens lowers it), more than your API key's limits.maxCostPerCallUsd of "
                 f"${ceiling}.", status=402)
     cache_plan = cached.plan_for(request, caller, routed, zdr)  # a bad X-Momor-Cache: 400 before any hold
-    if screening is not None and (screening.masked or screening.rewrites_output):
+    if screening is not None and (screening.masked or screening.rewrites_output or files_masked(routed, screening)):
         # A masked call's placeholders are the same for different values ([EMAIL_1]), and a kept answer
-        # would skip the output checks and the restore: such calls neither read nor fill the cache.
+        # would skip the output checks and the restore: such calls neither read nor fill the cache (a
+        # file's text is masked later, when it is converted: a call whose files may be is one of them).
         cache_plan = None
     await admission.check(recorder, lambda: _hold(routed, candidates, catalog) if billed else Decimal(0))
     if billed:
