@@ -506,6 +506,7 @@ def test_moderation_down_fails_closed_with_a_503_or_open_when_told(moderation, f
     assert response.status_code == 503, response.text
     error = response.json()["error"]
     assert error["code"] == "guardrail_unavailable" and "content" in error["message"]
+    assert "moderation provider 'openai'" in error["message"] and "503" in error["message"]
     assert "sk-saved-openai" not in response.text
     assert [r for r in fake.requests() if not r.path.endswith("/moderations")] == []  # never sent unchecked
     org_policy({"input": [{**MODERATION_BLOCK["input"][0], "failure": "open"}]})

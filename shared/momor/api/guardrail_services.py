@@ -171,7 +171,10 @@ async def _bedrock(check: Check, text: str, direction: str) -> list[Span]:
 
 async def _moderation(check: Check, text: str) -> list[Span]:
     where = await _moderation_target()
-    said = await asyncio.wait_for(openai_moderation.moderate(where, text), MODERATION_TIMEOUT_S)
+    try:
+        said = await asyncio.wait_for(openai_moderation.moderate(where, text), MODERATION_TIMEOUT_S)
+    except ProviderError as exc:  # its detail is the provider's, the key blanked (providers/transport.py)
+        raise ModerationUnavailable(f"the moderation provider {where.provider.name!r}: {exc.detail}") from None
     fired = [c for c in said.categories if not check.categories or c in check.categories]
     if said.flagged and not fired and not check.categories:
         fired = ["flagged"]  # flagged with no category named: still flagged
