@@ -695,3 +695,19 @@ def test_a_file_sent_as_it_is_is_refused_under_a_mask_policy_unless_it_allows_un
     org_policy({**MASK, "unscreenedFiles": "allow"})
     assert momor.post("/models", payload).status_code == 200
     assert momor.post("/v1/chat/completions", openai_call).status_code == 200
+
+
+def test_a_services_check_reads_a_converted_files_text_too(momor, fake, comprehend):
+    org_policy(COMPREHEND_MASK)
+    payload = file_call("Summarize.", ("Signed: my name is Jane Doe.",), model="llama-3.3-70b",
+                        fileProcessing={"type": "auto"})
+    response = momor.post("/models", payload)
+    assert response.status_code == 200, response.text
+    asked = [r["Text"] for r in comprehend.fake.requests]
+    assert asked == ["Summarize.", "Signed: my name is Jane Doe."]  # the prompt, then the file's text
+    sent = sent_to(fake, "deepinfra")
+    assert "Jane" not in sent and "[NAME_1]" in sent
+    comprehend.fake.down = True  # down while the file is converted: closed, a 503 naming the guardrail
+    fake.reset()
+    down = momor.post("/models", payload)
+    assert down.status_code == 503 and "aws-pii" in down.json()["detail"] and fake.requests() == []
