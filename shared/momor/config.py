@@ -234,6 +234,11 @@ class Config:
     guardrail_window: int = _knob("MOMOR_GUARDRAIL_WINDOW", 512, kind=int, minimum=16, maximum=65_536)
     """Characters of a streamed part an output guardrail holds back at most (guardrails/answer.py):
     any match of up to half of it is seen whole before any of it is sent."""
+    guardrail_moderation_provider: str = _knob("MOMOR_GUARDRAIL_MODERATION_PROVIDER", "")
+    """The catalog provider the `moderation` guardrail check asks (its OpenAI-wire base URL and saved
+    key: `POST {baseUrl}/moderations`); empty, the default: a policy naming the check is refused (400)."""
+    guardrail_moderation_model: str = _knob("MOMOR_GUARDRAIL_MODERATION_MODEL", "omni-moderation-latest")
+    """The moderation model the `moderation` guardrail check names (OpenAI's `model`)."""
     max_choices: int = _knob("MOMOR_MAX_CHOICES", 8, kind=int, minimum=1, maximum=128)
     """The most answers (`n`) one Chat Completions call may ask (more: a 400 naming `n`). A wire that
     answers one choice serves `n` by `n` provider calls (routing/choices.py), each counted against

@@ -4,9 +4,10 @@ model writes it: POST /guardrail/{guardrailIdentifier}/version/{guardrailVersion
 content type, an unsigned request, a body with fields the model does not have or without `source` and
 `content`, a source other than INPUT or OUTPUT, an unknown guardrail or version (ResourceNotFoundException).
 
-Its one guardrail (`GUARDRAIL`, versions `1` and DRAFT) anonymizes e-mail addresses (a
-sensitive-information rule) and blocks the denied topic "crypto" (a topic rule), answering the
-assessments, outputs and usage ApplyGuardrail does. `down` makes it answer 503
+Its one guardrail (`GUARDRAIL`, versions `1` and DRAFT) anonymizes e-mail addresses and blocks US
+social security numbers (sensitive-information rules, ANONYMIZED and BLOCKED), and blocks the denied
+topic "crypto" (a topic rule), answering the assessments, outputs and usage ApplyGuardrail does, on
+INPUT and OUTPUT alike. `down` makes it answer 503
 ServiceUnavailableException. tests/integration/test_guardrails.py drives it with boto3's own client."""
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ GUARDRAIL = "gr7fake01"
 VERSIONS = ("1", "DRAFT")
 _PATH = re.compile(r"/guardrail/([^/]+)/version/([^/]+)/apply")
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
 _USAGE = {"topicPolicyUnits": 1, "contentPolicyUnits": 0, "wordPolicyUnits": 0, "sensitiveInformationPolicyUnits": 1,
           "sensitiveInformationPolicyFreeUnits": 0, "contextualGroundingPolicyUnits": 0}
 BLOCKED_MESSAGE = "Sorry, the model cannot answer this question."
@@ -84,11 +86,15 @@ def _assess(text: str) -> dict[str, Any]:
                                                  "detected": True}]}
         return {"usage": _USAGE, "action": "GUARDRAIL_INTERVENED", "outputs": [{"text": BLOCKED_MESSAGE}],
                 "assessments": [assessment]}
-    emails = _EMAIL.findall(text)
-    if not emails:
+    emails, ssns = _EMAIL.findall(text), _SSN.findall(text)
+    if not emails and not ssns:
         return {"usage": _USAGE, "action": "NONE", "outputs": [], "assessments": [{}]}
     assessment["sensitiveInformationPolicy"] = {
-        "piiEntities": [{"match": e, "type": "EMAIL", "action": "ANONYMIZED", "detected": True} for e in emails],
+        "piiEntities": [{"match": e, "type": "EMAIL", "action": "ANONYMIZED", "detected": True} for e in emails]
+        + [{"match": n, "type": "US_SOCIAL_SECURITY_NUMBER", "action": "BLOCKED", "detected": True} for n in ssns],
         "regexes": []}
+    if ssns:  # a blocked entity: the guardrail answers its blocked message instead of the text
+        return {"usage": _USAGE, "action": "GUARDRAIL_INTERVENED", "outputs": [{"text": BLOCKED_MESSAGE}],
+                "assessments": [assessment]}
     return {"usage": _USAGE, "action": "GUARDRAIL_INTERVENED", "outputs": [{"text": _EMAIL.sub("{EMAIL}", text)}],
             "assessments": [assessment]}

@@ -683,8 +683,12 @@ def stream_events(answer: Answer, body: dict[str, Any], dialect: Dialect = OPENA
 
 def route(address: Address) -> ChatFake | None:
     """Chat Completions on the label's dialect's routes (OpenAI's /v1/chat/completions; Azure's
-    deployment and v1 routes: dialects.py)."""
+    deployment and v1 routes: dialects.py); OpenAI's /v1/moderations (openai_moderation.py)."""
     dialect = dialect_for(address.label)
+    if dialect is OPENAI and address.route == "v1/moderations":  # OpenAI's moderations, beside its chat
+        from .openai_moderation import ModerationFake
+
+        return ModerationFake()  # type: ignore[return-value]
     parts = match_route(dialect, address.route)
     return None if parts is None else ChatFake(dialect, parts, address.query)
 

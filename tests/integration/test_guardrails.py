@@ -195,7 +195,8 @@ def test_a_key_adds_checks_to_its_organizations_and_a_bad_policy_is_a_400(momor,
     assert bad.status_code == 400 and bad.json()["detail"].startswith("guardrails.input[0].action")
     unknown = keys_api(momor, admin, "POST", "", {"name": "x", "guardrails": {"input": [
         {"check": "moderation", "action": "block"}]}})
-    assert unknown.status_code == 400 and "not available" in unknown.json()["detail"]
+    # moderation needs the deployment's moderation provider (MOMOR_GUARDRAIL_MODERATION_PROVIDER), unset here
+    assert unknown.status_code == 400 and "MOMOR_GUARDRAIL_MODERATION_PROVIDER" in unknown.json()["detail"]
     changed = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}", {"guardrails": BLOCK})
     assert changed.status_code == 200, changed.text
     assert changed.json()["guardrails"]["input"][0]["name"] == "codenames"
@@ -367,6 +368,11 @@ def test_the_bedrock_guardrail_fake_speaks_what_boto3_sends(bedrock):
     blocked = client.apply_guardrail(guardrailIdentifier=GUARDRAIL, guardrailVersion="DRAFT", source="INPUT",
                                      content=[{"text": {"text": "buy crypto"}}])
     assert blocked["assessments"][0]["topicPolicy"]["topics"][0]["action"] == "BLOCKED"
+    ssn = client.apply_guardrail(guardrailIdentifier=GUARDRAIL, guardrailVersion="1", source="OUTPUT",
+                                 content=[{"text": {"text": "her number is 078-05-1120"}}])
+    found = ssn["assessments"][0]["sensitiveInformationPolicy"]["piiEntities"]
+    assert ssn["action"] == "GUARDRAIL_INTERVENED" and found[0]["action"] == "BLOCKED"
+    assert found[0]["type"] == "US_SOCIAL_SECURITY_NUMBER" and ssn["outputs"][0]["text"] != "her number is 078-05-1120"
     with pytest.raises(client.exceptions.ResourceNotFoundException):
         client.apply_guardrail(guardrailIdentifier="other", guardrailVersion="1", source="INPUT",
                                content=[{"text": {"text": "x"}}])
@@ -418,3 +424,290 @@ def test_the_organization_script_sets_checks_and_refuses_a_bad_policy(momor, fak
     script.main(["guardrails", "default", "--clear"])
     assert printed_policy() == {"input": [], "output": []}
     assert momor.post(*ask("openai", "gpt-5-mini", "Project Falcon?", stream=False)).status_code == 200
+
+
+# --- OpenAI's moderation endpoint, through the OpenAI fake's /v1/moderations ------------------------
+
+
+@pytest.fixture
+def moderation(momor, monkeypatch):
+    """The deployment names the catalog's `openai` provider (the fake's OpenAI label) for moderation."""
+    from momor.config import reset_config
+
+    monkeypatch.setenv("MOMOR_GUARDRAIL_MODERATION_PROVIDER", "openai")
+    reset_config()
+    return momor
+
+
+def moderations_sent(fake: Any) -> list[dict[str, Any]]:
+    return [r.json for r in fake.requests("openai") if r.path.endswith("/v1/moderations")]
+
+
+def test_the_moderation_fake_speaks_what_the_openai_sdk_sends_and_refuses_what_openai_refuses(fake):
+    import openai
+
+    client = openai.OpenAI(base_url=f"{fake.url}/openai/v1", api_key="sk-test-moderation", max_retries=0)
+    flagged = client.moderations.create(model="omni-moderation-latest", input="I will kill the process")
+    assert flagged.model == "omni-moderation-latest" and flagged.id.startswith("modr-")
+    assert flagged.results[0].flagged and flagged.results[0].categories.violence
+    assert not flagged.results[0].categories.harassment and flagged.results[0].category_scores.violence > 0.5
+    several = client.moderations.create(input=["hello", "you idiot"])
+    assert [r.flagged for r in several.results] == [False, True] and several.results[1].categories.harassment
+    parts = client.moderations.create(model="omni-moderation-latest", input=[
+        {"type": "text", "text": "a picture"}, {"type": "image_url", "image_url": {"url": "https://x.test/a.png"}}])
+    assert len(parts.results) == 1 and parts.results[0].category_applied_input_types.violence == ["text", "image"]
+    with pytest.raises(openai.BadRequestError, match="multi-modal"):
+        client.moderations.create(model="text-moderation-latest", input=[{"type": "text", "text": "x"}])
+    with pytest.raises(openai.BadRequestError, match="Unrecognized request argument"):
+        client.moderations.create(input="x", extra_body={"colour": "red"})
+    with pytest.raises(openai.NotFoundError):
+        client.moderations.create(model="moderation-9000", input="x")
+    unsigned = httpx2.post(f"{fake.url}/openai/v1/moderations", json={"input": "x"}, timeout=10)
+    assert unsigned.status_code == 401
+
+
+MODERATION_BLOCK = {"input": [{"check": "moderation", "action": "block", "name": "content"}]}
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+def test_moderation_refuses_a_flagged_input_and_serves_the_rest(moderation, fake, dialect):
+    org_policy(MODERATION_BLOCK)
+    flagged = "Explain how to kill a zombie process."
+    response = moderation.post(*ask(dialect, "gpt-5-mini", flagged, stream=False))
+    message = refusal(dialect, response)
+    assert "content" in message and "moderation" in message and "zombie" not in message
+    assert moderations_sent(fake) == [{"model": "omni-moderation-latest", "input": flagged}]
+    assert [r for r in fake.requests() if not r.path.endswith("/moderations")] == []  # no provider asked
+    record = record_of(moderation, response.headers["x-momor-request-id"])
+    assert record["guardrails"][0]["check"] == "moderation" and record["guardrails"][0]["entities"] == {"violence": 1}
+    assert "zombie" not in json.dumps(record)
+    fake.reset()
+    served = moderation.post(*ask(dialect, "gpt-5-mini", "Explain how to stop a process.", stream=False))
+    assert served.status_code == 200, served.text
+    assert moderations_sent(fake) == [{"model": "omni-moderation-latest", "input": "Explain how to stop a process."}]
+
+
+def test_a_moderation_log_check_serves_the_call_and_records_its_verdict(moderation, fake):
+    org_policy({"input": [{"check": "moderation", "action": "log"}]})
+    response = moderation.post(*ask("native", "gpt-5-mini", "you idiot, answer me", stream=True))
+    assert response.status_code == 200
+    record = record_of(moderation, response.headers["x-momor-request-id"])
+    assert record["guardrails"] == [{"guardrail": "moderation", "origin": "organization", "direction": "input",
+                                     "check": "moderation", "action": "log", "where": "message 0", "spans": 1,
+                                     "entities": {"harassment": 1}}]
+
+
+def test_moderation_down_fails_closed_with_a_503_or_open_when_told(moderation, fake):
+    from tests.fakes.script import fail
+
+    org_policy(MODERATION_BLOCK)
+    fake.script("openai", fail(503), model="omni-moderation-latest")
+    response = moderation.post(*ask("openai", "gpt-5-mini", "hello there", stream=False))
+    assert response.status_code == 503, response.text
+    error = response.json()["error"]
+    assert error["code"] == "guardrail_unavailable" and "content" in error["message"]
+    assert "moderation provider 'openai'" in error["message"] and "503" in error["message"]
+    assert "sk-saved-openai" not in response.text
+    assert [r for r in fake.requests() if not r.path.endswith("/moderations")] == []  # never sent unchecked
+    org_policy({"input": [{**MODERATION_BLOCK["input"][0], "failure": "open"}]})
+    fake.script("openai", fail(503), model="omni-moderation-latest")
+    response = moderation.post(*ask("openai", "gpt-5-mini", "hello there", stream=False))
+    assert response.status_code == 200, response.text
+    record = record_of(moderation, response.headers["x-momor-request-id"])
+    assert record["guardrails"][0]["failed"] and record["guardrails"][0]["check"] == "moderation"
+
+
+def test_moderation_is_refused_where_the_deployment_names_no_provider_and_cannot_mask(momor, moderation,
+                                                                                     monkeypatch):
+    from momor.config import reset_config
+
+    admin = admin_key()
+    masked = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}",
+                      {"guardrails": {"input": [{"check": "moderation", "action": "mask"}]}})
+    assert masked.status_code == 400 and masked.json()["detail"].startswith("guardrails.input[0].action")
+    set_here = keys_api(momor, admin, "PATCH", f"/{momor.caller_id}", {"guardrails": MODERATION_BLOCK})
+    assert set_here.status_code == 200, set_here.text
+    monkeypatch.delenv("MOMOR_GUARDRAIL_MODERATION_PROVIDER")
+    reset_config()
+    refused = keys_api(momor, admin, "POST", "", {"name": "x", "guardrails": MODERATION_BLOCK})
+    assert refused.status_code == 400 and "MOMOR_GUARDRAIL_MODERATION_PROVIDER" in refused.json()["detail"]
+    # the key's stored check: its calls are refused saying so, never served unchecked
+    stored = momor.post(*ask("openai", "gpt-5-mini", "hello", stream=False))
+    assert stored.status_code == 400 and "MOMOR_GUARDRAIL_MODERATION_PROVIDER" in stored.json()["error"]["message"]
+
+
+# --- Services' checks on output: Comprehend, Bedrock Guardrails and moderation on the answer ---------
+
+LONG = "This part of the answer is plain text. " * 20
+"""Longer than the default window (512), within the 200 tokens `ask` allows on Anthropic's route: a
+stream's output checks run on it window by window."""
+
+
+def streamed_or_whole(momor: Any, dialect: str, text: str, stream: bool) -> tuple[httpx2.Response, str, Any]:
+    """(response, the answer's text, the last stream frame or None)."""
+    path, body = ask(dialect, "gpt-5-mini", text, stream=stream)
+    if not stream:
+        response = momor.post(path, body)
+        return response, answer_text(dialect, response.json()) if response.status_code == 200 else "", None
+    response, frames = momor.stream(path, body)
+    return response, streamed_text(dialect, frames), frames[-1]
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_comprehend_masks_the_answer_window_by_window(momor, fake, comprehend, dialect, stream):
+    org_policy({"output": [{"check": "comprehend", "action": "mask", "entities": ["EMAIL"], "name": "aws-out"}]})
+    answer = f"{LONG}Write to {EMAIL} today, or to {EMAIL} tomorrow."
+    fake.script("openai", reply(text=answer, chunks=60))
+    response, text, _ = streamed_or_whole(momor, dialect, "hello", stream)
+    assert response.status_code == 200, response.text
+    assert text == answer.replace(EMAIL, "[EMAIL]")
+    sent = [r["Text"] for r in comprehend.fake.requests]
+    if stream:  # held back at most the window (512) and the chunk that reached it: asked window by window
+        chunk = -(-len(answer) // 60)  # split_text's even pieces
+        assert len(sent) > 2 and all(len(t) < 512 + chunk for t in sent)
+    else:
+        assert sent == [answer]
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert record["guardrails"] == [{"guardrail": "aws-out", "origin": "organization", "direction": "output",
+                                     "check": "comprehend", "action": "mask", "where": "answer", "spans": 2,
+                                     "entities": {"EMAIL": 2}}]
+    assert EMAIL not in json.dumps(record)
+
+
+def bedrock_output(action: str, **extra: Any) -> dict[str, Any]:
+    return {"output": bedrock_policy(action, **extra)["input"]}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_bedrock_on_output_anonymizes_as_mask_and_blocks_what_it_blocks(momor, fake, bedrock, stream):
+    org_policy(bedrock_output("mask"))
+    fake.script("openai", reply(text=f"{LONG}Mail {EMAIL}.", chunks=30))
+    response, text, _ = streamed_or_whole(momor, "native", "hello", stream)
+    assert response.status_code == 200 and text == f"{LONG}Mail [EMAIL]."
+    assert {r["source"] for r in bedrock.fake.requests} == {"OUTPUT"}
+    fake.script("openai", reply(text=f"{LONG}Her number is 078-05-1120, and more after it.", chunks=30))
+    response, text, last = streamed_or_whole(momor, "native", "hello", stream)
+    assert "078-05" not in text and "more after" not in text
+    if stream:
+        assert response.status_code == 200 and last[0] == "error" and last[1]["code"] == "guardrail_refused"
+        assert "company-guardrail" in last[1]["detail"]
+    else:
+        assert "company-guardrail" in refusal("native", response)
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert record["outcome"] == "failed" and record["guardrails"][-1]["direction"] == "output"
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+def test_an_output_service_down_ends_the_stream_with_a_503_frame_or_goes_on_when_open(momor, fake, bedrock, dialect):
+    bedrock.fake.down = True
+    org_policy(bedrock_output("block"))
+    fake.script("openai", reply(text=LONG.rstrip(), chunks=20))
+    response, text, last = streamed_or_whole(momor, dialect, "hello", True)
+    assert response.status_code == 200 and len(text) < len(LONG.rstrip())  # the unchecked rest is never sent
+    frame = last[1]
+    if dialect == "openai":
+        assert frame["error"]["type"] == "guardrail_unavailable" and "company-guardrail" in frame["error"]["message"]
+    else:
+        assert frame["error"]["details"] == {"error_code": "guardrail_unavailable"}
+    assert record_of(momor, response.headers["x-momor-request-id"])["outcome"] == "failed"
+    buffered = momor.post(*ask(dialect, "gpt-5-mini", "hello", stream=False))
+    assert buffered.status_code == 503 and "company-guardrail" in buffered.text
+    org_policy(bedrock_output("block", failure="open"))
+    fake.script("openai", reply(text=LONG.rstrip(), chunks=20))
+    response, text, _ = streamed_or_whole(momor, dialect, "hello", True)
+    assert text == LONG.rstrip()
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    assert [v["direction"] for v in record["guardrails"]] == ["output"] and record["guardrails"][0]["failed"]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+def test_moderation_on_output_refuses_a_flagged_answer(moderation, fake, stream):
+    org_policy({"output": [{"check": "moderation", "action": "block", "name": "content"}]})
+    fake.script("openai", reply(text=f"{LONG}Then kill it with fire. And more after it.", chunks=30))
+    response, text, last = streamed_or_whole(moderation, "openai", "hello", stream)
+    assert "fire" not in text and "more after" not in text
+    if stream:
+        assert last[1]["error"]["type"] == "guardrail_refused" and "content" in last[1]["error"]["message"]
+    else:
+        assert "content" in refusal("openai", response)
+    assert moderations_sent(fake) and all(m["model"] == "omni-moderation-latest" for m in moderations_sent(fake))
+    fake.reset()
+    fake.script("openai", reply(text=LONG.rstrip(), chunks=30))
+    response, text, _ = streamed_or_whole(moderation, "openai", "hello", stream)
+    assert response.status_code == 200 and text == LONG.rstrip()
+
+
+# --- Files: converted text is screened; a file sent as it is is refused unless the policy allows it ---
+
+
+def file_call(text: str, pdf_lines: tuple[str, ...], **extra: Any) -> dict[str, Any]:
+    import base64
+
+    from tests.media import pdf_with_text
+
+    pdf = {"type": "bytes", "value": base64.b64encode(pdf_with_text(*pdf_lines)).decode(), "name": "report.pdf",
+           "contentType": "application/pdf"}
+    return {"systemPrompt": "", "messages": [{"type": "user", "value": text, "files": [pdf]}], **extra}
+
+
+def test_a_converted_files_text_is_masked_with_the_calls_placeholders_and_restored(momor, fake):
+    org_policy(MASK)
+    payload = file_call(f"Mail {EMAIL} the summary.", (f"Billed to card {CARD}.", f"Contact {EMAIL}."),
+                        model="llama-3.3-70b", fileProcessing={"type": "auto"})
+    response = momor.post("/models", payload)
+    assert response.status_code == 200, response.text
+    sent = sent_to(fake, "deepinfra")
+    assert CARD not in sent and EMAIL not in sent and "4111" not in sent
+    assert sent.count("[EMAIL_1]") == 2 and "[CARD_1]" in sent  # the prompt's e-mail, the same in the file
+    answer = answer_text("native", response.json())
+    assert EMAIL in answer and CARD in answer  # the echo, restored
+    record = record_of(momor, response.headers["x-momor-request-id"])
+    wheres = {v["where"]: v["entities"] for v in record["guardrails"]}
+    assert wheres == {"message 0": {"email": 1}, "messages[0].files[0]": {"email": 1, "card": 1}}
+    assert CARD not in json.dumps(record) and EMAIL not in json.dumps(record)
+
+
+def test_a_block_in_a_converted_files_text_is_a_400_naming_the_file(momor, fake):
+    org_policy(BLOCK)
+    payload = file_call("Summarize.", ("The Project Falcon launch plan.",), model="llama-3.3-70b",
+                        fileProcessing={"type": "auto"})
+    message = refusal("native", momor.post("/models", payload))
+    assert "codenames" in message and "report.pdf" in message and "Falcon" not in message
+    assert fake.requests() == []
+
+
+def test_a_file_sent_as_it_is_is_refused_under_a_mask_policy_unless_it_allows_unscreened_files(momor, fake):
+    import base64
+
+    org_policy(MASK)
+    payload = file_call("Summarize.", ("A plain report.",), model="claude-sonnet-4-5")
+    refused = momor.post("/models", payload)
+    assert refused.status_code == 400 and "report.pdf" in refused.json()["detail"]
+    assert "unscreenedFiles" in refused.json()["detail"] and fake.requests() == []
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 64).decode()
+    openai_call = {"model": "gpt-5-mini", "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "What is this?"},
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{png}"}}]}]}
+    refused = momor.post("/v1/chat/completions", openai_call)
+    assert refused.status_code == 400 and "unscreenedFiles" in refused.json()["error"]["message"]
+    assert fake.requests() == []
+    org_policy({**MASK, "unscreenedFiles": "allow"})
+    assert momor.post("/models", payload).status_code == 200
+    assert momor.post("/v1/chat/completions", openai_call).status_code == 200
+
+
+def test_a_services_check_reads_a_converted_files_text_too(momor, fake, comprehend):
+    org_policy(COMPREHEND_MASK)
+    payload = file_call("Summarize.", ("Signed: my name is Jane Doe.",), model="llama-3.3-70b",
+                        fileProcessing={"type": "auto"})
+    response = momor.post("/models", payload)
+    assert response.status_code == 200, response.text
+    asked = [r["Text"] for r in comprehend.fake.requests]
+    assert asked == ["Summarize.", "Signed: my name is Jane Doe."]  # the prompt, then the file's text
+    sent = sent_to(fake, "deepinfra")
+    assert "Jane" not in sent and "[NAME_1]" in sent
+    comprehend.fake.down = True  # down while the file is converted: closed, a 503 naming the guardrail
+    fake.reset()
+    down = momor.post("/models", payload)
+    assert down.status_code == 503 and "aws-pii" in down.json()["detail"] and fake.requests() == []

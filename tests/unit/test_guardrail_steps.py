@@ -12,8 +12,9 @@ from momor.call import Call
 from momor.events import Assembler, Delta, Finish, PartEnd, PartStart
 from momor.guardrails.answer import guard_stream, guard_whole
 from momor.guardrails.policy import parse
-from momor.guardrails.refusal import GuardrailRefused, OutputBlocked
+from momor.guardrails.refusal import GuardrailRefused, GuardrailUnavailable, OutputBlocked, OutputUnavailable
 from momor.guardrails.screen import screen
+from momor.guardrails.spans import Span
 from momor.messages import ContentMessage, ToolCallBody, ToolCallMessage, UserMessage
 
 MASK = {"input": [{"check": "pii", "action": "mask", "restore": True}]}
@@ -161,10 +162,63 @@ def test_buffered_answer_checked_and_restored_whole():
     assembler = Assembler()
     for event in (PartStart(0, "content"), Delta(0, "card [CA"), Delta(0, "RD_1] ok"), PartEnd(0)):
         assembler.add(event)
-    guard_whole(screening, assembler)
+    asyncio.run(guard_whole(screening, assembler))
     assert assembler.messages()[0] == ContentMessage(value="card 4111 1111 1111 1111 ok")
     assembler = Assembler()
     for event in (PartStart(0, "content"), Delta(0, "well, nope"), PartEnd(0)):
         assembler.add(event)
     with pytest.raises(GuardrailRefused):
-        guard_whole(screening, assembler)
+        asyncio.run(guard_whole(screening, assembler))
+
+
+def looked_up(found, asked):
+    """A service's lookup as api/guardrail_services.py hands it over: `found(check, text)` its answer."""
+
+    async def lookup(check, text, screening):
+        asked.append(text)
+        return found(check, text)
+
+    return lookup
+
+
+def test_a_services_output_check_is_asked_window_by_window_and_masks_what_it_finds(monkeypatch):
+    monkeypatch.setenv("MOMOR_GUARDRAIL_MODERATION_PROVIDER", "openai")
+    from momor.config import reset_config
+
+    reset_config()
+    policy = parse({"output": [{"check": "comprehend", "action": "mask", "entities": ["EMAIL"]},
+                               {"check": "moderation", "action": "log"}]}, origin="key")
+    screening = screen(policy, call("hi"))
+    asked: list[str] = []
+
+    def found(check, text):
+        if check.check == "moderation":  # a flag on the whole text: it never holds a window back
+            return [Span(0, len(text), "violence")] if "fight" in text else []
+        at = text.find("someone@example.org")
+        return [Span(at, at + 19, "EMAIL")] if at >= 0 else []
+
+    screening.lookup = looked_up(found, asked)
+    answer = "reach someone@example.org, then fight. " * 6
+    out = run_stream(screening, [answer[i:i + 5] for i in range(0, len(answer), 5)], window=64)
+    assert text_of(out) == answer.replace("someone@example.org", "[EMAIL]")
+    assert len(asked) > 4 and all(len(t) < 64 + 5 for t in asked)
+    kinds = {v.check: v.entities for v in screening.verdicts}
+    assert kinds["comprehend"] == {"EMAIL": 6} and kinds["moderation"]["violence"] >= 1
+
+
+def test_a_services_output_check_that_cannot_run_ends_the_stream_or_refuses_the_answer():
+    policy = parse({"output": [{"check": "comprehend", "action": "mask"}]}, origin="key")
+    screening = screen(policy, call("hi"))
+
+    async def down(check, text, screening):
+        raise GuardrailUnavailable(check, "Comprehend answered 500 InternalServerException")
+
+    screening.lookup = down
+    with pytest.raises(OutputUnavailable) as ended:
+        run_stream(screening, ["x" * 100])
+    assert ended.value.frame_status == 503 and ended.value.code == "guardrail_unavailable"
+    assembler = Assembler()
+    for event in (PartStart(0, "content"), Delta(0, "some answer"), PartEnd(0)):
+        assembler.add(event)
+    with pytest.raises(GuardrailUnavailable):
+        asyncio.run(guard_whole(screening, assembler))

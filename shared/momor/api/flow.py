@@ -44,7 +44,7 @@ from ..door_http import (
 from ..errors import MomorError, RequestError
 from ..events import Assembler, Event, Finish
 from ..guardrails.answer import guard_stream, guard_whole
-from ..guardrails.refusal import OutputBlocked
+from ..guardrails.refusal import OutputBlocked, OutputUnavailable
 from ..guardrails.screen import Screening, screen
 from ..logs import logger
 from ..routing.attempts import Answer, Session
@@ -62,6 +62,7 @@ from ..store.token_limits import TokenState
 from . import cached, explain, guardrail_services, telemetry
 from .backend import Backend, Caller
 from .call_record import record_call
+from .file_screening import check_unconverted, files_masked
 from .frame_stream import FrameStream
 from .guardrail_services import has_remote
 
@@ -412,9 +413,10 @@ async def _prepare(
                     f"output ceiling; a lower max_tokens lowers it), more than {whose} limits.maxCostPerCallUsd "
                     f"of ${ceiling}.", status=402)
     cache_plan = cached.plan_for(request, caller, routed, zdr)  # a bad X-Momor-Cache: 400 before any hold
-    if screening is not None and (screening.masked or screening.rewrites_output):
+    if screening is not None and (screening.masked or screening.rewrites_output or files_masked(routed, screening)):
         # A masked call's placeholders are the same for different values ([EMAIL_1]), and a kept answer
-        # would skip the output checks and the restore: such calls neither read nor fill the cache.
+        # would skip the output checks and the restore: such calls neither read nor fill the cache (a
+        # file's text is masked later, when it is converted: a call whose files may be is one of them).
         cache_plan = None
     await admission.check(recorder, lambda: _hold(routed, candidates, catalog) if billed else Decimal(0))
     if billed:
@@ -435,8 +437,14 @@ async def _screened(caller: Caller, routed: Routed, recorder: Recorder) -> Scree
         return None
     screening = Screening(policy)
     recorder.guardrails = screening.verdicts  # by reference: a refusal's verdict and the output's join it
+    guardrail_services.check_runnable(policy)
     found = await guardrail_services.found(policy, routed.call, screening) if has_remote(policy) else None
+    if guardrail_services.has_remote_output(policy):
+        screening.lookup = guardrail_services.output_lookup
     screen(policy, routed.call, screening, found)
+    processing = getattr(routed, "processing", None)
+    if processing is None or processing.type == "none":  # its files go as they are (else: file_processing.py)
+        check_unconverted(routed.call, screening)
     if screening.masked or screening.rewrites_output:
         routed.caller_body = routed.caller_body and _translated(routed.caller_body)
         routed.adjust_body = None
@@ -489,7 +497,12 @@ async def generate(p: Prepared) -> Response:
         async for _ in answer.events:
             pass
         if screening is not None:
-            guard_whole(screening, answer.assembler)  # GuardrailRefused: the call's 400, and its record
+            try:
+                await guard_whole(screening, answer.assembler)  # GuardrailRefused: the call's 400, and its record
+            except MomorError as exc:
+                # The provider's answer was complete, and the guardrails refused it: the call failed.
+                recorder.outcome, recorder.error = "failed", exc.detail
+                raise
         if p.after_answer is not None:  # the answer as the caller gets it (restored, checked)
             await p.after_answer(answer.assembler)
         _note_finish(p, answer.assembler.finish)
@@ -565,12 +578,12 @@ async def _keep_later(p: Prepared, served: Candidate, assembler: Assembler) -> N
     if plan is not None and cached.keepable(p.recorder, assembler):
         await background.later(f"cache:{p.recorder.request_id}", cached.keep(plan, p.recorder, served, assembler))
 async def _guarded(p: Prepared, screening: Screening, events: AsyncIterator[Event]) -> AsyncIterator[Event]:
-    """A stream through the output guardrails; a block there is how the call ended (failed), not a
-    caller who left."""
+    """A stream through the output guardrails; a block there (or a check that could not run) is how the
+    call ended (failed), not a caller who left."""
     try:
         async for event in guard_stream(screening, events, get_config().guardrail_window):
             yield event
-    except OutputBlocked as exc:
+    except (OutputBlocked, OutputUnavailable) as exc:
         p.recorder.end("failed", exc.detail)
         raise
 

@@ -1,17 +1,26 @@
 """A guardrail policy: which checks run on a call's input and output, and what each does when it fires.
 
-    {"input": [CHECK, ...], "output": [CHECK, ...]}
-    CHECK = {"check": "pii" | "regex" | "denylist" | "comprehend", "action": "mask" | "block" | "log",
+    {"input": [CHECK, ...], "output": [CHECK, ...], "unscreenedFiles"?: "refuse" | "allow"}
+    CHECK = {"check": "pii" | "regex" | "denylist" | "comprehend" | "bedrock" | "moderation",
+             "action": "mask" | "block" | "log" (moderation: block or log),
              "name"?: str (default: the check's kind), "restore"?: bool (input mask only),
              "entities"?: [pii entity, ...] (pii; default all) | [Comprehend type, ...] (comprehend),
              "patterns": [...] (regex), "words": [...] (denylist), "languageCode"?, "minScore"?
-             (comprehend), "failure"?: "closed" | "open" (what a comprehend check does when it cannot run)}
+             (comprehend), "guardrailId", "guardrailVersion" (bedrock), "categories"?: [OpenAI
+             moderation category, ...] (moderation; default: any it flags), "failure"?: "closed" | "open"
+             (what a check a service answers does when it cannot run)}
+
+Files: a file's text is screened once it is converted (fileProcessing), with the same checks and
+placeholders as the rest of the call; a file that would reach a provider as it is (not converted)
+under input checks that block or mask is refused with a 400 naming it, unless the policy says
+`unscreenedFiles: allow` (log checks alone never refuse a file).
 
 An organization's policy is the floor: a call runs its organization's checks, then its key's (`merged`),
 so a key adds checks and can never take one of its organization's away. `parse` validates what the key
 API and the organization script are given, with a 400 naming the field; a policy is stored as that
-validated JSON (`to_json`). The bedrock and moderation checks the issue names are refused as not
-available in this deployment until they are built, never silently skipped.
+validated JSON (`to_json`). A moderation check is refused when written (`parse`) on a deployment
+that names no moderation provider (MOMOR_GUARDRAIL_MODERATION_PROVIDER); one stored before the setting
+was cleared is refused when a call runs it (api/guardrail_services.py), never silently skipped.
 """
 
 from __future__ import annotations
@@ -25,9 +34,8 @@ from ..errors import RequestError
 from .detectors import FINDERS, Finder, denylist, pattern
 from .spans import Span
 
-CHECKS = ("pii", "regex", "denylist", "comprehend", "bedrock")
-NOT_YET = ("moderation",)
-REMOTE = ("comprehend", "bedrock")
+CHECKS = ("pii", "regex", "denylist", "comprehend", "bedrock", "moderation")
+REMOTE = ("comprehend", "bedrock", "moderation")
 """Checks a service answers (api/guardrail_services.py), whose `failure` says what a call does when it cannot."""
 COMPREHEND_LANGUAGES = ("en", "es")
 """The languages DetectPiiEntities detects PII in (its model lists more codes; the service refuses them
@@ -41,10 +49,17 @@ COMPREHEND_TYPES = (
     "IN_NREGA", "INTERNATIONAL_BANK_ACCOUNT_NUMBER", "SWIFT_CODE", "UK_NATIONAL_HEALTH_SERVICE_NUMBER",
     "CA_HEALTH_NUMBER", "IN_AADHAAR", "IN_VOTER_NUMBER")
 """DetectPiiEntities' entity types (botocore's service model for comprehend), ALL left out: no list is all."""
+MODERATION_CATEGORIES = (
+    "harassment", "harassment/threatening", "hate", "hate/threatening", "illicit", "illicit/violent",
+    "self-harm", "self-harm/instructions", "self-harm/intent", "sexual", "sexual/minors", "violence",
+    "violence/graphic")
+"""The categories OpenAI's moderation models flag (the `Categories` of the openai package's moderation types)."""
 ACTIONS = ("mask", "block", "log")
 DIRECTIONS = ("input", "output")
+UNSCREENED_FILES = ("refuse", "allow")
+"""What a policy does with a file no input check can read (one sent as it is, not converted)."""
 FIELDS = {"check", "action", "name", "restore", "entities", "patterns", "words", "failure", "languageCode",
-          "minScore", "guardrailId", "guardrailVersion"}
+          "minScore", "guardrailId", "guardrailVersion", "categories"}
 _GUARDRAIL_ID = re.compile(r"[a-z0-9]+|arn:aws(-[^:]+)?:bedrock:[a-z0-9-]{1,20}:[0-9]{12}:guardrail/[a-z0-9]+")
 _GUARDRAIL_VERSION = re.compile(r"[1-9][0-9]{0,7}|DRAFT")
 """ApplyGuardrail's identifier and version patterns (botocore's bedrock-runtime model)."""
@@ -76,6 +91,8 @@ class Check:
     guardrail_id: str = ""
     guardrail_version: str = ""
     """bedrock: the Bedrock guardrail applied, and its version."""
+    categories: tuple[str, ...] = ()
+    """moderation: the categories it acts on (empty: any the model flags)."""
     finder: Finder = field(default=lambda text: [], compare=False, repr=False)
 
     @property
@@ -100,6 +117,8 @@ class Check:
             out |= {"entities": list(self.entities), "languageCode": self.language, "minScore": self.min_score}
         if self.check == "bedrock":
             out |= {"guardrailId": self.guardrail_id, "guardrailVersion": self.guardrail_version}
+        if self.check == "moderation" and self.categories:
+            out["categories"] = list(self.categories)
         out["failure"] = self.failure
         return out
 
@@ -108,12 +127,22 @@ class Check:
 class Policy:
     input: tuple[Check, ...] = ()
     output: tuple[Check, ...] = ()
+    unscreened_files: str = "refuse"
+    """`allow`: a file sent as it is (its text unread by the input checks) goes on; `refuse`: a 400."""
 
     def __bool__(self) -> bool:
         return bool(self.input or self.output)
 
+    @property
+    def screens_files(self) -> bool:
+        """Files sent as they are are refused: input checks that block or mask, and no `allow`."""
+        return self.unscreened_files != "allow" and any(c.action in ("mask", "block") for c in self.input)
+
     def to_json(self) -> dict[str, Any]:
-        return {"input": [c.to_json() for c in self.input], "output": [c.to_json() for c in self.output]}
+        out: dict[str, Any] = {"input": [c.to_json() for c in self.input], "output": [c.to_json() for c in self.output]}
+        if self.unscreened_files != "refuse":
+            out["unscreenedFiles"] = self.unscreened_files
+        return out
 
 
 NONE = Policy()
@@ -126,19 +155,25 @@ def merged(org: Policy | None, key: Policy | None) -> Policy:
         return org
     if not org:
         return key
-    return Policy(org.input + key.input, org.output + key.output)
+    # a file goes unscreened only where each side whose checks it would escape allows it
+    allowed = all(p.unscreened_files == "allow" for p in (org, key) if p.screens_files or p.unscreened_files == "allow")
+    return Policy(org.input + key.input, org.output + key.output, "allow" if allowed else "refuse")
 
 
-def parse(value: Any, *, origin: str, where: str = "guardrails") -> Policy:
+def parse(value: Any, *, origin: str, where: str = "guardrails", stored: bool = False) -> Policy:
     """A policy as written (a JSON object, or None for none), validated; RequestError (400) naming
-    the field otherwise."""
+    the field otherwise. `stored`: read back from the store, where what the deployment offers (a
+    moderation provider) is checked when a call runs it, not when the caller is read."""
     if value is None:
         return NONE
     if not isinstance(value, dict):
         raise _bad(where, "must be an object with `input` and/or `output` lists of checks")
-    unknown = set(value) - set(DIRECTIONS)
+    unknown = set(value) - {*DIRECTIONS, "unscreenedFiles"}
     if unknown:
-        raise _bad(f"{where}.{sorted(unknown)[0]}", "is not a guardrails field (input, output)")
+        raise _bad(f"{where}.{sorted(unknown)[0]}", "is not a guardrails field (input, output, unscreenedFiles)")
+    unscreened = value.get("unscreenedFiles", "refuse")
+    if unscreened not in UNSCREENED_FILES:
+        raise _bad(f"{where}.unscreenedFiles", "must be refuse or allow")
     lists: dict[str, tuple[Check, ...]] = {}
     for direction in DIRECTIONS:
         checks = value.get(direction, [])
@@ -147,17 +182,17 @@ def parse(value: Any, *, origin: str, where: str = "guardrails") -> Policy:
             raise _bad(at, "must be a list of checks")
         if len(checks) > MAX_CHECKS:
             raise _bad(at, f"has more than {MAX_CHECKS} checks")
-        parsed = [_check(c, f"{at}[{i}]", direction, origin) for i, c in enumerate(checks)]
+        parsed = [_check(c, f"{at}[{i}]", direction, origin, stored) for i, c in enumerate(checks)]
         lists[direction] = tuple(_unique_names(parsed))
-    return Policy(lists["input"], lists["output"])
+    return Policy(lists["input"], lists["output"], unscreened)
 
 
 def from_text(text: str | None, *, origin: str) -> Policy:
     """A stored policy (validated when it was written)."""
-    return parse(json.loads(text), origin=origin) if text else NONE
+    return parse(json.loads(text), origin=origin, stored=True) if text else NONE
 
 
-def _check(value: Any, at: str, direction: str, origin: str) -> Check:
+def _check(value: Any, at: str, direction: str, origin: str, stored: bool = False) -> Check:
     if not isinstance(value, dict):
         raise _bad(at, "must be an object such as {\"check\": \"pii\", \"action\": \"mask\"}")
     unknown = set(value) - FIELDS
@@ -166,19 +201,19 @@ def _check(value: Any, at: str, direction: str, origin: str) -> Check:
     kind, action, name, restore, failure = _common(value, at, direction)
     for only, owners in (("entities", ("pii", "comprehend")), ("patterns", ("regex",)), ("words", ("denylist",)),
                          ("languageCode", ("comprehend",)), ("minScore", ("comprehend",)),
-                         ("guardrailId", ("bedrock",)), ("guardrailVersion", ("bedrock",))):
+                         ("guardrailId", ("bedrock",)), ("guardrailVersion", ("bedrock",)),
+                         ("categories", ("moderation",))):
         if only in value and kind not in owners:
             raise _bad(f"{at}.{only}", f"applies only to a {' or '.join(owners)} check")
     base = {"name": name, "check": kind, "action": action, "origin": origin, "restore": restore, "failure": failure}
+    if kind == "moderation":
+        return _moderation(value, at, base, stored)
     return _detector(value, at, kind, base)
 
 
 def _common(value: dict[str, Any], at: str, direction: str) -> tuple[str, str, str, bool, str]:
     """The fields every check has: (check, action, name, restore, failure)."""
     kind = value.get("check")
-    if kind in NOT_YET:
-        raise _bad(f"{at}.check", f"{kind!r} is not available in this deployment yet; use "
-                   f"{', '.join(CHECKS)}")
     if kind not in CHECKS:
         raise _bad(f"{at}.check", f"must be one of {', '.join(CHECKS)}")
     action = value.get("action")
@@ -195,8 +230,6 @@ def _common(value: dict[str, Any], at: str, direction: str) -> tuple[str, str, s
     failure = value.get("failure", "closed")
     if failure not in ("closed", "open"):
         raise _bad(f"{at}.failure", "must be closed or open")
-    if kind in REMOTE and direction != "input":
-        raise _bad(f"{at}.check", f"{kind!r} runs on input only (a stream's output is not sent to it)")
     return kind, action, name, restore, failure
 
 
@@ -231,6 +264,32 @@ def _detector(value: dict[str, Any], at: str, kind: str, base: dict[str, Any]) -
     if not all(w.strip() for w in words):
         raise _bad(f"{at}.words", "holds an empty word")
     return Check(**base, words=tuple(words), finder=denylist.finder(words))
+
+
+def _moderation(value: dict[str, Any], at: str, base: dict[str, Any], stored: bool) -> Check:
+    """OpenAI's moderation endpoint flags a whole text, not a span of it: nothing to mask."""
+    if base["action"] == "mask":
+        raise _bad(f"{at}.action", "must be block or log for a moderation check (it flags a whole text, "
+                   "there is no span to mask)")
+    categories: tuple[str, ...] = ()
+    if "categories" in value:
+        written = _strings(value["categories"], f"{at}.categories", 1, len(MODERATION_CATEGORIES), 64)
+        wrong = [c for c in written if c not in MODERATION_CATEGORIES]
+        if wrong:
+            raise _bad(f"{at}.categories", f"{wrong[0]!r} is not one of {', '.join(MODERATION_CATEGORIES)}")
+        categories = tuple(c for c in MODERATION_CATEGORIES if c in written)
+    if not stored and not moderation_provider():
+        raise _bad(f"{at}.check", "'moderation' is not available in this deployment: it names no moderation "
+                   "provider (MOMOR_GUARDRAIL_MODERATION_PROVIDER)")
+    return Check(**base, categories=categories)
+
+
+def moderation_provider() -> str:
+    """The catalog provider the moderation check asks, or empty (config.py's setting: read here, late,
+    so this module stays below the configuration's other readers)."""
+    from ..config import get_config
+
+    return get_config().guardrail_moderation_provider
 
 
 def _comprehend(value: dict[str, Any], at: str, base: dict[str, Any]) -> Check:

@@ -11,16 +11,21 @@ provider is sent the canonical translation, which is what this step changed (api
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from ..call import Call
 from ..messages import ContentMessage, ToolCallMessage, ToolResultMessage, UserMessage
 from .placeholders import Placeholders
-from .policy import Policy
+from .policy import Check, Policy
 from .refusal import GuardrailRefused
 from .spans import Span, disjoint
 from .verdicts import Verdict, verdict
+
+Lookup = Callable[[Check, str, "Screening"], Awaitable[list[Span]]]
+"""(check, text, the call's screening) -> the check's spans in the text; GuardrailRefused for what the
+service refused outright, GuardrailUnavailable where it could not run and its failure is closed (an
+open one is noted on the screening's verdicts, and nothing is found)."""
 
 
 @dataclass(slots=True)
@@ -31,6 +36,9 @@ class Screening:
     placeholders: Placeholders = field(default_factory=Placeholders)
     verdicts: list[Verdict] = field(default_factory=list)
     masked: bool = False
+    lookup: Lookup | None = None
+    """How the output step asks a service's check (api/guardrail_services.output_lookup): set by the
+    flow where the policy's output has such a check."""
 
     @property
     def rewrites_output(self) -> bool:
@@ -59,22 +67,52 @@ def screen(policy: Policy, call: Call, screening: Screening | None = None, found
 
     _blocks(policy, texts, spans_of, screening)
     for t, (where, text, put) in enumerate(texts):
-        masks: list[Span] = []
-        restore: dict[Span, bool] = {}
-        for c, check in enumerate(policy.input):
-            if check.action == "block":
-                continue
-            spans = spans_of(c, t)
-            if not spans:
-                continue
-            screening.verdicts.append(verdict(check, "input", where, spans))
-            if check.action == "mask":
-                masks += spans
-                restore.update((s, check.restore) for s in spans)
-        if masks:
-            put(screening.placeholders.mask(text, disjoint(masks), restore))
-            screening.masked = True
+        masked = _masked(policy, where, text, lambda c, t=t: spans_of(c, t), screening)
+        if masked is not None:
+            put(masked)
     return screening
+
+
+def screen_file(policy: Policy, text: str, where: str, name: str, screening: Screening,
+                found: dict[int, list[Span]] | None = None) -> str:
+    """A converted file's text (where: its place, `messages[0].files[1]`), screened as the call's own
+    texts were, with the call's placeholders; GuardrailRefused naming the file for a block. `found`:
+    the spans of the checks a service answers, by the check's place in the policy's input."""
+    found = found or {}
+
+    def spans_of(c: int) -> list[Span]:
+        check = policy.input[c]
+        return found.get(c, []) if check.remote else check.find(text)
+
+    for c, check in enumerate(policy.input):
+        if check.action == "block":
+            spans = spans_of(c)
+            if spans:
+                screening.verdicts.append(verdict(check, "input", where, spans))
+                raise GuardrailRefused(check, f"file {name!r} ({where})")
+    masked = _masked(policy, where, text, spans_of, screening)
+    return text if masked is None else masked
+
+
+def _masked(policy: Policy, where: str, text: str, spans_of: Callable[[int], list[Span]],
+            screening: Screening) -> str | None:
+    """One text with its log and mask checks run (verdicts noted): its masked form, or None if unchanged."""
+    masks: list[Span] = []
+    restore: dict[Span, bool] = {}
+    for c, check in enumerate(policy.input):
+        if check.action == "block":
+            continue
+        spans = spans_of(c)
+        if not spans:
+            continue
+        screening.verdicts.append(verdict(check, "input", where, spans))
+        if check.action == "mask":
+            masks += spans
+            restore.update((s, check.restore) for s in spans)
+    if not masks:
+        return None
+    screening.masked = True
+    return screening.placeholders.mask(text, disjoint(masks), restore)
 
 
 def _blocks(policy: Policy, texts: list[tuple[str, str, Setter]], spans_of: Callable[[int, int], list[Span]],

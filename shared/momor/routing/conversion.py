@@ -118,12 +118,21 @@ class Converter:
     recorder: Recorder
     network_timeout: float | None = None
     done: dict[tuple[str, str], str | File] = field(default_factory=dict)
+    screen: TextScreen | None = None
+    """The caller's input guardrails on a file's converted text (api/file_processing.py), once per
+    conversion: what the candidates are sent is the screened text."""
+    unscreened: Callable[[File, str], None] | None = None
+    """Called for each file a candidate is sent as it is (not converted): raises where the caller's
+    guardrails refuse a file they cannot read."""
 
     async def convert(self, file: File, where: str, how: str) -> str | File:
         """`file` as text (a processor or model named `how`) or, for how == "fetch", as bytes."""
         key = (where, how)
         if key not in self.done:
-            self.done[key] = await self._convert(file, where, how)
+            made = await self._convert(file, where, how)
+            if isinstance(made, str) and self.screen is not None:
+                made = await self.screen(made, file, where)
+            self.done[key] = made
         return self.done[key]
 
     async def _convert(self, file: File, where: str, how: str) -> str | File:
@@ -253,6 +262,8 @@ def _textual(content_type: str) -> bool:
 
 
 Chooser = Callable[[File], "str | None"]
+TextScreen = Callable[[str, File, str], Awaitable[str]]
+"""(converted text, the file, its place) -> the text the candidates are sent."""
 
 
 async def converted_messages(messages: list[Any], choose: Chooser, converter: Converter) -> list[Any]:
@@ -267,12 +278,16 @@ async def converted_messages(messages: list[Any], choose: Chooser, converter: Co
         texts: list[str] = []
         for j, file in enumerate(files):
             how = choose(file)
+            where = f"messages[{i}].{'files' if isinstance(message, UserMessage) else 'result.documents'}[{j}]"
             if how is None:
+                if converter.unscreened is not None:
+                    converter.unscreened(file, where)
                 kept.append(file)
                 continue
-            where = f"messages[{i}].{'files' if isinstance(message, UserMessage) else 'result.documents'}[{j}]"
             result = await converter.convert(file, where, how)
             if isinstance(result, File):
+                if converter.unscreened is not None:  # fetched, still sent as a file
+                    converter.unscreened(file, where)
                 kept.append(result)
             else:
                 # An image's text is a model's account of it, and the reading model is told so.
