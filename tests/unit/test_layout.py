@@ -116,7 +116,8 @@ class _Module:
         `os.getenv(...)` and `... in os.environ`."""
         reads: list[tuple[int, ast.expr]] = []
         for node in ast.walk(tree):
-            if isinstance(node, ast.Subscript) and self.is_environ(node.value):
+            # `os.environ[X] = ...` writes (the CLI's --table pointing config.py at a table) read nothing.
+            if isinstance(node, ast.Subscript) and self.is_environ(node.value) and not isinstance(node.ctx, ast.Store):
                 reads.append((node.lineno, node.slice))
             elif isinstance(node, ast.Call) and node.args:
                 func = node.func

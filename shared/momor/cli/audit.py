@@ -36,7 +36,7 @@ def _who(actor: dict[str, Any]) -> str:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    answer = http.from_args(args).call("GET", "/audit", query={"from": args.start, "to": args.end,
+    answer = http.from_args(args).request("GET", "/audit", query={"from": args.start, "to": args.end,
                                                                "limit": args.limit})
     if args.json:
         output.as_json(answer)

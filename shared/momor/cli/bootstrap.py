@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..config import get_config
 from ..errors import RequestError
 from ..guardrails import policy as guardrail_policy
 from ..store import apikeys, audit, aws, budgets, key_admin, key_limits, organizations
@@ -28,6 +29,11 @@ CATALOG_CHECKED = ("allow", "budgets")
 """The body's groups whose names only the key API can check (against the catalog)."""
 _MISSING: Any = object()
 
+
+
+def _table() -> str:
+    """The API-keys table every write here goes to (named where the call is, for the template's IAM scan)."""
+    return get_config().need("api_keys_table")
 
 def _values(body: dict[str, Any]) -> tuple[key_limits.Values, guardrail_policy.Policy | None]:
     given = [group for group in CATALOG_CHECKED if group in body]
@@ -63,11 +69,11 @@ def _shown(values: key_limits.Values, before: key_limits.Values | None = None) -
 def create(name: str, *, org: str, owner: str | None, role: str, body: dict[str, Any]) -> tuple[str, str]:
     """Write the key; its plaintext (to show once) and id."""
     values, policy = _values(body)
-    with operator.table_named() as table:
+    with operator.table_named():
         client = aws.client("dynamodb")
         if org == organizations.DEFAULT_ORG:
             organizations.ensure_default()
-        elif "Item" not in client.get_item(TableName=table, Key={"keyHash": {"S": organizations.org_key(org)}}):
+        elif "Item" not in client.get_item(TableName=_table(), Key={"keyHash": {"S": organizations.org_key(org)}}):
             raise SystemExit(f"momor: no organization {org!r}: `momor org list` shows them")
         plaintext, item = apikeys.new_key_item(name, zdr=bool(values.get("zdr")), owner=owner, org=org)
         for field_name, value in values.items():
@@ -81,7 +87,7 @@ def create(name: str, *, org: str, owner: str | None, role: str, body: dict[str,
             item[key_admin.GUARDRAILS] = {"S": key_admin.policy_text(policy)}
         if role != "member":
             item |= _role_attributes(role)
-        client.put_item(TableName=table, Item=item, ConditionExpression="attribute_not_exists(keyHash)")
+        client.put_item(TableName=_table(), Item=item, ConditionExpression="attribute_not_exists(keyHash)")
         key_id = item["id"]["S"]
         changes = {"name": {"from": None, "to": name}, "role": {"from": None, "to": role}} | _shown(values)
         if policy:
@@ -90,12 +96,12 @@ def create(name: str, *, org: str, owner: str | None, role: str, body: dict[str,
     return plaintext, key_id
 
 
-def find_key_item(table: str, key_id: str) -> dict[str, Any]:
+def find_key_item(key_id: str) -> dict[str, Any]:
     """The key's item by its id: a filtered scan, fine for an operator's occasional command and never
     on a request's path. A rotated key's old secret (`supersededBy`) is passed over."""
     ddb = aws.client("dynamodb")
     request: dict[str, Any] = {
-        "TableName": table, "ConsistentRead": True,
+        "TableName": _table(), "ConsistentRead": True,
         "FilterExpression": "#id = :id AND attribute_exists(#created) AND attribute_not_exists(#old)",
         "ExpressionAttributeNames": {"#id": "id", "#created": "created", "#old": apikeys.SUPERSEDED},
         "ExpressionAttributeValues": {":id": {"S": key_id}},
@@ -112,14 +118,14 @@ def find_key_item(table: str, key_id: str) -> dict[str, Any]:
 def update(key_id: str, *, role: str | None, body: dict[str, Any]) -> None:
     """Change the key's role, limits and guardrails as an operator."""
     values, policy = _values(body)
-    with operator.table_named() as table:
-        item = find_key_item(table, key_id)
+    with operator.table_named():
+        item = find_key_item(key_id)
         digest, before = item["keyHash"]["S"], key_limits.from_item(item)
         spend = {k: values.pop(k, False) for k in ("budgetDailyUsd", "budgetMonthlyUsd")}
         # Budgets through budgets.set_limits: a key that gets its first one has its month's counters reset.
         budgets.set_limits(digest, daily=spend["budgetDailyUsd"], monthly=spend["budgetMonthlyUsd"])
         values |= {k: v for k, v in spend.items() if v is not False}
-        _write(table, digest, {k: v for k, v in values.items() if k not in spend}, role, policy)
+        _write(digest, {k: v for k, v in values.items() if k not in spend}, role, policy)
         key_admin.set_by_operator(digest, values)
         changes = _shown(values, before)
         was = apikeys.from_item(item).role
@@ -132,7 +138,7 @@ def update(key_id: str, *, role: str | None, body: dict[str, Any]) -> None:
     print(f"updated key {key_id}", file=sys.stderr)
 
 
-def _write(table: str, digest: str, values: key_limits.Values, role: str | None,
+def _write(digest: str, values: key_limits.Values, role: str | None,
            policy: guardrail_policy.Policy | None) -> None:
     sets, removes, names, given = [], [], {}, {}
     attributes: dict[str, dict[str, Any] | None] = {
@@ -151,7 +157,7 @@ def _write(table: str, digest: str, values: key_limits.Values, role: str | None,
     if not names:
         return
     request: dict[str, Any] = {
-        "TableName": table, "Key": {"keyHash": {"S": digest}}, "ConditionExpression": "attribute_exists(keyHash)",
+        "TableName": _table(), "Key": {"keyHash": {"S": digest}}, "ConditionExpression": "attribute_exists(keyHash)",
         "UpdateExpression": " ".join(part for part in (f"SET {', '.join(sets)}" if sets else "",
                                                          f"REMOVE {', '.join(removes)}" if removes else "") if part),
         "ExpressionAttributeNames": names}

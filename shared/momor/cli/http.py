@@ -2,7 +2,7 @@
 or operator's API key sees them.
 
     client = http.from_args(args)             # --url/--api-key, else MOMOR_URL/MOMOR_API_KEY
-    key = client.call("PATCH", f"/keys/{id}", {"limits": {...}})
+    key = client.request("PATCH", f"/keys/{id}", {"limits": {...}})
 
 A refusal (any status from 400 up) stops the command with the API's own message (its problem
 document's `detail`) on stderr and exit status 1: the CLI checks no value itself where the API
@@ -13,7 +13,6 @@ in the Authorization header: it is never part of a message printed here.
 from __future__ import annotations
 
 import argparse
-import os
 from typing import Any
 
 TIMEOUT_S = 30.0
@@ -32,7 +31,7 @@ class Client:
         self.url = url.rstrip("/")
         self._api_key = api_key
 
-    def call(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
+    def request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
         """The answer's JSON; a refusal or an unreachable server stops the command (SystemExit, message)."""
         import httpx2  # here, not at import: the store-side commands never need it
 
@@ -62,8 +61,10 @@ def _detail(answer: Any) -> str:
 
 
 def from_args(args: argparse.Namespace) -> Client:
-    url = getattr(args, "url", None) or os.environ.get("MOMOR_URL")
-    key = getattr(args, "api_key", None) or os.environ.get("MOMOR_API_KEY")
+    from ..config import get_config
+
+    url = getattr(args, "url", None) or get_config().cli_url
+    key = getattr(args, "api_key", None) or get_config().cli_api_key
     if not url:
         raise SystemExit("momor: give Momor's URL: MOMOR_URL or --url")
     if not key:

@@ -93,7 +93,7 @@ def _create(args: argparse.Namespace) -> int:
                     "its secret, on stdout, is shown only this once")
         print(plaintext)
         return 0
-    key = http.from_args(args).call("POST", "/keys", {"name": args.name, **body})
+    key = http.from_args(args).request("POST", "/keys", {"name": args.name, **body})
     if args.json:
         output.as_json(key)
     else:
@@ -122,7 +122,7 @@ def _limits(key: dict[str, Any]) -> str:
 
 
 def _list(args: argparse.Namespace) -> int:
-    answer = http.from_args(args).call("GET", "/keys")
+    answer = http.from_args(args).request("GET", "/keys")
     if args.json:
         output.as_json(answer)
         return 0
@@ -133,7 +133,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _find(client: http.Client, key_id: str) -> dict[str, Any]:
-    key = next((k for k in client.call("GET", "/keys")["data"] if k["id"] == key_id), None)
+    key = next((k for k in client.request("GET", "/keys")["data"] if k["id"] == key_id), None)
     if key is None:
         raise SystemExit(f"momor: no key {key_id!r} among the keys this key manages (`momor keys list`)")
     return key
@@ -160,19 +160,19 @@ def _update(args: argparse.Namespace) -> int:
         body["name"] = args.name
     if not body:
         raise SystemExit("momor: nothing to change: give --name or a limit (`momor keys update --help`)")
-    key = http.from_args(args).call("PATCH", f"/keys/{args.id}", body)
+    key = http.from_args(args).request("PATCH", f"/keys/{args.id}", body)
     output.as_json(key) if args.json else output.note(f"updated key {key['id']} ({key['name']!r}): {_limits(key)}")
     return 0
 
 
 def _revoke(args: argparse.Namespace) -> int:
-    answer = http.from_args(args).call("DELETE", f"/keys/{args.id}")
+    answer = http.from_args(args).request("DELETE", f"/keys/{args.id}")
     output.as_json(answer) if args.json else output.note(f"revoked key {answer['id']}")
     return 0
 
 
 def _rotate(args: argparse.Namespace) -> int:
-    key = http.from_args(args).call("POST", f"/keys/{args.id}/rotate", {"graceSeconds": args.grace_seconds})
+    key = http.from_args(args).request("POST", f"/keys/{args.id}/rotate", {"graceSeconds": args.grace_seconds})
     if args.json:
         output.as_json(key)
     else:

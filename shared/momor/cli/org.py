@@ -43,11 +43,17 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
+from ..config import get_config
 from . import operator, output
 
 CLEAR: Any = "none"
 """`N|none`: the setting removed (no limit, no list, the deployment's default)."""
 
+
+
+def _table() -> str:
+    """The API-keys table every write here goes to (named where the call is, for the template's IAM scan)."""
+    return get_config().need("api_keys_table")
 
 def usd(text: str) -> Decimal | None:
     """A spend limit in dollars; `none` (None) removes one."""
@@ -155,7 +161,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
         operator.add_arguments(command)
 
 
-def _store(args: argparse.Namespace) -> Any:
+def _organizations(args: argparse.Namespace) -> Any:
     operator.use_table_and_region(args)
     from ..store import organizations
 
@@ -181,7 +187,7 @@ def _number(value: Decimal | None) -> float | None:
 
 
 def _create(args: argparse.Namespace) -> int:
-    organizations = _store(args)
+    organizations = _organizations(args)
     from ..store import audit
 
     with operator.table_named():
@@ -206,11 +212,12 @@ def _create(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read(table: str, org_id: str) -> dict[str, Any]:
+def _read(org_id: str) -> dict[str, Any]:
     from ..store import aws, organizations
 
-    item = aws.client("dynamodb").get_item(TableName=table, Key={"keyHash": {"S": organizations.org_key(org_id)}},
-                                           ConsistentRead=True).get("Item")
+    answer = aws.client("dynamodb").get_item(TableName=_table(), Key={"keyHash": {"S": organizations.org_key(org_id)}},
+                                             ConsistentRead=True)
+    item = answer.get("Item")
     if item is None:
         raise SystemExit(f"momor: no organization {org_id!r} (`momor org list` shows them)")
     return dict(item)
@@ -249,20 +256,20 @@ def _asked(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _update(args: argparse.Namespace) -> int:
-    organizations = _store(args)
+    organizations = _organizations(args)
     from ..store import audit, aws
 
     asked = _asked(args)
     if not asked:
         raise SystemExit("momor: nothing to change: give --name or a setting (`momor org update --help`)")
-    with operator.table_named() as table:
-        before = organizations.from_item(_read(table, args.org))
+    with operator.table_named():
+        before = organizations.from_item(_read(args.org))
         names = {f"#a{n}": attribute for n, attribute in enumerate(asked)}
         encoded = {f"#a{n}": _attribute(value) for n, value in enumerate(asked.values())}
         sets = [f"{alias} = :{alias[1:]}" for alias, value in encoded.items() if value is not None]
         removes = [alias for alias, value in encoded.items() if value is None]
         request: dict[str, Any] = {
-            "TableName": table, "Key": {"keyHash": {"S": organizations.org_key(args.org)}},
+            "TableName": _table(), "Key": {"keyHash": {"S": organizations.org_key(args.org)}},
             "ConditionExpression": "attribute_exists(keyHash)", "ExpressionAttributeNames": names,
             "UpdateExpression": " ".join(p for p in (f"SET {', '.join(sets)}" if sets else "",
                                                      f"REMOVE {', '.join(removes)}" if removes else "") if p),
@@ -280,11 +287,11 @@ def _update(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    organizations = _store(args)
+    organizations = _organizations(args)
     from ..store import aws
 
-    with operator.table_named() as table:
-        request: dict[str, Any] = {"TableName": table, "FilterExpression": "begins_with(keyHash, :p)",
+    with operator.table_named():
+        request: dict[str, Any] = {"TableName": _table(), "FilterExpression": "begins_with(keyHash, :p)",
                                    "ExpressionAttributeValues": {":p": {"S": organizations.ORG_PREFIX}}}
         found = []
         while True:  # a scan: an operator's occasional command, never a request's path
@@ -305,9 +312,9 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    organizations = _store(args)
-    with operator.table_named() as table:
-        shown = org_json(organizations.from_item(_read(table, args.org)))
+    organizations = _organizations(args)
+    with operator.table_named():
+        shown = org_json(organizations.from_item(_read(args.org)))
     output.as_json(shown) if args.json else output.fields(shown)
     return 0
 
@@ -324,7 +331,7 @@ def _sub(args: argparse.Namespace) -> str:
 
 
 def _remove_member(args: argparse.Namespace) -> int:
-    organizations = _store(args)
+    organizations = _organizations(args)
     from ..store import audit
 
     sub = _sub(args)
@@ -338,7 +345,7 @@ def _remove_member(args: argparse.Namespace) -> int:
 
 
 def _add_member(args: argparse.Namespace) -> int:
-    organizations = _store(args)
+    organizations = _organizations(args)
     from ..store import audit
 
     sub = _sub(args)
@@ -356,7 +363,7 @@ def _add_member(args: argparse.Namespace) -> int:
 
 
 def _guardrails(args: argparse.Namespace) -> int:
-    organizations = _store(args)
+    organizations = _organizations(args)
     from ..errors import RequestError
     from ..guardrails import policy as guardrail_policy
     from ..store import audit
@@ -371,8 +378,8 @@ def _guardrails(args: argparse.Namespace) -> int:
             raise SystemExit(f"the policy is not JSON: {exc}") from None
         except RequestError as exc:
             raise SystemExit(exc.detail) from None
-    with operator.table_named() as table:
-        before = organizations.from_item(_read(table, args.org)).guardrails.to_json()
+    with operator.table_named():
+        before = organizations.from_item(_read(args.org)).guardrails.to_json()
         made = organizations.set_guardrails(args.org, policy)
         audit.append_sync(args.org, operator.actor("momor org guardrails"), "organization.change", args.org,
                           {"guardrails": {"from": before, "to": made.guardrails.to_json()}})
