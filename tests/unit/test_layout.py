@@ -155,7 +155,7 @@ LAYERS = ("entry", "dialects", "api", "routing", "providers", "store", "core")
 LAYER_OF = {
     "momor.app": "entry",  # the composition root: the one module that imports every dialect
     "momor.lambda_stream": "entry",
-    "momor.cli": "entry",  # the operator's commands (momor records replay)
+    "momor.cli": "entry",  # the `momor` command line: keys, org, audit, records replay
     "momor.dialects": "dialects",
     "momor.api": "api",
     "momor.metrics": "api",  # the record's metrics: reads store.records
