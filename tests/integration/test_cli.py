@@ -173,6 +173,8 @@ def test_organizations_are_made_changed_and_shown_and_their_audit_log_names_the_
     assert (shown["allowModels"], shown["allowProviders"]) == (["openai/*"], ["openai"])
     assert shown["membersCreateKeys"] is True and shown["defaults"]["zdr"] is True
     assert org_id in ok(momor_cli("org", "list")).stdout
+    ok(momor_cli("org", "add-member", org_id, "--sub", "sub-of-ada", "--role", "member", "--email", "ada@example.com"))
+    assert json.loads(ok(momor_cli("org", "show", org_id, "--json")).stdout)["members"] == {"sub-of-ada": "member"}
     admin = bootstrap("--org", org_id, "--role", "admin")
     me = api(momor, admin, "GET", "/me").json()  # what the server reads is what the CLI wrote
     assert (me["role"], me["organization"]["name"], me["organization"]["membersCreateKeys"]) == (
@@ -180,8 +182,9 @@ def test_organizations_are_made_changed_and_shown_and_their_audit_log_names_the_
     assert me["organization"]["defaults"]["zdr"] is True
 
     entries = json.loads(ok(momor_cli("audit", "--json", url=momor.url, key=admin)).stdout)["data"]
-    assert [e["action"] for e in entries] == ["key.create", "organization.change", "organization.create"]
-    change = entries[1]["changes"]
+    assert [e["action"] for e in entries] == ["key.create", "member.add", "organization.change", "organization.create"]
+    assert entries[1]["target"] == "sub-of-ada" and entries[1]["changes"] == {"role": {"from": None, "to": "member"}}
+    change = entries[2]["changes"]
     assert change["name"] == {"from": "Research", "to": "Research lab"}
     assert change["budgetMonthlyUsd"] == {"from": 500.0, "to": None}
     assert change["allowModels"] == {"from": None, "to": ["openai/*"]}
