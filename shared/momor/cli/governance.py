@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -71,9 +72,11 @@ def _value(text: str) -> Any:
         return None
     for kind in (int, float):
         try:
-            return kind(text)
+            number = kind(text)
         except ValueError:
             continue
+        # inf and nan have no JSON form: sent as text, they get the API's own refusal naming the field.
+        return number if math.isfinite(number) else text
     return text
 
 
