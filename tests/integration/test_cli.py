@@ -155,6 +155,14 @@ def test_a_bad_value_exits_non_zero_with_the_apis_own_message(momor):
     assert member.returncode == 1 and "manages no keys" in member.stderr and "HTTP 403" in member.stderr
     bad_budget = momor_cli("keys", "create", "bad", "--budget-model", "opus", url=momor.url, key=operator)
     assert bad_budget.returncode == 2 and "NAME=USD/month" in bad_budget.stderr
+    flags = ok(momor_cli("keys", "list", "--json", "--url", momor.url, "--api-key", operator))  # no MOMOR_* set
+    assert "operators" in {k["name"] for k in json.loads(flags.stdout)["data"]}
+    bad_from = momor_cli("audit", "--from", "last tuesday", url=momor.url, key=operator)
+    assert bad_from.returncode == 1 and "from must be an ISO 8601 date or time" in bad_from.stderr
+    long_ago = ok(momor_cli("audit", "--from", "2020-01-01", "--to", "2020-01-02", "--json", url=momor.url,
+                            key=operator))
+    assert json.loads(long_ago.stdout) == {"data": []}  # the bootstrap's entry is today's, outside that time
+    assert len(json.loads(ok(momor_cli("audit", "--json", url=momor.url, key=operator)).stdout)["data"]) == 1
     keyless = momor_cli("keys", "list", url=momor.url)
     assert keyless.returncode == 1 and "MOMOR_API_KEY" in keyless.stderr and "--bootstrap" in keyless.stderr
     for done in (member, keyless):
