@@ -62,8 +62,12 @@ class Scenario:
         return f"{self.dialect}→{self.wire} {mode} {self.size}{shape}"
 
 
-def targets(stack: Stack, sc: Scenario) -> dict[str, load.Target]:
-    """Who answers this scenario: the fake directly, each Momor variant, LiteLLM when it speaks the dialect."""
+def targets(stack: Stack, sc: Scenario, cache: bool = False) -> dict[str, load.Target]:
+    """Who answers this scenario: the fake directly, each Momor variant, LiteLLM when it speaks the dialect.
+
+    The response-cache variants (a header on every call) only with `cache`: the one-at-a-time latency
+    rows read them; a hit's replayed stream has no pacing and a throughput run of hits measures the
+    cache, not the router, so the other sections leave them out."""
     embed = sc.dialect == "embed"  # an embeddings call (issue 35): the fake's embeddings path, directly
     model = EMBED_MODEL if embed else model_name(sc.wire, sc.shape)
     out = {
@@ -77,12 +81,15 @@ def targets(stack: Stack, sc: Scenario) -> dict[str, load.Target]:
     }
     body = payloads.body(sc.dialect, model, sc.stream, sc.size)
     for name, (port, _) in stack.servers.items():
+        headers = stack.headers.get(name, ())
+        if headers and not cache:
+            continue
         if name == "litellm":
             if sc.dialect == "native":
                 continue
             out[name] = load.Target(port, PATHS[sc.dialect], body, (("authorization", f"Bearer {LITELLM_KEY}"),))
         else:
-            out[name] = load.Target(port, PATHS[sc.dialect], body, (("authorization", f"Bearer {API_KEY}"),))
+            out[name] = load.Target(port, PATHS[sc.dialect], body, (("authorization", f"Bearer {API_KEY}"), *headers))
     return out
 
 
@@ -96,7 +103,7 @@ async def warm(stack: Stack, scenarios: list[Scenario], n: int) -> None:
     the JIT's (Momor as shipped, +25-30 ms; the router without records, +2-5 ms from the rate limiter's
     lease trips)."""
     for sc in scenarios:
-        for target in targets(stack, sc).values():
+        for target in targets(stack, sc, cache=True).values():
             await load.sequential(target, n if sc.size == "small" else n // 4, warmup=0)
     await emulators_settled(stack)
 
@@ -108,7 +115,7 @@ async def latency_rows(stack: Stack, scenarios: list[Scenario], n_small: int, n_
         row: dict = {"scenario": sc.name, "stream": sc.stream, "size": sc.size, "n": n, "by": {}}
         # Two interleaved halves per target, so drift over the run hits every target alike.
         results: dict[str, list[load.Result]] = {}
-        tgts = targets(stack, sc)
+        tgts = targets(stack, sc, cache=True)
         for half in range(2):
             for name, target in tgts.items():
                 await emulators_settled(stack)
@@ -241,6 +248,11 @@ def main(argv: list[str] | None = None) -> None:
     # metrics are built and exported after each answer, so their cost shows beside "momor".
     otlp = OtlpReceiver().__enter__()
     variants["momor-otel"] = {"records": "dynamodb", "env": {"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url}}
+    # The response cache (issue 36) on every call: `use` (every timed call a hit: the warm-up kept the
+    # answer) and `refresh` (the provider asked and its answer written: a miss's cost with caching on,
+    # less its one look-up). Beside "momor", the call with caching off, which makes no cache request.
+    variants["momor-cache-hit"] = {"records": "dynamodb", "headers": (("x-momor-cache", "use"),)}
+    variants["momor-cache-refresh"] = {"records": "dynamodb", "headers": (("x-momor-cache", "refresh"),)}
     with_litellm = not args.no_litellm and (LITELLM_VENV / "bin" / "litellm").exists()
     if not with_litellm:
         print("  LiteLLM is not installed (infra/bench/run.sh makes its venv): running without it")

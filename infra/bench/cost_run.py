@@ -13,7 +13,14 @@ a stream). One process, so the run can watch what the app does without changing 
   byte to the response's last, with post-answer work run inline (background.set_inline, as a buffered
   Lambda does; the streaming runtime drains it before the invocation ends, the same total);
 - stdout and momor's log handler are counted: bytes and lines (CloudWatch events) a call writes, EMF
-  metrics included (MOMOR_METRICS=1, as on Lambda).
+  metrics included (MOMOR_METRICS=1, as on Lambda);
+- with `export` (RunSettings), OpenTelemetry export is on, to a local OTLP/HTTP receiver on 127.0.0.1
+  (tests/fakes/otlp.py, in a process of its own), and the timer flushes the exporters after the app returns, inside the
+  invocation's duration, as the streaming runtime does before it asks for the next event
+  (lambda_stream/runner.py). The exporters' own schedules are ten minutes, as a frozen environment's
+  threads would be: only that flush sends. Each call is then made twice, export off and on, in
+  alternating order (the pipeline is kept; telemetry's on/off reading is switched between them), so
+  the two are measured side by side (export_cost.py reports them).
 
 Calls run one at a time (the cost per call is what is measured, not throughput), so whatever happens
 between one call's start and the next is that call's.
@@ -113,6 +120,15 @@ class Call:
     log_bytes: int
     log_lines: int
     ops: list[Op] = field(default_factory=list)
+    export: bool = False
+    """OpenTelemetry export was on for this call (RunSettings.export)."""
+    flush_s: float = 0.0
+    """Of duration_s, the exporters' flush after the app returned (0 with export off)."""
+    spans: int = 0
+    """Spans the OTLP receiver got during the call (export on: the call span and one per attempt)."""
+    cpu_s: float = 0.0
+    """This process's CPU time over duration_s (every thread's: the fake providers' too, alike with
+    export off and on, so a difference of two is Momor's)."""
 
 
 class _Counted(io.TextIOBase):
@@ -134,19 +150,33 @@ class _Counted(io.TextIOBase):
 
 
 class _Timer:
-    """ASGI wrapper: how long the app takes over each request (an invocation's duration)."""
+    """ASGI wrapper: how long the app takes over each request (an invocation's duration), and with
+    telemetry on, the exporters' flush after it, as lambda_stream/runner.py runs it before the next
+    event (nothing when telemetry is off, as there)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
         self.durations: list[float] = []
+        self.flushes: list[float] = []
+        self.cpu: list[float] = []
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        start = time.perf_counter()
+        import asyncio
+
+        from momor.api import telemetry
+
+        start, cpu = time.perf_counter(), time.process_time()
         try:
             await self.app(scope, receive, send)
         finally:
             if scope.get("type") == "http":
-                self.durations.append(time.perf_counter() - start)
+                answered = time.perf_counter()
+                if telemetry.enabled():
+                    await asyncio.to_thread(telemetry.flush)
+                end = time.perf_counter()
+                self.flushes.append(end - answered)
+                self.cpu.append(time.process_time() - cpu)
+                self.durations.append(end - start)
 
 
 @contextlib.contextmanager
@@ -236,6 +266,13 @@ class RunSettings:
     thread_turns: int = 0
     """Untimed router turns added to each key's thread before the router is measured: the memory item
     is rewritten whole every turn, so a longer thread shows what a turn costs later in a conversation."""
+    export: bool = False
+    """Each call twice, OpenTelemetry export off and on (the module's docstring)."""
+    collector_s: float = 0.0
+    """With export: how long the receiver holds each answer (a collector across a network)."""
+    routes: tuple[str, ...] = tuple(ROUTES)
+    budgets: tuple[bool, ...] = (False, True)
+    """The keys measured: without a budget, with one."""
 
 
 def _request(base: str, route: str, stream: bool, token: str) -> tuple[str, bytes, dict[str, str]]:
@@ -253,7 +290,7 @@ def measure(settings: RunSettings) -> list[Call]:
     from infra.emulators import Emulators, provision
     from tests.fakes import FakeProviders
 
-    with Emulators() as endpoints, FakeProviders() as fake:
+    with Emulators() as endpoints, FakeProviders() as fake, _receiver(settings) as otlp:
         tag = uuid.uuid4().hex[:8]
         with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
             json.dump(catalog(fake.url), f)
@@ -266,10 +303,81 @@ def measure(settings: RunSettings) -> list[Call]:
         for name in ("MOMOR_RATE_LIMIT", "MOMOR_CATALOG_FILE", "AWS_LAMBDA_FUNCTION_NAME"):
             os.environ.pop(name, None)  # the limiter at its default (600 a minute: leases of 30), as deployed
         os.environ["MOMOR_METRICS"] = "1"  # the EMF lines Lambda would ingest
-        return _run(settings, fake, endpoints.client("dynamodb"), env)
+        return _run(settings, fake, endpoints.client("dynamodb"), env, otlp)
 
 
-def _run(settings: RunSettings, fake: Any, ddb: Any, env: dict[str, str]) -> list[Call]:
+@contextlib.contextmanager
+def _receiver(settings: RunSettings) -> Iterator[Any]:
+    """With export: the local OTLP receiver, and OpenTelemetry's variables pointing at it, the
+    exporters' schedules at ten minutes (only the flush after each invocation sends, as on Lambda)."""
+    if not settings.export:
+        yield None
+        return
+    with _Collector(settings.collector_s) as otlp:
+        os.environ.update({"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url, "OTEL_SERVICE_NAME": "momor-cost",
+                           "OTEL_BSP_SCHEDULE_DELAY": "600000", "OTEL_METRIC_EXPORT_INTERVAL": "600000"})
+        from momor.api import telemetry
+
+        telemetry.reset()  # read the environment above on the first call
+        try:
+            yield otlp
+        finally:
+            telemetry.reset()  # the exporters flushed and shut down while the receiver still answers
+
+
+_COLLECTOR = """
+import sys
+from tests.fakes.otlp import OtlpReceiver
+with OtlpReceiver() as otlp:
+    otlp.delay = float(sys.argv[1])
+    print(otlp.url, flush=True)
+    for _ in sys.stdin:
+        print(len(otlp.spans()), flush=True)
+"""
+
+
+class _Collector:
+    """tests/fakes/otlp.py's receiver in a process of its own, as a collector is: decoding the
+    exports in this process would hold Momor's GIL during the flush being measured. One line on its
+    stdin asks for the count of spans received."""
+
+    def __init__(self, delay_s: float) -> None:
+        import subprocess
+        from pathlib import Path
+
+        root = Path(__file__).resolve().parents[2]
+        self._proc = subprocess.Popen([sys.executable, "-c", _COLLECTOR, str(delay_s)], cwd=root, text=True,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.url = self._proc.stdout.readline().strip()  # type: ignore[union-attr]
+        if not self.url.startswith("http://127.0.0.1:"):
+            self._proc.kill()
+            raise RuntimeError("the OTLP receiver did not start")
+
+    def span_count(self) -> int:
+        self._proc.stdin.write("\n")  # type: ignore[union-attr]
+        self._proc.stdin.flush()  # type: ignore[union-attr]
+        return int(self._proc.stdout.readline())  # type: ignore[union-attr]
+
+    def __enter__(self) -> _Collector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._proc.stdin.close()  # type: ignore[union-attr]
+        try:
+            self._proc.wait(10)
+        except Exception:
+            self._proc.kill()
+
+
+def _set_export(on: bool) -> None:
+    """Telemetry on or off for the next call, its pipeline (built by the warm-up) kept: the on/off
+    reading api/telemetry.py caches per process, set as reading the environment would have set it."""
+    from momor.api import telemetry
+
+    telemetry._tracing = telemetry._enabled = on
+
+
+def _run(settings: RunSettings, fake: Any, ddb: Any, env: dict[str, str], otlp: Any = None) -> list[Call]:
     from momor import background
     from momor.app import all_routes
     from momor.logs import logger
@@ -299,14 +407,24 @@ def _run(settings: RunSettings, fake: Any, ddb: Any, env: dict[str, str]) -> lis
                     for _ in range(settings.thread_turns):
                         _untimed(client, base, "router (memory)", False, token, timer)
                 ops.take()
-                for route in ROUTES:
-                    for token, budget in ((plain, False), (budgeted, True)):
+                keys = [(token, budget) for token, budget in ((plain, False), (budgeted, True))
+                        if budget in settings.budgets]
+                for route in settings.routes:
+                    for token, budget in keys:
                         for shape, n in (("buffered", settings.calls), ("stream", settings.streams)):
-                            for _ in range(n):
-                                calls.append(_one(client, fake, base, route, shape, token, budget, settings,
-                                                  timer, counted, ops, ddb))
-                                print(f"{route:22} {shape:8} budget={budget!s:5} {calls[-1].duration_s:7.3f} s",
-                                      file=sys.stderr)
+                            for i in range(n):
+                                # Export off and on in turn, each first every other time: drift hits both.
+                                for export in (((False, True) if i % 2 == 0 else (True, False)) if otlp else (False,)):
+                                    if otlp is not None:
+                                        _set_export(export)
+                                    spans0 = otlp.span_count() if otlp is not None else 0
+                                    call = _one(client, fake, base, route, shape, token, budget, settings,
+                                                timer, counted, ops, ddb)
+                                    call.export = export
+                                    call.spans = otlp.span_count() - spans0 if otlp is not None else 0
+                                    calls.append(call)
+                                    print(f"{route:22} {shape:8} budget={budget!s:5} export={export!s:5} "
+                                          f"{call.duration_s:7.3f} s", file=sys.stderr)
             finally:
                 sys.stdout = real_stdout
                 for h in handlers:
@@ -348,6 +466,8 @@ def _one(client: Any, fake: Any, base: str, route: str, shape: str, token: str, 
                     model=GEN_ID)
     url, body, headers = _request(base, route, stream, token)
     timer.durations.clear()
+    timer.flushes.clear()
+    timer.cpu.clear()
     bytes0, lines0 = counted.bytes, counted.lines
     with client.stream("POST", url, content=body, headers=headers) as response:
         size = sum(len(chunk) for chunk in response.iter_raw())
@@ -358,5 +478,6 @@ def _one(client: Any, fake: Any, base: str, route: str, shape: str, token: str, 
     if status != 200:
         raise RuntimeError(f"{route} {shape}: HTTP {status}")
     return Call(route, shape, budget, status, timer.durations[0] if timer.durations else float("nan"), size,
-                counted.bytes - bytes0, counted.lines - lines0, taken)
+                counted.bytes - bytes0, counted.lines - lines0, taken,
+                flush_s=timer.flushes[0] if timer.flushes else 0.0, cpu_s=timer.cpu[0] if timer.cpu else 0.0)
 

@@ -11,11 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROUTERS = ("momor", "momor-otel", "momor-norec", "momor-asyncio", "litellm")
+ROUTERS = ("momor", "momor-otel", "momor-cache-hit", "momor-cache-refresh", "momor-norec", "momor-asyncio", "litellm")
 LABELS = {
     "direct": "direct (floor)",
     "momor": "Momor",
     "momor-otel": "Momor, OpenTelemetry export on",
+    "momor-cache-hit": "Momor, cache hit",
+    "momor-cache-refresh": "Momor, cache on (answer kept)",
     "momor-norec": "Momor, no record",
     "momor-asyncio": "Momor, no record, asyncio+h11",
     "litellm": "LiteLLM proxy",

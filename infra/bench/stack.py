@@ -121,6 +121,8 @@ class Stack:
     """The environment Momor's processes run with (emulators, MOMOR_*)."""
     servers: dict[str, tuple[int, subprocess.Popen]] = field(default_factory=dict)
     """name -> (port, process) of each router variant."""
+    headers: dict[str, tuple[tuple[str, str], ...]] = field(default_factory=dict)
+    """name -> the headers a variant's calls carry besides the key (the response cache's)."""
     procs: list[subprocess.Popen] = field(default_factory=list)
     emulator_pids: list[int] = field(default_factory=list)
     """DynamoDB Local's JVM and moto's server (see `emulators_idle`)."""
@@ -162,7 +164,8 @@ def running(variants: dict[str, dict], with_litellm: bool) -> Iterator[Stack]:
     """Start the fake, the emulators and every router; yield the stack; stop them all.
 
     variants: Momor variant name -> {"records": mode, "server": "uvloop" | "asyncio",
-    "pythonpath": [dirs first on the path], "env": {its own environment variables}}.
+    "pythonpath": [dirs first on the path], "env": {its own environment variables},
+    "headers": ((name, value), ...) its calls carry}.
     """
     RESULTS.mkdir(parents=True, exist_ok=True)
     stack = Stack()
@@ -189,6 +192,7 @@ def running(variants: dict[str, dict], with_litellm: bool) -> Iterator[Stack]:
                         "--api-key", API_KEY, "--records", spec["records"], "--server", spec.get("server", "uvloop")]
                 _, proc = stack.spawn(name, argv, env_v)
                 stack.servers[name] = (port, proc)
+                stack.headers[name] = tuple(spec.get("headers", ()))
             if with_litellm:
                 port = free_port()
                 config = RESULTS / "litellm.yaml"

@@ -70,7 +70,7 @@ def build_app(*factories: RoutesFactory, backend: Backend | None = None, title: 
 
 def all_routes(backend: Backend | None = None) -> FastAPI:
     """Every route in one app: the local server's."""
-    from .api import console, generations, key_routes, usage
+    from .api import console, generations, key_routes, org_routes, usage
     from .dialects import model_list
     from .dialects.anthropic import route as anthropic
     from .dialects.native import decision_route, transcribe
@@ -84,5 +84,5 @@ def all_routes(backend: Backend | None = None) -> FastAPI:
 
     return build_app(native.routes, decision_route.routes, transcribe.routes, openai.routes, router_route.routes,
                      generations.routes, anthropic.routes, model_list.routes, usage.routes, key_routes.routes,
-                     responses.routes, console.routes, embeddings.routes, native_embed.routes, rerank.routes,
-                     native_rerank.routes, backend=backend)
+                     org_routes.routes, responses.routes, console.routes, embeddings.routes, native_embed.routes,
+                     rerank.routes, native_rerank.routes, backend=backend)

@@ -273,7 +273,8 @@ class Config:
     """A Secrets Manager secret whose string is the exporters' headers (`name=value,...`), read
     once at the first export, instead of OTEL_EXPORTER_OTLP_HEADERS in the environment."""
     otel_flush_timeout: float = _knob("MOMOR_OTEL_FLUSH_TIMEOUT_S", 2.0, kind=float, minimum=0.1, maximum=30)
-    """On Lambda: the exporters' timeout, which bounds the flush after each invocation."""
+    """On Lambda: the exporters' timeout, which bounds the flush after each invocation on the whole
+    (the spans and the metrics are sent at once: api/telemetry.py flush)."""
     """The streaming bootstrap's app, module:attr (lambda_stream/runner.py; lambda_bootstrap.sh)."""
     # signed-in sessions (api/cognito.py): the user pool whose access tokens are accepted
     cognito_user_pool_id: str | None = _knob("MOMOR_COGNITO_USER_POOL_ID")

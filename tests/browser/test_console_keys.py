@@ -390,6 +390,9 @@ def test_a_member_sees_what_an_admin_set_and_cannot_loosen_it_and_a_call_key_has
     edit_key(browser, momor.url, member, "meg-ci")
     note = browser.find_element(By.ID, "key-form-note")
     assert note.is_displayed() and "daily $5.00" in note.text
+    # Locked as an admin set it (issue 38): unlocked only on asking, and still held by the server.
+    assert browser.find_element(By.ID, "key-daily").get_attribute("readonly")
+    css(browser, '[data-test="lock-note"][data-for="key-daily"] [data-test="unlock"]').click()
     browser.find_element(By.ID, "key-daily").clear()  # empty: no limit, which the admin's $5 forbids
     browser.find_element(By.ID, "key-form-submit").click()
     wait(browser, lambda b: b.find_element(By.ID, "key-form-error").text)

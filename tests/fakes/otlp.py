@@ -3,7 +3,9 @@
 It takes `POST /v1/traces` and `POST /v1/metrics` as the OpenTelemetry protocol sends them
 (protobuf bodies, `application/x-protobuf`, gzip if the exporter compresses), decodes them with
 `opentelemetry-proto` (the protocol's own generated classes), and keeps every span and metric
-point with its fields by name. `failing = True` makes it answer 503, as a collector that is down.
+point with its fields by name. `failing = True` makes it answer 503, as a collector that is down;
+`delay` (seconds) holds each answer that long after the request is read, as a collector across a
+network (a few ms) or one that accepts and never answers (longer than the exporter waits).
 
     with OtlpReceiver() as otlp:
         env OTEL_EXPORTER_OTLP_ENDPOINT=otlp.url
@@ -85,6 +87,10 @@ class OtlpReceiver:
     def __init__(self) -> None:
         self.seen = _Seen()
         self.failing = False
+        self.delay = 0.0
+        self.arrived: list[str] = []
+        """The path of every export request as it arrived, answered or not (`delay`, `failing`)."""
+        self._closing = threading.Event()  # ends a held answer at once when the receiver stops
         self._lock = threading.Lock()
         receiver = self
 
@@ -96,6 +102,10 @@ class OtlpReceiver:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
                 if self.headers.get("content-encoding") == "gzip":
                     body = gzip.decompress(body)
+                with receiver._lock:
+                    receiver.arrived.append(self.path)
+                if receiver.delay and receiver._closing.wait(receiver.delay):
+                    return  # stopping: the request is dropped unanswered
                 if receiver.failing:
                     self.send_response(503)
                     self.end_headers()
@@ -172,6 +182,7 @@ class OtlpReceiver:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._closing.set()
         self.server.shutdown()
         self.server.server_close()
 

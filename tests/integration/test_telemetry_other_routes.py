@@ -1,4 +1,4 @@
-"""Telemetry on the routes beside chat (issue 37): embeddings and rerank. Each
+"""Telemetry on the routes beside chat (issue 37): embeddings, rerank and transcription. Each
 provider request is made under its attempt's span, so the strict fakes see a `traceparent` in the
 call's trace (the caller's, when it sent one) whose parent is that attempt's span as the local OTLP
 receiver got it; a failover sends each attempt's request with its own span id."""
@@ -11,6 +11,7 @@ import pytest
 from tests.fakes.script import fail
 from tests.integration import test_telemetry
 from tests.integration.test_telemetry import CALLER_SPAN, CALLER_TRACE, ERROR, OK, TRACEPARENT, _trace, _traceparents
+from tests.integration.test_transcribe_route import audio_file
 
 receiver, otlp = test_telemetry.receiver, test_telemetry.otlp  # the OTLP receiver's fixtures, as chat's tests use them
 
@@ -72,12 +73,89 @@ def test_rerank_carries_the_callers_trace_to_the_provider(otlp, momor, fake):
     assert _traceparents(fake, "cohere") == [f"00-{CALLER_TRACE}-{attempt.span_id}-01"]
 
 
+def test_a_rerank_failover_sends_each_attempt_its_own_span(otlp, momor, fake):
+    """A 404 (the model gone from that offering) fails over at once: two attempts, two spans, and
+    each provider request parented on its own."""
+    catalog = momor.catalog
+    catalog["models"].append({
+        "name": "jina-reranker", "publisher": "jina", "kind": "rerank", "tier": "low",
+        "offerings": [{"provider": "flaky", "id": "jina-reranker-v2-base-multilingual",
+                       "prices": {"input": 0.02, "output": 0.0}}]})
+    (flaky,) = [p for p in catalog["providers"] if p["name"] == "flaky"]
+    flaky["options"] = {"rerankPath": "/rerank"}
+    momor.write_catalog(catalog)
+    fake.script("cohere", fail(404), model="rerank-v3.5")
+    response = momor.post("/v2/rerank", {"model": "rerank-v3.5", "models": ["jina-reranker"], "query": "capital?",
+                                         "documents": DOCUMENTS}, headers=momor.headers(traceparent=TRACEPARENT))
+    assert response.status_code == 200, response.text[:300]
+    call, attempts = _trace(otlp, CALLER_TRACE, 3)
+    _joined(call, attempts, CALLER_TRACE, CALLER_SPAN)
+    assert call.attributes["gen_ai.provider.name"] == "flaky" and call.status_code == OK
+    assert [(a.attributes["gen_ai.provider.name"], a.attributes["momor.attempt.status"], a.status_code)
+            for a in attempts] == [("cohere", "failed", ERROR), ("flaky", "ok", OK)]
+    assert attempts[0].attributes["http.response.status_code"] == 404 and attempts[0].attributes["error.type"]
+    sent = _traceparents(fake, "cohere") + _traceparents(fake, "flaky")
+    assert sent == [f"00-{CALLER_TRACE}-{a.span_id}-01" for a in attempts]
+    assert attempts[0].span_id != attempts[1].span_id
+
+
+def test_a_transcription_carries_the_callers_trace_to_the_provider(otlp, momor, fake):
+    response = momor.post("/models/transcribe", {"file": audio_file(), "model": "whisper-1"},
+                          headers=momor.headers(traceparent=TRACEPARENT))
+    assert response.status_code == 200, response.text
+    assert response.headers["x-momor-trace-id"] == CALLER_TRACE
+    call, attempts = _trace(otlp, CALLER_TRACE, 2)
+    _joined(call, attempts, CALLER_TRACE, CALLER_SPAN)
+    assert call.attributes["http.route"] == "/models/transcribe" and call.status_code == OK
+    (attempt,) = attempts
+    assert attempt.attributes["gen_ai.provider.name"] == "openai"
+    assert attempt.attributes["gen_ai.request.model"] == "whisper-1"
+    assert attempt.attributes["momor.attempt.status"] == "ok"
+    (sent,) = fake.requests("openai")
+    assert sent.path == "/openai/v1/audio/transcriptions"  # the multipart post, strictly parsed by the fake
+    assert sent.headers["traceparent"] == f"00-{CALLER_TRACE}-{attempt.span_id}-01"
+
+
+def test_a_transcription_without_a_callers_trace_starts_one(otlp, momor, fake):
+    response = momor.post("/models/transcribe", {"file": audio_file(), "model": "whisper-1"})
+    assert response.status_code == 200, response.text
+    trace_id = response.headers["x-momor-trace-id"]
+    call, (attempt,) = _trace(otlp, trace_id, 2)
+    _joined(call, [attempt], trace_id, "")  # a root: no parent
+    assert _traceparents(fake, "openai") == [f"00-{trace_id}-{attempt.span_id}-01"]
+
+
+def test_a_transcription_failover_sends_each_attempt_its_own_span(otlp, momor, fake):
+    fake.script("openai", fail(404), model="gpt-4o-mini-transcribe")
+    response = momor.post("/models/transcribe", {"file": audio_file(),
+                                                 "models": ["gpt-4o-mini-transcribe", "whisper-1"]},
+                          headers=momor.headers(traceparent=TRACEPARENT))
+    assert response.status_code == 200, response.text
+    assert response.json()["model"]["name"] == "whisper-1"
+    call, attempts = _trace(otlp, CALLER_TRACE, 3)
+    _joined(call, attempts, CALLER_TRACE, CALLER_SPAN)
+    assert [(a.attributes["gen_ai.request.model"], a.attributes["momor.attempt.status"], a.status_code)
+            for a in attempts] == [("gpt-4o-mini-transcribe", "failed", ERROR), ("whisper-1", "ok", OK)]
+    sent = fake.requests("openai")
+    assert [r.json["model"] for r in sent] == ["gpt-4o-mini-transcribe", "whisper-1"]
+    assert [r.headers["traceparent"] for r in sent] == [f"00-{CALLER_TRACE}-{a.span_id}-01" for a in attempts]
+    assert attempts[0].span_id != attempts[1].span_id
+
+
 def test_telemetry_off_passes_the_callers_traceparent_on_unchanged(momor, fake):
     response = momor.post("/v2/rerank", {"model": "rerank-v3.5", "query": "capital?", "documents": DOCUMENTS},
                           headers=momor.headers(traceparent=TRACEPARENT))
     assert response.status_code == 200, response.text
     assert response.headers["x-momor-trace-id"] == CALLER_TRACE
     assert _traceparents(fake, "cohere") == [TRACEPARENT]
+
+
+def test_telemetry_off_passes_the_callers_traceparent_on_to_a_transcription(momor, fake):
+    response = momor.post("/models/transcribe", {"file": audio_file(), "model": "whisper-1"},
+                          headers=momor.headers(traceparent=TRACEPARENT))
+    assert response.status_code == 200, response.text
+    assert response.headers["x-momor-trace-id"] == CALLER_TRACE
+    assert _traceparents(fake, "openai") == [TRACEPARENT]
 
 
 pytestmark = pytest.mark.emulators

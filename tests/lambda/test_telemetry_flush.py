@@ -7,6 +7,7 @@ can have sent what arrives."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from fastapi import FastAPI
@@ -63,3 +64,30 @@ def test_spans_and_metrics_leave_before_the_next_event_is_asked_for(runtime: Run
         # Every export came while the first invocation was still the bridge's last /next.
         assert next_calls_at_export and set(next_calls_at_export) == {1}, next_calls_at_export
         assert spans[0].resource["faas.name"] and spans[0].resource["cloud.platform"] == "aws_lambda"
+
+
+FLUSH_TIMEOUT_S = 1.0
+
+
+@pytest.mark.timeout(120)
+def test_a_collector_that_never_answers_costs_the_invocation_at_most_the_flush_timeout(
+        runtime: Runtime, rest_event) -> None:
+    """A collector that takes each export and never answers (a black-holed endpoint behind a load
+    balancer): the caller's answer is whole before the flush begins, the flush gives up within
+    MOMOR_OTEL_FLUSH_TIMEOUT_S, and the lost spans are counted in a log line."""
+    with OtlpReceiver() as otlp:
+        otlp.delay = 60.0
+        bridge = runtime.start(APP, env={"OTEL_EXPORTER_OTLP_ENDPOINT": otlp.url, "OTEL_BSP_SCHEDULE_DELAY": "600000",
+                                         "OTEL_METRIC_EXPORT_INTERVAL": "600000",
+                                         "MOMOR_OTEL_FLUSH_TIMEOUT_S": str(FLUSH_TIMEOUT_S)})
+        request_id = runtime.standin.enqueue(rest_event("GET", "/v1/call"))
+        response = runtime.standin.wait_response(request_id)
+        assert json.loads(response.body)["trace"]
+        runtime.standin.wait_next_calls(2, timeout=30)
+        held = time.monotonic() - response.ended_at  # the flush, as the invocation's billed time after the answer
+        assert set(otlp.arrived) == {"/v1/traces", "/v1/metrics"}, "both exports were sent"
+        assert otlp.spans() == []
+        assert held <= FLUSH_TIMEOUT_S + 0.5, f"the flush held the invocation {held:.2f} s"
+        drops = [json.loads(line) for line in bridge.log().splitlines()
+                 if line.startswith("{") and "telemetry spans dropped" in line]
+        assert [(d["spans"], d["dropped_total"]) for d in drops] == [(1, 1)], bridge.log()

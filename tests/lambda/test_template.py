@@ -72,6 +72,8 @@ ROUTES = [
     ("delete", "/keys/{id}", "UsageFunction", False),
     ("post", "/keys/{id}/rotate", "UsageFunction", False),
     ("get", "/audit", "UsageFunction", False),
+    ("get", "/organizations/{id}", "UsageFunction", False),
+    ("patch", "/organizations/{id}", "UsageFunction", False),
     ("get", "/models/{id+}", "CatalogFunction", False),
     ("get", "/v1/models/{id+}", "CatalogFunction", False),
     ("get", "/router/v1/models", "CatalogFunction", False),

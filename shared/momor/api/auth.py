@@ -70,7 +70,7 @@ class Caller:
     max_cost_per_call: Decimal | None = None
     """The key's `maxCostPerCallUsd` (api/flow.py refuses a call estimated above it)."""
     scoped: tuple[ScopedBudget, ...] = ()
-    """The key's budgets by model and by provider (store/budgets.py ScopedBudget)."""
+    """The key's and the organization's budgets by model and by provider (store/budgets.py ScopedBudget)."""
     tokens: tuple[TokenSubject, ...] = ()
     """The key's and the organization's token limits (store/token_limits.py); each must admit a call."""
     cache: bool | None = None
@@ -142,7 +142,7 @@ async def key_caller(key: apikeys.Caller, key_hash: str | None) -> Caller:
                     zdr=key.zdr, budget_daily=key.budget_daily, budget_monthly=key.budget_monthly, key_hash=key_hash,
                     allow=_allow(allowed("your API key", key.allow_models, key.allow_providers), org),
                     tokens=_tokens(subject_of(key.id, key.tokens_per_minute, key.tokens_per_day), org),
-                    scoped=scoped_budgets(key.id, key.budgets_by_model, key.budgets_by_provider),
+                    scoped=scoped_budgets(key.id, key.budgets_by_model, key.budgets_by_provider) + _scoped(org),
                     max_cost_per_call=key.max_cost_per_call,
                     cache=key.cache, cache_ttl=key.cache_ttl,
                     key_guardrails=key.guardrails)
@@ -167,7 +167,12 @@ async def _session(token: str) -> Caller:
     return Caller(id=PERSON_PREFIX + session.sub, name=member.email or session.username, kind="session", org=org,
                   role="operator" if operator else member.role, person=session.sub,
                   email=member.email or (session.username if "@" in session.username else None),
-                  allow=_allow(None, org), tokens=_tokens(None, org))
+                  allow=_allow(None, org), tokens=_tokens(None, org), scoped=_scoped(org))
+
+
+def _scoped(org: Organization) -> tuple[ScopedBudget, ...]:
+    """The organization's budgets by model and by provider: every call of it is held against them too."""
+    return scoped_budgets(ORG_SUBJECT + org.id, org.budgets_by_model, org.budgets_by_provider, "your organization's")
 
 
 def _tokens(key: TokenSubject | None, org: Organization) -> tuple[TokenSubject, ...]:

@@ -241,6 +241,14 @@ class _Admission:
         return headers | self.budget.headers() if self.budget is not None else headers
 
 
+def _cost_ceilings(caller: Any) -> list[tuple[str, Decimal]]:
+    """The per-call cost ceilings that bind a caller: its key's, and its organization's."""
+    org = getattr(caller, "org", None)
+    found = [("your API key's", getattr(caller, "max_cost_per_call", None)),
+             ("your organization's", org.max_cost_per_call if isinstance(org, Organization) else None)]
+    return [(whose, ceiling) for whose, ceiling in found if ceiling is not None]
+
+
 def _budget_subjects(caller: Any) -> list[Any]:
     """The spend limits a caller's call is held against: its key's own, and its organization's."""
     subjects: list[Any] = [caller] if has_budget(caller) else []
@@ -394,14 +402,15 @@ async def _prepare(
     screening = await _screened(caller, routed, recorder)
     candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
-    ceiling = getattr(caller, "max_cost_per_call", None)
-    if ceiling is not None and billed:  # the key's per-call ceiling: refused before any provider is asked
+    ceilings = _cost_ceilings(caller) if billed else []
+    if ceilings:  # the key's and organization's per-call ceilings: refused before any provider is asked
         estimate = _hold(routed, candidates, catalog)
-        if estimate > ceiling:
-            raise RequestError(
-                f"This call may cost up to ${estimate.quantize(Decimal('0.000001'))} (its input and its output "
-                f"ceiling; a lower max_tokens lowers it), more than your API key's limits.maxCostPerCallUsd of "
-                f"${ceiling}.", status=402)
+        for whose, ceiling in ceilings:
+            if estimate > ceiling:
+                raise RequestError(
+                    f"This call may cost up to ${estimate.quantize(Decimal('0.000001'))} (its input and its "
+                    f"output ceiling; a lower max_tokens lowers it), more than {whose} limits.maxCostPerCallUsd "
+                    f"of ${ceiling}.", status=402)
     cache_plan = cached.plan_for(request, caller, routed, zdr)  # a bad X-Momor-Cache: 400 before any hold
     if screening is not None and (screening.masked or screening.rewrites_output):
         # A masked call's placeholders are the same for different values ([EMAIL_1]), and a kept answer

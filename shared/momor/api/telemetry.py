@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -126,19 +127,41 @@ def export(recorder: Recorder, record: CallRecord) -> None:
 
 
 def flush() -> None:
-    """Send what is queued, bounded by the exporters' timeout (MOMOR_OTEL_FLUSH_TIMEOUT_S on Lambda):
-    before a Lambda environment may be frozen. Never raises."""
+    """Send what is queued before a Lambda environment may be frozen, within MOMOR_OTEL_FLUSH_TIMEOUT_S
+    on the whole. Never raises.
+
+    The spans and the metrics go at once, each on its own connection (the metrics from a thread of
+    their own): one after the other, a collector that never answers held the invocation for the
+    exporters' timeout twice, and a reachable one for two round trips. Each exporter's timeout is the
+    flush timeout on Lambda (`_exporter_timeout`), so neither outlives the bound; the wait for the
+    metrics is bounded by it too, should a deployment set a longer OTEL_EXPORTER_OTLP_TIMEOUT."""
     pipeline = _pipeline
     if pipeline is None:
         return
-    timeout_ms = int(get_config().otel_flush_timeout * 1000)
+    timeout_s = get_config().otel_flush_timeout
+    deadline = time.monotonic() + timeout_s
+    metrics = None
+    if pipeline.meter_provider is not None:
+        metrics = threading.Thread(target=_flush_metrics, args=(pipeline, int(timeout_s * 1000)),
+                                   name="momor-otel-flush", daemon=True)
+        metrics.start()
+    if pipeline.spans is not None:
+        try:
+            pipeline.spans.force_flush(int(timeout_s * 1000))
+        except Exception:
+            logger.exception("telemetry spans not flushed")
+    if metrics is not None:
+        metrics.join(max(0.0, deadline - time.monotonic()))
+        if metrics.is_alive():
+            logger.warning("telemetry metrics flush still running at the flush timeout",
+                           extra={"timeout_s": timeout_s})
+
+
+def _flush_metrics(pipeline: _Pipeline, timeout_ms: int) -> None:
     try:
-        if pipeline.spans is not None:
-            pipeline.spans.force_flush(timeout_ms)
-        if pipeline.meter_provider is not None:
-            pipeline.meter_provider.force_flush(timeout_ms)
+        pipeline.meter_provider.force_flush(timeout_ms)
     except Exception:
-        logger.exception("telemetry not flushed")
+        logger.exception("telemetry metrics not flushed")
 
 
 def dropped() -> int:

@@ -7,9 +7,10 @@ organization admin's, every call of the organization (its keys' and its people's
 `group=person` break them down); an operator's, every call of the deployment. Nobody else's: an
 organization's calls are read by its callers' ids, so another organization's never come into it.
 See store/usage.py for what is counted and how the read is bounded. With the key's budget, when it
-has one: spend against each limit. `guardrails`: calls each guardrail masked, blocked and logged, per
-key, over the range's days (store/guardrail_counts.py), for the same callers, of the caller's own
-organization (an operator's too).
+has one: spend against each limit. `budgets`: the by-model and by-provider budgets of the keys the
+caller sees and of its organization, with what is left of each (api/usage_budgets.py). `guardrails`:
+calls each guardrail masked, blocked and logged, per key, over the range's days
+(store/guardrail_counts.py), for the same callers, of the caller's own organization (an operator's too).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ..store.organizations import Organization
 from .auth import PERSON_PREFIX
 from .backend import Backend, Caller
 from .problem_routes import problem_route
+from .usage_budgets import scoped
 
 _CONCURRENT_LOOKUPS = 16
 """Membership reads an admin's usage makes at once (only for members listed before joining times)."""
@@ -56,7 +58,7 @@ async def _usage(request: Request, caller: Caller) -> dict[str, Any]:
     _name_people(records, owners)
     answer = usage.summarize(records, span, group)
     await usage.add_details(answer["latest"])
-    budget = await budgets.current(caller)
+    budget, by_scope = await asyncio.gather(budgets.current(caller), scoped(caller))
     rails = await guardrail_counts.counts(caller.org.id, span.days(), None if callers is None else set(callers))
     return {
         "scope": scope,
@@ -66,9 +68,9 @@ async def _usage(request: Request, caller: Caller) -> dict[str, Any]:
         "records": len(records),
         **answer,
         "budget": budget.to_json() if budget is not None else None,
+        "budgets": by_scope,
         "guardrails": rails,
     }
-
 
 
 async def _scope(caller: Caller) -> tuple[str, list[str] | None, dict[str, str], usage.Windows]:

@@ -44,7 +44,7 @@
     const node = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
       if (k === "class") node.className = v;
-      else if (k.startsWith("data-") || k === "title" || k === "role") node.setAttribute(k, v);
+      else if (k.startsWith("data-") || k.startsWith("aria-") || k === "title" || k === "role") node.setAttribute(k, v);
       else node[k] = v;
     }
     for (const c of children) node.append(c instanceof Node ? c : document.createTextNode(String(c ?? "")));
@@ -56,6 +56,8 @@
     $("signin").hidden = view !== "signin";
     $("dashboard").hidden = view !== "usage";
     $("keys-view").hidden = view !== "keys";
+    $("audit-view").hidden = view !== "audit";
+    $("org-view").hidden = view !== "organization";
     $("controls").hidden = view === "signin";
     $("views").hidden = view === "signin" || !state.me;
     document.querySelectorAll(".usage-only").forEach((node) => { node.hidden = view !== "usage"; });
@@ -108,8 +110,14 @@
     try {
       state.me = await fetchMe();
       window.MomorKeys.setMe(state.me);
+      window.MomorAudit.setMe(state.me);
+      window.MomorOrg.setMe(state.me);
       if (state.view === "keys" && state.me && state.me.managesKeys) {
         await window.MomorKeys.load();
+      } else if (state.view === "audit" && window.MomorAudit.isAdmin()) {
+        await window.MomorAudit.load();
+      } else if (state.view === "organization" && state.me && state.me.organization) {
+        await window.MomorOrg.load();
       } else {
         state.view = "usage";
         state.usage = await auth.api(usagePath());
@@ -118,7 +126,7 @@
       if (error.status === 401) {
         refused(error);
       } else {
-        const where = state.view === "keys" ? "keys-error" : "truncated";
+        const where = { keys: "keys-error", audit: "audit-error", organization: "org-error" }[state.view] || "truncated";
         $(where).hidden = false;
         $(where).textContent = error.message;
         show(state.view);
@@ -174,6 +182,8 @@
     });
   });
   window.MomorKeys.wire();
+  window.MomorAudit.wire(load);
+  window.MomorOrg.wire();
 
   // ---------------------------------------------------------------------------------- the page
   function render(u) {
@@ -199,6 +209,7 @@
     people.hidden = !u.groups.person || u.scope === "own";
     if (people.hidden && state.group === "person") selectGroup("model");
     renderBudget(u.budget);
+    renderScopedBudgets(u.budgets);
     renderGuardrails(u.guardrails || [], u.groups.key || []);
     renderCharts(u);
     renderTop();
@@ -239,6 +250,40 @@
         el("div", { class: "foot" }, "resets " + new Date(resets).toLocaleString())));
     }
     $("budget-meters").replaceChildren(...meters);
+  }
+
+  // Issue 38: GET /usage's `budgets` (api/usage_budgets.py): each key's, and the organization's, budgets
+  // by model and by provider, a row per limit: what this day or month spent of it and what is left.
+  function renderScopedBudgets(b) {
+    const owners = [...((b && b.keys) || []).map((k) => [k.name || k.id, "key", k]),
+      ...(b && b.organization ? [[b.organization.name || "your organization", "organization", b.organization]] : [])];
+    const rows = [];
+    for (const [whose, kind, budgets] of owners) {
+      for (const [group, label] of [["byModel", "model"], ["byProvider", "provider"]]) {
+        for (const [name, e] of Object.entries(budgets[group] || {})) {
+          for (const [limit, spent, left, period, resets] of [
+            [e.dailyUsd, e.spentTodayUsd, e.leftTodayUsd, "today", e.dayResets],
+            [e.monthlyUsd, e.spentThisMonthUsd, e.leftThisMonthUsd, "this month", e.monthResets]]) {
+            if (limit === null || limit === undefined) continue;
+            const known = spent !== null && spent !== undefined;
+            const share = !known ? 0 : limit > 0 ? Math.min(spent / limit, 1) : 1;
+            const fill = el("div", { class: "fill" + (share >= 1 ? " over" : share >= 0.8 ? " warn" : "") });
+            fill.style.width = (100 * share).toFixed(1) + "%";
+            rows.push(el("tr", { "data-owner": kind, "data-name": name, "data-period": period === "today" ? "day" : "month" },
+              el("td", { class: "name" }, whose, el("span", { class: "muted small" }, " " + kind)),
+              el("td", {}, name, el("span", { class: "muted small" }, " " + label)),
+              el("td", {}, period),
+              el("td", { class: "num", "data-test": "limit" }, usd(limit)),
+              el("td", { class: "num", "data-test": "spent" }, known ? usd(spent) : "–"),
+              el("td", { class: "num", "data-test": "left" }, known ? usd(left) : "–"),
+              el("td", { class: "hide-sm meter-cell" }, el("div", { class: "track" }, fill)),
+              el("td", { class: "hide-sm muted" }, resets ? new Date(resets).toLocaleString() : "–")));
+          }
+        }
+      }
+    }
+    $("scoped-budgets").hidden = rows.length === 0;
+    $("scoped-budgets-body").replaceChildren(...rows);
   }
 
   // Issue 39: GET /usage's `guardrails` rows (store/guardrail_counts.py), one per check and key; the key

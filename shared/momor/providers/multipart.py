@@ -8,7 +8,7 @@ import httpx2
 
 from ..httpx_client import shared_client
 from .base import Target
-from .transport import DEFAULT_TIMEOUTS, Timeouts, provider_errors, target_url
+from .transport import DEFAULT_TIMEOUTS, Timeouts, provider_errors, request_headers, target_url
 
 
 async def post_multipart(
@@ -18,7 +18,7 @@ async def post_multipart(
     """A non-streaming multipart exchange (audio transcription: openai_transcribe.MultipartRequest):
     the whole answer's body, or the wire's ProviderError."""
     client = client or shared_client()
-    headers = {**target.provider.headers, **request.headers}
+    headers = request_headers(target, request.headers)  # the attempt's traceparent too, as every exchange
     timeout = httpx2.Timeout(connect=timeouts.connect, read=timeouts.first_token, write=timeouts.idle,
                              pool=timeouts.connect)
     with provider_errors(target, headers):

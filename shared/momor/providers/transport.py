@@ -84,7 +84,7 @@ async def exchange(
     only the caller knows what it has passed on.
     """
     request = wire.build_request(call, target, stream)
-    headers = _request_headers(target, request.headers)
+    headers = request_headers(target, request.headers)
     url = request.url or target_url(target, request.path)
     with provider_errors(target, headers):
         headers.update(await credential_headers(wire, target))  # a wire that signs in first (Vertex)
@@ -122,7 +122,9 @@ async def exchange(
                     yield event
 
 
-def _request_headers(target: Target, wire_headers: dict[str, str]) -> dict[str, str]:
+def request_headers(target: Target, wire_headers: dict[str, str]) -> dict[str, str]:
+    """The headers of every provider request, whichever transport sends it (a JSON exchange here,
+    a multipart post: multipart.py): the catalog's, the wire's, and the attempt's traceparent."""
     headers = {**target.provider.headers, **wire_headers}
     if target.traceparent is not None:  # W3C Trace Context: the provider's work joins the caller's trace
         headers["traceparent"] = target.traceparent
@@ -299,7 +301,7 @@ async def post_whole(wire: Any, request: Any, target: Target, *, timeouts: Timeo
     """One buffered JSON exchange that is not a generation (an embedding, a rerank: providers/vectors.py):
     the answer's body and headers, over the same lean client, timeouts and error mapping as `exchange`.
     `request` is a WireRequest the wire built; its `map_error` reads a failure."""
-    headers = _request_headers(target, request.headers)
+    headers = request_headers(target, request.headers)
     url = request.url or target_url(target, request.path)
     with provider_errors(target, headers):
         headers.update(await credential_headers(wire, target))

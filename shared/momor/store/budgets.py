@@ -160,15 +160,16 @@ class ScopedBudget:
         return provider == self.name or provider.partition("@")[0] == self.name
 
 
-def scoped_budgets(caller_id: str, by_model: dict[str, Any] | None, by_provider: dict[str, Any] | None
-                   ) -> tuple[ScopedBudget, ...]:
+def scoped_budgets(caller_id: str, by_model: dict[str, Any] | None, by_provider: dict[str, Any] | None,
+                   whose: str = "your API key's") -> tuple[ScopedBudget, ...]:
+    """A key's (or, `caller_id` "org:<id>", an organization's) budgets by model and by provider."""
     out = []
     for kind, scoped in (("model", by_model), ("provider", by_provider)):
         for name, limits in (scoped or {}).items():
             daily, monthly = limits.get("dailyUsd"), limits.get("monthlyUsd")
             if daily is not None or monthly is not None:
                 out.append(ScopedBudget(kind, name, OrgBudget(f"{caller_id}{SCOPE}{kind}:{name}", daily, monthly,
-                                                              f"your API key's {name}")))
+                                                              f"{whose} {name}")))
     return tuple(out)
 
 

@@ -10,6 +10,10 @@ ratelimit.py), so no new table and no new grant set:
                                cache (BOOL), cacheTtlS (N): its calls use the response cache
                                by default, their answers kept that long (api/cached.py),
                                guardrails (S: the guardrail policy's JSON, guardrails/policy.py),
+                               maxCostPerCallUsd (N), budgetsByModel, budgetsByProvider (M: name ->
+                               {dailyUsd, monthlyUsd}), encoded as a key's are (key_limits.py),
+                               limitsSetBy (M: what an operator set, which binds its admins; see
+                               org_settings.py), settingsVersion (N: moved on by each set_settings),
                                joined (map person id -> when they joined), former (map person id ->
                                list of "<joined>/<left>": the times they were a member and left)
     keyHash = "person#<sub>"   org, role, email: where a signed-in person (Cognito `sub`) belongs
@@ -43,7 +47,7 @@ from typing import Any
 
 from ..config import get_config
 from ..guardrails.policy import NONE, Policy, from_text
-from . import aws, dynamo
+from . import aws, dynamo, key_limits
 from .last_good import LastGood
 
 DEFAULT_ORG = "default"
@@ -95,6 +99,11 @@ class Organization:
     """Input + output tokens a minute and a UTC day for all its calls together (token_limits.py)."""
     guardrails: Policy = NONE
     """The guardrail checks every call of the organization runs: the floor its keys add to."""
+    max_cost_per_call: Decimal | None = None
+    """No call of the organization may be estimated above it (api/flow.py), as a key's own ceiling."""
+    budgets_by_model: dict[str, Any] | None = None
+    budgets_by_provider: dict[str, Any] | None = None
+    """Its spend limits per model and per provider, {name: {"dailyUsd", "monthlyUsd"}} (budgets.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +194,9 @@ def from_item(item: dict[str, Any]) -> Organization:
         tokens_per_minute=_whole(item, "tokensPerMinute"),
         tokens_per_day=_whole(item, "tokensPerDay"),
         guardrails=from_text(item.get(GUARDRAILS, {}).get("S"), origin="organization"),
+        max_cost_per_call=_usd(item, "maxCostPerCallUsd"),
+        budgets_by_model=key_limits.FIELDS["budgets.byModel"].decode(item.get("budgetsByModel")),
+        budgets_by_provider=key_limits.FIELDS["budgets.byProvider"].decode(item.get("budgetsByProvider")),
     )
 
 
@@ -397,3 +409,52 @@ def set_guardrails(org_id: str, policy: Policy) -> Organization:
     answer = client.update_item(**request)
     _orgs.forget(org_id)
     return from_item(answer["Attributes"])
+
+
+class Changed(Exception):
+    """set_settings: the organization's settings changed since they were read (read them again)."""
+
+
+async def read_item(org_id: str) -> dict[str, Any] | None:
+    """The organization's item as it is now (a consistent read, not the cache): what a change starts from."""
+    answer = await dynamo.call("GetItem", {"TableName": get_config().need("api_keys_table"),
+                                           "Key": {"keyHash": {"S": org_key(org_id)}}, "ConsistentRead": True})
+    return answer.get("Item")
+
+
+SETTINGS_VERSION = "settingsVersion"
+
+
+async def set_settings(org_id: str, attributes: dict[str, dict[str, Any] | None], version: int) -> Organization:
+    """Set the organization's settings (org_settings.py): each attribute's value, None removing it, on the
+    condition that no other change landed since the item was read at `version` (else Changed). As
+    set_guardrails, the change is this process's at once and warm processes' within MOMOR_API_KEY_CACHE_S."""
+    names: dict[str, str] = {"#v": SETTINGS_VERSION}
+    values: dict[str, Any] = {":one": {"N": "1"}}
+    sets, removes = [], []
+    for i, (attribute, value) in enumerate(sorted(attributes.items())):
+        names[f"#a{i}"] = attribute
+        if value is None:
+            removes.append(f"#a{i}")
+        else:
+            values[f":a{i}"] = value
+            sets.append(f"#a{i} = :a{i}")
+    expression = "ADD #v :one" + (f" SET {', '.join(sets)}" if sets else "") + (
+        f" REMOVE {', '.join(removes)}" if removes else "")
+    if version:
+        condition = "attribute_exists(keyHash) AND #v = :v"
+        values[":v"] = {"N": str(version)}
+    else:
+        condition = "attribute_exists(keyHash) AND attribute_not_exists(#v)"
+    try:
+        answer = await dynamo.call("UpdateItem", {
+            "TableName": get_config().need("api_keys_table"), "Key": {"keyHash": {"S": org_key(org_id)}},
+            "UpdateExpression": expression, "ConditionExpression": condition,
+            "ExpressionAttributeNames": names, "ExpressionAttributeValues": values, "ReturnValues": "ALL_NEW"})
+    except dynamo.DynamoError as exc:
+        if exc.code == "ConditionalCheckFailedException":
+            raise Changed() from None
+        raise
+    made = from_item(answer["Attributes"])
+    _orgs.forget(org_id, made, known=True)
+    return made
