@@ -176,10 +176,12 @@ def test_organizations_are_made_changed_and_shown_and_their_audit_log_names_the_
     ok(momor_cli("org", "update", org_id, "--name", "Research lab", "--monthly-usd", "none",
                  "--allow-model", "openai/*", "--tokens-per-day", "200000", "--members-create-keys", "--zdr"))
     shown = json.loads(ok(momor_cli("org", "show", org_id, "--json")).stdout)
-    assert (shown["name"], shown["budgetMonthlyUsd"], shown["tokensPerMinute"], shown["tokensPerDay"]) == (
+    limits = shown["limits"]
+    assert (shown["name"], limits["budgetMonthlyUsd"], limits["tokensPerMinute"], limits["tokensPerDay"]) == (
         "Research lab", None, 10000, 200000)
-    assert (shown["allowModels"], shown["allowProviders"]) == (["openai/*"], ["openai"])
-    assert shown["membersCreateKeys"] is True and shown["defaults"]["zdr"] is True
+    assert shown["allow"] == {"models": ["openai/*"], "providers": ["openai"]}
+    assert shown["membersCreateKeys"] is True and limits["zdr"] is True
+    assert shown["operatorLimits"]["limits.tokensPerDay"] == 200000  # what an operator set binds the admins
     assert org_id in ok(momor_cli("org", "list")).stdout
     ok(momor_cli("org", "add-member", org_id, "--sub", "sub-of-ada", "--role", "member", "--email", "ada@example.com"))
     assert json.loads(ok(momor_cli("org", "show", org_id, "--json")).stdout)["members"] == {"sub-of-ada": "member"}
@@ -194,14 +196,19 @@ def test_organizations_are_made_changed_and_shown_and_their_audit_log_names_the_
     assert entries[1]["target"] == "sub-of-ada" and entries[1]["changes"] == {"role": {"from": None, "to": "member"}}
     change = entries[2]["changes"]
     assert change["name"] == {"from": "Research", "to": "Research lab"}
-    assert change["budgetMonthlyUsd"] == {"from": 500.0, "to": None}
-    assert change["allowModels"] == {"from": None, "to": ["openai/*"]}
-    assert "allowProviders" not in change  # left as it was
+    assert change["limits.budgetMonthlyUsd"] == {"from": 500.0, "to": None}
+    assert change["allow.models"] == {"from": None, "to": ["openai/*"]}
+    assert "allow.providers" not in change  # left as it was
+    # The organization API reads what the CLI wrote, as its admin sees it, and holds the admin to it.
+    settings = api(momor, admin, "GET", f"/organizations/{org_id}").json()
+    assert (settings["name"], settings["limits"]["tokensPerDay"]) == ("Research lab", 200000)
+    raised = api(momor, admin, "PATCH", f"/organizations/{org_id}", {"limits": {"tokensPerDay": 300000}})
+    assert raised.status_code == 403 and "limits.tokensPerDay" in raised.json()["detail"]
     assert {e["actor"]["id"] for e in entries} == {sts_arn()}
     assert admin not in json.dumps(entries)
 
     wrong = momor_cli("org", "update", org_id, "--tokens-per-day", "many")
-    assert wrong.returncode == 2 and "--tokens-per-day" in wrong.stderr
+    assert wrong.returncode == 1 and "limits.tokensPerDay must be a whole number" in wrong.stderr
     missing = momor_cli("org", "show", "no-such-org")
     assert missing.returncode == 1 and "no organization 'no-such-org'" in missing.stderr
 

@@ -7,7 +7,8 @@ into the API-keys table (store/organizations.py), as an operator's commands.
                           [--tokens-per-minute N] [--tokens-per-day N] [--cache] [--cache-ttl SECONDS]
     momor org list [--json]
     momor org show ORG_ID [--json]
-    momor org update ORG_ID [--name NAME] [the same flags; N|none, SELECTOR|none: none removes it]
+    momor org update ORG_ID [--name NAME] [the same flags, and --max-cost-per-call-usd N; N|none,
+                          SELECTOR|none: none removes it; --no-zdr, --no-cache, ... turn one off]
     momor org add-member ORG_ID (--sub SUB | --username NAME --user-pool POOL_ID)
                           [--role admin|member] [--email EMAIL] [--keep-keys]
     momor org remove-member ORG_ID (--sub SUB | --username NAME --user-pool POOL_ID) [--keep-keys]
@@ -29,6 +30,11 @@ The organization they left keeps their calls of the time they were in it, in its
 
 `guardrails` sets the organization's guardrail policy (README "Guardrails"), the floor every key of it
 adds to: checked as the key API checks a key's, printed back as stored; --clear removes it.
+
+`update` changes the organization's settings as PATCH /organizations/{id} does for an operator
+(store/org_settings.py: the same fields, bounds and refusals, naming the field; what an operator sets
+binds the organization's admins), plus its name and call defaults, in one conditional write. `show`
+prints GET /organizations/{id}'s fields, with the defaults and members besides.
 
 Every change is appended to the organization's audit log (store/audit.py), naming the operator's AWS
 identity (cli/operator.py): organization.create, organization.change, member.add, member.remove.
@@ -107,6 +113,23 @@ SWITCHES = (
 LISTS = (("--allow-model", "allowModels", "SELECTOR", "a model selector every call of it may reach"),
          ("--allow-provider", "allowProviders", "NAME", "a provider every call of it may reach"))
 
+UPDATE_LIMITS = (
+    # `momor org update`: the organization API's own fields (store/org_settings.py), read by its rules.
+    ("--daily-usd", "budgetDailyUsd", "spend limit per UTC day, all its keys together"),
+    ("--monthly-usd", "budgetMonthlyUsd", "spend limit per UTC month"),
+    ("--max-cost-per-call-usd", "maxCostPerCallUsd", "no call of it may be estimated above it"),
+    ("--tokens-per-minute", "tokensPerMinute", "input + output tokens a minute, all its calls together"),
+    ("--tokens-per-day", "tokensPerDay", "the same, a UTC day"),
+    ("--cache-ttl", "cacheTtlS", "how long its cached answers are kept (none: MOMOR_CACHE_TTL_S)"),
+)
+UPDATE_SWITCHES = (("zdr", "limits.zdr", "hold every call to zero data retention"),
+                   ("cache", "limits.cache", "its calls use the response cache unless their key or call says"),
+                   ("members_create_keys", "membersCreateKeys", "members may create their own keys"))
+UPDATE_LISTS = (("--allow-model", "allow.models", "SELECTOR", "a model selector every call of it may reach"),
+                ("--allow-provider", "allow.providers", "NAME", "a provider every call of it may reach"))
+_RECHECKS = 3
+"""Times an update is tried again when another change landed meanwhile."""
+
 
 def add_commands(parser: argparse.ArgumentParser) -> None:
     operator.add_arguments(parser)
@@ -114,19 +137,28 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     create = commands.add_parser("create", help="a new organization (its id on stdout)")
     create.add_argument("name")
     create.add_argument("--id", help="its id (default: made up)")
+    for flag, _, kind, metavar, text in SETTINGS:
+        create.add_argument(flag, type=kind, default=None, metavar=metavar, help=text)
+    for dest, _, text in SWITCHES:
+        create.add_argument("--" + dest.replace("_", "-"), action=argparse.BooleanOptionalAction, default=None,
+                            help=text)
+    for flag, _, metavar, text in LISTS:
+        create.add_argument(flag, action="append", metavar=metavar, help=f"{text} (repeat; default: every one)")
     update = commands.add_parser("update", help="change an organization's name, defaults and limits")
     update.add_argument("org")
     update.add_argument("--name", help="its new name")
-    for command, unset in ((create, None), (update, NOT_GIVEN)):
-        for flag, _, kind, metavar, text in SETTINGS:
-            shown = metavar if unset is None else f"{metavar}|none"
-            command.add_argument(flag, type=kind, default=unset, metavar=shown, help=text)
-        for dest, _, text in SWITCHES:
-            command.add_argument("--" + dest.replace("_", "-"), action=argparse.BooleanOptionalAction, default=None,
-                                 help=text)
-        for flag, _, metavar, text in LISTS:
-            command.add_argument(flag, action="append", metavar=metavar,
-                                 help=f"{text} (repeat; default: every one{'; none: no list' if unset else ''})")
+    update.add_argument("--max-age", type=_max_age, default=NOT_GIVEN, metavar="DURATION|none",
+                        help="default maxAge of its calls (ISO 8601 or TimeSpan)")
+    update.add_argument("--deprecated", action=argparse.BooleanOptionalAction, default=None,
+                        help="default for letting deprecated models serve tier/auto selectors")
+    for flag, field, text in UPDATE_LIMITS:
+        update.add_argument(flag, metavar="N|none", help=f"limits.{field}: {text}")
+    for dest, field, text in UPDATE_SWITCHES:
+        update.add_argument("--" + dest.replace("_", "-"), action=argparse.BooleanOptionalAction, default=None,
+                            help=f"{field}: {text}")
+    for flag, field, metavar, text in UPDATE_LISTS:
+        update.add_argument(flag, action="append", metavar=f"{metavar}|none",
+                            help=f"{field}: {text} (repeat; none: no list)")
     create.set_defaults(run=_create)
     update.set_defaults(run=_update)
     listed = commands.add_parser("list", help="every organization")
@@ -168,22 +200,18 @@ def _organizations(args: argparse.Namespace) -> Any:
     return organizations
 
 
-def org_json(org: Any) -> dict[str, Any]:
-    """An organization as `show` prints it, by the names its item (and the audit log) give its settings."""
-    return {"id": org.id, "name": org.name,
-            "defaults": {"zdr": org.defaults.zdr, "maxAge": org.defaults.max_age,
-                         "deprecated": org.defaults.deprecated, "cache": org.defaults.cache,
-                         "cacheTtlS": org.defaults.cache_ttl},
-            "membersCreateKeys": org.members_create_keys,
-            "budgetDailyUsd": _number(org.budget_daily), "budgetMonthlyUsd": _number(org.budget_monthly),
-            "tokensPerMinute": org.tokens_per_minute, "tokensPerDay": org.tokens_per_day,
-            "allowModels": list(org.allow_models) if org.allow_models is not None else None,
-            "allowProviders": list(org.allow_providers) if org.allow_providers is not None else None,
-            "members": dict(org.members), "guardrails": org.guardrails.to_json()}
+def org_json(item: dict[str, Any]) -> dict[str, Any]:
+    """An organization as `show` prints it: GET /organizations/{id}'s names (api/org_routes.py), with its
+    defaults and members besides."""
+    from ..store import key_limits, org_settings, organizations
 
-
-def _number(value: Decimal | None) -> float | None:
-    return None if value is None else float(value)
+    org = organizations.from_item(item)
+    return {"id": org.id, "name": org.name, "membersCreateKeys": org.members_create_keys,
+            **org_settings.shown(org_settings.values_of(item)), "guardrails": org.guardrails.to_json(),
+            "operatorLimits": {key_limits.qualified(n): key_limits.FIELDS[n].show(e[org_settings.OPERATOR])
+                               for n, e in org_settings.set_by_of(item).items()},
+            "defaults": {"maxAge": org.defaults.max_age, "deprecated": org.defaults.deprecated},
+            "members": dict(org.members)}
 
 
 def _create(args: argparse.Namespace) -> int:
@@ -223,65 +251,75 @@ def _read(org_id: str) -> dict[str, Any]:
     return dict(item)
 
 
-def _attribute(value: Any) -> dict[str, Any] | None:
-    """An org item's attribute for a setting's value; None: the attribute is removed."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return {"BOOL": value}
-    if isinstance(value, int | Decimal):
-        return {"N": format(value, "f") if isinstance(value, Decimal) else str(value)}
-    if isinstance(value, list | tuple):
-        return {"L": [{"S": v} for v in value]}
-    return {"S": value}
+def _body(args: argparse.Namespace) -> dict[str, Any]:
+    """The organization API's body for the flags given (cli/governance.py's way: values as written)."""
+    from .governance import _listed, _value
+
+    body: dict[str, Any] = {}
+    limits = {field: _value(getattr(args, flag[2:].replace("-", "_"))) for flag, field, _ in UPDATE_LIMITS
+              if getattr(args, flag[2:].replace("-", "_")) is not None}
+    limits |= {field.split(".")[1]: getattr(args, dest) for dest, field, _ in UPDATE_SWITCHES
+               if field.startswith("limits.") and getattr(args, dest) is not None}
+    allow = {field.split(".")[1]: _listed(getattr(args, flag[2:].replace("-", "_"))) for flag, field, *_ in UPDATE_LISTS
+             if getattr(args, flag[2:].replace("-", "_")) is not None}
+    body |= {"limits": limits} if limits else {}
+    body |= {"allow": allow} if allow else {}
+    if args.members_create_keys is not None:
+        body["membersCreateKeys"] = args.members_create_keys
+    return body
 
 
-def _listed(entries: list[str] | None) -> Any:
-    if entries is None:
-        return NOT_GIVEN
-    return None if any(e.lower() == CLEAR for e in entries) else tuple(dict.fromkeys(entries))
-
-
-def _asked(args: argparse.Namespace) -> dict[str, Any]:
-    """The item's attributes `update` was asked to set (None: remove it)."""
-    asked: dict[str, Any] = {}
+def _defaults(args: argparse.Namespace) -> dict[str, dict[str, Any] | None]:
+    """The item's attributes outside the organization API's settings: its name and call defaults."""
+    out: dict[str, dict[str, Any] | None] = {}
     if args.name is not None:
         if not args.name.strip():
             raise SystemExit("momor: --name must not be empty")
-        asked["name"] = args.name.strip()
-    asked |= {attribute: getattr(args, flag[2:].replace("-", "_")) for flag, attribute, *_ in SETTINGS}
-    asked |= {attribute: getattr(args, dest) for dest, attribute, _ in SWITCHES if getattr(args, dest) is not None}
-    asked |= {attribute: _listed(getattr(args, flag[2:].replace("-", "_"))) for flag, attribute, *_ in LISTS}
-    return {name: value for name, value in asked.items() if value is not NOT_GIVEN}
+        out["name"] = {"S": args.name.strip()}
+    if args.max_age is not NOT_GIVEN:
+        out["maxAge"] = None if args.max_age is None else {"S": args.max_age}
+    if args.deprecated is not None:
+        out["deprecated"] = {"BOOL": args.deprecated}
+    return out
 
 
 def _update(args: argparse.Namespace) -> int:
-    organizations = _organizations(args)
-    from ..store import audit, aws
+    """As PATCH /organizations/{id} does for an operator (api/org_routes.py), with the store's own rules:
+    what an operator sets binds the organization's admins; one conditional write, tried again when
+    another change landed meanwhile."""
+    import asyncio
 
-    asked = _asked(args)
-    if not asked:
+    from ..errors import RequestError
+    from ..store import audit, org_settings
+
+    organizations = _organizations(args)
+    body, defaults = _body(args), _defaults(args)
+    if not body and not defaults:
         raise SystemExit("momor: nothing to change: give --name or a setting (`momor org update --help`)")
+    try:
+        requested = org_settings.parse_body(body, org_settings.OPERATOR)
+    except RequestError as exc:
+        raise SystemExit(f"momor: {exc.detail}") from None
     with operator.table_named():
-        before = organizations.from_item(_read(args.org))
-        names = {f"#a{n}": attribute for n, attribute in enumerate(asked)}
-        encoded = {f"#a{n}": _attribute(value) for n, value in enumerate(asked.values())}
-        sets = [f"{alias} = :{alias[1:]}" for alias, value in encoded.items() if value is not None]
-        removes = [alias for alias, value in encoded.items() if value is None]
-        request: dict[str, Any] = {
-            "TableName": _table(), "Key": {"keyHash": {"S": organizations.org_key(args.org)}},
-            "ConditionExpression": "attribute_exists(keyHash)", "ExpressionAttributeNames": names,
-            "UpdateExpression": " ".join(p for p in (f"SET {', '.join(sets)}" if sets else "",
-                                                     f"REMOVE {', '.join(removes)}" if removes else "") if p),
-            "ReturnValues": "ALL_NEW"}
-        if sets:
-            request["ExpressionAttributeValues"] = {f":{a[1:]}": v for a, v in encoded.items() if v is not None}
-        after = organizations.from_item(aws.client("dynamodb").update_item(**request)["Attributes"])
-        organizations.reset_cache()  # this process reads it anew (others within MOMOR_API_KEY_CACHE_S)
+        for _ in range(_RECHECKS):
+            before = _read(args.org)
+            set_by = org_settings.recorded(org_settings.set_by_of(before), requested, org_settings.OPERATOR)
+            attributes = org_settings.attributes(requested, set_by) | defaults
+            version = int(before.get(organizations.SETTINGS_VERSION, {}).get("N", "0"))
+            try:
+                asyncio.run(organizations.set_settings(args.org, attributes, version))
+            except organizations.Changed:
+                continue
+            break
+        else:
+            raise SystemExit("momor: the organization was being changed at the same moment; try again")
+        after = _read(args.org)
         was, now = dict(output.flat(org_json(before))), dict(output.flat(org_json(after)))
         changes = {name: {"from": was.get(name), "to": now.get(name)} for name in now
-                   if now.get(name) != was.get(name)}
-        audit.append_sync(args.org, operator.actor("momor org update"), "organization.change", args.org, changes)
+                   if not name.startswith("operatorLimits") and now.get(name) != was.get(name)}
+        if changes:
+            audit.append_sync(args.org, operator.actor("momor org update"), "organization.change", args.org,
+                              changes)
     output.note(f"updated organization {args.org}: {', '.join(changes) or 'nothing changed'}")
     return 0
 
@@ -296,7 +334,7 @@ def _list(args: argparse.Namespace) -> int:
         found = []
         while True:  # a scan: an operator's occasional command, never a request's path
             page = aws.client("dynamodb").scan(**request)
-            found += [org_json(organizations.from_item(item)) for item in page.get("Items", [])]
+            found += [org_json(item) for item in page.get("Items", [])]
             if "LastEvaluatedKey" not in page:
                 break
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -305,16 +343,16 @@ def _list(args: argparse.Namespace) -> int:
         output.as_json({"data": found})
         return 0
     output.table(("ID", "NAME", "MEMBERS", "ZDR", "DAILY $", "MONTHLY $", "TOKENS/MIN", "ALLOW"), (
-        (o["id"], o["name"], len(o["members"]), o["defaults"]["zdr"], o["budgetDailyUsd"], o["budgetMonthlyUsd"],
-         o["tokensPerMinute"], " ".join((o["allowModels"] or []) + (o["allowProviders"] or [])) or None)
-        for o in found))
+        (o["id"], o["name"], len(o["members"]), o["limits"]["zdr"], o["limits"]["budgetDailyUsd"],
+         o["limits"]["budgetMonthlyUsd"], o["limits"]["tokensPerMinute"],
+         " ".join((o["allow"]["models"] or []) + (o["allow"]["providers"] or [])) or None) for o in found))
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
-    organizations = _organizations(args)
+    _organizations(args)
     with operator.table_named():
-        shown = org_json(organizations.from_item(_read(args.org)))
+        shown = org_json(_read(args.org))
     output.as_json(shown) if args.json else output.fields(shown)
     return 0
 
