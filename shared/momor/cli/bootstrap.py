@@ -30,10 +30,10 @@ CATALOG_CHECKED = ("allow", "budgets")
 _MISSING: Any = object()
 
 
-
 def _table() -> str:
     """The API-keys table every write here goes to (named where the call is, for the template's IAM scan)."""
     return get_config().need("api_keys_table")
+
 
 def _values(body: dict[str, Any]) -> tuple[key_limits.Values, guardrail_policy.Policy | None]:
     given = [group for group in CATALOG_CHECKED if group in body]

@@ -56,10 +56,10 @@ CLEAR: Any = "none"
 """`N|none`: the setting removed (no limit, no list, the deployment's default)."""
 
 
-
 def _table() -> str:
     """The API-keys table every write here goes to (named where the call is, for the template's IAM scan)."""
     return get_config().need("api_keys_table")
+
 
 def usd(text: str) -> Decimal | None:
     """A spend limit in dollars; `none` (None) removes one."""
