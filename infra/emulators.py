@@ -211,6 +211,7 @@ def provision(
     memory_table: str = "momor-memory-turns",
     responses_table: str = "momor-responses",
     cache_table: str | None = "momor-cache",
+    cache_bucket: str | None = "momor-cache-answers",
     catalog_bucket: str = "momor-catalog",
     catalog_key: str = "catalog.json",
     catalog_file: str | os.PathLike[str] | None = None,
@@ -239,6 +240,8 @@ def provision(
         s3.create_bucket(Bucket=catalog_bucket)
     if catalog_file is not None:
         s3.put_object(Bucket=catalog_bucket, Key=catalog_key, Body=Path(catalog_file).read_bytes())
+    if cache_bucket is not None:  # the response cache's large answers (store/cache_objects.py)
+        make_cache_bucket(s3, cache_bucket)
 
     sm = endpoints.client("secretsmanager")
     secret = json.dumps(keys or {})
@@ -258,10 +261,21 @@ def provision(
         "MOMOR_MEMORY_TABLE": memory_table,
         "MOMOR_RESPONSES_TABLE": responses_table,
         **({"MOMOR_CACHE_TABLE": cache_table} if cache_table is not None else {}),
+        **({"MOMOR_CACHE_BUCKET": cache_bucket} if cache_bucket is not None else {}),
         "MOMOR_CATALOG_BUCKET": catalog_bucket,
         "MOMOR_CATALOG_KEY": catalog_key,
         "MOMOR_KEYS_SECRET": keys_secret,
     }
+
+
+def make_cache_bucket(s3: Any, name: str) -> None:
+    """The response cache's bucket as the template makes it: its objects expire once the longest TTL a
+    call may ask (MOMOR_CACHE_MAX_TTL_S, 7 days unless set) has passed, in whole days rounded up."""
+    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+        s3.create_bucket(Bucket=name)
+    days = -(-int(os.environ.get("MOMOR_CACHE_MAX_TTL_S", "604800")) // 86400)
+    s3.put_bucket_lifecycle_configuration(Bucket=name, LifecycleConfiguration={"Rules": [
+        {"ID": "ExpireCachedAnswers", "Status": "Enabled", "Filter": {"Prefix": ""}, "Expiration": {"Days": days}}]})
 
 
 def _create_table(ddb: Any, name: str, partition_key: str, *, sort_key: str | None = None,

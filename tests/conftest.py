@@ -166,6 +166,7 @@ def momor_aws(aws: Endpoints, monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsRe
         memory_table=f"memory-{tag}",
         responses_table=f"responses-{tag}",
         cache_table=None,  # the response cache's tests make their own (tests/integration/test_response_cache.py)
+        cache_bucket=None,  # and their own bucket (tests/integration/test_response_cache_large.py)
         catalog_bucket=f"catalog-{tag}",
         keys_secret=f"momor/keys-{tag}",
         spill_queue=f"spill-{tag}",

@@ -14,7 +14,9 @@
     cache       MOMOR_CACHE_TABLE (the response cache, store/cache.py), MOMOR_CACHE_TTL_S (3600: how long an
                 answer is kept when neither the call, its key nor its organization says), MOMOR_CACHE_MAX_TTL_S
                 (604800: the most any of them may ask), MOMOR_CACHE_WAIT_MS (150: the most a look-up or
-                write may take before the call goes on without the cache)
+                write may take before the call goes on without the cache), MOMOR_CACHE_BUCKET (the S3
+                bucket of answers too large for an item; unset, those are not kept),
+                MOMOR_CACHE_OBJECT_WAIT_MS (500: the most reading or writing one in S3 may take)
     sessions    MOMOR_COGNITO_USER_POOL_ID, MOMOR_COGNITO_REGION, MOMOR_COGNITO_CLIENT_ID,
                 MOMOR_COGNITO_JWKS_URL (development: moto_server's), MOMOR_COGNITO_OPERATOR_GROUP;
                 the console's sign-in: MOMOR_COGNITO_DOMAIN (the hosted page, deployed) or
@@ -165,6 +167,12 @@ class Config:
     cache_wait: float = _knob("MOMOR_CACHE_WAIT_MS", 0.15, kind=float, positive=True, scale=0.001)
     """The most a cache look-up (or write) may take; past it the call goes to its provider, recorded as
     the cache being unavailable."""
+    cache_bucket: str | None = _knob("MOMOR_CACHE_BUCKET")  # large answers (store/cache_objects.py)
+    """The S3 bucket of the answers too large for a cache item (over 380 KB compressed): the item points
+    at the object. Unset, such answers are not kept."""
+    cache_object_wait: float = _knob("MOMOR_CACHE_OBJECT_WAIT_MS", 0.5, kind=float, positive=True, scale=0.001)
+    """The most reading a large answer back from S3 (after its item's look-up), or writing one, may take; past
+    it, or with S3 down, the call goes to its provider, recorded as the cache being unavailable."""
     usage_max_records: int = _knob("MOMOR_USAGE_MAX_RECORDS", 20_000, kind=int, minimum=1)  # store/usage.py
     # failures (routing/policy.py)
     retries: int = _knob("MOMOR_RETRIES", 2, kind=int, minimum=0, maximum=10)

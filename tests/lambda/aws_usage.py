@@ -13,9 +13,10 @@ nothing here.
 
 Call sites, two kinds:
 - boto3: `<client>.<method>(...)` where the receiver is (or was assigned from) an expression
-  containing `<x>.client("s3" | "dynamodb" | "secretsmanager")` (or `<x>.lean_client(...)`, the
-  signed single requests of store/aws.py, named like boto3's) and the method is an operation of
-  that service's botocore model (so `client.exceptions` or `client.meta` are not operations).
+  containing `<x>.client("s3" | "dynamodb" | "secretsmanager")` (or `<x>.bounded_client(...)`, or
+  `<x>.lean_client(...)`, the signed single requests of store/aws.py, named like boto3's) and the
+  method is an operation of that service's botocore model (so `client.exceptions` or
+  `client.meta` are not operations).
 - the signed-HTTP DynamoDB path: a function that writes the `X-Amz-Target` header and takes an
   `operation` parameter is a sink; so is a function that passes its own `operation` to a sink; a
   call to a sink with a string constant for `operation` is a DynamoDB operation.
@@ -295,7 +296,7 @@ def _client_service(node: ast.AST) -> str | None:
     (store/aws.py's signed single requests, which keep boto3's method and argument names)."""
     for sub in ast.walk(node):
         if (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute)
-                and sub.func.attr in ("client", "lean_client")
+                and sub.func.attr in ("client", "lean_client", "bounded_client")
                 and sub.args and isinstance(sub.args[0], ast.Constant) and sub.args[0].value in SERVICES):
             return sub.args[0].value
     return None
@@ -310,7 +311,7 @@ def _made_client(value: ast.AST) -> str | None:
     if isinstance(value, ast.IfExp):
         return _made_client(value.body) or _made_client(value.orelse)
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in (
-            "client", "lean_client"):
+            "client", "lean_client", "bounded_client"):
         return _client_service(value)
     return None
 
@@ -335,11 +336,13 @@ def _settings_read(node: ast.AST, fields: set[str]) -> set[str]:
 def _resource_settings(service: str, fn: ast.AST, module: Module, fields: set[str]) -> frozenset[str]:
     if service in RESOURCELESS:
         return frozenset()
-    kind = {"dynamodb": "_table", "s3": "catalog_", "secretsmanager": "_secret", "sqs": "_queue_url"}[service]
+    kind = {"dynamodb": "_table", "s3": "_bucket", "secretsmanager": "_secret", "sqs": "_queue_url"}[service]
     for scope in (fn, module.tree):
-        named = {f for f in _settings_read(scope, fields) if kind in f}
-        if service == "s3":
-            named = {f for f in named if f.endswith(("_bucket", "_key"))}
+        read = _settings_read(scope, fields)
+        named = {f for f in read if kind in f}
+        if service == "s3":  # a bucket, and the setting naming its one object where there is one (the catalog's)
+            named = {f for f in named if f.endswith("_bucket")}
+            named |= {f for f in read if f.endswith("_key") and f"{f.removesuffix('_key')}_bucket" in named}
         if named:
             return frozenset(named)
     return frozenset()
@@ -489,7 +492,7 @@ def unreadable_calls(package_root: Path = PACKAGE_ROOT) -> list[str]:
     return found
 
 
-_FACTORIES = ("client", "lean_client", "create_client", "resource")
+_FACTORIES = ("client", "lean_client", "bounded_client", "create_client", "resource")
 _NOT_OPERATIONS = frozenset({"close"})
 """Client methods that call no AWS operation."""
 

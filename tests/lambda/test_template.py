@@ -957,6 +957,26 @@ def test_bucket_and_secret():
     assert props("ProviderKeysSecret")["SecretString"] == "{}"  # parses as "no saved keys"
 
 
+def test_the_cache_bucket_is_encrypted_private_tls_only_and_expires_after_the_longest_ttl():
+    bucket = props("CacheBucket")
+    [encryption] = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert encryption["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in ("AES256", "aws:kms")
+    assert all(bucket["PublicAccessBlockConfiguration"].values()) and len(bucket["PublicAccessBlockConfiguration"]) == 4
+    [rule] = bucket["LifecycleConfiguration"]["Rules"]
+    longest = next(f.default for f in fields(Config) if f.name == "cache_max_ttl")  # MOMOR_CACHE_MAX_TTL_S
+    assert rule["Status"] == "Enabled" and rule["ExpirationInDays"] == -(-longest // 86400)
+    assert "Prefix" not in rule and "Filter" not in rule  # every object
+    policy = props("CacheBucketPolicy")
+    assert policy["Bucket"] == {"Ref": "CacheBucket"}
+    [deny] = policy["PolicyDocument"]["Statement"]
+    assert deny["Effect"] == "Deny" and deny["Principal"] == "*" and deny["Action"] == "s3:*"
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert {"Fn::GetAtt": ["CacheBucket", "Arn"]} in deny["Resource"]
+    assert {"Fn::Sub": "${CacheBucket.Arn}/*"} in deny["Resource"]
+    env = T["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["MOMOR_CACHE_BUCKET"] == {"Ref": "CacheBucket"}
+
+
 # --- least privilege, derived from the code ---------------------------------------------------------
 #
 # aws_usage reads every S3, DynamoDB and Secrets Manager call in the package and what each Lambda's
@@ -998,8 +1018,8 @@ def resource_of(site: aws_usage.Site) -> Any:
         return {"Fn::GetAtt": [table, "Arn"]}
     if site.service == "s3":
         bucket = next(r for n, r in refs.items() if n.endswith("_bucket"))
-        key = next(r for n, r in refs.items() if n.endswith("_key"))
-        return {"Fn::Sub": f"arn:${{AWS::Partition}}:s3:::${{{bucket}}}/${{{key}}}"}
+        key = next((r for n, r in refs.items() if n.endswith("_key")), None)  # None: any of its objects
+        return {"Fn::Sub": f"arn:${{AWS::Partition}}:s3:::${{{bucket}}}/{f'${{{key}}}' if key else '*'}"}
     assert len(refs) == 1, site
     if site.service == "sqs":  # the setting holds the queue's URL (its Ref); IAM names its ARN
         return {"Fn::GetAtt": [refs.popitem()[1], "Arn"]}

@@ -45,6 +45,7 @@ from .aws_session import credentials, dns_suffix, region, session
 T = TypeVar("T")
 
 _clients: dict[str, Any] = {}
+_boto3: Any = None
 _lean: dict[str, Any] = {}
 _lock = threading.Lock()  # making a client is not thread-safe (sessions are not)
 
@@ -63,9 +64,37 @@ def client(service: str) -> Any:
             # Standard retries back off on throttling; short connect timeout so a dead
             # endpoint fails a request in seconds rather than the Lambda's whole budget.
             config = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=5, read_timeout=20)
-            made = boto3.session.Session(botocore_session=session()).client(service, config=config,
-                                                                            region_name=region())
-            _clients[service] = made
+            made = _clients[service] = _boto3_session(boto3).client(service, config=config, region_name=region())
+    return made
+
+
+def _boto3_session(boto3: Any) -> Any:
+    """The one boto3 session over the process's botocore session (call with _lock held): each boto3
+    session registers its handlers on the botocore session it wraps, so a second one over the same
+    botocore session makes a second client of a service fail (boto3's S3 methods injected twice)."""
+    global _boto3
+    if _boto3 is None:
+        _boto3 = boto3.session.Session(botocore_session=session())
+    return _boto3
+
+
+def bounded_client(service: str, timeout: float) -> Any:
+    """A client for `service` whose every request is one attempt of at most about `timeout` seconds to
+    connect and to read: for a call's optional step (the response cache's large answers, cache_objects.py)
+    that gives up at a bound of its own rather than retrying for the client's 20 s."""
+    name = f"{service}@{timeout:g}"
+    made = _clients.get(name)
+    if made is not None:
+        return made
+    with _lock:
+        made = _clients.get(name)
+        if made is None:
+            import boto3  # lazy: see the module docstring
+            from botocore.config import Config
+
+            config = Config(retries={"mode": "standard", "total_max_attempts": 1}, connect_timeout=timeout,
+                            read_timeout=timeout)
+            made = _clients[name] = _boto3_session(boto3).client(service, config=config, region_name=region())
     return made
 
 
@@ -76,7 +105,9 @@ def reset_clients() -> None:
 
 
 def _forget() -> None:
+    global _boto3
     with _lock:
+        _boto3 = None
         _clients.clear()
         _lean.clear()
 
@@ -180,8 +211,9 @@ def _send(
 
 
 class LeanS3:
-    """GetObject (with IfNoneMatch) as boto3's client answers it: {"Body": file, "ETag": ...}; an
-    unchanged object raises AwsError with status 304, as boto3 raises a ClientError."""
+    """GetObject (with IfNoneMatch) as boto3's client answers it: {"Body": file, "ETag": ...,
+    "Metadata": {name: value} (the x-amz-meta-* headers)}; an unchanged object raises AwsError with
+    status 304, as boto3 raises a ClientError."""
 
     def get_object(self, *, Bucket: str, Key: str, IfNoneMatch: str | None = None) -> dict[str, Any]:
         path = urllib.parse.quote(Key, safe="/~")
@@ -195,7 +227,8 @@ class LeanS3:
         headers = {"If-None-Match": IfNoneMatch} if IfNoneMatch else {}
         status, got, body = _signed("s3", "GET", url, headers, b"", timeout=20.0)
         if status == 200:
-            return {"Body": io.BytesIO(body), "ETag": got.get("etag")}
+            metadata = {k[len("x-amz-meta-"):]: v for k, v in got.items() if k.startswith("x-amz-meta-")}
+            return {"Body": io.BytesIO(body), "ETag": got.get("etag"), "Metadata": metadata}
         fields = dict(_XML_FIELD.findall(body))
         code = fields.get(b"Code", b"").decode(errors="replace") or str(status)
         raise AwsError(code, fields.get(b"Message", b"").decode(errors="replace"), status)

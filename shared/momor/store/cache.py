@@ -13,9 +13,13 @@ MOMOR_CACHE_TABLE, partition key `cacheKey`:
     requestId     the call that first answered it (a hit's record names it)
     expiresAt     epoch seconds; the table's TTL attribute (the call's TTL, at most MOMOR_CACHE_MAX_TTL_S)
 
-An answer whose item would pass ENTRY_LIMIT compressed is not kept (a call larger than that is
-answered by its provider every time). Every call here is bounded by MOMOR_CACHE_WAIT_MS: a cache that
-is slow or down raises `Unavailable`, and the call goes to its provider.
+    object        in place of `answer`, for an answer that would pass ENTRY_LIMIT compressed: a pointer
+                  (S3 object key, size, SHA-256) at the object in MOMOR_CACHE_BUCKET that holds the same
+                  compressed bytes (store/cache_objects.py); without the bucket such an answer is not
+                  kept (a call that large is then answered by its provider every time)
+
+Every DynamoDB call here is bounded by MOMOR_CACHE_WAIT_MS, an S3 one by MOMOR_CACHE_OBJECT_WAIT_MS: a
+cache that is slow or down raises `Unavailable`, and the call goes to its provider.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from ..events import (
     Usage,
     UsageEvent,
 )
-from . import dynamo
+from . import cache_objects, dynamo
 
 ENTRY_LIMIT = 380 * 1024
 """The compressed answer's most: DynamoDB's 400 KB item limit, less the key and attribute names."""
@@ -164,10 +168,25 @@ async def get(scope: str, digest: str) -> Entry | None:
     if not item or float(item.get("expiresAt", {}).get("N", "0")) <= time.time():
         return None
     try:
-        kept = orjson.loads(zlib.decompress(base64.b64decode(item["answer"]["B"])))
+        packed = base64.b64decode(item["answer"]["B"]) if "answer" in item else await _object(scope, digest, item)
+        if packed is None:
+            return None
+        kept = orjson.loads(zlib.decompress(packed))
         return Entry(item["requestId"]["S"], kept["model"], kept["provider"], kept["offeringId"], kept["answer"])
     except (KeyError, ValueError, zlib.error):  # an item this code cannot read: answered afresh
         return None
+
+
+async def _object(scope: str, digest: str, item: dict[str, Any]) -> bytes | None:
+    """A large answer's bytes, from the object its item points at (None: not there, or not the
+    answer the item was written with). Raises Unavailable; KeyError, ValueError: not a pointer."""
+    pointer = cache_objects.Pointer.of(item["object"])
+    if not cache_objects.enabled():  # the bucket since unset: as if the answer had never been kept
+        return None
+    try:
+        return await cache_objects.get(scope, digest, pointer)
+    except cache_objects.ObjectUnavailable as exc:
+        raise Unavailable(str(exc)) from None
 
 
 async def put(scope: str, digest: str, entry: Entry, ttl_s: int) -> None:
@@ -175,12 +194,20 @@ async def put(scope: str, digest: str, entry: Entry, ttl_s: int) -> None:
     text = orjson.dumps({"model": entry.model, "provider": entry.provider, "offeringId": entry.offering_id,
                          "answer": entry.answer})
     packed = zlib.compress(text, 6)
-    if len(packed) > ENTRY_LIMIT:
-        raise TooLarge(f"{len(packed)} bytes compressed")
     expires = int(time.time()) + ttl_s
+    if len(packed) <= ENTRY_LIMIT:
+        held = {"answer": {"B": base64.b64encode(packed).decode()}}
+    elif cache_objects.enabled():
+        # The object first: an item is never written pointing at nothing (an object whose item was
+        # not written is only unread, and its lifecycle rule deletes it).
+        try:
+            held = {"object": (await cache_objects.put(scope, digest, packed, expires)).attribute()}
+        except cache_objects.ObjectUnavailable as exc:
+            raise Unavailable(str(exc)) from None
+    else:
+        raise TooLarge(f"{len(packed)} bytes compressed, and no MOMOR_CACHE_BUCKET")
     await _within_wait("PutItem", {"TableName": _table(), "Item": {
-        **_key(scope, digest), "answer": {"B": base64.b64encode(packed).decode()},
-        "requestId": {"S": entry.request_id}, "expiresAt": {"N": str(expires)}}})
+        **_key(scope, digest), **held, "requestId": {"S": entry.request_id}, "expiresAt": {"N": str(expires)}}})
 
 
 # --- embeddings: one item per input --------------------------------------------------------------------
