@@ -59,6 +59,7 @@ class Endpoints:
             "AWS_ENDPOINT_URL_SECRETS_MANAGER": self.moto,
             "AWS_ENDPOINT_URL_COGNITO_IDENTITY_PROVIDER": self.moto,  # the user pool (infra/cognito_dev.py)
             "AWS_ENDPOINT_URL_SQS": self.moto,  # the spill queue (momor/store/spill.py)
+            "AWS_ENDPOINT_URL_STS": self.moto,  # who the operator is, in the CLI's audit entries (cli/operator.py)
             "AWS_ACCESS_KEY_ID": "test",
             "AWS_SECRET_ACCESS_KEY": "test",
             "AWS_DEFAULT_REGION": REGION,

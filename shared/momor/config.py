@@ -49,6 +49,8 @@
                 how old a last good value may be and still be served; store/last_good.py)
     process     MOMOR_METRICS (0; 1: EMF metrics off Lambda too), MOMOR_ASGI_APP (the streaming
                 bootstrap's module:attr)
+    command line MOMOR_URL, MOMOR_API_KEY: where `momor keys` and `momor audit` call, with which key
+                (cli/http.py; never set on a deployment)
     telemetry   MOMOR_OTEL_HEADERS_SECRET (none), MOMOR_OTEL_FLUSH_TIMEOUT_S (2) (api/telemetry.py; on
                 only when OpenTelemetry's own OTEL_EXPORTER_OTLP_ENDPOINT, or a per-signal one, is set)
 
@@ -82,10 +84,11 @@ would take 4/3 of its size, and this limit would then have to be lowered to 4.4 
 
 
 def _knob(env: str, default: Any = None, *, kind: type = str, minimum: float | None = None,
-          maximum: float | None = None, scale: float = 1.0, positive: bool = False) -> Any:
-    """A field read from `env`: its type, bounds, and the factor from the variable's unit."""
+          maximum: float | None = None, scale: float = 1.0, positive: bool = False, repr_: bool = True) -> Any:
+    """A field read from `env`: its type, bounds, and the factor from the variable's unit (`repr_`
+    False: a credential, left out of the configuration's repr)."""
     meta = {"env": env, "kind": kind, "minimum": minimum, "maximum": maximum, "scale": scale, "positive": positive}
-    return field(default=default, metadata=meta)
+    return field(default=default, metadata=meta, repr=repr_)
 
 
 def _flag(text: str) -> bool:
@@ -298,6 +301,14 @@ class Config:
     Unset, the pool's own issuer URL at AWS. Never read from a token (that would let a caller pick the host)."""
     cognito_operator_group: str = _knob("MOMOR_COGNITO_OPERATOR_GROUP", "momor-operators")
     """The Cognito group whose members are the deployment's operators (they see every organization)."""
+
+    # the `momor` command line (cli/http.py): where `momor keys` and `momor audit` call, and with which key.
+    # Read by the CLI only; a deployment leaves them unset.
+    cli_url: str | None = _knob("MOMOR_URL")
+    """The `momor` CLI: the base URL of the Momor its key and audit commands call (`--url` overrides it)."""
+    cli_api_key: str | None = _knob("MOMOR_API_KEY", repr_=False)
+    """The `momor` CLI: the admin's or operator's API key those commands send (`--api-key` overrides it).
+    Kept out of the configuration's repr, so no log line of it carries the key."""
 
     # the console's sign-in (api/console.py)
     cognito_endpoint: str | None = _knob("MOMOR_COGNITO_ENDPOINT", kind=_checked_origin)

@@ -140,8 +140,14 @@ async def test_cli_prints_the_key_once_and_stores_its_hash(momor_aws: Any, capsy
     out, err = capsys.readouterr()
     plaintext = out.strip()
     assert plaintext.startswith("momor-") and plaintext not in err
-    # Beside the key: the default organization the script makes when it is missing (issue 26).
-    (item,) = [i for i in scan(momor_aws) if not i["keyHash"]["S"].startswith("org#")]
+    # Beside the key: the default organization the script makes when it is missing (issue 26), and the
+    # audit log's entry for the key (issue 38), which names the key by its id and never holds its secret.
+    items = scan(momor_aws)
+    (item,) = [i for i in items if not i["keyHash"]["S"].startswith(("org#", "audit#"))]
+    (log,) = [i for i in items if i["keyHash"]["S"].startswith("audit#default#")]
+    (entry,) = [json.loads(e["S"]) for e in log["entries"]["L"]]
+    assert (entry["action"], entry["target"]) == ("key.create", item["id"]["S"])
+    assert plaintext not in json.dumps(log) and item["keyHash"]["S"] not in json.dumps(log)
     assert item["keyHash"]["S"] == apikeys.key_hash(plaintext)
     assert item["zdr"] == {"BOOL": True}
     apikeys.reset_cache()

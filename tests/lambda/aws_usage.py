@@ -51,11 +51,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE_ROOT = ROOT / "shared"
 PACKAGE = "momor"
-SERVICES = ("s3", "dynamodb", "secretsmanager", "sqs", "comprehend", "bedrock-runtime")
-RESOURCELESS = ("comprehend", "bedrock-runtime")
+SERVICES = ("s3", "dynamodb", "secretsmanager", "sqs", "comprehend", "bedrock-runtime", "sts", "cognito-idp")
+RESOURCELESS = ("comprehend", "bedrock-runtime", "sts", "cognito-idp")
 """Services whose resources no setting names (Comprehend's DetectPiiEntities has no resource-level
-permissions: `*`; a Bedrock guardrail is named by a caller's policy: the account's guardrails), so
-their sites read no settings field."""
+permissions: `*`; a Bedrock guardrail is named by a caller's policy: the account's guardrails; STS's
+GetCallerIdentity, which the operator's `momor` CLI asks, names no resource and needs no grant; the
+CLI's AdminGetUser names the user pool its operator gives, no setting), so their sites read no
+settings field."""
 RESOURCE_ARGS = {"TableName", "Bucket", "Key", "SecretId"}
 """Call arguments that name what a call touches (S3's Key is the object; DynamoDB's Key is a dict)."""
 IAM_EXCEPTIONS = {"s3:HeadObject": "s3:GetObject", "s3:ListObjectsV2": "s3:ListBucket",

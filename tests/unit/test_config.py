@@ -133,3 +133,9 @@ def test_body_values_are_bounded_before_parsing(monkeypatch):
     finally:
         monkeypatch.delenv("MOMOR_MAX_JSON_VALUES")
         reset_config()
+
+
+def test_the_command_lines_api_key_is_read_here_and_kept_out_of_the_configs_repr():
+    config = Config.from_env({"MOMOR_URL": "https://momor.example", "MOMOR_API_KEY": "momor-secret-value"})
+    assert (config.cli_url, config.cli_api_key) == ("https://momor.example", "momor-secret-value")
+    assert "momor-secret-value" not in repr(config) and "https://momor.example" in repr(config)

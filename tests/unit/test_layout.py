@@ -116,7 +116,8 @@ class _Module:
         `os.getenv(...)` and `... in os.environ`."""
         reads: list[tuple[int, ast.expr]] = []
         for node in ast.walk(tree):
-            if isinstance(node, ast.Subscript) and self.is_environ(node.value):
+            # `os.environ[X] = ...` writes (the CLI's --table pointing config.py at a table) read nothing.
+            if isinstance(node, ast.Subscript) and self.is_environ(node.value) and not isinstance(node.ctx, ast.Store):
                 reads.append((node.lineno, node.slice))
             elif isinstance(node, ast.Call) and node.args:
                 func = node.func
@@ -154,7 +155,7 @@ LAYERS = ("entry", "dialects", "api", "routing", "providers", "store", "core")
 LAYER_OF = {
     "momor.app": "entry",  # the composition root: the one module that imports every dialect
     "momor.lambda_stream": "entry",
-    "momor.cli": "entry",  # the operator's commands (momor records replay)
+    "momor.cli": "entry",  # the `momor` command line: keys, org, audit, records replay
     "momor.dialects": "dialects",
     "momor.api": "api",
     "momor.metrics": "api",  # the record's metrics: reads store.records

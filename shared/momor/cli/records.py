@@ -11,8 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-from ..store import replay
-
 
 def add_commands(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="command", required=True)
@@ -23,6 +21,8 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    from ..store import replay  # here: the other commands need not load the store's records
+
     done = asyncio.run(replay.replay(args.queue, wait_s=args.wait))
     print(f"replayed {done.written} spilled write(s); {done.failed} could not be written and stay in the queue")
     return 1 if done.failed else 0
