@@ -64,15 +64,38 @@ def _resources(section: dict):
             yield logical_id, resource
 
 
+def _uploaded(logical_id: str, folders: dict[str, str]) -> str:
+    folder = folders.get(logical_id)
+    name = dir_checksum(folder, followlinks=True) if folder else "placeholder"
+    return f"s3://{BUCKET}/{name}"
+
+
 def package(template: dict, folders: dict[str, str]) -> None:
-    """What `sam package` writes in place of local code locations."""
-    for logical_id, resource in _resources(template.get("Resources", {})):
+    """What `sam package` writes in place of local code locations. A code location an Fn::ForEach
+    body reads from Mappings per item (`!FindInMap [Map, !Ref Name, Key]`) becomes, as SAM CLI writes
+    it with language extensions on, `!FindInMap [SAMCodeUri<Loop>, !Ref Name, CodeUri]` over a mapping
+    of each item's uploaded location (samcli.lib.package.language_extensions_packaging)."""
+    resources = template.get("Resources", {})
+    for logical_id, resource in _resources(resources):
         properties = resource.get("Properties") or {}
         for key in ("CodeUri", "ContentUri"):
             if isinstance(properties.get(key), str):
-                folder = folders.get(logical_id)
-                name = dir_checksum(folder, followlinks=True) if folder else "placeholder"
-                properties[key] = f"s3://{BUCKET}/{name}"
+                properties[key] = _uploaded(logical_id, folders)
+    for loop, value in resources.items():
+        if not (loop.startswith("Fn::ForEach::") and isinstance(value, list) and len(value) == 3):
+            continue
+        identifier, items, body = value
+        for written_as, resource in body.items():
+            properties = resource.get("Properties") or {}
+            found = properties.get("CodeUri")
+            if not (isinstance(found, dict) and "Fn::FindInMap" in found):
+                continue
+            assert found["Fn::FindInMap"][1] == {"Ref": identifier}, found
+            mapping = f"SAMCodeUri{loop.removeprefix('Fn::ForEach::')}"
+            template.setdefault("Mappings", {})[mapping] = {
+                item: {"CodeUri": _uploaded(written_as.replace(f"${{{identifier}}}", item), folders)}
+                for item in items}
+            properties["CodeUri"] = {"Fn::FindInMap": [mapping, {"Ref": identifier}, "CodeUri"]}
 
 
 def _its_own(value: dict) -> bool:
