@@ -15,10 +15,11 @@ steps are CloudFormation's, in its order:
    values (or the defaults).
    With --only-its-own-functions, it resolves only what the transform's documentation says it
    resolves (transform-aws-languageextensions: "updates any intrinsic function defined by the
-   transform to its resolved value"): Fn::ForEach, Fn::ToJsonString, Fn::Length and Fn::FindInMap with
-   a DefaultValue, their arguments included; every other Ref, Fn::Sub, Fn::If... is left for
-   CloudFormation to resolve after the transforms, as SAM alone sees it (serverless-application-model
-   issue 3820: the version's hash is then taken over `{"Ref": "LogLevel"}`, whatever its value). Whether
+   transform to its resolved value"): Fn::ForEach, Fn::ToJsonString, Fn::Length, Fn::FindInMap and a
+   Ref or Fn::GetAtt of a computed target (_its_own), their arguments included; every other Ref,
+   Fn::Sub, Fn::If... is left for CloudFormation to resolve after the transforms, as SAM alone sees
+   it (serverless-application-model issue 3820: the version's hash is then taken over
+   `{"Ref": "LogLevel"}`, whatever its value). Whether
    the hosted transform resolves more than that is not documented; a template that publishes new
    versions under both readings does not depend on it.
 3. AWS::Serverless-2016-10-31: samtranslator, with the same parameter values (SAM resolves a few
@@ -99,9 +100,19 @@ def package(template: dict, folders: dict[str, str]) -> None:
 
 
 def _its_own(value: dict) -> bool:
+    """Whether the transform resolves `value` itself. Fn::FindInMap: every one, not only those with
+    a DefaultValue: `sam package` writes a loop's code location as `!FindInMap [SAMCodeUri<Loop>,
+    !Ref Name, CodeUri]` (package() above), which SAM, running after the transform, can read only
+    as the S3 URI it stands for. A Ref or Fn::GetAtt whose target is itself a function (`Ref: !Sub
+    "${Name}FunctionLogs"` in a loop) is the transform's too: "you can use intrinsic functions as a
+    parameter to Ref and Fn::GetAtt" is a feature of the transform, which CloudFormation alone lacks."""
     (name, arg), = value.items()
-    if name == "Fn::FindInMap":  # the transform's own only with a DefaultValue (a fourth argument)
-        return isinstance(arg, list) and len(arg) == 4 and isinstance(arg[3], dict) and "DefaultValue" in arg[3]
+    if name == "Fn::FindInMap":
+        return True
+    if name == "Ref":
+        return isinstance(arg, dict)
+    if name == "Fn::GetAtt":
+        return isinstance(arg, list) and any(isinstance(a, dict) for a in arg)
     return name in ITS_OWN
 
 

@@ -128,10 +128,15 @@ def _policies(logical_id: str) -> list[dict[str, Any]]:
 
 
 def statements(logical_id: str) -> list[dict[str, Any]]:
+    """What the function's role is granted: its Policies, and an AWS::IAM::Policy of its own on that
+    role (a grant one function of a loop alone needs, template.yaml's StreamingFunctionTables)."""
     found = []
     for policy in _policies(logical_id):
         if "Statement" in policy:
             found += policy["Statement"]
+    for policy in of_type("AWS::IAM::Policy").values():
+        if {"Ref": f"{logical_id}Role"} in policy["Properties"]["Roles"]:
+            found += policy["Properties"]["PolicyDocument"]["Statement"]
     return found
 
 
@@ -813,8 +818,11 @@ def test_functions_runtime_tracing_layers():
         p = props(function)
         assert p["CodeUri"].rstrip("/") == f"functions/{FOLDERS[function]}"
         assert RESOURCES[function]["Metadata"]["BuildMethod"] == "python3.13"
-        for key in ("Runtime", "Tracing", "Layers"):
+        for key in ("Tracing", "Layers"):
             assert key not in p, f"{function} overrides Globals {key}"
+        # The streaming loop states Globals' Runtime again (cfn-lint checks a loop's functions without
+        # Globals, W2533): it must stay the same, or Globals would no longer decide it.
+        assert p.get("Runtime", glob_fn["Runtime"]) == glob_fn["Runtime"], f"{function} overrides Globals Runtime"
         # A streaming function's Handler refuses to load (the stock runtime must not answer it).
         assert p.get("Handler", "app.handler") == (UNWRAPPED if function in STREAMING else "app.handler")
 
