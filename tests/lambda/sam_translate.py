@@ -1,7 +1,7 @@
 """Print the CloudFormation a deployment makes of a template, offline.
 
     python sam_translate.py template.yaml [--code LogicalId=FOLDER]... [--only-its-own-functions]
-                            [--language-extensions-only] [--batch] [Name=Value]...
+                            [--language-extensions-only] [--packaged] [--batch] [Name=Value]...
 
 Run with SAM CLI's own interpreter (.sam-venv), whose samtranslator is what `sam deploy` uses. The
 steps are CloudFormation's, in its order:
@@ -25,6 +25,7 @@ steps are CloudFormation's, in its order:
 3. AWS::Serverless-2016-10-31: samtranslator, with the same parameter values (SAM resolves a few
    parameter references itself: AutoPublishAlias, AutoPublishCodeSha256, CodeUri in a version's hash).
    --language-extensions-only stops before it and prints what SAM is given.
+With --packaged, step 1 is skipped: the template is what `sam package` wrote (its code already in S3).
 With --batch, each line of stdin is a JSON object of overrides and one JSON result is printed per line
 (one interpreter for many translations). Managed policy names are not looked up (the template uses
 none), so no AWS account is asked anything.
@@ -175,9 +176,10 @@ def language_extensions(template: dict, parameters: dict[str, str], only_its_own
 
 
 def translate(text: str, overrides: dict[str, str], folders: dict[str, str], *, only_its_own: bool = False,
-              stop_before_sam: bool = False) -> dict:
+              stop_before_sam: bool = False, packaged: bool = False) -> dict:
     template = yaml_parse(text)
-    package(template, folders)
+    if not packaged:
+        package(template, folders)
     parameters = {**PSEUDO, **overrides}
     template = language_extensions(template, parameters, only_its_own)
     if stop_before_sam:
@@ -199,13 +201,13 @@ def main(argv: list[str]) -> None:
         else:
             name, _, value = arg.partition("=")
             overrides[name] = value
-    unknown = flags - {"--only-its-own-functions", "--language-extensions-only", "--batch"}
+    unknown = flags - {"--only-its-own-functions", "--language-extensions-only", "--batch", "--packaged"}
     if unknown:
         raise SystemExit(f"unknown options {sorted(unknown)}")
     with open(path) as f:
         text = f.read()
     options = {"only_its_own": "--only-its-own-functions" in flags,
-               "stop_before_sam": "--language-extensions-only" in flags}
+               "stop_before_sam": "--language-extensions-only" in flags, "packaged": "--packaged" in flags}
     if "--batch" not in flags:
         json.dump(translate(text, overrides, folders, **options), sys.stdout)
         return
