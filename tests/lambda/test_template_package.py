@@ -32,7 +32,10 @@ def test_sam_package_keeps_the_loops_and_cloudformation_gets_the_translated_stac
         s3.create_bucket(Bucket=BUCKET)
         done = subprocess.run(
             [rie.sam_executable(), "package", "--template-file", str(build.dir / "template.yaml"),
-             "--s3-bucket", BUCKET, "--output-template-file", str(packaged)],
+             "--s3-bucket", BUCKET, "--output-template-file", str(packaged),
+             # What `sam build && sam deploy` from the repository reads (SAM CLI looks for the file
+             # beside the template it was given, here the build's): language_extensions = true.
+             "--config-file", str(rie.ROOT / "samconfig.toml")],
             cwd=rie.ROOT, env=rie.sam_env(endpoints.env()), capture_output=True, text=True, timeout=600,
             stdin=subprocess.DEVNULL)
         assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
