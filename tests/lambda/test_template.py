@@ -440,7 +440,7 @@ def another_value(name: str) -> str:
 @pytest.fixture(scope="module")
 def given_to_sam() -> dict[str, Any]:
     """The template as SAM is given it when AWS::LanguageExtensions resolves only its own functions:
-    Fn::ForEach expanded (a later issue writes the streaming functions as one), Refs kept."""
+    Fn::ForEach expanded (template.yaml writes the streaming functions as one), Refs kept."""
     return translated(only_its_own=True, before_sam=True)
 
 
@@ -520,8 +520,8 @@ Resources:
 @pytest.mark.sam
 @pytest.mark.parametrize("reading", sorted(READINGS))
 def test_the_version_key_works_for_functions_written_by_fn_foreach(tmp_path, reading):
-    """The streaming functions are to become one Fn::ForEach definition (a later issue): the same
-    STACK_PARAMETERS in its body publishes a new version of each function it writes out."""
+    """The streaming functions are one Fn::ForEach definition (issue 40): the same STACK_PARAMETERS
+    in its body publishes a new version of each function it writes out (a loop of two, on its own)."""
     template = tmp_path / "template.yaml"
     template.write_text(FOREACH_TEMPLATE)
     before, after = translated_many([{}, {"LogLevel": "DEBUG"}], only_its_own=READINGS[reading], template=template)
