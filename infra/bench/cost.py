@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra import template_loops
 from infra.bench import aws_prices as price
 from infra.bench import cost_rules as rules
 
@@ -65,7 +66,8 @@ TABLE_ENV = {"MOMOR_RECORDS_TABLE": "RecordsTable", "MOMOR_API_KEYS_TABLE": "Api
 
 
 def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
-    """template.yaml with CloudFormation's short tags (!Ref, !Sub, ...) read as their long form."""
+    """template.yaml with CloudFormation's short tags (!Ref, !Sub, ...) read as their long form, its
+    Fn::ForEach loops written out (infra/template_loops.py: each function under its logical id)."""
     import yaml
 
     class Loader(yaml.SafeLoader):
@@ -82,7 +84,7 @@ def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
 
     Loader.add_multi_constructor("!", tag)
     with open(path) as f:
-        return yaml.load(f, Loader=Loader)  # a SafeLoader subclass: no arbitrary objects
+        return template_loops.expand(yaml.load(f, Loader=Loader))  # a SafeLoader subclass: no arbitrary objects
 
 
 def _resolve(template: dict[str, Any], value: Any) -> Any:

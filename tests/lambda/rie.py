@@ -48,6 +48,8 @@ from typing import Any, Literal
 
 import yaml
 
+from infra import template_loops
+
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "template.yaml"
 SAM_VENV = ROOT / ".sam-venv"
@@ -205,9 +207,16 @@ _CfnLoader.add_multi_constructor("!", _cfn_tag)
 
 
 @functools.cache
-def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
+def load_template_as_written(path: Path = TEMPLATE) -> dict[str, Any]:
     with open(path) as f:
         return yaml.load(f, Loader=_CfnLoader)  # a SafeLoader subclass: no arbitrary objects
+
+
+@functools.cache
+def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
+    """The template with its Fn::ForEach loops written out (infra/template_loops.py): each resource a loop
+    writes is there under its logical id, as a hand-written one would be."""
+    return template_loops.expand(load_template_as_written(path))
 
 
 _PAIRED = frozenset({"MOMOR_CATALOG_KEY"})

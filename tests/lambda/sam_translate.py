@@ -1,7 +1,7 @@
 """Print the CloudFormation a deployment makes of a template, offline.
 
     python sam_translate.py template.yaml [--code LogicalId=FOLDER]... [--only-its-own-functions]
-                            [--language-extensions-only] [--batch] [Name=Value]...
+                            [--language-extensions-only] [--packaged] [--batch] [Name=Value]...
 
 Run with SAM CLI's own interpreter (.sam-venv), whose samtranslator is what `sam deploy` uses. The
 steps are CloudFormation's, in its order:
@@ -15,15 +15,17 @@ steps are CloudFormation's, in its order:
    values (or the defaults).
    With --only-its-own-functions, it resolves only what the transform's documentation says it
    resolves (transform-aws-languageextensions: "updates any intrinsic function defined by the
-   transform to its resolved value"): Fn::ForEach, Fn::ToJsonString, Fn::Length and Fn::FindInMap with
-   a DefaultValue, their arguments included; every other Ref, Fn::Sub, Fn::If... is left for
-   CloudFormation to resolve after the transforms, as SAM alone sees it (serverless-application-model
-   issue 3820: the version's hash is then taken over `{"Ref": "LogLevel"}`, whatever its value). Whether
+   transform to its resolved value"): Fn::ForEach, Fn::ToJsonString, Fn::Length, Fn::FindInMap and a
+   Ref or Fn::GetAtt of a computed target (_its_own), their arguments included; every other Ref,
+   Fn::Sub, Fn::If... is left for CloudFormation to resolve after the transforms, as SAM alone sees
+   it (serverless-application-model issue 3820: the version's hash is then taken over
+   `{"Ref": "LogLevel"}`, whatever its value). Whether
    the hosted transform resolves more than that is not documented; a template that publishes new
    versions under both readings does not depend on it.
 3. AWS::Serverless-2016-10-31: samtranslator, with the same parameter values (SAM resolves a few
    parameter references itself: AutoPublishAlias, AutoPublishCodeSha256, CodeUri in a version's hash).
    --language-extensions-only stops before it and prints what SAM is given.
+With --packaged, step 1 is skipped: the template is what `sam package` wrote (its code already in S3).
 With --batch, each line of stdin is a JSON object of overrides and one JSON result is printed per line
 (one interpreter for many translations). Managed policy names are not looked up (the template uses
 none), so no AWS account is asked anything.
@@ -64,21 +66,54 @@ def _resources(section: dict):
             yield logical_id, resource
 
 
+def _uploaded(logical_id: str, folders: dict[str, str]) -> str:
+    folder = folders.get(logical_id)
+    name = dir_checksum(folder, followlinks=True) if folder else "placeholder"
+    return f"s3://{BUCKET}/{name}"
+
+
 def package(template: dict, folders: dict[str, str]) -> None:
-    """What `sam package` writes in place of local code locations."""
-    for logical_id, resource in _resources(template.get("Resources", {})):
+    """What `sam package` writes in place of local code locations. A code location an Fn::ForEach
+    body reads from Mappings per item (`!FindInMap [Map, !Ref Name, Key]`) becomes, as SAM CLI writes
+    it with language extensions on, `!FindInMap [SAMCodeUri<Loop>, !Ref Name, CodeUri]` over a mapping
+    of each item's uploaded location (samcli.lib.package.language_extensions_packaging)."""
+    resources = template.get("Resources", {})
+    for logical_id, resource in _resources(resources):
         properties = resource.get("Properties") or {}
         for key in ("CodeUri", "ContentUri"):
             if isinstance(properties.get(key), str):
-                folder = folders.get(logical_id)
-                name = dir_checksum(folder, followlinks=True) if folder else "placeholder"
-                properties[key] = f"s3://{BUCKET}/{name}"
+                properties[key] = _uploaded(logical_id, folders)
+    for loop, value in resources.items():
+        if not (loop.startswith("Fn::ForEach::") and isinstance(value, list) and len(value) == 3):
+            continue
+        identifier, items, body = value
+        for written_as, resource in body.items():
+            properties = resource.get("Properties") or {}
+            found = properties.get("CodeUri")
+            if not (isinstance(found, dict) and "Fn::FindInMap" in found):
+                continue
+            assert found["Fn::FindInMap"][1] == {"Ref": identifier}, found
+            mapping = f"SAMCodeUri{loop.removeprefix('Fn::ForEach::')}"
+            template.setdefault("Mappings", {})[mapping] = {
+                item: {"CodeUri": _uploaded(written_as.replace(f"${{{identifier}}}", item), folders)}
+                for item in items}
+            properties["CodeUri"] = {"Fn::FindInMap": [mapping, {"Ref": identifier}, "CodeUri"]}
 
 
 def _its_own(value: dict) -> bool:
+    """Whether the transform resolves `value` itself. Fn::FindInMap: every one, not only those with
+    a DefaultValue: `sam package` writes a loop's code location as `!FindInMap [SAMCodeUri<Loop>,
+    !Ref Name, CodeUri]` (package() above), which SAM, running after the transform, can read only
+    as the S3 URI it stands for. A Ref or Fn::GetAtt whose target is itself a function (`Ref: !Sub
+    "${Name}FunctionLogs"` in a loop) is the transform's too: "you can use intrinsic functions as a
+    parameter to Ref and Fn::GetAtt" is a feature of the transform, which CloudFormation alone lacks."""
     (name, arg), = value.items()
-    if name == "Fn::FindInMap":  # the transform's own only with a DefaultValue (a fourth argument)
-        return isinstance(arg, list) and len(arg) == 4 and isinstance(arg[3], dict) and "DefaultValue" in arg[3]
+    if name == "Fn::FindInMap":
+        return True
+    if name == "Ref":
+        return isinstance(arg, dict)
+    if name == "Fn::GetAtt":
+        return isinstance(arg, list) and any(isinstance(a, dict) for a in arg)
     return name in ITS_OWN
 
 
@@ -141,9 +176,10 @@ def language_extensions(template: dict, parameters: dict[str, str], only_its_own
 
 
 def translate(text: str, overrides: dict[str, str], folders: dict[str, str], *, only_its_own: bool = False,
-              stop_before_sam: bool = False) -> dict:
+              stop_before_sam: bool = False, packaged: bool = False) -> dict:
     template = yaml_parse(text)
-    package(template, folders)
+    if not packaged:
+        package(template, folders)
     parameters = {**PSEUDO, **overrides}
     template = language_extensions(template, parameters, only_its_own)
     if stop_before_sam:
@@ -165,13 +201,13 @@ def main(argv: list[str]) -> None:
         else:
             name, _, value = arg.partition("=")
             overrides[name] = value
-    unknown = flags - {"--only-its-own-functions", "--language-extensions-only", "--batch"}
+    unknown = flags - {"--only-its-own-functions", "--language-extensions-only", "--batch", "--packaged"}
     if unknown:
         raise SystemExit(f"unknown options {sorted(unknown)}")
     with open(path) as f:
         text = f.read()
     options = {"only_its_own": "--only-its-own-functions" in flags,
-               "stop_before_sam": "--language-extensions-only" in flags}
+               "stop_before_sam": "--language-extensions-only" in flags, "packaged": "--packaged" in flags}
     if "--batch" not in flags:
         json.dump(translate(text, overrides, folders, **options), sys.stdout)
         return
