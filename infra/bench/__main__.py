@@ -212,10 +212,12 @@ def machine() -> dict:
             deps[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
             deps[dist] = "-"
-    litellm = subprocess.run([str(LITELLM_VENV / "bin" / "python"), "-c",
-                              "import platform; from importlib.metadata import version as v; "
-                              "print(v('litellm'), v('uvloop'), platform.python_version())"],
-                             capture_output=True, text=True).stdout.split()
+    litellm = []  # without its venv (--no-litellm on a machine run.sh has not set up): none to name
+    if (LITELLM_VENV / "bin" / "python").exists():
+        litellm = subprocess.run([str(LITELLM_VENV / "bin" / "python"), "-c",
+                                  "import platform; from importlib.metadata import version as v; "
+                                  "print(v('litellm'), v('uvloop'), platform.python_version())"],
+                                 capture_output=True, text=True).stdout.split()
     mem_kb = int(Path("/proc/meminfo").read_text().split()[1])
     return {
         "cores": os.cpu_count(), "cpu": cpu, "memory_gib": round(mem_kb / 1024 / 1024, 1),

@@ -517,6 +517,21 @@ def test_moderation_down_fails_closed_with_a_503_or_open_when_told(moderation, f
     assert record["guardrails"][0]["failed"] and record["guardrails"][0]["check"] == "moderation"
 
 
+def test_a_zero_data_retention_call_never_sends_its_text_to_a_moderation_provider_not_marked_zdr(moderation, fake):
+    # The test catalog's `openai` provider has no `zdr: true`: the check cannot run for a zdr call, so
+    # the call is refused (closed) and neither the moderation endpoint nor a model hears its words.
+    org_policy(MODERATION_BLOCK)
+    path, body = ask("openai", "gpt-5-mini", "my private words", stream=False)
+    response = moderation.post(path, {**body, "provider": {"zdr": True}})
+    assert response.status_code == 503, response.text
+    error = response.json()["error"]
+    assert error["code"] == "guardrail_unavailable" and "zero data retention" in error["message"]
+    assert moderations_sent(fake) == [] and fake.requests() == []
+    plain = moderation.post(*ask("openai", "gpt-5-mini", "my ordinary words", stream=False))
+    assert plain.status_code == 200, plain.text  # the same check on a call without zdr asks it
+    assert [m["input"] for m in moderations_sent(fake)] == ["my ordinary words"]
+
+
 def test_moderation_is_refused_where_the_deployment_names_no_provider_and_cannot_mask(momor, moderation,
                                                                                      monkeypatch):
     from momor.config import reset_config

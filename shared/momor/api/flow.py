@@ -435,7 +435,7 @@ async def _screened(caller: Caller, routed: Routed, recorder: Recorder) -> Scree
     policy = getattr(caller, "guardrails", None)
     if not policy:
         return None
-    screening = Screening(policy)
+    screening = Screening(policy, zdr=routed.prio.zdr or _caller_zdr(caller))
     recorder.guardrails = screening.verdicts  # by reference: a refusal's verdict and the output's join it
     guardrail_services.check_runnable(policy)
     found = await guardrail_services.found(policy, routed.call, screening) if has_remote(policy) else None

@@ -71,7 +71,8 @@ async def found_in(policy: Policy, written: list[str], screening: Screening, whe
         if not check.remote:
             continue
         asked = [t for t, text in enumerate(written) if text.strip()]
-        answers = await asyncio.gather(*(ask(check, written[t], "input") for t in asked), return_exceptions=True)
+        answers = await asyncio.gather(*(ask(check, written[t], "input", screening.zdr) for t in asked),
+                                       return_exceptions=True)
         refused = next((a for a in answers if isinstance(a, GuardrailRefused)), None)
         if refused is not None:
             screening.verdicts.append(verdict(check, "input", where, []))
@@ -98,7 +99,7 @@ async def output_lookup(check: Check, text: str, screening: Screening) -> list[S
     for what the service refused outright; GuardrailUnavailable where it could not run and its failure
     is closed; nothing found where it is open (noted once on the record)."""
     try:
-        return await ask(check, text, "output")
+        return await ask(check, text, "output", screening.zdr)
     except SERVICE_FAILURES as failure:
         noted = any(v.direction == "output" and v.guardrail == check.name and v.origin == check.origin and v.failed
                     for v in screening.verdicts)
@@ -134,12 +135,12 @@ def check_runnable(policy: Policy) -> None:
                            status=400)
 
 
-async def ask(check: Check, text: str, direction: str) -> list[Span]:
+async def ask(check: Check, text: str, direction: str, zdr: bool = False) -> list[Span]:
     if check.check == "comprehend":
         return await _comprehend(check, text)
     if check.check == "bedrock":
         return await _bedrock(check, text, direction)
-    return await _moderation(check, text)
+    return await _moderation(check, text, zdr)
 
 
 async def _comprehend(check: Check, text: str) -> list[Span]:
@@ -169,8 +170,14 @@ async def _bedrock(check: Check, text: str, direction: str) -> list[Span]:
     return spans
 
 
-async def _moderation(check: Check, text: str) -> list[Span]:
+async def _moderation(check: Check, text: str, zdr: bool) -> list[Span]:
     where = await _moderation_target()
+    if zdr and not where.provider.zdr:
+        # Comprehend and Bedrock answer inside the deployment's own AWS account; the moderation
+        # provider is a third party, so a zero-data-retention call's text goes only to one the catalog
+        # says an agreement covers. Otherwise the check cannot run (closed: 503; open: noted).
+        raise ModerationUnavailable(f"the moderation provider {where.provider.name!r} is not marked zdr "
+                                    "in the catalog, and this call is under zero data retention")
     try:
         said = await asyncio.wait_for(openai_moderation.moderate(where, text), MODERATION_TIMEOUT_S)
     except ProviderError as exc:  # its detail is the provider's, the key blanked (providers/transport.py)

@@ -39,6 +39,9 @@ class Screening:
     lookup: Lookup | None = None
     """How the output step asks a service's check (api/guardrail_services.output_lookup): set by the
     flow where the policy's output has such a check."""
+    zdr: bool = False
+    """The call is under zero data retention: a check that would send its text to a provider outside
+    the deployment's account (moderation) may ask only one whose catalog entry says `zdr`."""
 
     @property
     def rewrites_output(self) -> bool:
