@@ -1,6 +1,6 @@
 """Credentials are read in one place (api/auth.py): no other module of Momor reads the Authorization or
 X-API-Key header of a request. Provider wires set their own Authorization outbound; the DynamoDB
-signer writes its own; neither reads a caller's."""
+signer writes its own, and the CLI's HTTP client its user's key; none reads a caller's."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "shared" / "momor"
 THE_PLACE = PACKAGE / "api" / "auth.py"
-OUTBOUND = (PACKAGE / "providers", PACKAGE / "store" / "sigv4.py")
-"""Code that writes these headers on Momor's own requests to providers and AWS."""
+OUTBOUND = (PACKAGE / "providers", PACKAGE / "store" / "sigv4.py", PACKAGE / "cli" / "http.py")
+"""Code that writes these headers on Momor's own requests to providers and AWS, and the `momor`
+command's to a Momor server's key API."""
 READS = re.compile(r"""(headers|scope)\b[^\n]{0,40}["'](authorization|x-api-key)["']""", re.IGNORECASE)
 NAMED = re.compile(r"""["'](authorization|x-api-key)["']""", re.IGNORECASE)
 
