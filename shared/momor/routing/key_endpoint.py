@@ -63,8 +63,3 @@ def _with_region(base_url: str, region: str) -> str | None:
         netloc += f":{parts.port}"
     path = "/".join(region if p == old else p for p in segments)
     return urlunsplit((parts.scheme, netloc, path, parts.query, parts.fragment))
-
-
-def reset() -> None:
-    """For tests: forget the copies."""
-    _copies.clear()
