@@ -185,3 +185,16 @@ def test_a_place_on_a_single_key_is_refused_pointing_at_the_list(momor, momor_aw
     assert answer.status_code == 500, answer.text
     assert "entry 'azure@eu': baseUrl is taken on a key in a list" in answer.json()["detail"]
     assert fake.requests() == []
+
+
+@pytest.mark.timeout(60)
+def test_a_streamed_call_goes_to_the_chosen_resource_too(momor, momor_aws, fake):
+    save(momor_aws, **{"azure@eu": two_resources(fake, east_weight=1)})
+    labels = []
+    for _ in range(2):  # 1:1 from a fresh spread: east, then west
+        response, frames = momor.stream("/models", {**AZURE_BODY, "streaming": True})
+        assert response.status_code == 200 and frames[-1][0] == "end", frames
+        labels += [a["keyLabel"] for a in momor.record(response.headers["x-momor-request-id"])["attempts"]]
+    assert labels == ["east", "west"]
+    sent = [(r.label, r.json["stream"]) for r in fake.requests() if r.label.startswith("azure")]
+    assert sent == [("azure-east", True), ("azure-west", True)]
