@@ -142,6 +142,18 @@ AZURE_US = Dialect(
     deployments=frozenset({"gpt-4.1-mini"}), api_versions=frozenset({"2024-10-21", "2025-04-01-preview"}),
     error_body=azure_error, filter_results=True,
 )
+# Two more Azure resources, each with its own deployment name: a saved-keys list spreads over them,
+# each key naming its resource's endpoint and deployment (issue 38, tests/integration/test_provider_pools.py).
+AZURE_EAST = Dialect(
+    "azure", routes=(_AZURE_DEPLOYMENT_ROUTE,), key_header="api-key", resource="contoso-east",
+    deployments=frozenset({"gpt41mini-east"}), api_versions=frozenset({"2024-10-21"}),
+    error_body=azure_error, filter_results=True,
+)
+AZURE_WEST = Dialect(
+    "azure", routes=(_AZURE_DEPLOYMENT_ROUTE,), key_header="api-key", resource="contoso-west",
+    deployments=frozenset({"mini-west"}), api_versions=frozenset({"2024-10-21"}),
+    error_body=azure_error, filter_results=True,
+)
 MISTRAL = Dialect("mistral", fields=_MISTRAL_FIELDS, refusal_status=422, error_body=mistral_error,
                   usage_in_last_chunk=True)
 NVIDIA = Dialect("nvidia", fields=_COMPAT_FIELDS - {"reasoning_effort"}, refusal_status=422,
@@ -160,7 +172,8 @@ ZEN = Dialect("zen", fields=_COMPAT_FIELDS, efforts={
 })
 
 DIALECTS: dict[str, Dialect] = {
-    "azure-eu": AZURE_EU, "azure-us": AZURE_US, "mistral": MISTRAL, "nvidia": NVIDIA, "deepinfra": DEEPINFRA,
+    "azure-eu": AZURE_EU, "azure-us": AZURE_US, "azure-east": AZURE_EAST, "azure-west": AZURE_WEST,
+    "mistral": MISTRAL, "nvidia": NVIDIA, "deepinfra": DEEPINFRA,
     "zen": ZEN, "openrouter": OPENROUTER,
 }
 

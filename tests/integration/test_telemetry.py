@@ -4,13 +4,17 @@ GenAI semantic-convention names; the fake providers show the `traceparent` each 
 
 from __future__ import annotations
 
+import json
+
 import httpx2
 import pytest
 
 from momor.api import telemetry
+from momor.store import keys
 from tests.conftest import reset_momor_caches
 from tests.fakes import fail, hang
 from tests.fakes.otlp import OtlpReceiver
+from tests.integration.conftest import SAVED_KEYS
 
 CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 CALLER_SPAN = "00f067aa0ba902b7"
@@ -100,6 +104,29 @@ def test_openai_call_span_attempt_span_and_provider_traceparent(otlp, momor, fak
     text = repr(otlp.spans())
     assert "hi" not in [v for s in otlp.spans() for v in s.attributes.values()]
     assert "sk-saved" not in text
+
+
+def test_an_attempt_on_a_saved_key_with_its_own_endpoint_names_that_server(otlp, momor, momor_aws, fake):
+    # Issue 38: azure@eu's keys are two resources; the heavier one (first picked) is at "localhost",
+    # not the catalog's 127.0.0.1, so the span's server.address can only be the key's.
+    west = {"key": "az-tele-west-0306", "label": "west", "weight": 3, "deployments": {"gpt-4.1-mini": "mini-west"},
+            "baseUrl": fake.url.replace("127.0.0.1", "localhost") + "/azure-west/contoso-west"}
+    east = {"key": "az-tele-east-0307", "label": "east", "baseUrl": f"{fake.url}/azure-east/contoso-east",
+            "deployments": {"gpt-4.1-mini": "gpt41mini-east"}}
+    momor_aws.client("secretsmanager").put_secret_value(
+        SecretId=momor_aws.keys_secret, SecretString=json.dumps({**SAVED_KEYS, "azure@eu": [east, west]}))
+    keys.reset_saved_keys()
+    body = {"systemPrompt": "Be brief.", "messages": [{"type": "user", "value": "Hello"}], "model": "gpt-4.1-mini",
+            "prioritization": {"order": ["azure@eu"], "ignore": ["azure@us"]}}
+    response = momor.post("/models", body, headers=momor.headers(traceparent=TRACEPARENT))
+    assert response.status_code == 200, response.text
+    _, (attempt,) = _trace(otlp, CALLER_TRACE, 2)
+    b = attempt.attributes
+    port = int(fake.url.rsplit(":", 1)[1])
+    assert (b["momor.key_label"], b["server.address"], b["server.port"]) == ("west", "localhost", port)
+    record = momor.record(response.headers["x-momor-request-id"])["attempts"]
+    assert [(a["keyLabel"], a["serverAddress"]) for a in record] == [("west", "localhost")]
+    assert [r.label for r in fake.requests()] == ["azure-west"]
 
 
 def test_failover_on_the_anthropic_dialect_streamed(otlp, momor, fake):

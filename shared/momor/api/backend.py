@@ -17,7 +17,7 @@ from starlette.requests import Request
 
 from ..catalog import Catalog
 from ..config import Config, get_config
-from ..routing import key_spread
+from ..routing import key_endpoint, key_spread
 from ..routing.circuits import process_breakers
 from ..routing.keys import KeyResolver, ResolvedKey
 from ..routing.plan import Candidate
@@ -117,4 +117,15 @@ def _spread(pool: keys.KeyPool, candidate: Candidate, preview: bool, eligible: A
     if isinstance(chosen, str):
         return chosen
     key, slot = chosen
-    return ResolvedKey(key.key, "saved", dict(key.extra), label=key.label, slot=slot)
+    if key.place is None:
+        return ResolvedKey(key.key, "saved", dict(key.extra), label=key.label, slot=slot)
+    # The key names where it goes (store/key_places.py): that offering's deployment, its own endpoint.
+    extra = dict(key.extra)
+    deployment = key.place.deployments.get(candidate.offering.id)
+    if deployment is not None:
+        extra["deployment"] = deployment
+    provider = key_endpoint.provider_for(candidate.provider, key.label, key.place)
+    if isinstance(provider, str):
+        return provider
+    return ResolvedKey(key.key, "saved", extra, label=key.label, slot=slot,
+                       provider=provider if provider is not candidate.provider else None)

@@ -473,7 +473,7 @@ def _attempt_attributes(recorder: Recorder, timer: AttemptTimer, operation: str,
         attributes["momor.attempt.hedged"] = True
     if a.key_label is not None:  # one of a provider's several saved keys: its label, never the key
         attributes["momor.key_label"] = a.key_label
-    url = urlsplit(candidate.provider.base_url or "")
+    url = urlsplit(timer.base_url or candidate.provider.base_url or "")  # a pooled key's own endpoint first
     if url.hostname:
         attributes[SERVER_ADDRESS] = url.hostname
         attributes[SERVER_PORT] = url.port or (443 if url.scheme == "https" else 80)

@@ -11,7 +11,7 @@ TEXT, textQuery: {text}}] (exactly one), sources: [{type: INLINE, inlineDocument
 textDocument: {text}}}] (1 to 1000), rerankingConfiguration: {type: BEDROCK_RERANKING_MODEL,
 bedrockRerankingConfiguration: {numberOfResults, modelConfiguration: {modelArn}}}}`. The model is named
 by its foundation-model ARN, `arn:aws:bedrock:{region}::foundation-model/{id}` (`amazon.rerank-v1:0`,
-`cohere.rerank-v3-5:0`), the region the provider's (`bedrock@us-west-2`) or its base URL's; an offering
+`cohere.rerank-v3-5:0`), the region its base URL's host names, else the provider's (`bedrock@us-west-2`); an offering
 `id` that is an ARN already is sent as it is. `numberOfResults` is the caller's `top_n`, else every
 document. Answer: `{results: [{index, relevanceScore}], nextToken?}`, best first. Errors are Bedrock's.
 """
@@ -33,11 +33,12 @@ _REGION = re.compile(r"bedrock-(?:agent-)?runtime(?:-fips)?\.([a-z0-9-]+)\.amazo
 
 
 def region(target: Target) -> str | None:
-    named = target.provider.name.partition("@")[2]
-    if named:
-        return named
+    # The host's region first: a saved key with a region of its own is sent to that region's host
+    # (routing/key_endpoint.py) under the provider's name, which names the catalog's region.
     found = _REGION.search(target.provider.base_url)
-    return found.group(1) if found else None
+    if found:
+        return found.group(1)
+    return target.provider.name.partition("@")[2] or None
 
 
 def model_arn(target: Target) -> str:

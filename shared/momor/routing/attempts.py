@@ -235,7 +235,8 @@ class Session:
                 summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name,
                                                 "the call's time budget ran out"))
                 return "budget"
-            attempt = self.recorder.begin(candidate, resolved.source, resolved.key, call, resolved.label)
+            attempt = self.recorder.begin(candidate, resolved.source, resolved.key, call, resolved.label,
+                                          base_url=resolved.base_url)
             breakers.begin(circuit)
             try:
                 serving = await self._start(candidate, resolved, call, caller_body, attempt)
@@ -313,7 +314,7 @@ class Session:
         body = way.body
         if body is not None and self.adjust_body is not None:
             body = self.adjust_body(body, candidate)
-        target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source,
+        target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra, key.source,
                         schema_asked=call.answer_schema is not None, passthrough_body=body, betas=self._betas)
         target = self.recorder.traced(target, attempt)
         if self.adjust is not None:  # the route's per-candidate call (router defaults, file conversions)

@@ -40,8 +40,8 @@ async def count_input_tokens(
         if isinstance(key, str):
             recorder.skip(candidate, key)
             continue
-        timer = recorder.begin(candidate, key.source, key.key, key_label=key.label)
-        target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source,
+        timer = recorder.begin(candidate, key.source, key.key, key_label=key.label, base_url=key.base_url)
+        target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra, key.source,
                         passthrough_body=way.body, betas=caller_body.betas if caller_body is not None else ())
         try:
             count = await provider_count(wire, call, target)

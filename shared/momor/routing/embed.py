@@ -210,7 +210,7 @@ def split(indexes: list[int], call: EmbedCall, most: int, most_tokens: int | Non
 
 def _target(offer: _Offer) -> Target:
     c = offer.candidate
-    return Target(c.provider, c.offering, c.model, offer.key.key, offer.key.extra, offer.key.source)
+    return Target(offer.key.provider_of(c), c.offering, c.model, offer.key.key, offer.key.extra, offer.key.source)
 
 
 def _offers(group: list[Candidate], resolve_key: KeyResolver, recorder: Recorder,
@@ -301,7 +301,8 @@ async def _offering(run: _Run, offer: _Offer, part: list[int]) -> bool:
         if left <= 0:  # no attempt starts past the call's budget (or the invocation's end)
             run.summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, OUT_OF_TIME))
             return False
-        timer = run.recorder.begin(candidate, offer.key.source, offer.key.key, key_label=offer.key.label)
+        timer = run.recorder.begin(candidate, offer.key.source, offer.key.key, key_label=offer.key.label,
+                                     base_url=offer.key.base_url)
         traced = run.recorder.traced(target, timer)
         breakers.begin(candidate.circuit)
         try:

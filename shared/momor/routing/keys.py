@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .plan import Candidate
 
 if TYPE_CHECKING:
+    from ..catalog import Provider
     from .key_spread import KeySlot
 
 
@@ -22,6 +23,18 @@ class ResolvedKey:
     """A saved key chosen from several (routing/key_spread.py): its label, as the record names it."""
     slot: KeySlot | None = None
     """Its place in the spread: the circuit its attempts count against and its minute's use."""
+    provider: Provider | None = None
+    """A saved key with its own endpoint (routing/key_endpoint.py): the provider as it reaches it; else
+    None, the candidate's own."""
+
+    def provider_of(self, candidate: Candidate) -> Provider:
+        """The provider an attempt with this key is sent to (its base URL the key's, if it has one)."""
+        return self.provider if self.provider is not None else candidate.provider
+
+    @property
+    def base_url(self) -> str | None:
+        """The key's own endpoint, for the record and telemetry; None: the catalog provider's."""
+        return self.provider.base_url if self.provider is not None else None
 
     @property
     def circuit(self) -> str | None:

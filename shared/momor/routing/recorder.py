@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -39,6 +40,8 @@ class AttemptTimer:
     """The attempt's span (telemetry on): the parent of the provider's work, sent as its traceparent."""
     first_output: float | None = None
     """When the offering's first visible output (or a buffered answer) arrived, by time.perf_counter()."""
+    base_url: str | None = None
+    """Where it was sent when its saved key has an endpoint of its own; None: the catalog provider's."""
 
     @property
     def ended(self) -> bool:
@@ -227,10 +230,14 @@ class Recorder:
         self.timers.append(timer)
 
     def begin(self, candidate: Candidate, key_source: str, key: str, call: Call | None = None,
-              key_label: str | None = None) -> AttemptTimer:
+              key_label: str | None = None, base_url: str | None = None) -> AttemptTimer:
+        """`base_url`: the saved key's own endpoint (routing/key_endpoint.py), None for the catalog's."""
         self.secrets.add(key)
         timer = AttemptTimer(_attempt(candidate, key_source, "failed"), candidate, call)
         timer.attempt.key_label = key_label
+        if base_url is not None:
+            timer.base_url = base_url
+            timer.attempt.server_address = urlsplit(base_url).hostname
         if self.trace is not None and self.trace.span_id is not None:
             timer.span_id = new_span_id()
         self.timers.append(timer)

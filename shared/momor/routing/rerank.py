@@ -133,7 +133,7 @@ async def _offering(call: RerankCall, candidate: Candidate, key: ResolvedKey, wi
     """Attempts at one offering, retries included: the ranking, or None to fail over."""
     policy, breakers, circuit = current_policy(), process_breakers(), candidate.circuit
     wire = wire_for(wire_name)
-    target = Target(candidate.provider, candidate.offering, candidate.model, key.key, key.extra, key.source)
+    target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra, key.source)
     timeouts = Timeouts(policy.connect_timeout, policy.first_token_timeout, policy.idle_timeout).shortened(
         network_timeout)
     for retry in range(policy.retries + 1):
@@ -141,7 +141,7 @@ async def _offering(call: RerankCall, candidate: Candidate, key: ResolvedKey, wi
         if left <= 0:
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, OUT_OF_TIME))
             return None
-        timer = recorder.begin(candidate, key.source, key.key, key_label=key.label)
+        timer = recorder.begin(candidate, key.source, key.key, key_label=key.label, base_url=key.base_url)
         traced = recorder.traced(target, timer)
         breakers.begin(circuit)
         try:

@@ -13,7 +13,8 @@ An entry's value may also be a list of such objects, several keys for one provid
 
 each with a `label` (the name records give it; default its place, "1", "2", ...), a `weight` (a
 positive number, default 1) and the per-minute quota its provider gave it (`rpm` requests, `tpm`
-tokens; absent: none). routing/key_spread.py spreads calls over them.
+tokens; absent: none). routing/key_spread.py spreads calls over them. A pooled key may also say where
+it is sent, an Azure resource's `baseUrl`, a Bedrock `region`, its `deployments` (store/key_places.py).
 
 An entry is a provider's name (`azure@eu`) or root (`azure`); a lookup tries the exact name,
 then the root. `zdr` marks a key covered by a zero-data-retention agreement; every other
@@ -41,6 +42,7 @@ from typing import Any, Literal
 from ..config import get_config
 from ..errors import MomorError, RequestError
 from . import aws
+from .key_places import PLACE_FIELDS, Place, parse_place
 from .last_good import LastGoodValue
 
 KeySource = Literal["call", "saved"]
@@ -62,6 +64,8 @@ class ProviderKey:
     """Within a KeyPool: requests per minute its provider allows it (None: no quota)."""
     tpm: int | None = None
     """Within a KeyPool: tokens per minute its provider allows it (None: no quota)."""
+    place: Place | None = None
+    """Within a KeyPool: its own endpoint, region or deployments (store/key_places.py); None: the catalog's."""
 
     def __repr__(self) -> str:
         # extra may hold secrets too (a second credential), so only its names are shown.
@@ -80,9 +84,8 @@ class KeyPool:
     entry: str
     keys: tuple[ProviderKey, ...]
 
-POOL_FIELDS = ("label", "weight", "rpm", "tpm")
+POOL_FIELDS = ("label", "weight", "rpm", "tpm", *PLACE_FIELDS)
 """A pooled key's own settings: never handed to the provider's wire as `extra`."""
-
 
 
 class KeysError(MomorError):
@@ -244,7 +247,11 @@ def _parse_secret(secret_id: str, raw: str) -> dict[str, ProviderKey | KeyPool]:
     keys: dict[str, ProviderKey | KeyPool] = {}
     for entry, value in document.items():
         try:
-            keys[entry] = _parse_pool(entry, value) if isinstance(value, list) else _parse_entry(entry, value, "saved")
+            if isinstance(value, list):
+                keys[entry] = _parse_pool(entry, value)
+            else:
+                _no_place(value)
+                keys[entry] = _parse_entry(entry, value, "saved")
         except ValueError as exc:
             raise KeysError(f"saved keys secret {secret_id}, entry {entry!r}: {exc}") from None
     return keys
@@ -255,15 +262,15 @@ def _parse_pool(entry: str, values: list[Any]) -> KeyPool:
     if not values:
         raise ValueError("a list of keys must hold at least one")
     pooled: list[ProviderKey] = []
-    for place, value in enumerate(values, 1):
-        where = f"key {place}"
+    for number, value in enumerate(values, 1):
+        where = f"key {number}"
         if not isinstance(value, Mapping):
             raise ValueError(f"{where}: must be an object holding key")
         try:
             key = _parse_entry(entry, value, "saved")
         except ValueError as exc:
             raise ValueError(f"{where}: {exc}") from None
-        label = value.get("label", str(place))
+        label = value.get("label", str(number))
         if not isinstance(label, str) or not label or not (label.isascii() and label.isprintable()):
             raise ValueError(f"{where}: label must be a non-empty printable string")
         if any(p.label == label for p in pooled):
@@ -277,8 +284,21 @@ def _parse_pool(entry: str, values: list[Any]) -> KeyPool:
             if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0):
                 raise ValueError(f"{where} ({label}): {name} must be a positive whole number")
             quota[name] = limit
-        pooled.append(dataclasses.replace(key, label=label, weight=float(weight), **quota))
+        try:
+            place = parse_place(value)
+        except ValueError as exc:
+            raise ValueError(f"{where} ({label}): {exc}") from None
+        pooled.append(dataclasses.replace(key, label=label, weight=float(weight), place=place, **quota))
     return KeyPool(entry, tuple(pooled))
+
+
+def _no_place(value: Any) -> None:
+    # One key for a provider is resolved as before, on the catalog's endpoint: a place written on it
+    # would be silently ignored, so it is refused, pointing at the list that takes it.
+    if isinstance(value, Mapping):
+        for name in PLACE_FIELDS:
+            if name in value:
+                raise ValueError(f"{name} is taken on a key in a list: write the entry as a list of one")
 
 
 def check_saved_keys(name: str, raw: str) -> None:

@@ -14,7 +14,9 @@ The item (attribute names as the GET route answers them):
                     `hedged: true` (present only then): a cancelled attempt that lost a hedge race
                     (routing/hedge.py), its cost what the provider may bill for its input;
                     `keyLabel` (present only then): the label of the saved key it was sent with,
-                    when its provider has several (routing/key_spread.py), never the key itself
+                    when its provider has several (routing/key_spread.py), never the key itself;
+                    `serverAddress` (present only then): the host it was sent to, when that saved
+                    key names an endpoint or region of its own (store/key_places.py)
     attemptsOmitted  how many attempts are left out of a very long list (ATTEMPTS_MAX), or absent
     served        {model, provider, tier, publisher} of the offering that delivered the answer (the
                   last one, after a rollover), even when the answer then failed; or null. A response-
@@ -137,6 +139,8 @@ class Attempt:
     """Cancelled because another attempt, started beside it, showed output first (routing/hedge.py)."""
     key_label: str | None = None
     """Which of a provider's several saved keys it was sent with: the key's label, never its value."""
+    server_address: str | None = None
+    """The host it was sent to, only when that saved key has an endpoint of its own (a resource, a region)."""
 
     def to_dict(self) -> dict[str, Any]:
         shape = {
@@ -156,6 +160,8 @@ class Attempt:
             shape["hedged"] = True
         if self.key_label is not None:  # only for a provider with several saved keys, likewise
             shape["keyLabel"] = self.key_label
+        if self.server_address is not None:  # a pooled key's own endpoint: where this attempt went
+            shape["serverAddress"] = self.server_address
         return shape
 
 
