@@ -198,6 +198,9 @@ class FakeApp:
             return
         assert upload is not None
         step = self.state.next_step(label, fields["model"])
+        refused = self.state.refusal_for(record.headers)
+        if refused is not None:  # this key is exhausted, as on the JSON routes
+            step = Fail(refused, headers={"retry-after": "60"} if refused == 429 else None)
         record.step = step_to_json(step)["kind"] if step is not None else None
         if isinstance(step, Fail):
             record.status = step.status

@@ -155,3 +155,60 @@ def test_a_key_at_its_per_minute_quota_is_passed_over(momor, momor_aws, fake, qu
     # used, west serves, without a refusal asked of the provider.
     assert labels == ["east"] * east_calls + ["west"] * (6 - east_calls)
     assert keys_sent(fake) == Counter({EAST: east_calls, WEST: 6 - east_calls})
+
+
+# --- The whole-answer routes (embeddings, transcription) follow the same rule as chat ---------------
+
+EMBED = {"model": "openai/text-embedding-3-small", "input": ["first text", "second text"]}
+EMBED_OFFERING = "openai/text-embedding-3-small"
+
+
+@pytest.mark.timeout(120)
+def test_an_embedding_key_answering_429_moves_to_the_other_key_at_once_and_the_offering_stays_closed(
+        momor, momor_aws, fake):
+    save_keys(momor_aws, [{"key": EAST, "label": "east", "weight": 3}, {"key": WEST, "label": "west"}])
+    fake.refuse_key(EAST, 429)
+    ids = []
+    for _ in range(8):
+        answer = momor.post("/v1/embeddings", EMBED)
+        assert answer.status_code == 200, answer.text
+        assert len(answer.json()["data"]) == 2
+        ids.append(answer.headers["x-momor-request-id"])
+    first = momor.record(ids[0])["attempts"]
+    assert [(a["provider"], a["keyLabel"], a["httpStatus"], a["status"]) for a in first] == [
+        ("openai", "east", 429, "failed"), ("openai", "west", 200, "ok")]  # the same offering, no failover
+    for request_id in ids[1:]:  # east cools down: passed over
+        assert [(a["keyLabel"], a["status"]) for a in momor.record(request_id)["attempts"]] == [("west", "ok")]
+    assert process_breakers().state(EMBED_OFFERING) == "closed"
+
+
+@pytest.mark.timeout(120)
+def test_an_embedding_key_failing_over_and_over_opens_its_own_circuit_not_the_offerings(momor, momor_aws, fake):
+    save_keys(momor_aws, [{"key": EAST, "label": "east"}, {"key": WEST, "label": "west"}])
+    fake.refuse_key(WEST, 503)
+    for _ in range(20):
+        answer = momor.post("/v1/embeddings", EMBED)
+        assert answer.status_code == 200, answer.text
+        served = momor.record(answer.headers["x-momor-request-id"])["served"]
+        assert served["provider"] == "openai"  # west's failures never sent a call to another offering
+    breakers = process_breakers()
+    assert breakers.state(EMBED_OFFERING + "#west") == "open"
+    assert breakers.state(EMBED_OFFERING) == "closed" and breakers.state(EMBED_OFFERING + "#east") == "closed"
+
+
+@pytest.mark.timeout(120)
+def test_a_transcription_key_answering_429_moves_to_the_other_key_at_once(momor, momor_aws, fake):
+    import base64
+
+    from tests.media import tiny_wav
+
+    save_keys(momor_aws, [{"key": EAST, "label": "east", "weight": 3}, {"key": WEST, "label": "west"}])
+    fake.refuse_key(EAST, 429)
+    audio = {"type": "bytes", "value": base64.b64encode(tiny_wav(1.0)).decode(), "name": "memo.wav",
+             "contentType": "audio/wav"}
+    answer = momor.post("/models/transcribe", {"file": audio, "model": "whisper-1"})
+    assert answer.status_code == 200, answer.text
+    attempts = momor.record(answer.headers["x-momor-request-id"])["attempts"]
+    assert [(a["keyLabel"], a["httpStatus"], a["status"]) for a in attempts] == [
+        ("east", 429, "failed"), ("west", 200, "ok")]
+    assert process_breakers().state("openai/whisper-1") == "closed"

@@ -39,6 +39,7 @@ from .breaker import DEFERRED, NO_BREAKERS, PROBING, Breakers
 from .choices import several_answers
 from .circuits import breaker_order, process_breakers
 from .commit import aclose, finished, hold_until_output
+from .key_failover import other_key
 from .keys import KeyResolver, ResolvedKey
 from .params import params_for
 from .passthrough import way_for
@@ -272,14 +273,8 @@ class Session:
         return "failed"  # unreachable: the last retry returns from the except branch
 
     def _other_key(self, candidate: Candidate, failed: ResolvedKey, exc: ProviderError) -> ResolvedKey | None:
-        """After a pooled key's retryable failure (a 429 cools it down first), another of the
-        provider's saved keys to retry with, or None (none is ready: retry as for one key)."""
-        if failed.slot is not None and exc.upstream_status == 429:
-            failed.slot.limited(exc.retry_after)
-        other = self.resolve_key(candidate)
-        if isinstance(other, str) or other.label == failed.label:
-            return None
-        return other
+        """After a pooled key's retryable failure, another saved key to retry with (key_failover.py)."""
+        return other_key(candidate, failed, exc, self.resolve_key)
 
     def _retry_delay(self, exc: ProviderError, retry: int) -> float | None:
         """How long to wait before retrying the same offering, or None to fail over instead."""

@@ -41,6 +41,7 @@ from ..store.records import cost_usd
 from ..tokens import text_tokens
 from ..vectors import EmbedCall, EmbedInput, Vector, length
 from .circuits import breaker_order, process_breakers
+from .key_failover import other_key, reporting_to
 from .keys import KeyResolver, ResolvedKey
 from .plan import Candidate
 from .policy import classify, counts_against_breaker, current_policy
@@ -154,6 +155,8 @@ class _Run:
     end: float
     network_timeout: float | None
     summaries: list[AttemptSummary]
+    resolve_key: KeyResolver
+    """Another saved key after a pooled key's failure (key_failover.py)."""
     vectors: dict[int, Vector] = field(default_factory=dict)
     tokens: int = 0
     estimated: bool = False
@@ -239,7 +242,7 @@ async def embed(call: EmbedCall, candidates: list[Candidate], recorder: Recorder
         offers = _offers(group, resolve_key, recorder, summaries)
         if not offers:
             continue
-        run = _Run(call, offers, recorder, end, network_timeout, summaries)
+        run = _Run(call, offers, recorder, end, network_timeout, summaries, resolve_key)
         parts = _parts(run, wanted)
         if await _whole(run, parts):
             assert run.served is not None
@@ -292,7 +295,8 @@ async def _part(run: _Run, part: list[int]) -> None:
 
 async def _offering(run: _Run, offer: _Offer, part: list[int]) -> bool:
     """Attempts at one offering for one part: True once it answered."""
-    policy, breakers, candidate = current_policy(), process_breakers(), offer.candidate
+    policy, candidate = current_policy(), offer.candidate
+    breakers, circuit = reporting_to(candidate, offer.key)
     wire, target, sent = wire_for(offer.wire_name), _target(offer), run.call.part(part)
     timeouts = Timeouts(policy.connect_timeout, policy.first_token_timeout, policy.idle_timeout).shortened(
         run.network_timeout)
@@ -304,7 +308,7 @@ async def _offering(run: _Run, offer: _Offer, part: list[int]) -> bool:
         timer = run.recorder.begin(candidate, offer.key.source, offer.key.key, key_label=offer.key.label,
                                      base_url=offer.key.base_url)
         traced = run.recorder.traced(target, timer)
-        breakers.begin(candidate.circuit)
+        breakers.begin(circuit)
         try:
             request = wire.build_embed(sent, traced)  # type: ignore[attr-defined]
             body, headers = await post_whole(wire, request, traced, timeouts=timeouts.shortened(left))
@@ -312,11 +316,18 @@ async def _offering(run: _Run, offer: _Offer, part: list[int]) -> bool:
             _check_lengths(embedded.vectors, run.call.dimensions, candidate, offer.wire_name)
         except ProviderError as exc:
             timer.fail(exc)
-            (breakers.failure if counts_against_breaker(exc) else breakers.success)(candidate.circuit)
+            (breakers.failure if counts_against_breaker(exc) else breakers.success)(circuit)
             decision = classify(exc)
             if decision == "final":
                 exc.status = exc.upstream_status or 400
                 raise
+            other = other_key(candidate, offer.key, exc, run.resolve_key) \
+                if decision == "retry" and retry < policy.retries else None
+            if other is not None:  # the same offering at once on another saved key, for the later parts too
+                offer.key = other
+                breakers, circuit = reporting_to(candidate, other)
+                target = _target(offer)
+                continue
             delay = policy.backoff(retry + 1, exc.retry_after)
             if decision == "retry" and retry < policy.retries and time.monotonic() + delay < run.end and (
                     exc.retry_after is None or exc.retry_after <= policy.max_retry_after):
@@ -327,9 +338,9 @@ async def _offering(run: _Run, offer: _Offer, part: list[int]) -> bool:
         except asyncio.CancelledError:
             timer.cancel()
             timer.attempt.error = PART_CANCELLED
-            breakers.release(candidate.circuit)
+            breakers.release(circuit)
             raise
-        breakers.success(candidate.circuit)
+        breakers.success(circuit)
         estimated = embedded.input_tokens is None
         used = sum(input_tokens(run.call.inputs[i]) for i in part) if estimated else embedded.input_tokens
         usage = Usage(input_tokens=used, output_tokens=0, estimated=estimated)

@@ -32,6 +32,7 @@ from ..store.records import cost_usd
 from ..tokens import text_tokens
 from ..vectors import Ranked, RerankCall
 from .circuits import breaker_order, process_breakers
+from .key_failover import other_key, reporting_to
 from .keys import KeyResolver, ResolvedKey
 from .plan import Candidate
 from .policy import classify, counts_against_breaker, current_policy
@@ -121,7 +122,8 @@ async def rerank(call: RerankCall, candidates: list[Candidate], recorder: Record
             recorder.skip(candidate, key)
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, key))
             continue
-        done = await _offering(call, candidate, key, wire_name, recorder, summaries, network_timeout, end)
+        done = await _offering(call, candidate, key, wire_name, recorder, summaries, network_timeout, end,
+                               resolve_key)
         if done is not None:
             return done
     tried = [a for a in recorder.attempts if a.status != "skipped"]
@@ -129,9 +131,11 @@ async def rerank(call: RerankCall, candidates: list[Candidate], recorder: Record
 
 
 async def _offering(call: RerankCall, candidate: Candidate, key: ResolvedKey, wire_name: str, recorder: Recorder,
-                    summaries: list[AttemptSummary], network_timeout: float | None, end: float) -> Reranked | None:
+                    summaries: list[AttemptSummary], network_timeout: float | None, end: float,
+                    resolve_key: KeyResolver) -> Reranked | None:
     """Attempts at one offering, retries included: the ranking, or None to fail over."""
-    policy, breakers, circuit = current_policy(), process_breakers(), candidate.circuit
+    policy = current_policy()
+    breakers, circuit = reporting_to(candidate, key)
     wire = wire_for(wire_name)
     target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra, key.source)
     timeouts = Timeouts(policy.connect_timeout, policy.first_token_timeout, policy.idle_timeout).shortened(
@@ -155,6 +159,13 @@ async def _offering(call: RerankCall, candidate: Candidate, key: ResolvedKey, wi
             if decision == "final":
                 exc.status = exc.upstream_status or 400
                 raise
+            other = other_key(candidate, key, exc, resolve_key) if decision == "retry" and retry < policy.retries \
+                else None
+            if other is not None:  # the same offering at once, on another of its saved keys
+                key, (breakers, circuit) = other, reporting_to(candidate, other)
+                target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra,
+                                key.source)
+                continue
             delay = policy.backoff(retry + 1, exc.retry_after)
             if decision == "retry" and retry < policy.retries and time.monotonic() + delay < end and (
                     exc.retry_after is None or exc.retry_after <= policy.max_retry_after):

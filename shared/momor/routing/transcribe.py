@@ -34,6 +34,7 @@ from ..providers.registry import REGISTRY
 from ..providers.transport import Timeouts
 from ..store.records import cost_usd
 from .circuits import process_breakers
+from .key_failover import other_key, reporting_to
 from .keys import KeyResolver, ResolvedKey
 from .plan import Candidate
 from .policy import classify, counts_against_breaker, current_policy
@@ -81,7 +82,8 @@ async def transcribe(
             summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, key))
             continue
         done = await _offering(audio, candidate, key, wire_name or "", recorder, summaries,
-                               language=language, prompt=prompt, network_timeout=network_timeout, end=end)
+                               language=language, prompt=prompt, network_timeout=network_timeout, end=end,
+                               resolve_key=resolve_key)
         if done is not None:
             return done
     tried = [a for a in recorder.attempts if a.status != "skipped"]
@@ -91,10 +93,11 @@ async def transcribe(
 async def _offering(
     audio: Audio, candidate: Candidate, key: ResolvedKey, wire_name: str, recorder: Recorder,
     summaries: list[AttemptSummary], *, language: str | None, prompt: str | None, network_timeout: float | None,
-    end: float,
+    end: float, resolve_key: KeyResolver,
 ) -> Transcribed | None:
     """Attempts at one offering, retries included: the transcription, or None to fail over."""
-    policy, breakers, circuit = current_policy(), process_breakers(), candidate.circuit
+    policy = current_policy()
+    breakers, circuit = reporting_to(candidate, key)
     wire = wire_for(wire_name)
     target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra, key.source)
     timeouts = Timeouts(policy.connect_timeout, policy.first_token_timeout, policy.idle_timeout).shortened(
@@ -118,6 +121,13 @@ async def _offering(
             if decision == "final":
                 exc.status = exc.upstream_status or 400
                 raise
+            other = other_key(candidate, key, exc, resolve_key) if decision == "retry" and retry < policy.retries \
+                else None
+            if other is not None:  # the same offering at once, on another of its saved keys
+                key, (breakers, circuit) = other, reporting_to(candidate, other)
+                target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra,
+                                key.source)
+                continue
             delay = policy.backoff(retry + 1, exc.retry_after)
             if decision == "retry" and retry < policy.retries and time.monotonic() + delay < end and (
                     exc.retry_after is None or exc.retry_after <= policy.max_retry_after):
