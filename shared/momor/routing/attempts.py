@@ -30,7 +30,6 @@ from ..call import Call
 from ..caller_body import CallerBody
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError, RequestError
 from ..events import Assembler, Continued, Event, Usage
-from ..providers.base import Target
 from ..providers.kit import unsupported
 from ..providers.registry import answers_choices, reply_timeout
 from ..providers.transport import Timeouts, exchange
@@ -309,8 +308,8 @@ class Session:
         body = way.body
         if body is not None and self.adjust_body is not None:
             body = self.adjust_body(body, candidate)
-        target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra, key.source,
-                        schema_asked=call.answer_schema is not None, passthrough_body=body, betas=self._betas)
+        target = key.target(candidate, schema_asked=call.answer_schema is not None, passthrough_body=body,
+                            betas=self._betas)
         target = self.recorder.traced(target, attempt)
         if self.adjust is not None:  # the route's per-candidate call (router defaults, file conversions)
             adjusted = self.adjust(call, candidate)

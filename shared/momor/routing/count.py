@@ -12,7 +12,6 @@ from .. import tokens
 from ..call import Call
 from ..caller_body import CallerBody
 from ..errors import ProviderError
-from ..providers.base import Target
 from ..providers.counting import count_tokens as provider_count
 from ..providers.registry import facts as wire_facts
 from .keys import KeyResolver
@@ -41,8 +40,8 @@ async def count_input_tokens(
             recorder.skip(candidate, key)
             continue
         timer = recorder.begin(candidate, key.source, key.key, key_label=key.label, base_url=key.base_url)
-        target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra, key.source,
-                        passthrough_body=way.body, betas=caller_body.betas if caller_body is not None else ())
+        target = key.target(candidate, passthrough_body=way.body,
+                            betas=caller_body.betas if caller_body is not None else ())
         try:
             count = await provider_count(wire, call, target)
         except ProviderError as exc:

@@ -212,8 +212,7 @@ def split(indexes: list[int], call: EmbedCall, most: int, most_tokens: int | Non
 
 
 def _target(offer: _Offer) -> Target:
-    c = offer.candidate
-    return Target(offer.key.provider_of(c), c.offering, c.model, offer.key.key, offer.key.extra, offer.key.source)
+    return offer.key.target(offer.candidate)
 
 
 def _offers(group: list[Candidate], resolve_key: KeyResolver, recorder: Recorder,

@@ -10,6 +10,7 @@ from .plan import Candidate
 
 if TYPE_CHECKING:
     from ..catalog import Provider
+    from ..providers.base import Target
     from .key_spread import KeySlot
 
 
@@ -40,6 +41,14 @@ class ResolvedKey:
     def circuit(self) -> str | None:
         """The key's own circuit, when it is one of several (else the offering's is used)."""
         return self.slot.circuit if self.slot is not None else None
+
+    def target(self, candidate: Candidate, **more: Any) -> Target:
+        """What a wire is handed for an attempt with this key at `candidate`; `more`: Target's other
+        fields (a passthrough body, betas, whether a schema was asked)."""
+        from ..providers.base import Target  # here: providers.base is not needed to resolve a key
+
+        return Target(self.provider_of(candidate), candidate.offering, candidate.model, self.key, self.extra,
+                      self.source, **more)
 
 
 KeyResolver = Callable[[Candidate], "ResolvedKey | str"]

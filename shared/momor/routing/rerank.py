@@ -25,7 +25,6 @@ from ..config import get_config
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError, RequestError
 from ..events import Usage
 from ..providers import wire_for
-from ..providers.base import Target
 from ..providers.registry import rerank_wire
 from ..providers.transport import Timeouts, post_whole
 from ..store.records import cost_usd
@@ -137,7 +136,7 @@ async def _offering(call: RerankCall, candidate: Candidate, key: ResolvedKey, wi
     policy = current_policy()
     breakers, circuit = reporting_to(candidate, key)
     wire = wire_for(wire_name)
-    target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra, key.source)
+    target = key.target(candidate)
     timeouts = Timeouts(policy.connect_timeout, policy.first_token_timeout, policy.idle_timeout).shortened(
         network_timeout)
     for retry in range(policy.retries + 1):
@@ -163,8 +162,7 @@ async def _offering(call: RerankCall, candidate: Candidate, key: ResolvedKey, wi
                 else None
             if other is not None:  # the same offering at once, on another of its saved keys
                 key, (breakers, circuit) = other, reporting_to(candidate, other)
-                target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra,
-                                key.source)
+                target = key.target(candidate)
                 continue
             delay = policy.backoff(retry + 1, exc.retry_after)
             if decision == "retry" and retry < policy.retries and time.monotonic() + delay < end and (

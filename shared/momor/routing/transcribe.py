@@ -27,7 +27,6 @@ from .. import invocation
 from ..audio import Audio
 from ..errors import AttemptSummary, NoCandidateServed, ProviderError
 from ..providers import wire_for
-from ..providers.base import Target
 from ..providers.multipart import post_multipart
 from ..providers.openai_transcribe import Transcript
 from ..providers.registry import REGISTRY
@@ -99,7 +98,7 @@ async def _offering(
     policy = current_policy()
     breakers, circuit = reporting_to(candidate, key)
     wire = wire_for(wire_name)
-    target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra, key.source)
+    target = key.target(candidate)
     timeouts = Timeouts(policy.connect_timeout, policy.first_token_timeout, policy.idle_timeout).shortened(
         network_timeout)
     for retry in range(policy.retries + 1):
@@ -125,8 +124,7 @@ async def _offering(
                 else None
             if other is not None:  # the same offering at once, on another of its saved keys
                 key, (breakers, circuit) = other, reporting_to(candidate, other)
-                target = Target(key.provider_of(candidate), candidate.offering, candidate.model, key.key, key.extra,
-                                key.source)
+                target = key.target(candidate)
                 continue
             delay = policy.backoff(retry + 1, exc.retry_after)
             if decision == "retry" and retry < policy.retries and time.monotonic() + delay < end and (
