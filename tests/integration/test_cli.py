@@ -222,3 +222,18 @@ def test_the_bootstrap_names_the_operator_plainly_where_sts_does_not_answer(momo
     assert entry["action"] == "key.create" and entry["actor"] == {
         "id": "operator", "name": "momor keys create --bootstrap", "kind": "script", "role": "operator"}
     assert operator not in json.dumps(entry)
+
+
+def test_an_organizations_model_and_provider_budgets_are_set_by_the_cli_and_read_by_its_api(momor):
+    org_id = ok(momor_cli("org", "create", "Budgets")).stdout.strip()
+    ok(momor_cli("org", "update", org_id, "--budget-model", "claude-sonnet-4-5=50/month",
+                 "--budget-model", "claude-sonnet-4-5=5/day", "--budget-provider", "openai=20/month"))
+    admin = bootstrap("--org", org_id, "--role", "admin")
+    settings = api(momor, admin, "GET", f"/organizations/{org_id}").json()
+    assert settings["budgets"]["byModel"] == {"claude-sonnet-4-5": {"monthlyUsd": 50, "dailyUsd": 5}}
+    assert settings["budgets"]["byProvider"] == {"openai": {"dailyUsd": None, "monthlyUsd": 20}}
+    ok(momor_cli("org", "update", org_id, "--budget-provider", "none"))
+    settings = api(momor, admin, "GET", f"/organizations/{org_id}").json()
+    assert not (settings["budgets"].get("byProvider")) and settings["budgets"]["byModel"]
+    bad = momor_cli("org", "update", org_id, "--budget-model", "claude-sonnet-4-5=50/week")
+    assert bad.returncode == 2 and "week" in bad.stderr
