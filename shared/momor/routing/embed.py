@@ -41,10 +41,10 @@ from ..store.records import cost_usd
 from ..tokens import text_tokens
 from ..vectors import EmbedCall, EmbedInput, Vector, length
 from .circuits import breaker_order, process_breakers
-from .key_failover import other_key, reporting_to
+from .key_failover import reporting_to, retry_with
 from .keys import KeyResolver, ResolvedKey
 from .plan import Candidate
-from .policy import classify, counts_against_breaker, current_policy
+from .policy import counts_against_breaker, current_policy
 from .recorder import Recorder
 from .selectors import Selector
 
@@ -316,24 +316,15 @@ async def _offering(run: _Run, offer: _Offer, part: list[int]) -> bool:
         except ProviderError as exc:
             timer.fail(exc)
             (breakers.failure if counts_against_breaker(exc) else breakers.success)(circuit)
-            decision = classify(exc)
-            if decision == "final":
-                exc.status = exc.upstream_status or 400
-                raise
-            other = other_key(candidate, offer.key, exc, run.resolve_key) \
-                if decision == "retry" and retry < policy.retries else None
-            if other is not None:  # the same offering at once on another saved key, for the later parts too
-                offer.key = other
-                breakers, circuit = reporting_to(candidate, other)
+            again = await retry_with(exc, candidate, offer.key, run.resolve_key, policy, retry, run.end)
+            if again is None:
+                run.summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail, exc))
+                return False
+            if again is not offer.key:  # another saved key of the same offering, for the later parts too
+                offer.key = again
+                breakers, circuit = reporting_to(candidate, again)
                 target = _target(offer)
-                continue
-            delay = policy.backoff(retry + 1, exc.retry_after)
-            if decision == "retry" and retry < policy.retries and time.monotonic() + delay < run.end and (
-                    exc.retry_after is None or exc.retry_after <= policy.max_retry_after):
-                await asyncio.sleep(delay)
-                continue
-            run.summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail, exc))
-            return False
+            continue
         except asyncio.CancelledError:
             timer.cancel()
             timer.attempt.error = PART_CANCELLED

@@ -1,6 +1,6 @@
 """Which circuit an attempt reports to, and the key to retry with after a pooled key fails: one rule
 for every route (chat's attempt loop, attempts.py, and the whole-answer routes: embeddings, rerank,
-transcription).
+transcription, whose whole retry decision is `retry_with`).
 
 - A key the caller sent is the caller's alone (issue 33): its attempts report to no breakers, so an
   exhausted or refused caller key never opens a circuit for anyone else.
@@ -12,11 +12,15 @@ transcription).
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 from ..errors import ProviderError
 from .breaker import NO_BREAKERS, Breakers
 from .circuits import process_breakers
 from .keys import KeyResolver, ResolvedKey
 from .plan import Candidate
+from .policy import Policy, classify
 
 
 def reporting_to(candidate: Candidate, key: ResolvedKey) -> tuple[Breakers, str]:
@@ -39,3 +43,26 @@ def other_key(candidate: Candidate, failed: ResolvedKey, exc: ProviderError,
     if isinstance(other, str) or other.label == failed.label:
         return None
     return other
+
+
+async def retry_with(exc: ProviderError, candidate: Candidate, key: ResolvedKey, resolve_key: KeyResolver,
+                     policy: Policy, retry: int, end: float) -> ResolvedKey | None:
+    """After a whole-answer route's failed attempt (`retry`: its place among the policy's retries):
+    the key to try the offering again with, or None to give up on it. A final refusal is raised as
+    the caller's error (its status the provider's 4xx). A retryable failure moves to another pooled
+    key at once (`other_key`), else waits the policy's backoff (the provider's Retry-After, when not
+    past `max_retry_after`) and tries the same key, if the call's time (`end`) allows."""
+    decision = classify(exc)
+    if decision == "final":
+        exc.status = exc.upstream_status or 400
+        raise exc
+    if decision != "retry" or retry >= policy.retries:
+        return None
+    other = other_key(candidate, key, exc, resolve_key)
+    if other is not None:
+        return other
+    delay = policy.backoff(retry + 1, exc.retry_after)
+    if time.monotonic() + delay >= end or (exc.retry_after is not None and exc.retry_after > policy.max_retry_after):
+        return None
+    await asyncio.sleep(delay)
+    return key

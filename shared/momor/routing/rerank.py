@@ -13,7 +13,6 @@ Bedrock bill).
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 from dataclasses import dataclass
@@ -31,10 +30,10 @@ from ..store.records import cost_usd
 from ..tokens import text_tokens
 from ..vectors import Ranked, RerankCall
 from .circuits import breaker_order, process_breakers
-from .key_failover import other_key, reporting_to
+from .key_failover import reporting_to, retry_with
 from .keys import KeyResolver, ResolvedKey
 from .plan import Candidate
-from .policy import classify, counts_against_breaker, current_policy
+from .policy import counts_against_breaker, current_policy
 from .recorder import Recorder
 
 DOCUMENTS_PER_SEARCH = 100
@@ -154,23 +153,14 @@ async def _offering(call: RerankCall, candidate: Candidate, key: ResolvedKey, wi
         except ProviderError as exc:
             timer.fail(exc)
             (breakers.failure if counts_against_breaker(exc) else breakers.success)(circuit)
-            decision = classify(exc)
-            if decision == "final":
-                exc.status = exc.upstream_status or 400
-                raise
-            other = other_key(candidate, key, exc, resolve_key) if decision == "retry" and retry < policy.retries \
-                else None
-            if other is not None:  # the same offering at once, on another of its saved keys
-                key, (breakers, circuit) = other, reporting_to(candidate, other)
+            again = await retry_with(exc, candidate, key, resolve_key, policy, retry, end)
+            if again is None:
+                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail, exc))
+                return None
+            if again is not key:  # the same offering, on another of its saved keys
+                key, (breakers, circuit) = again, reporting_to(candidate, again)
                 target = key.target(candidate)
-                continue
-            delay = policy.backoff(retry + 1, exc.retry_after)
-            if decision == "retry" and retry < policy.retries and time.monotonic() + delay < end and (
-                    exc.retry_after is None or exc.retry_after <= policy.max_retry_after):
-                await asyncio.sleep(delay)
-                continue
-            summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail, exc))
-            return None
+            continue
         breakers.success(circuit)
         estimated = ranked.input_tokens is None
         usage = Usage(input_tokens=estimated_tokens(call) if estimated else ranked.input_tokens, output_tokens=0,

@@ -16,7 +16,6 @@ exposing the same build_request/parse_response/map_error over `Audio`) and nothi
 
 from __future__ import annotations
 
-import asyncio
 import io
 import time
 import wave
@@ -33,10 +32,10 @@ from ..providers.registry import REGISTRY
 from ..providers.transport import Timeouts
 from ..store.records import cost_usd
 from .circuits import process_breakers
-from .key_failover import other_key, reporting_to
+from .key_failover import reporting_to, retry_with
 from .keys import KeyResolver, ResolvedKey
 from .plan import Candidate
-from .policy import classify, counts_against_breaker, current_policy
+from .policy import counts_against_breaker, current_policy
 from .recorder import AttemptTimer, Recorder
 
 TRANSCRIPTION_WIRES: dict[str, str] = {f.name: f.transcribes_over for f in REGISTRY if f.transcribes_over}
@@ -116,23 +115,14 @@ async def _offering(
         except ProviderError as exc:
             timer.fail(exc)
             (breakers.failure if counts_against_breaker(exc) else breakers.success)(circuit)
-            decision = classify(exc)
-            if decision == "final":
-                exc.status = exc.upstream_status or 400
-                raise
-            other = other_key(candidate, key, exc, resolve_key) if decision == "retry" and retry < policy.retries \
-                else None
-            if other is not None:  # the same offering at once, on another of its saved keys
-                key, (breakers, circuit) = other, reporting_to(candidate, other)
+            again = await retry_with(exc, candidate, key, resolve_key, policy, retry, end)
+            if again is None:
+                summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail))
+                return None
+            if again is not key:  # the same offering, on another of its saved keys
+                key, (breakers, circuit) = again, reporting_to(candidate, again)
                 target = key.target(candidate)
-                continue
-            delay = policy.backoff(retry + 1, exc.retry_after)
-            if decision == "retry" and retry < policy.retries and time.monotonic() + delay < end and (
-                    exc.retry_after is None or exc.retry_after <= policy.max_retry_after):
-                await asyncio.sleep(delay)
-                continue
-            summaries.append(AttemptSummary(candidate.provider.name, candidate.model.name, exc.detail))
-            return None
+            continue
         breakers.success(circuit)
         return _succeeded(timer, candidate, transcript, audio)
     return None
