@@ -53,11 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "repeat; none: no list")
     parser.add_argument("--allow-provider", action="append", metavar="NAME|none",
                         help="a provider the key may reach; repeat; none: no list")
-    parser.add_argument("--budget-model", action="append", type=_budget, metavar="MODEL=USD/PERIOD",
-                        help="a spend limit on one model, e.g. claude-opus-4=50/month (period: day or month); "
-                             "repeat; none: no budgets by model")
-    parser.add_argument("--budget-provider", action="append", type=_budget, metavar="PROVIDER=USD/PERIOD",
-                        help="the same for a provider; none: no budgets by provider")
+    add_budget_arguments(parser, "")
     parser.add_argument("--expires-at", type=_when, default=UNSET, metavar="WHEN|none",
                         help="when the key stops working: ISO 8601 with its offset (2026-12-31T18:00:00Z) or "
                              "from now (+7d, +12h, +30m); none: never")
@@ -125,6 +121,21 @@ def _scoped(budgets: list[tuple[str, str | None, Any]]) -> Any:
     return out
 
 
+def add_budget_arguments(parser: argparse.ArgumentParser, whose: str) -> None:
+    """--budget-model and --budget-provider (read by `scoped_budgets`); `whose`: what the limit covers."""
+    for kind in ("model", "provider"):
+        parser.add_argument(f"--budget-{kind}", action="append", type=_budget, metavar=f"{kind.upper()}=USD/PERIOD",
+                            help=f"budgets.by{kind.title()}: a spend limit on one {kind}{whose}, e.g. "
+                                 f"claude-opus-4=50/month (period: day or month); repeat; none: no budgets by {kind}")
+
+
+def scoped_budgets(args: argparse.Namespace) -> dict[str, Any]:
+    """`budgets` from --budget-model / --budget-provider, for a key's body and an organization's alike."""
+    return {field: _scoped(getattr(args, dest)) for dest, field in (("budget_model", "byModel"),
+                                                                    ("budget_provider", "byProvider"))
+            if getattr(args, dest) is not None}
+
+
 def body(args: argparse.Namespace) -> dict[str, Any]:
     """The key API's body for what the flags give; what they leave out is not in it (left as it is)."""
     out: dict[str, Any] = {}
@@ -137,9 +148,7 @@ def body(args: argparse.Namespace) -> dict[str, Any]:
              if getattr(args, dest) is not None}
     if allow:
         out["allow"] = allow
-    budgets = {field: _scoped(getattr(args, dest)) for dest, field in (("budget_model", "byModel"),
-                                                                      ("budget_provider", "byProvider"))
-               if getattr(args, dest) is not None}
+    budgets = scoped_budgets(args)
     if budgets:
         out["budgets"] = budgets
     if args.expires_at is not UNSET:

@@ -50,8 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import get_config
-from . import operator, output
-from .governance import _budget
+from . import governance, operator, output
 
 CLEAR: Any = "none"
 """`N|none`: the setting removed (no limit, no list, the deployment's default)."""
@@ -160,10 +159,7 @@ def add_commands(parser: argparse.ArgumentParser) -> None:
     for flag, field, metavar, text in UPDATE_LISTS:
         update.add_argument(flag, action="append", metavar=f"{metavar}|none",
                             help=f"{field}: {text} (repeat; none: no list)")
-    for kind in ("model", "provider"):  # the key commands' flags (cli/governance.py), on the organization
-        update.add_argument(f"--budget-{kind}", action="append", type=_budget, metavar=f"{kind.upper()}=USD/PERIOD",
-                            help=f"budgets.by{kind.title()}: a spend limit on one {kind} for all its keys together, "
-                                 "e.g. claude-opus-4=50/month (period: day or month); repeat; none: none")
+    governance.add_budget_arguments(update, " for all its keys together")  # the key commands' flags
     create.set_defaults(run=_create)
     update.set_defaults(run=_update)
     listed = commands.add_parser("list", help="every organization")
@@ -258,18 +254,14 @@ def _read(org_id: str) -> dict[str, Any]:
 
 def _body(args: argparse.Namespace) -> dict[str, Any]:
     """The organization API's body for the flags given (cli/governance.py's way: values as written)."""
-    from .governance import _listed, _scoped, _value
-
     body: dict[str, Any] = {}
-    limits = {field: _value(getattr(args, flag[2:].replace("-", "_"))) for flag, field, _ in UPDATE_LIMITS
+    limits = {field: governance._value(getattr(args, flag[2:].replace("-", "_"))) for flag, field, _ in UPDATE_LIMITS
               if getattr(args, flag[2:].replace("-", "_")) is not None}
     limits |= {field.split(".")[1]: getattr(args, dest) for dest, field, _ in UPDATE_SWITCHES
                if field.startswith("limits.") and getattr(args, dest) is not None}
-    allow = {field.split(".")[1]: _listed(getattr(args, flag[2:].replace("-", "_"))) for flag, field, *_ in UPDATE_LISTS
-             if getattr(args, flag[2:].replace("-", "_")) is not None}
-    budgets = {field: _scoped(getattr(args, dest)) for dest, field in (("budget_model", "byModel"),
-                                                                      ("budget_provider", "byProvider"))
-               if getattr(args, dest) is not None}
+    allow = {field.split(".")[1]: governance._listed(getattr(args, flag[2:].replace("-", "_")))
+             for flag, field, *_ in UPDATE_LISTS if getattr(args, flag[2:].replace("-", "_")) is not None}
+    budgets = governance.scoped_budgets(args)
     body |= {"limits": limits} if limits else {}
     body |= {"allow": allow} if allow else {}
     body |= {"budgets": budgets} if budgets else {}
