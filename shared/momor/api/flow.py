@@ -400,9 +400,9 @@ async def _prepare(
             # that (429), as on every other call, not what the read found (an unknown id's 400).
             await admission.limited()
             raise
-    screening = await _screened(caller, routed, recorder)
-    candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     zdr = routed.prio.zdr or _caller_zdr(caller)
+    screening = await _screened(caller, routed, recorder, zdr)
+    candidates = plan(catalog, routed.selectors, routed.prio, routed.needs, kind=routed.kind)
     ceilings = _cost_ceilings(caller) if billed else []
     if ceilings:  # the key's and organization's per-call ceilings: refused before any provider is asked
         estimate = _hold(routed, candidates, catalog)
@@ -428,14 +428,14 @@ async def _prepare(
                     deadline=invocation.deadline(request.scope), cache=cache_plan, screening=screening)
 
 
-async def _screened(caller: Caller, routed: Routed, recorder: Recorder) -> Screening | None:
+async def _screened(caller: Caller, routed: Routed, recorder: Recorder, zdr: bool) -> Screening | None:
     """The input guardrails, on the canonical call as it will be served (GuardrailRefused: 400 before
     any provider is asked). A call they masked, or whose answer they check, goes to every offering
     translated from that call, never in the caller's own words (its body still holds the values)."""
     policy = getattr(caller, "guardrails", None)
     if not policy:
         return None
-    screening = Screening(policy, zdr=routed.prio.zdr or _caller_zdr(caller))
+    screening = Screening(policy, zdr=zdr)
     recorder.guardrails = screening.verdicts  # by reference: a refusal's verdict and the output's join it
     guardrail_services.check_runnable(policy)
     found = await guardrail_services.found(policy, routed.call, screening) if has_remote(policy) else None
