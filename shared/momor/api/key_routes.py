@@ -166,7 +166,8 @@ def _name(body: dict[str, Any], *, required: bool) -> str | None:
     return name.strip()
 
 
-async def _body(request: Request, allowed: set[str]) -> dict[str, Any]:
+async def fields_body(request: Request, allowed: set[str]) -> dict[str, Any]:
+    """The JSON object a key or organization route was sent (400 naming an unknown field)."""
     body = parse_json_object(await read_body(request, BODY_MAX))
     unknown = set(body) - allowed
     if unknown:
@@ -185,7 +186,7 @@ async def _limits(body: dict[str, Any], caller: Caller, backend: Backend) -> key
     return limits
 
 
-def _changes(before: key_limits.Values, after: key_limits.Values, asked: key_limits.Values) -> dict[str, Any]:
+def audit_changes(before: key_limits.Values, after: key_limits.Values, asked: key_limits.Values) -> dict[str, Any]:
     """Each field the request set, as the audit log keeps it: what it was and what it is now."""
     out = {}
     for name in asked:
@@ -208,7 +209,7 @@ def _guardrails(body: dict[str, Any], caller: Caller) -> Policy | None:
 
 async def _create(request: Request, caller: Caller, backend: Backend) -> Response:
     _may_manage(caller)
-    body = await _body(request, FIELDS)
+    body = await fields_body(request, FIELDS)
     name = _name(body, required=True)
     assert name is not None
     limits = await _limits(body, caller, backend)
@@ -218,7 +219,7 @@ async def _create(request: Request, caller: Caller, backend: Backend) -> Respons
         caller.org.id, name, owner=caller.person or caller.name, limits=limits,
         set_by=key_limits.recorded({}, limits, caller.role), guardrails=guardrails)
     await audit.append(caller.org.id, actor(caller), "key.create", info.id,
-                       {"name": {"from": None, "to": name}} | _changes({}, info.limits, limits))
+                       {"name": {"from": None, "to": name}} | audit_changes({}, info.limits, limits))
     return json_response({**await key_json(info), "key": plaintext}, 201)
 
 
@@ -226,7 +227,7 @@ async def _change(request: Request, caller: Caller, backend: Backend) -> Respons
     _may_manage(caller)
     key = await _one(caller, request.path_params["key_id"])
     _may_touch(caller, key)
-    body = await _body(request, FIELDS)
+    body = await fields_body(request, FIELDS)
     name = _name(body, required=False)
     limits = await _limits(body, caller, backend)
     guardrails = _guardrails(body, caller)
@@ -244,7 +245,7 @@ async def _change(request: Request, caller: Caller, backend: Backend) -> Respons
             continue
         renamed = {"name": {"from": current.name, "to": info.name}} if info.name != current.name else {}
         await audit.append(caller.org.id, actor(caller), "key.change", info.id,
-                           renamed | _changes(current.limits, info.limits, limits))
+                           renamed | audit_changes(current.limits, info.limits, limits))
         return json_response(await key_json(info))
     raise RequestError("The key's limits were being changed at the same moment; try again.", status=409)
 
@@ -263,7 +264,7 @@ async def _rotate(request: Request, caller: Caller) -> Response:
     _may_manage(caller)
     key = await _one(caller, request.path_params["key_id"])
     _may_touch(caller, key)
-    body = await _body(request, {"graceSeconds"}) if await request.body() else {}
+    body = await fields_body(request, {"graceSeconds"}) if await request.body() else {}
     grace = body.get("graceSeconds", 0)
     if isinstance(grace, bool) or not isinstance(grace, int) or not 0 <= grace <= key_admin.GRACE_MAX:
         raise RequestError(f"graceSeconds must be a whole number of seconds from 0 to {key_admin.GRACE_MAX:,} "

@@ -43,7 +43,7 @@ from ..store import audit, key_limits, org_settings, organizations
 from .audit_routes import actor
 from .auth import Caller
 from .backend import Backend
-from .key_routes import _body, _changes
+from .key_routes import audit_changes, fields_body
 from .problem_routes import Handler, problem_route
 
 FIELDS = {*org_settings.GROUPS, *org_settings.TOP}
@@ -90,7 +90,7 @@ async def _change(request: Request, caller: Caller, backend: Backend) -> Respons
     item = await _item(caller, org_id)
     if not caller.admin:
         raise RequestError("Only an organization's admins change its settings.", status=403)
-    body = await _body(request, FIELDS)
+    body = await fields_body(request, FIELDS)
     requested = org_settings.parse_body(body, caller.role)
     policy = _guardrails(body) if "guardrails" in body else None
     if {"allow.models", "allow.providers", "budgets.byModel", "budgets.byProvider"} & requested.keys():
@@ -120,7 +120,7 @@ def _audited(before: dict[str, Any], after: dict[str, Any], requested: key_limit
              guardrails: bool) -> dict[str, Any]:
     """Each field the change set, from what to what (settings and policies hold no secrets)."""
     fields = {n: v for n, v in requested.items() if n in key_limits.FIELDS}
-    changes = _changes(org_settings.values_of(before), org_settings.values_of(after), fields)
+    changes = audit_changes(org_settings.values_of(before), org_settings.values_of(after), fields)
     if org_settings.MEMBERS_CREATE_KEYS in requested:
         was = organizations.from_item(before).members_create_keys
         if was != requested[org_settings.MEMBERS_CREATE_KEYS]:
