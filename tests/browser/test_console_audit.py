@@ -14,17 +14,21 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
 from tests.browser.test_console import DESKTOP, PHONE, viewport
-from tests.browser.test_console_keys import create_key, css, open_keys, sign_in_with_password, state, wait
+from tests.browser.test_console_keys import (
+    create_key,
+    css,
+    open_keys,
+    open_tab,
+    sign_in_with_password,
+    state,
+    wait,
+)
 
 pytestmark = pytest.mark.emulators
 
 
 def open_audit(browser) -> None:
-    browser.execute_script("document.body.setAttribute('data-state', 'switching')")
-    css(browser, '#views [data-view="audit"]').click()
-    wait(browser, lambda b: state(b) in ("ready", "error"))
-    assert state(browser) == "ready", browser.find_element(By.ID, "audit-error").text
-    assert browser.find_element(By.ID, "audit-view").is_displayed()
+    open_tab(browser, "audit", "audit")
 
 
 def apply_filters(browser) -> None:

@@ -65,12 +65,18 @@ def sign_in_with_password(browser, url: str, email: str, password: str) -> None:
     assert state(browser) == "ready", browser.find_element(By.ID, "session-error").text
 
 
-def open_keys(browser) -> None:
+def open_tab(browser, view: str, section: str) -> None:
+    """Click the `view` tab and wait until it has drawn: ready, its section `<section>-view` shown (a
+    failure says what its `<section>-error` line says)."""
     browser.execute_script("document.body.setAttribute('data-state', 'switching')")
-    css(browser, '#views [data-view="keys"]').click()
+    css(browser, f'#views [data-view="{view}"]').click()
     wait(browser, lambda b: state(b) in ("ready", "error"))
-    assert state(browser) == "ready", browser.find_element(By.ID, "keys-error").text
-    assert browser.find_element(By.ID, "keys-view").is_displayed()
+    assert state(browser) == "ready", browser.find_element(By.ID, f"{section}-error").text
+    assert browser.find_element(By.ID, f"{section}-view").is_displayed()
+
+
+def open_keys(browser) -> None:
+    open_tab(browser, "keys", "keys")
 
 
 def open_usage(browser) -> None:

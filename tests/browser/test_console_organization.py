@@ -14,7 +14,7 @@ from selenium.webdriver.common.by import By
 
 from momor.store import apikeys
 from tests.browser.test_console import DESKTOP, PHONE, viewport
-from tests.browser.test_console_keys import css, sign_in_with_password, state, wait
+from tests.browser.test_console_keys import open_tab, sign_in_with_password, wait
 
 pytestmark = pytest.mark.emulators
 
@@ -22,11 +22,7 @@ BLOCK = {"input": [{"check": "denylist", "action": "block", "words": ["project f
 
 
 def open_organization(browser) -> None:
-    browser.execute_script("document.body.setAttribute('data-state', 'switching')")
-    css(browser, '#views [data-view="organization"]').click()
-    wait(browser, lambda b: state(b) in ("ready", "error"))
-    assert state(browser) == "ready", browser.find_element(By.ID, "org-error").text
-    assert browser.find_element(By.ID, "org-view").is_displayed()
+    open_tab(browser, "organization", "org")
 
 
 def typed(browser, field: str, value: str) -> None:

@@ -41,9 +41,9 @@ def test_v1_rerank_with_document_objects_and_return_documents(momor, fake):
     assert record["cost"] == pytest.approx(0.002)
 
 
-def test_a_rerank_fails_over_to_another_model(momor, fake):
-    """The second model is on an OpenAI-wire provider whose catalog entry declares a rerank endpoint
-    (`flaky`, a provider with a saved key, in Jina's shape)."""
+def add_jina_reranker(momor) -> None:
+    """A second rerank model, `jina-reranker`, on an OpenAI-wire provider whose catalog entry declares
+    a rerank endpoint (`flaky`, a provider with a saved key, in Jina's shape)."""
     catalog = momor.catalog
     catalog["models"].append({
         "name": "jina-reranker", "publisher": "jina", "kind": "rerank", "tier": "low",
@@ -52,6 +52,11 @@ def test_a_rerank_fails_over_to_another_model(momor, fake):
     (flaky,) = [p for p in catalog["providers"] if p["name"] == "flaky"]
     flaky["options"] = {"rerankPath": "/rerank"}
     momor.write_catalog(catalog)
+
+
+def test_a_rerank_fails_over_to_another_model(momor, fake):
+    """The second model is on an OpenAI-wire provider whose catalog entry declares a rerank endpoint."""
+    add_jina_reranker(momor)
     fake.script("cohere", *[fail(500)] * 3, model="rerank-v3.5")
     response = momor.post("/v2/rerank", {"model": "rerank-v3.5", "models": ["jina-reranker"], "query": QUERY,
                                          "documents": DOCUMENTS})

@@ -10,6 +10,7 @@ import pytest
 
 from tests.fakes.script import fail
 from tests.integration import test_telemetry
+from tests.integration.test_rerank_route import add_jina_reranker
 from tests.integration.test_telemetry import CALLER_SPAN, CALLER_TRACE, ERROR, OK, TRACEPARENT, _trace, _traceparents
 from tests.integration.test_transcribe_route import audio_file
 
@@ -76,14 +77,7 @@ def test_rerank_carries_the_callers_trace_to_the_provider(otlp, momor, fake):
 def test_a_rerank_failover_sends_each_attempt_its_own_span(otlp, momor, fake):
     """A 404 (the model gone from that offering) fails over at once: two attempts, two spans, and
     each provider request parented on its own."""
-    catalog = momor.catalog
-    catalog["models"].append({
-        "name": "jina-reranker", "publisher": "jina", "kind": "rerank", "tier": "low",
-        "offerings": [{"provider": "flaky", "id": "jina-reranker-v2-base-multilingual",
-                       "prices": {"input": 0.02, "output": 0.0}}]})
-    (flaky,) = [p for p in catalog["providers"] if p["name"] == "flaky"]
-    flaky["options"] = {"rerankPath": "/rerank"}
-    momor.write_catalog(catalog)
+    add_jina_reranker(momor)
     fake.script("cohere", fail(404), model="rerank-v3.5")
     response = momor.post("/v2/rerank", {"model": "rerank-v3.5", "models": ["jina-reranker"], "query": "capital?",
                                          "documents": DOCUMENTS}, headers=momor.headers(traceparent=TRACEPARENT))
